@@ -1,0 +1,70 @@
+// Package testenv gates tests that need a real kernel feature, a real tool or root.
+//
+// On a laptop that lacks a feature such a test skips with the reason. Under CI=true a
+// skip is a failure: in CI nothing real may be skipped.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"testing"
+)
+
+// CI reports whether the tests run in CI (CI=true), where nothing real may be skipped.
+func CI() bool { return os.Getenv("CI") == "true" }
+
+// Skip skips t with reason, or fails it under CI=true.
+func Skip(t testing.TB, reason string) {
+	t.Helper()
+	if CI() {
+		t.Fatalf("required in CI but unavailable: %s", reason)
+	}
+	t.Skip(reason)
+}
+
+// RequireRoot skips (fails in CI) unless the test runs as root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Skip(t, "requires root")
+	}
+}
+
+// RequireTool skips (fails in CI) unless name is on PATH, and returns its path.
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Skip(t, "requires "+name+" on PATH")
+	}
+	return p
+}
+
+// UserName is the unprivileged account real sandbox tests run as.
+const UserName = "boxtest"
+
+// User returns the uid and gid of the unprivileged test account, creating it when the
+// tests run as root and it does not exist yet.
+func User(t testing.TB) (uid, gid int) {
+	t.Helper()
+	RequireRoot(t)
+	u, err := user.Lookup(UserName)
+	if err != nil {
+		out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/sh", UserName).CombinedOutput()
+		if err != nil {
+			// Another test package may have created it meanwhile.
+			if u2, err2 := user.Lookup(UserName); err2 == nil {
+				u = u2
+			} else {
+				t.Fatalf("useradd %s: %v: %s", UserName, err, out)
+			}
+		} else if u, err = user.Lookup(UserName); err != nil {
+			t.Fatalf("lookup %s after useradd: %v", UserName, err)
+		}
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid
+}
