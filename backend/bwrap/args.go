@@ -1,0 +1,150 @@
+package bwrap
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Args builds bwrap's argv (without the program name) for spec on host. It is pure: it
+// neither reads nor writes anything. Env values never appear here: they reach the
+// sandbox through the process environment, because argv is world-readable in
+// /proc/PID/cmdline.
+func Args(spec Spec, host Host) ([]string, error) {
+	if err := validate(spec); err != nil {
+		return nil, err
+	}
+	a := []string{
+		"--die-with-parent", "--new-session",
+		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
+	}
+	switch spec.Network {
+	case NetNone, NetInternet:
+		// internet: a namespace of its own; the exec layer attaches user-mode
+		// networking and the egress filter before the command is released.
+		a = append(a, "--unshare-net")
+	case NetFull:
+		// the host's network, named explicitly by the operator.
+	}
+	// No capabilities, and no further user namespaces: the sandbox cannot make itself
+	// a namespace where it holds capabilities again.
+	a = append(a, "--cap-drop", "ALL", "--disable-userns")
+	if spec.Hostname != "" {
+		a = append(a, "--hostname", spec.Hostname)
+	}
+
+	for _, s := range host.System {
+		if s.Link != "" {
+			a = append(a, "--symlink", s.Link, s.Path)
+		} else {
+			a = append(a, "--ro-bind", s.Path, s.Path)
+		}
+	}
+	if spec.Network == NetFull && host.ResolvTarget != "" && !strings.HasPrefix(host.ResolvTarget, "/etc/") {
+		d := filepath.Dir(host.ResolvTarget)
+		a = append(a, "--ro-bind", d, d)
+	}
+	if spec.ResolvConf != "" {
+		a = append(a, "--ro-bind", spec.ResolvConf, "/etc/resolv.conf")
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--dir", "/run")
+
+	// $HOME is an empty tmpfs: nothing of the real home is there unless bound below.
+	a = append(a, "--tmpfs", spec.Home)
+	a = append(a,
+		"--bind", filepath.Join(spec.InstanceDir, ".claude"), filepath.Join(spec.Home, ".claude"),
+		"--bind", filepath.Join(spec.InstanceDir, ".claude.json"), filepath.Join(spec.Home, ".claude.json"),
+	)
+	for _, f := range spec.AuthFiles {
+		a = append(a, "--ro-bind", f, f)
+	}
+	for _, m := range spec.Mounts {
+		op := "--ro-bind"
+		if m.RW {
+			op = "--bind"
+		}
+		a = append(a, op, m.Src, m.Dst)
+	}
+	a = append(a, "--bind", spec.Workdir, spec.Workdir)
+
+	a = append(a, "--dir", BinDir)
+	for _, t := range spec.Tools {
+		if !host.Covered(t.Path) {
+			a = append(a, "--ro-bind", t.Path, t.Path)
+		}
+		a = append(a, "--symlink", t.Path, filepath.Join(BinDir, t.Name))
+	}
+
+	a = append(a, "--chdir", spec.Workdir)
+	if spec.InfoFD > 0 {
+		a = append(a, "--info-fd", strconv.Itoa(spec.InfoFD))
+	}
+	if spec.BlockFD > 0 {
+		a = append(a, "--block-fd", strconv.Itoa(spec.BlockFD))
+	}
+	a = append(a, "--")
+	return append(a, spec.Command...), nil
+}
+
+func validate(s Spec) error {
+	for what, p := range map[string]string{"working directory": s.Workdir, "home": s.Home, "instance directory": s.InstanceDir} {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			return fmt.Errorf("%s %q: want an absolute, clean path", what, p)
+		}
+	}
+	if err := CheckWorkdir(s.Workdir, s.Home); err != nil {
+		return err
+	}
+	switch s.Network {
+	case NetNone, NetFull:
+	case NetInternet:
+		if s.InfoFD <= 0 || s.BlockFD <= 0 || s.ResolvConf == "" {
+			return fmt.Errorf("network internet needs the info and block fds and a resolv.conf")
+		}
+	default:
+		return fmt.Errorf("network %q: want none, internet or full", s.Network)
+	}
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		return fmt.Errorf("no command to run")
+	}
+	for _, m := range s.Mounts {
+		if !filepath.IsAbs(m.Src) || !filepath.IsAbs(m.Dst) {
+			return fmt.Errorf("mount %q -> %q: want absolute paths", m.Src, m.Dst)
+		}
+	}
+	for _, t := range s.Tools {
+		if t.Name == "" || strings.Contains(t.Name, "/") || !filepath.IsAbs(t.Path) {
+			return fmt.Errorf("tool %q at %q: want a name and an absolute path", t.Name, t.Path)
+		}
+	}
+	return nil
+}
+
+// WorkdirError refuses a working directory whose rw bind would expose too much.
+type WorkdirError struct{ Dir, Why string }
+
+func (e *WorkdirError) Error() string {
+	return fmt.Sprintf("refusing to make %s writable in the sandbox: %s", e.Dir, e.Why)
+}
+
+// Hint says what to do instead.
+func (e *WorkdirError) Hint() string { return "cd into a project directory and run box there" }
+
+// CheckWorkdir refuses /, the home directory and its ancestors, and system directories:
+// binding any of them read-write would hand the sandbox the operator's secrets or the
+// system.
+func CheckWorkdir(dir, home string) error {
+	if dir == "/" {
+		return &WorkdirError{dir, "it is the root directory"}
+	}
+	if dir == home || strings.HasPrefix(home, dir+"/") {
+		return &WorkdirError{dir, "it holds your home directory (and its secrets)"}
+	}
+	for _, sys := range []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/boot", "/dev", "/proc", "/sys", "/run", "/var", "/nix", "/home", "/root", "/tmp", "/opt"} {
+		if dir == sys {
+			return &WorkdirError{dir, "it is a system directory"}
+		}
+	}
+	return nil
+}

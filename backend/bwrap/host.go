@@ -1,0 +1,69 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// systemPaths are the read-only system locations a sandbox sees, when they exist.
+// /nix is there for Nix-built tools; nothing under /home, /root, /var or /run is.
+var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix"}
+
+// DetectHost reads the facts Args depends on. It is the only part of the builder's input
+// that looks at the filesystem.
+func DetectHost() (Host, error) {
+	var h Host
+	for _, p := range systemPaths {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return h, err
+			}
+			h.System = append(h.System, SysPath{Path: p, Link: target})
+		case fi.IsDir():
+			h.System = append(h.System, SysPath{Path: p})
+		}
+	}
+	if len(h.System) == 0 {
+		return h, errors.New("no system directories found (/usr, /etc)")
+	}
+	if t, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && t != "/etc/resolv.conf" {
+		h.ResolvTarget = t
+	}
+	return h, nil
+}
+
+// ResolveTool finds name on the host PATH and follows symlinks to the real file, so the
+// sandbox can bind exactly that file (profile symlink chains such as Nix's are not
+// visible inside). Directories under the operator's home on PATH are searched too: a
+// tool installed in ~/.local/bin is found and bound alone, not its directory.
+func ResolveTool(name, pathEnv string) (Tool, error) {
+	if strings.Contains(name, "/") {
+		return Tool{}, fmt.Errorf("tool %q: want a command name, not a path", name)
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // relative PATH entries would depend on the working directory
+		}
+		p := filepath.Join(dir, name)
+		fi, err := os.Stat(p)
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		return Tool{Name: name, Path: real}, nil
+	}
+	return Tool{}, &exec.Error{Name: name, Err: exec.ErrNotFound}
+}

@@ -1,0 +1,129 @@
+package bwrap
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// InstanceDir is the per-project directory standing in for ~/.claude: keyed by the
+// project path, so conversation history is scoped per project.
+func InstanceDir(dataHome, workdir string) string {
+	sum := sha256.Sum256([]byte(workdir))
+	base := regexp.MustCompile(`[^A-Za-z0-9._-]+`).ReplaceAllString(filepath.Base(workdir), "_")
+	return filepath.Join(dataHome, "box", "instances", base+"-"+hex.EncodeToString(sum[:])[:16])
+}
+
+// Policy is what SANDBOX.md tells the agent about where it is.
+type Policy struct {
+	Profile  string
+	Template string
+	Network  string
+	Workdir  string
+	Writable []string // beyond the working directory and ~/.claude
+	ReadOnly []string // extra read-only mounts
+	Tools    []string
+	Auth     bool
+	Notes    string // the template's own notes
+}
+
+var tierText = map[string]string{
+	NetNone:     "none: there is no network at all (only loopback). Downloads will fail; ask the operator for what you need.",
+	NetInternet: "internet: the public internet only. The host, the LAN, private ranges (10/8, 172.16/12, 192.168/16, 100.64/10) and the cloud metadata address (169.254.169.254) are blocked.",
+	NetFull:     "full: the host's network, as the operator chose explicitly. Be careful: the LAN and the host's services are reachable.",
+}
+
+// SandboxMD renders SANDBOX.md from the live policy. Pure.
+func SandboxMD(p Policy) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# You are in a box sandbox\n\n")
+	fmt.Fprintf(&b, "This session runs inside `box` (bubblewrap), profile `%s`, template `%s`.\n", p.Profile, p.Template)
+	fmt.Fprintf(&b, "It is generated at every launch from the policy in force; do not edit it.\n\n")
+	fmt.Fprintf(&b, "## Network\n\n%s\n\n", tierText[p.Network])
+	fmt.Fprintf(&b, "## Files\n\n")
+	fmt.Fprintf(&b, "- Writable: the working directory `%s`, `~/.claude` (this project's own instance directory), `/tmp`", p.Workdir)
+	for _, w := range p.Writable {
+		fmt.Fprintf(&b, ", `%s`", w)
+	}
+	fmt.Fprintf(&b, ".\n- Everything else is read-only (system directories) or absent: the operator's home directory, SSH and GPG agents, cloud credentials and /run/user are not here.\n")
+	if len(p.ReadOnly) > 0 {
+		fmt.Fprintf(&b, "- Also visible read-only: `%s`.\n", strings.Join(p.ReadOnly, "`, `"))
+	}
+	fmt.Fprintf(&b, "- `/tmp` and `$HOME` outside `~/.claude` are emptied when the session ends.\n")
+	if p.Auth {
+		fmt.Fprintf(&b, "- The operator's Claude login is passed through read-only.\n")
+	}
+	fmt.Fprintf(&b, "\n## Tools\n\n")
+	if len(p.Tools) > 0 {
+		fmt.Fprintf(&b, "On PATH from the profile: %s. ", strings.Join(p.Tools, ", "))
+	}
+	fmt.Fprintf(&b, "The system's own commands (/usr/bin) are available. You cannot install system packages (no root, no writes outside the working directory); if a tool is missing, install it into the working directory or ask the operator to add it to the profile's `tools`.\n")
+	if p.Notes != "" {
+		fmt.Fprintf(&b, "\n## Notes\n\n%s\n", strings.TrimSpace(p.Notes))
+	}
+	return b.String()
+}
+
+const importLine = "@SANDBOX.md"
+
+// PrepareInstance makes the instance directory (0700), its .claude.json, SANDBOX.md
+// from the policy, and a CLAUDE.md that imports it; an existing CLAUDE.md keeps its
+// content and gains the import line once.
+func PrepareInstance(dir string, p Policy) error {
+	claude := filepath.Join(dir, ".claude")
+	if err := os.MkdirAll(claude, 0o700); err != nil {
+		return err
+	}
+	cj := filepath.Join(dir, ".claude.json")
+	if _, err := os.Stat(cj); os.IsNotExist(err) {
+		if err := os.WriteFile(cj, []byte("{}\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	if err := writeAtomic(filepath.Join(claude, "SANDBOX.md"), []byte(SandboxMD(p))); err != nil {
+		return err
+	}
+	md := filepath.Join(claude, "CLAUDE.md")
+	old, err := os.ReadFile(md)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	for _, l := range strings.Split(string(old), "\n") {
+		if strings.TrimSpace(l) == importLine {
+			return nil
+		}
+	}
+	text := importLine + "\n"
+	if len(old) > 0 {
+		text = string(old)
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		text += "\n" + importLine + "\n"
+	}
+	return writeAtomic(md, []byte(text))
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".box-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,74 @@
+// Package bwrap is the bubblewrap backend: a pure argv builder (Args) fed by a Spec (what
+// the sandbox should be) and a Host (facts about the machine, found by DetectHost, the
+// only place that looks at the filesystem), and a thin exec layer (Run).
+package bwrap
+
+import "strings"
+
+// Network tiers.
+const (
+	NetNone     = "none"
+	NetInternet = "internet"
+	NetFull     = "full"
+)
+
+// BinDir is the sandbox directory holding a symlink per tool; it leads PATH.
+const BinDir = "/run/box/bin"
+
+// Spec is everything the sandbox is made of. Paths are absolute and clean.
+type Spec struct {
+	Workdir     string   // mounted read-write at its own path; the command starts here
+	Home        string   // $HOME inside: an empty tmpfs at the operator's home path
+	InstanceDir string   // host dir standing in for ~/.claude and ~/.claude.json
+	Network     string   // NetNone, NetInternet or NetFull
+	Mounts      []Mount  // extra binds a profile names
+	AuthFiles   []string // host credential files, bound read-only at the same path
+	Tools       []Tool   // linked into BinDir
+	Command     []string // argv of the sandboxed command
+	ResolvConf  string   // host file bound at /etc/resolv.conf ("" keeps the host's)
+	Hostname    string   // "" leaves the default
+	InfoFD      int      // > 0: bwrap --info-fd (the exec layer reads the child pid)
+	BlockFD     int      // > 0: bwrap --block-fd (the sandbox waits until released)
+}
+
+// Mount is one extra bind.
+type Mount struct {
+	Src, Dst string
+	RW       bool
+}
+
+// Tool is a command found on the host PATH. Path is its real (symlink-resolved) path.
+type Tool struct {
+	Name, Path string
+}
+
+// Host holds the facts about the machine the argv depends on.
+type Host struct {
+	// System lists the system paths that exist: directories are bound read-only,
+	// symlinks (merged /usr: /bin -> usr/bin) are recreated.
+	System []SysPath
+	// ResolvTarget is where /etc/resolv.conf really lives when that is outside /etc
+	// (systemd-resolved: /run/systemd/resolve/...); tier full binds it so DNS works.
+	ResolvTarget string
+}
+
+// SysPath is a system path and, for a symlink, its target.
+type SysPath struct {
+	Path string
+	Link string // non-empty for a symlink
+}
+
+// Covered reports whether path is inside a read-only system directory, so a tool there
+// is already visible and needs no bind of its own.
+func (h Host) Covered(path string) bool {
+	for _, s := range h.System {
+		if s.Link == "" && (path == s.Path || strings.HasPrefix(path, s.Path+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// PATH is the sandbox's search path: the profile's tools first, then the system dirs.
+// Nothing from the operator's home is on it.
+func PATH() string { return BinDir + ":/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin" }

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A checkResult is one line of 'box --check'.
+type checkResult struct {
+	name   string
+	ok     bool
+	fatal  bool // the bwrap backend cannot run while this fails
+	detail string
+	fix    string
+}
+
+// bwrapChecks diagnoses the bwrap backend. Each check says what it found and, on
+// failure, how to fix it.
+func bwrapChecks() []checkResult {
+	var out []checkResult
+	bin, err := exec.LookPath("bwrap")
+	if err != nil {
+		out = append(out, checkResult{name: "bwrap", fatal: true, detail: "not found on PATH", fix: "apt-get install bubblewrap"})
+	} else {
+		r := checkResult{name: "bwrap", ok: true, fatal: true, detail: bin}
+		if v, err := exec.Command(bin, "--version").Output(); err == nil {
+			ver := strings.TrimSpace(strings.TrimPrefix(string(v), "bubblewrap "))
+			r.detail = bin + " " + ver
+			if !versionAtLeast(ver, 0, 8) {
+				r.ok, r.fix = false, "box needs bubblewrap 0.8 or newer (for --disable-userns); upgrade it"
+			}
+		}
+		out = append(out, r)
+		if fi, err := os.Stat(bin); err == nil && fi.Mode()&os.ModeSetuid != 0 {
+			out = append(out, checkResult{name: "setuid bwrap", fatal: true, detail: bin + " is setuid root",
+				fix: "box runs bwrap unprivileged through user namespaces: chmod u-s " + bin})
+		} else {
+			out = append(out, checkResult{name: "setuid bwrap", ok: true, detail: "not setuid (good)"})
+		}
+	}
+	out = append(out, userNSCheck(bin))
+	out = append(out, tunCheck())
+	for _, tool := range []string{"pasta", "slirp4netns"} {
+		if p, err := exec.LookPath(tool); err == nil {
+			out = append(out, checkResult{name: tool, ok: true, detail: p})
+		} else {
+			pkg := map[string]string{"pasta": "passt", "slirp4netns": "slirp4netns"}[tool]
+			out = append(out, checkResult{name: tool, detail: "not found (network tier internet needs pasta or slirp4netns)", fix: "apt-get install " + pkg})
+		}
+	}
+	return out
+}
+
+// userNSCheck tries what box needs: an unprivileged user namespace. With bwrap present it
+// runs a minimal sandbox, the only proof that counts.
+func userNSCheck(bin string) checkResult {
+	r := checkResult{name: "user namespaces", fatal: true}
+	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		r.detail, r.fix = "disabled (kernel.unprivileged_userns_clone=0)", "sysctl -w kernel.unprivileged_userns_clone=1"
+		return r
+	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		r.detail, r.fix = "disabled (user.max_user_namespaces=0)", "sysctl -w user.max_user_namespaces=15000"
+		return r
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(b)) == "1" {
+		r.detail = "restricted by AppArmor (kernel.apparmor_restrict_unprivileged_userns=1)"
+		r.fix = "allow bwrap an AppArmor userns profile, or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
+		// Not returned yet: the trial below tells whether bwrap is allowed anyway.
+	}
+	if bin == "" {
+		if r.detail == "" {
+			r.detail = "untested (no bwrap)"
+		}
+		return r
+	}
+	args := []string{"--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"}
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		r.detail = "a trial sandbox failed: " + strings.TrimSpace(string(out))
+		if r.fix == "" {
+			r.fix = "check that unprivileged user namespaces are enabled (see the kernel's user.max_user_namespaces)"
+		}
+		return r
+	}
+	r.ok, r.detail, r.fix = true, "a trial sandbox ran", ""
+	return r
+}
+
+// tunCheck: user-mode networking (tier internet) opens /dev/net/tun as the user.
+func tunCheck() checkResult {
+	r := checkResult{name: "/dev/net/tun"}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		r.detail, r.fix = "missing (network tier internet needs it)", "load the tun module: modprobe tun"
+		return r
+	}
+	if err := unix.Access("/dev/net/tun", unix.R_OK|unix.W_OK); err != nil {
+		r.detail = "not readable and writable by you (network tier internet needs it)"
+		r.fix = "chmod 0666 /dev/net/tun (the usual mode on desktops)"
+		return r
+	}
+	r.ok, r.detail = true, "usable"
+	return r
+}
+
+var verRE = regexp.MustCompile(`(\d+)\.(\d+)`)
+
+func versionAtLeast(v string, major, minor int) bool {
+	m := verRE.FindStringSubmatch(v)
+	if m == nil {
+		return false
+	}
+	a, _ := strconv.Atoi(m[1])
+	b, _ := strconv.Atoi(m[2])
+	return a > major || a == major && b >= minor
+}
+
+// runCheck prints one line per check and fails when the bwrap backend cannot run.
+func runCheck(e *env) error {
+	fatal := 0
+	for _, r := range bwrapChecks() {
+		status := "ok  "
+		if !r.ok {
+			status = "warn"
+			if r.fatal {
+				status = "FAIL"
+				fatal++
+			}
+		}
+		fmt.Fprintf(e.stdout, "%s  %-16s %s\n", status, r.name, r.detail)
+		if !r.ok && r.fix != "" {
+			fmt.Fprintf(e.stdout, "      %-16s fix: %s\n", "", r.fix)
+		}
+	}
+	if fatal > 0 {
+		return withHint(fmt.Errorf("the bwrap backend cannot run here (%d problem(s) above)", fatal), "apply the fixes above, then run 'box --check' again")
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+// Command box gives a coding agent, or any untrusted command, a place to work where it
+// cannot reach the operator's secrets, the LAN, the host, or other boxes.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+)
+
+// version is stamped at build time (-ldflags "-X main.version=..."); otherwise it comes
+// from the module's build info.
+var version = ""
+
+func boxVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Exit codes: 0 ok, 1 failed, 2 asked wrong. box run passes the command's own code on.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+func main() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+
+// Main runs box with args and returns the exit code. Everything but results goes to
+// stderr, prefixed "box:".
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && strings.HasPrefix(args[0], "__") {
+		if code, ok := hidden(args); ok {
+			return code
+		}
+	}
+	root := newRoot(newEnv(stdin, stdout, stderr))
+	root.SetArgs(args)
+	err := root.Execute()
+	return report(stderr, err)
+}
+
+// report prints err as "box: error: ..." with its hint, and maps it to an exit code.
+func report(w io.Writer, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ex *exitError
+	if errors.As(err, &ex) {
+		return ex.code
+	}
+	fmt.Fprintf(w, "box: error: %s\n", err)
+	var h interface{ Hint() string }
+	if errors.As(err, &h) && h.Hint() != "" {
+		for _, line := range strings.Split(h.Hint(), "\n") {
+			fmt.Fprintf(w, "box: hint: %s\n", line)
+		}
+	}
+	var u *usageError
+	if errors.As(err, &u) {
+		return exitUsage
+	}
+	return exitFail
+}
+
+// exitError carries a sandboxed command's exit code; nothing is printed for it.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// usageError is an error in how box was asked: exit code 2.
+type usageError struct {
+	err  error
+	hint string
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+func (e *usageError) Hint() string {
+	if e.hint != "" {
+		return e.hint
+	}
+	var h interface{ Hint() string }
+	if errors.As(e.err, &h) {
+		return h.Hint()
+	}
+	return ""
+}
+
+func usagef(hint, format string, a ...any) error {
+	return &usageError{err: fmt.Errorf(format, a...), hint: hint}
+}
+
+// hintError attaches a fix to an error.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() }
+func (e *hintError) Unwrap() error { return e.err }
+func (e *hintError) Hint() string  { return e.hint }
+
+func withHint(err error, hint string) error { return &hintError{err, hint} }

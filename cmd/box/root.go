@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Command groups in `box help`.
+const (
+	groupSandbox = "sandbox"
+	groupModel   = "model"
+)
+
+// newRoot builds the command tree: the single source of truth for help and dispatch.
+func newRoot(e *env) *cobra.Command {
+	var check bool
+	root := &cobra.Command{
+		Use:   "box",
+		Short: "a place for an untrusted command to work, away from your secrets, LAN and host",
+		Long: `box gives a coding agent (or any untrusted command) a place to work where it cannot
+reach your secrets, the LAN, the host, or other boxes.
+
+The bwrap backend wraps a command in the current directory: an environment allowlist
+with a pre-launch audit, your home directory hidden, only the working directory
+writable, and a network tier (none, internet, full) you choose.`,
+		Example: `  box run -y                      # the default profile's shell, no network
+  box run -y -- make test         # one command in the sandbox
+  box run --profile claude -y     # Claude Code, public internet only
+  box --check                     # can this machine run the sandbox?`,
+		Version:       boxVersion(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			hint := "run 'box help' for the list of commands"
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				hint = "did you mean 'box " + s[0] + "'?"
+			}
+			return usagef(hint, "unknown command %q", args[0])
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if check {
+				return runCheck(e)
+			}
+			return cmd.Help()
+		},
+	}
+	root.Flags().BoolVar(&check, "check", false, "diagnose whether this machine can run box, with a fix for each problem")
+	root.SetVersionTemplate("box {{.Version}}\n")
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetIn(e.stdin)
+	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usagef(fmt.Sprintf("run 'box %s --help' for usage", strings.TrimPrefix(cmd.CommandPath(), "box ")), "%s", err)
+	})
+	root.AddGroup(
+		&cobra.Group{ID: groupSandbox, Title: "Sandboxes (bwrap backend):"},
+		&cobra.Group{ID: groupModel, Title: "Profiles and templates:"},
+	)
+	root.AddCommand(newRunCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
+	return root
+}
+
+// exactArgs is cobra.ExactArgs with a usage error (exit 2).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("run 'box "+cmd.Name()+" --help' for usage", "%s takes no arguments, got %q", cmd.Name(), args[0])
+	}
+	return nil
+}

@@ -1,0 +1,383 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/profiles"
+	"github.com/heavy-duty/box/templates"
+	"github.com/spf13/cobra"
+)
+
+type runOptions struct {
+	profile  string
+	backend  string
+	template string
+	network  string
+	env      []string
+	yes      bool
+	dryRun   bool
+	command  []string
+}
+
+func newRunCmd(e *env) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:     "run [flags] [-- COMMAND [ARG...]]",
+		Short:   "run a command (default: the profile's) in a sandbox in the current directory",
+		GroupID: groupSandbox,
+		Long: `Run COMMAND in a bubblewrap sandbox in the current directory.
+
+The sandbox's environment starts empty: only a small base (TERM, COLORTERM, LANG,
+LANGUAGE, LC_*, TZ, NO_COLOR), the profile's env names and --env names enter, with HOME
+and PATH set to the sandbox's. Before launch box prints every variable that enters and
+flags values that look like secrets; on a terminal it asks, -y skips the question.
+
+Only the working directory is writable. Your home directory is an empty tmpfs except
+~/.claude (a per-project instance directory), system directories are read-only, and
+/run/user, agent sockets and docker.sock are absent unless a profile mounts them.
+
+Network tiers: none (no network), internet (public internet only), full (the host's
+network; only when named). Templates never choose the network.`,
+		Example: `  box run -y                               # the default profile: a shell, no network
+  box run -y -- make test                  # one command
+  box run --backend bwrap -y -- claude --dangerously-skip-permissions
+  box run --profile claude -y              # the claude profile's command
+  box run --env GITHUB_TOKEN -y -- gh pr list --network full
+  box run --dry-run -- true                # print the bwrap argv, run nothing`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.command = args
+			return runRun(e, o)
+		},
+	}
+	// The command's own flags belong to it: stop parsing at the first argument.
+	cmd.Flags().SetInterspersed(false)
+	f := cmd.Flags()
+	f.StringVarP(&o.profile, "profile", "p", "", "profile to run (default $BOX_PROFILE, else \"default\")")
+	f.StringVar(&o.backend, "backend", "", "backend: bwrap (vm boxes are made with 'box new')")
+	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's)")
+	f.StringVarP(&o.network, "network", "n", "", "network tier: none, internet or full (default: the profile's)")
+	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
+	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv and the env names it would pass; run nothing")
+	return cmd
+}
+
+// plan is everything a run needs, resolved from profile, template, flags and host.
+type plan struct {
+	profile  *profiles.Profile
+	template *templates.Template
+	spec     bwrap.Spec
+	vars     []envaudit.Var
+	findings []envaudit.Finding
+	policy   bwrap.Policy
+	warnings []string
+}
+
+func runRun(e *env, o *runOptions) error {
+	p, err := resolveRun(e, o)
+	if err != nil {
+		return err
+	}
+	for _, w := range p.warnings {
+		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
+	}
+	host, err := bwrap.DetectHost()
+	if err != nil {
+		return err
+	}
+	if p.spec.Network == bwrap.NetInternet {
+		return withHint(errors.New(`network tier "internet" is not available in this build yet`),
+			"run with --network none (no network) or, knowing the LAN and host become reachable, --network full")
+	}
+	p.spec.InfoFD = bwrap.InfoFD
+	args, err := bwrap.Args(p.spec, host)
+	if err != nil {
+		return err
+	}
+	if o.dryRun {
+		printDryRun(e, args, p.vars)
+		return nil
+	}
+	bin, err := exec.LookPath("bwrap")
+	if err != nil {
+		return withHint(errors.New("bwrap (bubblewrap) is not installed"), "install it: apt-get install bubblewrap (then run 'box --check')")
+	}
+
+	envaudit.Report(e.stderr, p.vars, p.findings)
+	if err := confirm(e, o.yes); err != nil {
+		return err
+	}
+	if err := bwrap.PrepareInstance(p.spec.InstanceDir, p.policy); err != nil {
+		return fmt.Errorf("prepare instance directory %s: %w", p.spec.InstanceDir, err)
+	}
+	code, err := bwrap.Run(bwrap.Launch{
+		Bwrap: bin, Args: args, Env: envaudit.Environ(p.vars),
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
+	})
+	if err != nil {
+		return withHint(err, "run 'box --check' to diagnose the sandbox")
+	}
+	if code != 0 {
+		return &exitError{code}
+	}
+	return nil
+}
+
+// resolveRun turns options, profile, template and the environment into a plan. It reads
+// files (profile, template, tools on PATH) but starts nothing.
+func resolveRun(e *env, o *runOptions) (*plan, error) {
+	name := o.profile
+	if name == "" {
+		name = e.getenv("BOX_PROFILE")
+	}
+	if name == "" {
+		name = profiles.Default
+	}
+	prof, err := profiles.Load(name, profiles.Dir(e.configHome()))
+	if err != nil {
+		if errors.Is(err, profiles.ErrNotFound) {
+			return nil, usagef("run 'box profiles' to list them", "%s", err)
+		}
+		return nil, err
+	}
+	backend := prof.Backend
+	if o.backend != "" {
+		if err := profiles.ValidBackend(o.backend); err != nil {
+			return nil, usagef("", "--backend: %s", err)
+		}
+		backend = o.backend
+	}
+	if backend != profiles.BackendBwrap {
+		return nil, withHint(fmt.Errorf("box run is the bwrap backend; profile %q asks for backend %q", prof.Name, backend),
+			"run with --backend bwrap; vm boxes are made with 'box new' once the vm backend is installed")
+	}
+	tmplName := prof.Template
+	if o.template != "" {
+		tmplName = o.template
+	}
+	tmpl, err := templates.Load(tmplName, templates.Dir(e.configHome()))
+	if err != nil {
+		if errors.Is(err, templates.ErrNotFound) || templates.ValidName(tmplName) != nil {
+			return nil, usagef("run 'box templates' to list them", "%s", err)
+		}
+		return nil, err
+	}
+	network := prof.Network
+	if o.network != "" {
+		if err := profiles.ValidNetwork(o.network); err != nil {
+			return nil, usagef("", "--network: %s", err)
+		}
+		network = o.network
+	}
+
+	home := e.home()
+	if home == "" {
+		return nil, errors.New("cannot tell your home directory: set HOME")
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	// The real path: a symlink must not smuggle a bigger tree in under a harmless name.
+	if wd, err = filepath.EvalSymlinks(wd); err != nil {
+		return nil, fmt.Errorf("working directory: %w", err)
+	}
+	realHome := home
+	if h, err := filepath.EvalSymlinks(home); err == nil {
+		realHome = h
+	}
+	if err := bwrap.CheckWorkdir(wd, realHome); err != nil {
+		return nil, err
+	}
+
+	pl := &plan{profile: prof, template: tmpl}
+	command := o.command
+	if len(command) == 0 {
+		command = prof.Command
+	}
+	if len(command) == 0 {
+		command = tmpl.Command
+	}
+	if len(command) == 0 {
+		command = []string{"sh"}
+	}
+
+	// Tools: the template's and the profile's, and the command itself when it is a
+	// name. A missing tool is a warning; a missing command is an error.
+	pathEnv := e.getenv("PATH")
+	var tools []bwrap.Tool
+	seen := map[string]bool{}
+	want := append(append([]string{}, tmpl.Tools...), prof.Tools...)
+	if !strings.Contains(command[0], "/") {
+		want = append(want, command[0])
+	}
+	for _, name := range want {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		t, err := bwrap.ResolveTool(name, pathEnv)
+		if err != nil {
+			if name == command[0] {
+				return nil, withHint(fmt.Errorf("command %q not found on your PATH", name),
+					"install it, or name another command after --")
+			}
+			pl.warnings = append(pl.warnings, fmt.Sprintf("tool %q is not on your PATH; it will be missing in the sandbox", name))
+			continue
+		}
+		tools = append(tools, t)
+	}
+
+	var mounts []bwrap.Mount
+	for _, m := range prof.Mounts {
+		src, dst := expandHome(m.Path, home), expandHome(m.Target, home)
+		if _, err := os.Stat(src); err != nil {
+			return nil, withHint(fmt.Errorf("profile %q mounts %s: %w", prof.Name, src, err), "create it, or remove the mount from the profile")
+		}
+		mounts = append(mounts, bwrap.Mount{Src: src, Dst: dst, RW: m.RW()})
+		if w := secretPath(src, home); w != "" {
+			pl.warnings = append(pl.warnings, fmt.Sprintf("profile %q mounts %s, which holds %s", prof.Name, src, w))
+		}
+	}
+
+	var auth []string
+	if prof.AuthPassthrough {
+		for _, f := range []string{filepath.Join(home, ".claude", ".credentials.json")} {
+			if _, err := os.Stat(f); err == nil {
+				auth = append(auth, f)
+			}
+		}
+		if len(auth) == 0 {
+			pl.warnings = append(pl.warnings, "auth passthrough: no host login found (~/.claude/.credentials.json); log in inside the sandbox")
+		}
+	}
+
+	var allow envaudit.Allowlist
+	allow.Add("base", envaudit.Base...)
+	allow.Add("profile", prof.Env...)
+	for _, n := range o.env {
+		if err := profiles.ValidEnvName(n); err != nil {
+			return nil, usagef("--env takes a name; the value comes from your environment", "--env: %s", err)
+		}
+		allow.Add("--env", n)
+		if !strings.HasSuffix(n, "*") && e.getenv(n) == "" {
+			pl.warnings = append(pl.warnings, fmt.Sprintf("--env %s: not set in your environment", n))
+		}
+	}
+	set := map[string]string{"HOME": home, "PATH": bwrap.PATH(), "BOX_SANDBOX": "bwrap"}
+	set["USER"], set["LOGNAME"] = e.userName(), e.userName()
+	pl.vars = allow.Filter(e.environ(), set)
+	pl.findings = envaudit.Audit(pl.vars)
+
+	toolNames := make([]string, len(tools))
+	for i, t := range tools {
+		toolNames[i] = t.Name
+	}
+	pl.policy = bwrap.Policy{
+		Profile: prof.Name, Template: tmpl.Name, Network: network, Workdir: wd,
+		Tools: toolNames, Auth: len(auth) > 0, Notes: tmpl.Notes,
+	}
+	for _, m := range mounts {
+		if m.RW {
+			pl.policy.Writable = append(pl.policy.Writable, m.Dst)
+		} else {
+			pl.policy.ReadOnly = append(pl.policy.ReadOnly, m.Dst)
+		}
+	}
+	pl.spec = bwrap.Spec{
+		Workdir: wd, Home: home, InstanceDir: bwrap.InstanceDir(e.dataHome(), wd),
+		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
+		Command: command, Hostname: "box",
+	}
+	return pl, nil
+}
+
+func expandHome(p, home string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return filepath.Join(home, rest)
+	}
+	return filepath.Clean(p)
+}
+
+// secretPath names what a mounted path exposes when it is (or holds) a well-known secret
+// location; "" otherwise. Mounting one is the profile's choice; box says so out loud.
+func secretPath(p, home string) string {
+	for rel, what := range map[string]string{
+		".ssh": "SSH keys", ".gnupg": "GPG keys", ".aws": "AWS credentials", ".config/gcloud": "Google Cloud credentials",
+		".kube": "Kubernetes credentials", ".docker": "Docker credentials", ".netrc": "netrc passwords",
+		".git-credentials": "git credentials", ".config/gh": "GitHub CLI tokens", ".age": "age keys",
+		".config/sops/age": "age keys", ".password-store": "passwords", ".local/share/keyrings": "keyrings",
+	} {
+		s := filepath.Join(home, rel)
+		if p == s || strings.HasPrefix(p, s+"/") || strings.HasPrefix(s, p+"/") || p == home {
+			return what
+		}
+	}
+	if strings.HasSuffix(p, ".sock") || strings.HasPrefix(p, "/run/user/") {
+		return "a socket to a host service"
+	}
+	return ""
+}
+
+// confirm asks y/N on a terminal; without one, and without -y, it refuses.
+func confirm(e *env, yes bool) error {
+	if yes {
+		return nil
+	}
+	if !e.stdinTTY() {
+		return withHint(errors.New("refusing to launch: no terminal to confirm the environment above"),
+			"review the list above and re-run with -y to launch without asking")
+	}
+	fmt.Fprint(e.stderr, "box: launch the sandbox with this environment? [y/N] ")
+	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return errors.New("not launched")
+}
+
+func printDryRun(e *env, args []string, vars []envaudit.Var) {
+	fmt.Fprint(e.stdout, "bwrap")
+	for i := 0; i < len(args); {
+		n := 1 + bwrapArity[args[i]]
+		if args[i] == "--" {
+			n = len(args) - i
+		}
+		n = min(n, len(args)-i)
+		q := make([]string, n)
+		for j := range q {
+			q[j] = shellQuote(args[i+j])
+		}
+		fmt.Fprintf(e.stdout, " \\\n  %s", strings.Join(q, " "))
+		i += n
+	}
+	fmt.Fprintf(e.stdout, "\nenv: %s\n", strings.Join(envaudit.Names(vars), " "))
+}
+
+// bwrapArity is how many operands a bwrap option takes, to print one option a line.
+var bwrapArity = map[string]int{
+	"--bind": 2, "--ro-bind": 2, "--dev-bind": 2, "--bind-try": 2, "--ro-bind-try": 2, "--symlink": 2, "--setenv": 2,
+	"--cap-drop": 1, "--cap-add": 1, "--hostname": 1, "--proc": 1, "--dev": 1, "--tmpfs": 1, "--dir": 1,
+	"--chdir": 1, "--info-fd": 1, "--block-fd": 1, "--seccomp": 1, "--remount-ro": 1, "--uid": 1, "--gid": 1,
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '/' || r == '.' || r == ':' || r == ',' || r == '=' || r == '+' || r == '@' ||
+			r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,224 @@
+// Package envaudit builds a sandbox's environment from an allowlist and audits it
+// before launch. The environment starts empty; only named variables enter. Values that
+// look like secrets are flagged even when allowlisted: an allowlist is a list of names,
+// and a name says nothing about what a value holds.
+package envaudit
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Base is the documented base allowlist: what terminals and locale-aware tools need.
+// Everything else must be named by a profile or by --env.
+var Base = []string{"TERM", "COLORTERM", "LANG", "LANGUAGE", "LC_*", "TZ", "NO_COLOR"}
+
+// Var is one variable that will enter the sandbox, and why.
+type Var struct {
+	Name   string
+	Value  string
+	Origin string // "base", "profile", "--env" or "box" (set by box itself)
+}
+
+// Finding says why a variable looks like a secret.
+type Finding struct {
+	Name   string
+	Reason string
+}
+
+// match reports whether name is allowed by pattern (NAME or PREFIX*).
+func match(pattern, name string) bool {
+	if p, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(name, p)
+	}
+	return pattern == name
+}
+
+// Allowlist is an ordered set of patterns with the origin each came from.
+type Allowlist struct {
+	patterns []string
+	origins  []string
+}
+
+// Add appends patterns under an origin label.
+func (a *Allowlist) Add(origin string, patterns ...string) {
+	for _, p := range patterns {
+		a.patterns = append(a.patterns, p)
+		a.origins = append(a.origins, origin)
+	}
+}
+
+// Filter keeps the variables of environ (KEY=VALUE strings) the allowlist names, then
+// adds set (box's own values such as HOME and PATH, which win). The result is sorted by
+// name. Malformed entries are dropped.
+func (a *Allowlist) Filter(environ []string, set map[string]string) []Var {
+	byName := map[string]Var{}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue
+		}
+		if _, mine := set[k]; mine {
+			continue
+		}
+		for i, p := range a.patterns {
+			if match(p, k) {
+				byName[k] = Var{Name: k, Value: v, Origin: a.origins[i]}
+				break
+			}
+		}
+	}
+	for k, v := range set {
+		byName[k] = Var{Name: k, Value: v, Origin: "box"}
+	}
+	out := make([]Var, 0, len(byName))
+	for _, v := range byName {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Environ renders vars as KEY=VALUE for exec.Cmd.Env.
+func Environ(vars []Var) []string {
+	out := make([]string, len(vars))
+	for i, v := range vars {
+		out[i] = v.Name + "=" + v.Value
+	}
+	return out
+}
+
+// Names returns the variable names, in order.
+func Names(vars []Var) []string {
+	out := make([]string, len(vars))
+	for i, v := range vars {
+		out[i] = v.Name
+	}
+	return out
+}
+
+// tokenPrefixes are value prefixes of well-known credential formats.
+var tokenPrefixes = []struct{ prefix, what string }{
+	{"ghp_", "GitHub token"}, {"gho_", "GitHub OAuth token"}, {"ghu_", "GitHub token"},
+	{"ghs_", "GitHub token"}, {"ghr_", "GitHub refresh token"}, {"github_pat_", "GitHub token"},
+	{"glpat-", "GitLab token"}, {"sk-ant-", "Anthropic API key"}, {"sk-", "API secret key"},
+	{"sk_live_", "Stripe key"}, {"rk_live_", "Stripe key"}, {"AKIA", "AWS access key"},
+	{"ASIA", "AWS access key"}, {"xoxb-", "Slack token"}, {"xoxp-", "Slack token"},
+	{"xoxa-", "Slack token"}, {"xoxs-", "Slack token"}, {"AIza", "Google API key"},
+	{"ya29.", "Google OAuth token"}, {"npm_", "npm token"}, {"hf_", "Hugging Face token"},
+	{"pypi-", "PyPI token"}, {"dop_v1_", "DigitalOcean token"}, {"tskey-", "Tailscale key"},
+	{"AGE-SECRET-KEY-", "age secret key"},
+}
+
+// secretNameWords mark a variable name as secret-bearing.
+var secretNameWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "APIKEY", "PRIVATE_KEY", "ACCESS_KEY", "AUTH"}
+
+// Check flags one variable, or returns "" when nothing looks secret.
+func Check(name, value string) string {
+	for _, t := range tokenPrefixes {
+		if strings.HasPrefix(value, t.prefix) && len(value) >= len(t.prefix)+8 {
+			return "value looks like a " + t.what + " (" + t.prefix + "...)"
+		}
+	}
+	if strings.Contains(value, "-----BEGIN") && strings.Contains(value, "PRIVATE KEY") {
+		return "value holds a PEM private key"
+	}
+	up := strings.ToUpper(name)
+	for _, w := range secretNameWords {
+		if strings.Contains(up, w) && value != "" {
+			return "name suggests a secret (" + w + ")"
+		}
+	}
+	if highEntropy(value) {
+		return "value is a long high-entropy string"
+	}
+	return ""
+}
+
+// Audit flags every variable that looks like a secret.
+func Audit(vars []Var) []Finding {
+	var out []Finding
+	for _, v := range vars {
+		if v.Origin == "box" {
+			continue // set by box from non-secret facts (HOME, PATH, ...)
+		}
+		if r := Check(v.Name, v.Value); r != "" {
+			out = append(out, Finding{Name: v.Name, Reason: r})
+		}
+	}
+	return out
+}
+
+// highEntropy is true for a long token-like value: no spaces, at least 20 characters,
+// and more than 3.5 bits per character (hex keys reach 4, base64 secrets about 5-6).
+func highEntropy(v string) bool {
+	if len(v) < 20 || strings.ContainsAny(v, " \t\n") {
+		return false
+	}
+	// Paths and path lists are long and varied but not secrets.
+	if strings.HasPrefix(v, "/") || strings.Contains(v, ":/") {
+		return false
+	}
+	counts := map[rune]int{}
+	n := 0
+	for _, r := range v {
+		counts[r]++
+		n++
+	}
+	h := 0.0
+	for _, c := range counts {
+		p := float64(c) / float64(n)
+		h -= p * math.Log2(p)
+	}
+	return h > 3.5
+}
+
+// Shorten renders a value for the report: short values as they are, long ones cut, and
+// flagged ones reduced to a few leading characters and the length, so the report never
+// prints a whole secret.
+func Shorten(value string, flagged bool) string {
+	r := []rune(value)
+	if flagged {
+		k := 4
+		if len(r) < 12 {
+			k = 0
+		}
+		return fmt.Sprintf("%q... (%d chars)", string(r[:k]), len(r))
+	}
+	if len(r) > 48 {
+		return fmt.Sprintf("%q... (%d chars)", string(r[:40]), len(r))
+	}
+	return fmt.Sprintf("%q", value)
+}
+
+// Report writes the pre-launch audit: every variable that enters, shortened, with
+// flagged ones marked. It returns the number of findings.
+func Report(w io.Writer, vars []Var, findings []Finding) int {
+	flag := map[string]string{}
+	for _, f := range findings {
+		flag[f.Name] = f.Reason
+	}
+	width := 0
+	for _, v := range vars {
+		width = max(width, len(v.Name))
+	}
+	fmt.Fprintf(w, "box: %d environment variables enter the sandbox:\n", len(vars))
+	for _, v := range vars {
+		reason, bad := flag[v.Name]
+		mark := "  "
+		if bad {
+			mark = "! "
+		}
+		fmt.Fprintf(w, "  %s%-*s = %s  [%s]\n", mark, width, v.Name, Shorten(v.Value, bad), v.Origin)
+		if bad {
+			fmt.Fprintf(w, "      %*s   ^ %s\n", width, "", reason)
+		}
+	}
+	if len(findings) > 0 {
+		fmt.Fprintf(w, "box: warning: %d value(s) look like secrets (marked !)\n", len(findings))
+	}
+	return len(findings)
+}

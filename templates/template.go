@@ -1,0 +1,153 @@
+// Package templates holds the template model: what is in a box. A template names an
+// image, a user, resources and cloud-init for the vm backend, and tools, a default
+// command and sandbox notes for the bwrap backend. It never names a network: that comes
+// from a profile's tier or a flag, and the manifest parsers reject any key that tries.
+package templates
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Template is one parsed, validated template.
+type Template struct {
+	Name        string
+	Source      string // "built-in" or the template's directory
+	Description string
+
+	// vm backend
+	Image         string
+	User          string
+	CPU           string
+	Memory        string
+	Disk          string
+	RequireVM     bool
+	Autostart     bool
+	BootstrapRole string
+	UserData      string // cloud-init user-data, passed to Incus verbatim
+
+	// bwrap backend
+	Tools   []string
+	Command []string
+	Notes   string // extra text for the sandbox's SANDBOX.md (sandbox.md in the template)
+}
+
+// NetworkError is returned for any manifest key that tries to choose networking.
+type NetworkError struct {
+	File string
+	Line int
+	Key  string
+}
+
+func (e *NetworkError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	return fmt.Sprintf("%s: key %q: templates cannot choose networking", loc, e.Key)
+}
+
+// Hint says where networking does come from.
+func (e *NetworkError) Hint() string {
+	return "the network comes from a profile's network tier or --network (none, internet, full)"
+}
+
+// isNetworkKey is true for keys that would let a template pick a network. They get the
+// NetworkError rather than a plain unknown-key error, so the reason is clear.
+func isNetworkKey(key string) bool {
+	k := strings.ToLower(strings.TrimPrefix(strings.ToUpper(key), "BOX_"))
+	for _, w := range []string{"network", "net", "nic", "bridge", "acl", "firewall", "dns", "port", "expose", "proxy", "profile"} {
+		if k == w || strings.HasPrefix(k, w+"_") || strings.HasPrefix(k, w+".") || strings.HasSuffix(k, "_"+w) {
+			return true
+		}
+	}
+	return strings.Contains(k, "network")
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
+
+// ValidName checks a template name. Names are names, not paths.
+func ValidName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("invalid template name %q: a name is letters, digits, '-' and '_' (not a path)", name)
+	}
+	return nil
+}
+
+var (
+	sizeRE = regexp.MustCompile(`^[1-9][0-9]*(B|kB|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$`)
+	userRE = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
+	// Images are Incus image references: [remote:]alias-or-fingerprint.
+	imageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`)
+	// Tools are command names looked up on PATH, never paths or options.
+	toolRE = regexp.MustCompile(`^[A-Za-z0-9_+][A-Za-z0-9._+-]*$`)
+)
+
+// ValidCPU checks a CPU count.
+func ValidCPU(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 1024 {
+		return fmt.Errorf("cpu %q: want a whole number of CPUs, 1 to 1024", s)
+	}
+	return nil
+}
+
+// ValidSize checks a memory or disk size such as 8GiB.
+func ValidSize(what, s string) error {
+	if !sizeRE.MatchString(s) {
+		return fmt.Errorf("%s %q: want a size such as 512MiB, 8GiB or 60GB", what, s)
+	}
+	return nil
+}
+
+// ValidTool checks a tool name.
+func ValidTool(s string) error {
+	if !toolRE.MatchString(s) || len(s) > 128 {
+		return fmt.Errorf("tool %q: want a command name looked up on PATH, not a path", s)
+	}
+	return nil
+}
+
+// Validate checks the fields' formats. It is shared by every manifest format.
+func (t *Template) Validate() error {
+	if t.CPU != "" {
+		if err := ValidCPU(t.CPU); err != nil {
+			return err
+		}
+	}
+	if t.Memory != "" {
+		if err := ValidSize("memory", t.Memory); err != nil {
+			return err
+		}
+	}
+	if t.Disk != "" {
+		if err := ValidSize("disk", t.Disk); err != nil {
+			return err
+		}
+	}
+	if t.User != "" && !userRE.MatchString(t.User) {
+		return fmt.Errorf("user %q: want a login name (lowercase letters, digits, '-', '_')", t.User)
+	}
+	if t.Image != "" && !imageRE.MatchString(t.Image) {
+		return fmt.Errorf("image %q: want an Incus image reference such as images:debian/12", t.Image)
+	}
+	if t.Image != "" && t.User == "" {
+		return fmt.Errorf("image %q is set but user is not: a box needs the user to enter as", t.Image)
+	}
+	for _, tool := range t.Tools {
+		if err := ValidTool(tool); err != nil {
+			return err
+		}
+	}
+	for _, a := range t.Command {
+		if strings.ContainsRune(a, 0) {
+			return fmt.Errorf("command: an argument contains a NUL byte")
+		}
+	}
+	if len(t.Command) > 0 && t.Command[0] == "" {
+		return fmt.Errorf("command: the program name is empty")
+	}
+	return nil
+}
