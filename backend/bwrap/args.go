@@ -48,7 +48,10 @@ func Args(spec Spec, host Host) ([]string, error) {
 	if spec.ResolvConf != "" {
 		a = append(a, "--ro-bind", spec.ResolvConf, "/etc/resolv.conf")
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--dir", "/run")
+	// Scratch space: fresh tmpfs mounts that vanish with the sandbox. /dev is bwrap's
+	// own minimal tmpfs; it is made read-only so only /dev/shm there takes files.
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+		"--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--dir", "/run")
 
 	// $HOME is an empty tmpfs: nothing of the real home is there unless bound below.
 	a = append(a, "--tmpfs", spec.Home)
@@ -76,7 +79,9 @@ func Args(spec Spec, host Host) ([]string, error) {
 		a = append(a, "--symlink", t.Path, filepath.Join(BinDir, t.Name))
 	}
 
-	a = append(a, "--chdir", spec.Workdir)
+	// The sandbox's root is bwrap's tmpfs: make it read-only once everything is in
+	// place, so only the mounts meant to be writable are.
+	a = append(a, "--remount-ro", "/", "--chdir", spec.Workdir)
 	if spec.InfoFD > 0 {
 		a = append(a, "--info-fd", strconv.Itoa(spec.InfoFD))
 	}

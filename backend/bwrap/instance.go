@@ -45,7 +45,7 @@ func SandboxMD(p Policy) string {
 	fmt.Fprintf(&b, "It is generated at every launch from the policy in force; do not edit it.\n\n")
 	fmt.Fprintf(&b, "## Network\n\n%s\n\n", tierText[p.Network])
 	fmt.Fprintf(&b, "## Files\n\n")
-	fmt.Fprintf(&b, "- Writable: the working directory `%s`, `~/.claude` (this project's own instance directory), `/tmp`", p.Workdir)
+	fmt.Fprintf(&b, "- Writable: the working directory `%s`, `~/.claude` (this project's own instance directory), and scratch space that vanishes when the session ends: `/tmp`, `/var/tmp`, `/dev/shm` and `$HOME`", p.Workdir)
 	for _, w := range p.Writable {
 		fmt.Fprintf(&b, ", `%s`", w)
 	}
@@ -53,7 +53,6 @@ func SandboxMD(p Policy) string {
 	if len(p.ReadOnly) > 0 {
 		fmt.Fprintf(&b, "- Also visible read-only: `%s`.\n", strings.Join(p.ReadOnly, "`, `"))
 	}
-	fmt.Fprintf(&b, "- `/tmp` and `$HOME` outside `~/.claude` are emptied when the session ends.\n")
 	if p.Auth {
 		fmt.Fprintf(&b, "- The operator's Claude login is passed through read-only.\n")
 	}

@@ -1,0 +1,177 @@
+package bwrap
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// debianHost is a merged-/usr Debian machine as DetectHost sees it.
+var debianHost = Host{
+	System: []SysPath{
+		{Path: "/usr"}, {Path: "/bin", Link: "usr/bin"}, {Path: "/sbin", Link: "usr/sbin"},
+		{Path: "/lib", Link: "usr/lib"}, {Path: "/lib64", Link: "usr/lib64"}, {Path: "/etc"},
+	},
+	ResolvTarget: "/run/systemd/resolve/stub-resolv.conf",
+}
+
+func baseSpec() Spec {
+	return Spec{
+		Workdir:     "/home/op/src/proj",
+		Home:        "/home/op",
+		InstanceDir: "/home/op/.local/share/box/instances/proj-0123456789abcdef",
+		Network:     NetNone,
+		Command:     []string{"bash", "-l"},
+		Tools:       []Tool{{Name: "bash", Path: "/usr/bin/bash"}},
+		Hostname:    "box",
+		InfoFD:      InfoFD,
+	}
+}
+
+func TestArgsGolden(t *testing.T) {
+	cases := map[string]func(*Spec){
+		"none": func(s *Spec) {},
+		"full": func(s *Spec) { s.Network = NetFull },
+		"internet": func(s *Spec) {
+			s.Network, s.BlockFD, s.ResolvConf = NetInternet, BlockFD, "/home/op/.local/share/box/run/resolv.conf"
+		},
+		"mounts-tools-auth": func(s *Spec) {
+			s.Mounts = []Mount{{Src: "/home/op/data", Dst: "/data"}, {Src: "/home/op/cache", Dst: "/home/op/cache", RW: true}}
+			s.Tools = append(s.Tools, Tool{Name: "claude", Path: "/home/op/.local/share/claude/versions/2.0.1"}, Tool{Name: "node", Path: "/nix/store/abc-node/bin/node"})
+			s.AuthFiles = []string{"/home/op/.claude/.credentials.json"}
+			s.Command = []string{"claude", "--dangerously-skip-permissions"}
+		},
+	}
+	for name, mod := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := baseSpec()
+			mod(&s)
+			args, err := Args(s, debianHost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(args, "\n") + "\n"
+			file := filepath.Join("testdata", "args-"+name+".golden")
+			if *update {
+				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("argv differs from %s (go test -update rewrites it):\n--- got\n%s", file, got)
+			}
+		})
+	}
+}
+
+// argsHas reports whether the option op with operands occurs in args.
+func argsHas(args []string, seq ...string) bool {
+	for i := 0; i+len(seq) <= len(args); i++ {
+		ok := true
+		for j := range seq {
+			if args[i+j] != seq[j] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func index(args []string, seq ...string) int {
+	for i := 0; i+len(seq) <= len(args); i++ {
+		match := true
+		for j := range seq {
+			if args[i+j] != seq[j] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestArgsInvariants(t *testing.T) {
+	s := baseSpec()
+	args, err := Args(s, debianHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range [][]string{
+		{"--unshare-net"}, {"--unshare-user"}, {"--unshare-pid"}, {"--unshare-ipc"}, {"--unshare-uts"}, {"--unshare-cgroup"},
+		{"--die-with-parent"}, {"--new-session"}, {"--cap-drop", "ALL"}, {"--disable-userns"},
+		{"--tmpfs", "/home/op"}, {"--bind", s.Workdir, s.Workdir}, {"--chdir", s.Workdir},
+		{"--ro-bind", "/etc", "/etc"}, {"--ro-bind", "/usr", "/usr"}, {"--proc", "/proc"}, {"--dev", "/dev"}, {"--tmpfs", "/tmp"},
+	} {
+		if !argsHas(args, want...) {
+			t.Errorf("argv lacks %q", want)
+		}
+	}
+	// The home tmpfs must come before every bind under it, or it would hide them.
+	home := index(args, "--tmpfs", "/home/op")
+	for _, later := range [][]string{{"--bind", s.Workdir, s.Workdir}, {"--bind", s.InstanceDir + "/.claude", "/home/op/.claude"}} {
+		if i := index(args, later...); i < home {
+			t.Errorf("%q at %d comes before the home tmpfs at %d", later, i, home)
+		}
+	}
+	// The command follows "--" and nothing of the environment is on argv.
+	if args[len(args)-3] != "--" || args[len(args)-2] != "bash" {
+		t.Errorf("argv does not end with -- bash -l: %q", args[len(args)-3:])
+	}
+	for _, a := range args {
+		if a == "--setenv" || a == "--unsetenv" {
+			t.Errorf("env on argv: %q", a)
+		}
+	}
+	s.Network = NetFull
+	args, _ = Args(s, debianHost)
+	if argsHas(args, "--unshare-net") {
+		t.Error("tier full unshares the network")
+	}
+	if !argsHas(args, "--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve") {
+		t.Error("tier full does not bind the resolver's directory")
+	}
+}
+
+func TestArgsRefuses(t *testing.T) {
+	for name, mod := range map[string]func(*Spec){
+		"root workdir":       func(s *Spec) { s.Workdir = "/" },
+		"home workdir":       func(s *Spec) { s.Workdir = s.Home },
+		"home ancestor":      func(s *Spec) { s.Workdir = "/home" },
+		"system workdir":     func(s *Spec) { s.Workdir = "/etc" },
+		"relative workdir":   func(s *Spec) { s.Workdir = "proj" },
+		"unclean workdir":    func(s *Spec) { s.Workdir = "/home/op/src/../src/proj" },
+		"unknown network":    func(s *Spec) { s.Network = "lan" },
+		"internet no fds":    func(s *Spec) { s.Network = NetInternet },
+		"no command":         func(s *Spec) { s.Command = nil },
+		"relative mount":     func(s *Spec) { s.Mounts = []Mount{{Src: "data", Dst: "/data"}} },
+		"tool with slash":    func(s *Spec) { s.Tools = []Tool{{Name: "a/b", Path: "/usr/bin/a"}} },
+		"tool path relative": func(s *Spec) { s.Tools = []Tool{{Name: "a", Path: "bin/a"}} },
+	} {
+		s := baseSpec()
+		mod(&s)
+		if _, err := Args(s, debianHost); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestCovered(t *testing.T) {
+	if !debianHost.Covered("/usr/bin/git") || debianHost.Covered("/usrx/bin/git") || debianHost.Covered("/bin/sh") {
+		t.Error("Covered: /usr/bin/git must be covered; /usrx and the /bin symlink must not")
+	}
+}

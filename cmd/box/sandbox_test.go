@@ -1,0 +1,449 @@
+package main
+
+// Real bubblewrap, run as an unprivileged user: the isolation claims of the bwrap
+// backend, each proven by a probe inside a real sandbox. The test runs the built box
+// binary as the account testenv.User makes, with a planted HOME full of secrets.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/heavy-duty/box/internal/testenv"
+	"golang.org/x/sys/unix"
+)
+
+var (
+	buildOnce sync.Once
+	builtBox  string
+	buildErr  error
+)
+
+// boxBinary builds cmd/box once into a directory every user can read.
+func boxBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "box-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		os.Chmod(dir, 0o755)
+		builtBox = filepath.Join(dir, "box")
+		out, err := exec.Command("go", "build", "-o", builtBox, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBox
+}
+
+// world is a planted unprivileged user's world: a HOME with secrets and a project.
+type world struct {
+	t        *testing.T
+	box      string
+	uid, gid int
+	home     string
+	proj     string
+	env      []string
+}
+
+// secrets are planted in HOME; none may be readable or visible inside.
+var secrets = map[string]string{
+	".ssh/id_ed25519":                   "-----BEGIN OPENSSH PRIVATE KEY-----\nPLANTED-SSH-KEY\n",
+	".ssh/config":                       "Host planted-ssh-config\n",
+	".aws/credentials":                  "[default]\naws_secret_access_key = PLANTED-AWS-SECRET\n",
+	".gnupg/private-keys-v1.d/ABCD.key": "PLANTED-GPG-KEY\n",
+	".config/gcloud/application_default_credentials.json": `{"PLANTED-GCLOUD":1}`,
+	".local/share/tailscale/tailscaled.state":             "PLANTED-TAILSCALE\n",
+	".config/age/keys.txt":                                "AGE-SECRET-KEY-1PLANTEDAGE\n",
+	".netrc":                                              "machine x login y password PLANTED-NETRC\n",
+	".git-credentials":                                    "https://u:PLANTED-GITCRED@example.com\n",
+	".docker/config.json":                                 `{"auths":{"x":{"auth":"PLANTED-DOCKER"}}}`,
+	".kube/config":                                        "token: PLANTED-KUBE\n",
+	".config/gh/hosts.yml":                                "oauth_token: PLANTED-GH\n",
+	".claude/.credentials.json":                           `{"PLANTED-CLAUDE-CREDS":1}`,
+}
+
+const plantedToken = "ghp_PLANTEDtoken0123456789abcdefghijklmnop"
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	testenv.RequireTool(t, "bwrap")
+	uid, gid := testenv.User(t)
+	box := boxBinary(t)
+	base, err := os.MkdirTemp("", "box-world-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	w := &world{t: t, box: box, uid: uid, gid: gid, home: filepath.Join(base, "home")}
+	w.proj = filepath.Join(w.home, "src", "proj")
+	for rel, content := range secrets {
+		w.write(filepath.Join(w.home, rel), content)
+	}
+	w.write(filepath.Join(w.proj, "README"), "project file\n")
+	os.Chmod(w.home, 0o700)
+	w.env = []string{
+		"HOME=" + w.home, "PATH=/usr/local/bin:/usr/bin:/bin", "TERM=xterm", "LANG=C.UTF-8",
+		"AWS_SECRET_ACCESS_KEY=PLANTED-ENV-AWS", "ANTHROPIC_API_KEY=sk-ant-PLANTED-ENV-KEY-000000",
+		"SSH_AUTH_SOCK=/run/user/" + strconv.Itoa(uid) + "/ssh-agent.sock", "GITHUB_TOKEN=" + plantedToken,
+		"XDG_RUNTIME_DIR=/run/user/" + strconv.Itoa(uid),
+	}
+	return w
+}
+
+// write creates path (and its parents) owned by the test user.
+func (w *world) write(path, content string) {
+	w.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+	for p := path; strings.HasPrefix(p, filepath.Dir(w.home)+"/"); p = filepath.Dir(p) {
+		os.Chown(p, w.uid, w.gid)
+	}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// cmd prepares box ARGS as the unprivileged user, in the project directory.
+func (w *world) cmd(args ...string) *exec.Cmd {
+	c := exec.Command(w.box, args...)
+	c.Dir = w.proj
+	c.Env = w.env
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
+	return c
+}
+
+func (w *world) run(args ...string) result {
+	w.t.Helper()
+	c := w.cmd(args...)
+	var o, e bytes.Buffer
+	c.Stdout, c.Stderr = &o, &e
+	err := c.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			w.t.Fatalf("box %q: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{code, o.String(), e.String()}
+}
+
+// sh runs a shell snippet in the default sandbox (tier none).
+func (w *world) sh(script string, extra ...string) result {
+	w.t.Helper()
+	return w.run(append(append([]string{"run", "-y"}, extra...), "--", "sh", "-c", script)...)
+}
+
+func TestSandboxSecretsInvisible(t *testing.T) {
+	w := newWorld(t)
+	for rel, content := range secrets {
+		p := filepath.Join(w.home, rel)
+		r := w.run("run", "-y", "--", "sh", "-c", `cat "$0" 2>&1; echo "rc=$?"`, p)
+		if r.code != 0 {
+			t.Fatalf("%s: box exit %d: %s", rel, r.code, r.stderr)
+		}
+		if !strings.Contains(r.stdout, "rc=1") || strings.Contains(r.stdout, strings.TrimSpace(strings.SplitN(content, "\n", 2)[0])) {
+			t.Errorf("secret %s readable inside: %q", rel, r.stdout)
+		}
+	}
+	// Nothing of the real home is listed: only what box puts there.
+	r := w.sh(`cd ~ && find . -mindepth 1 -maxdepth 2 | sort`)
+	got := strings.Fields(r.stdout)
+	want := []string{"./.claude", "./.claude.json", "./.claude/CLAUDE.md", "./.claude/SANDBOX.md", "./src", "./src/proj"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("home inside lists %q, want %q", got, want)
+	}
+	// A search of the whole visible filesystem finds no planted secret.
+	r = w.sh(`grep -rIl PLANTED / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr 2>/dev/null; echo done`)
+	if strings.TrimSpace(r.stdout) != "done" {
+		t.Errorf("planted secrets found inside:\n%s", r.stdout)
+	}
+}
+
+func TestSandboxEnvAllowlist(t *testing.T) {
+	w := newWorld(t)
+	r := w.sh(`env`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, leak := range []string{"PLANTED", "AWS_SECRET_ACCESS_KEY", "ANTHROPIC_API_KEY", "SSH_AUTH_SOCK", "GITHUB_TOKEN", "XDG_RUNTIME_DIR"} {
+		if strings.Contains(r.stdout, leak) {
+			t.Errorf("%s entered the sandbox:\n%s", leak, r.stdout)
+		}
+	}
+	for _, want := range []string{"HOME=" + w.home, "PATH=/run/box/bin:", "TERM=xterm", "LANG=C.UTF-8"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("env lacks %s:\n%s", want, r.stdout)
+		}
+	}
+	// The audit names what enters, and no value reaches bwrap's argv.
+	if !strings.Contains(r.stderr, "TERM") || strings.Contains(r.stderr, "AWS_SECRET") {
+		t.Errorf("audit report wrong:\n%s", r.stderr)
+	}
+}
+
+func TestSandboxAuditFlagsAllowlistedToken(t *testing.T) {
+	w := newWorld(t)
+	r := w.sh(`printenv GITHUB_TOKEN`, "--env", "GITHUB_TOKEN")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "! GITHUB_TOKEN") || !strings.Contains(r.stderr, "GitHub token") {
+		t.Errorf("audit did not flag the allowlisted token:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr, plantedToken) {
+		t.Errorf("audit printed the whole token:\n%s", r.stderr)
+	}
+	// -y skips the question, not the allowlist: the named variable entered, as asked.
+	if strings.TrimSpace(r.stdout) != plantedToken {
+		t.Errorf("allowlisted variable did not enter: %q", r.stdout)
+	}
+	// Without a terminal and without -y, box refuses and runs nothing.
+	r = w.run("run", "--", "touch", "ran")
+	if r.code != 1 || !strings.Contains(r.stderr, "-y") {
+		t.Errorf("no-tty run without -y: exit %d:\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(w.proj, "ran")); err == nil {
+		t.Error("the command ran without confirmation")
+	}
+}
+
+func TestSandboxWrites(t *testing.T) {
+	w := newWorld(t)
+	r := w.sh(`echo made > new.txt && mkdir -p sub && echo x > sub/f && echo ok`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "ok" {
+		t.Fatalf("writing the working directory failed: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range []string{"new.txt", "sub/f"} {
+		fi, err := os.Stat(filepath.Join(w.proj, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if int(st.Uid) != w.uid || int(st.Gid) != w.gid {
+			t.Errorf("%s owned by %d:%d, want %d:%d", f, st.Uid, st.Gid, w.uid, w.gid)
+		}
+	}
+	// Outside the working directory and the sandbox's own scratch space (/tmp, /var/tmp,
+	// the tmpfs home), every path refuses writes...
+	for _, p := range []string{"/etc/box-probe", "/usr/box-probe", "/usr/local/bin/box-probe", "/box-probe", "/var/box-probe", "/run/box-probe", "/run/box/bin/box-probe", "/proc/box-probe", "/dev/box-probe"} {
+		r := w.run("run", "-y", "--", "sh", "-c", `echo x > "$0" && echo WROTE`, p)
+		if strings.Contains(r.stdout, "WROTE") {
+			t.Errorf("write to %s succeeded", p)
+		}
+		if _, err := os.Stat(p); err == nil {
+			os.Remove(p)
+			t.Errorf("write to %s reached the host", p)
+		}
+	}
+	// ...and the home directory is a tmpfs: writes there never reach the real home.
+	r = w.sh(`echo evil >> ~/.ssh/authorized_keys; echo evil > ~/.bashrc; echo done`)
+	if !strings.Contains(r.stdout, "done") {
+		t.Fatalf("probe failed: %q %q", r.stdout, r.stderr)
+	}
+	for _, p := range []string{".ssh/authorized_keys", ".bashrc"} {
+		if _, err := os.Stat(filepath.Join(w.home, p)); err == nil {
+			t.Errorf("a write to ~/%s reached the real home", p)
+		}
+	}
+}
+
+func TestSandboxNamespaces(t *testing.T) {
+	w := newWorld(t)
+	// A host process the sandbox must not see.
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	pid := strconv.Itoa(sleeper.Process.Pid)
+
+	r := w.sh(`ls /proc | grep -c '^[0-9]'; test -e /proc/` + pid + ` && echo SEEN; test -e /run/user && echo RUNUSER; cat /proc/net/dev | tail -n +3 | cut -d: -f1; hostname`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Fields(r.stdout)
+	if n, _ := strconv.Atoi(lines[0]); n > 4 {
+		t.Errorf("%d processes visible inside, want the sandbox's own few", n)
+	}
+	if strings.Contains(r.stdout, "SEEN") {
+		t.Errorf("host pid %s visible inside", pid)
+	}
+	if strings.Contains(r.stdout, "RUNUSER") {
+		t.Error("/run/user exists inside")
+	}
+	// Tier none: a network namespace with loopback only.
+	if ifs := lines[1 : len(lines)-1]; len(ifs) != 1 || strings.TrimSpace(ifs[0]) != "lo" {
+		t.Errorf("interfaces inside: %q, want lo only", ifs)
+	}
+	if lines[len(lines)-1] != "box" {
+		t.Errorf("hostname %q, want box", lines[len(lines)-1])
+	}
+	// No capabilities, and no way to make a user namespace that would give some back.
+	r = w.sh(`grep CapEff /proc/self/status; unshare -Ur true 2>/dev/null && echo USERNS`)
+	if !strings.Contains(r.stdout, "0000000000000000") || strings.Contains(r.stdout, "USERNS") {
+		t.Errorf("capabilities or user namespaces available inside:\n%s", r.stdout)
+	}
+}
+
+func TestSandboxExitCodeAndSignals(t *testing.T) {
+	w := newWorld(t)
+	if r := w.sh(`exit 7`); r.code != 7 {
+		t.Errorf("exit code %d, want 7 (stderr %q)", r.code, r.stderr)
+	}
+	c := w.cmd("run", "-y", "--", "sh", "-c", `trap 'echo got-TERM; exit 3' TERM; echo ready; while :; do sleep 0.05; done`)
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, _ := out.Read(buf)
+	if !strings.Contains(string(buf[:n]), "ready") {
+		t.Fatalf("no ready line: %q", buf[:n])
+	}
+	if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest := make([]byte, 256)
+	m, _ := out.Read(rest)
+	err = c.Wait()
+	if code := c.ProcessState.ExitCode(); code != 3 || !strings.Contains(string(rest[:m]), "got-TERM") {
+		t.Errorf("SIGTERM to box: exit %d (%v), output %q; want the command's trap to run and exit 3", code, err, rest[:m])
+	}
+}
+
+func TestSandboxTemplateNetworkKeyRefused(t *testing.T) {
+	w := newWorld(t)
+	w.write(filepath.Join(w.home, ".config/box/templates/evil/box.env"), "BOX_DESCRIPTION=\"evil\"\nBOX_NETWORK=\"lan\"\n")
+	r := w.run("run", "-y", "--template", "evil", "--", "touch", "ran")
+	if r.code != 1 || !strings.Contains(r.stderr, "templates cannot choose networking") {
+		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(w.proj, "ran")); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+func TestSandboxInstanceAndSandboxMD(t *testing.T) {
+	w := newWorld(t)
+	r := w.sh(`cat ~/.claude/CLAUDE.md; cat ~/.claude/SANDBOX.md; echo hist > ~/.claude/history.jsonl`)
+	if r.code != 0 || !strings.Contains(r.stdout, "@SANDBOX.md") || !strings.Contains(r.stdout, "none: there is no network") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	// ~/.claude inside is the per-project instance directory, not the real ~/.claude.
+	matches, _ := filepath.Glob(filepath.Join(w.home, ".local/share/box/instances/proj-*/.claude/history.jsonl"))
+	if len(matches) != 1 {
+		t.Errorf("history not kept in the per-project instance directory: %v", matches)
+	}
+	if _, err := os.Stat(filepath.Join(w.home, ".claude/history.jsonl")); err == nil {
+		t.Error("history written to the real ~/.claude")
+	}
+	// Another project gets another instance directory.
+	other := filepath.Join(w.home, "src", "other")
+	w.write(filepath.Join(other, "x"), "x")
+	c := w.cmd("run", "-y", "--", "sh", "-c", "test -e ~/.claude/history.jsonl && echo SHARED; true")
+	c.Dir = other
+	out, err := c.Output()
+	if err != nil || strings.Contains(string(out), "SHARED") {
+		t.Errorf("second project sees the first one's history (%v): %q", err, out)
+	}
+}
+
+// TestSandboxTerminal runs an interactive shell on a real pseudo-terminal: the audit asks
+// y/N there, and the shell reads commands and passes its exit code on.
+func TestSandboxTerminal(t *testing.T) {
+	w := newWorld(t)
+	master, slave := openPTY(t)
+	defer master.Close()
+	c := w.cmd("run", "--", "sh", "-i")
+	c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
+	c.SysProcAttr.Setsid, c.SysProcAttr.Setctty = true, true
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	var screen bytes.Buffer
+	var mu sync.Mutex
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			mu.Lock()
+			screen.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	waitFor := func(s string) {
+		t.Helper()
+		for i := 0; i < 200; i++ {
+			mu.Lock()
+			ok := strings.Contains(screen.String(), s)
+			mu.Unlock()
+			if ok {
+				return
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("terminal never showed %q:\n%s", s, screen.String())
+	}
+	waitFor("[y/N]")
+	master.Write([]byte("y\n"))
+	master.Write([]byte("echo hello-$((40+2))\n"))
+	waitFor("hello-42")
+	master.Write([]byte("exit 4\n"))
+	c.Wait()
+	if code := c.ProcessState.ExitCode(); code != 4 {
+		t.Errorf("exit %d, want 4; screen:\n%s", code, screen.String())
+	}
+}
+
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		testenv.Skip(t, "no /dev/ptmx: "+err.Error())
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "/dev/pts/" + strconv.Itoa(n)
+	s, err := os.OpenFile(name, os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, s
+}
