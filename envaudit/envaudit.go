@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -116,6 +117,8 @@ var tokenPrefixes = []struct{ prefix, what string }{
 // secretNameWords mark a variable name as secret-bearing.
 var secretNameWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "APIKEY", "PRIVATE_KEY", "ACCESS_KEY", "AUTH"}
 
+var authorRE = regexp.MustCompile(`AUTHORS?(_|$)`)
+
 // Check flags one variable, or returns "" when nothing looks secret.
 func Check(name, value string) string {
 	for _, t := range tokenPrefixes {
@@ -126,11 +129,16 @@ func Check(name, value string) string {
 	if strings.Contains(value, "-----BEGIN") && strings.Contains(value, "PRIVATE KEY") {
 		return "value holds a PEM private key"
 	}
-	up := strings.ToUpper(name)
+	// AUTHOR is not AUTH: GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL are not secrets
+	// (AUTHORIZATION and XAUTHORITY still are flagged).
+	up := authorRE.ReplaceAllString(strings.ToUpper(name), "_")
 	for _, w := range secretNameWords {
 		if strings.Contains(up, w) && value != "" {
 			return "name suggests a secret (" + w + ")"
 		}
+	}
+	if urlCredentials(value) {
+		return "value is a URL with credentials in it"
 	}
 	if highEntropy(value) {
 		return "value is a long high-entropy string"
@@ -150,6 +158,28 @@ func Audit(vars []Var) []Finding {
 		}
 	}
 	return out
+}
+
+// urlCredentials is true for scheme://user:password@host... or a token as the user
+// (https://ghp_...@github.com). Such values skip the entropy check (they hold ":/"), so
+// without this a proxy or remote URL would carry its password past the audit unflagged.
+func urlCredentials(v string) bool {
+	_, rest, ok := strings.Cut(v, "://")
+	if !ok {
+		return false
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return false
+	}
+	userinfo := rest[:at]
+	if _, pass, ok := strings.Cut(userinfo, ":"); ok && pass != "" {
+		return true
+	}
+	return Check("", userinfo) != ""
 }
 
 // highEntropy is true for a long token-like value: no spaces, at least 20 characters,
@@ -212,7 +242,11 @@ func Report(w io.Writer, vars []Var, findings []Finding) int {
 		if bad {
 			mark = "! "
 		}
-		fmt.Fprintf(w, "  %s%-*s = %s  [%s]\n", mark, width, v.Name, Shorten(v.Value, bad), v.Origin)
+		val := Shorten(v.Value, bad)
+		if v.Origin == "box" {
+			val = fmt.Sprintf("%q", v.Value) // box's own values (HOME, PATH) in full
+		}
+		fmt.Fprintf(w, "  %s%-*s = %s  [%s]\n", mark, width, v.Name, val, v.Origin)
 		if bad {
 			fmt.Fprintf(w, "      %*s   ^ %s\n", width, "", reason)
 		}

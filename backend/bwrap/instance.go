@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -14,9 +15,11 @@ import (
 // project path, so conversation history is scoped per project.
 func InstanceDir(dataHome, workdir string) string {
 	sum := sha256.Sum256([]byte(workdir))
-	base := regexp.MustCompile(`[^A-Za-z0-9._-]+`).ReplaceAllString(filepath.Base(workdir), "_")
+	base := unsafeChars.ReplaceAllString(filepath.Base(workdir), "_")
 	return filepath.Join(dataHome, "box", "instances", base+"-"+hex.EncodeToString(sum[:])[:16])
 }
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // Policy is what SANDBOX.md tells the agent about where it is.
 type Policy struct {
@@ -83,8 +86,11 @@ func PrepareInstance(dir string, p Policy) error {
 			return err
 		}
 	}
-	if err := writeAtomic(filepath.Join(claude, "SANDBOX.md"), []byte(SandboxMD(p))); err != nil {
-		return err
+	sandbox, md0 := filepath.Join(claude, "SANDBOX.md"), []byte(SandboxMD(p))
+	if cur, err := os.ReadFile(sandbox); err != nil || !bytes.Equal(cur, md0) {
+		if err := writeAtomic(sandbox, md0); err != nil {
+			return err
+		}
 	}
 	md := filepath.Join(claude, "CLAUDE.md")
 	old, err := os.ReadFile(md)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/term"
 )
@@ -55,6 +56,9 @@ func (e *env) dataHome() string   { return e.xdg("XDG_DATA_HOME", ".local/share"
 
 // userName is the login name for USER and LOGNAME inside the sandbox.
 func (e *env) userName() string {
+	if u := e.getenv("USER"); u != "" && !strings.ContainsAny(u, "/\x00") {
+		return u
+	}
 	if u, err := user.Current(); err == nil {
 		return u.Username
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -55,9 +54,11 @@ writable, and a network tier (none, internet, full) you choose.`,
 	root.SetErr(e.stderr)
 	root.SetIn(e.stdin)
 	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usagef(fmt.Sprintf("run 'box %s --help' for usage", strings.TrimPrefix(cmd.CommandPath(), "box ")), "%s", err)
+		return usagef(fmt.Sprintf("run '%s --help' for usage", cmd.CommandPath()), "%s", err)
 	})
+	root.SetHelpCommand(newHelpCmd(root))
 	root.AddGroup(
 		&cobra.Group{ID: groupSandbox, Title: "Sandboxes (bwrap backend):"},
 		&cobra.Group{ID: groupModel, Title: "Profiles and templates:"},
@@ -66,7 +67,23 @@ writable, and a network tier (none, internet, full) you choose.`,
 	return root
 }
 
-// exactArgs is cobra.ExactArgs with a usage error (exit 2).
+// newHelpCmd is cobra's help, but an unknown topic is a usage error, not the root help.
+func newHelpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "help about any command",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 || (len(args) > 0 && target == root) {
+				return root.Args(root, args)
+			}
+			target.InitDefaultHelpFlag()
+			return target.Help()
+		},
+	}
+}
+
+// noArgs is cobra.NoArgs with a usage error (exit 2).
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usagef("run 'box "+cmd.Name()+" --help' for usage", "%s takes no arguments, got %q", cmd.Name(), args[0])

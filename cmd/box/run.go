@@ -50,7 +50,7 @@ network; only when named). Templates never choose the network.`,
   box run -y -- make test                  # one command
   box run --backend bwrap -y -- claude --dangerously-skip-permissions
   box run --profile claude -y              # the claude profile's command
-  box run --env GITHUB_TOKEN -y -- gh pr list --network full
+  box run --env GITHUB_TOKEN --network full -y -- gh pr list
   box run --dry-run -- true                # print the bwrap argv, run nothing`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -105,6 +105,9 @@ func runRun(e *env, o *runOptions) error {
 	}
 	if o.dryRun {
 		printDryRun(e, args, p.vars)
+		for _, f := range p.findings {
+			fmt.Fprintf(e.stderr, "box: warning: %s: %s\n", f.Name, f.Reason)
+		}
 		return nil
 	}
 	bin, err := exec.LookPath("bwrap")
@@ -144,7 +147,7 @@ func resolveRun(e *env, o *runOptions) (*plan, error) {
 	}
 	prof, err := profiles.Load(name, profiles.Dir(e.configHome()))
 	if err != nil {
-		if errors.Is(err, profiles.ErrNotFound) {
+		if errors.Is(err, profiles.ErrNotFound) || profiles.ValidName(name) != nil {
 			return nil, usagef("run 'box profiles' to list them", "%s", err)
 		}
 		return nil, err
@@ -152,13 +155,17 @@ func resolveRun(e *env, o *runOptions) (*plan, error) {
 	backend := prof.Backend
 	if o.backend != "" {
 		if err := profiles.ValidBackend(o.backend); err != nil {
-			return nil, usagef("", "--backend: %s", err)
+			return nil, usagef("the backends are bwrap (box run) and vm (box new)", "--backend: %s", err)
 		}
 		backend = o.backend
 	}
 	if backend != profiles.BackendBwrap {
-		return nil, withHint(fmt.Errorf("box run is the bwrap backend; profile %q asks for backend %q", prof.Name, backend),
-			"run with --backend bwrap; vm boxes are made with 'box new' once the vm backend is installed")
+		who := fmt.Sprintf("profile %q asks for", prof.Name)
+		if o.backend != "" {
+			who = "--backend names"
+		}
+		return nil, usagef("box run sandboxes a command with bwrap; vm boxes are made and entered with 'box new' and 'box shell'",
+			"box run is the bwrap backend; %s backend %q", who, backend)
 	}
 	tmplName := prof.Template
 	if o.template != "" {
@@ -174,7 +181,7 @@ func resolveRun(e *env, o *runOptions) (*plan, error) {
 	network := prof.Network
 	if o.network != "" {
 		if err := profiles.ValidNetwork(o.network); err != nil {
-			return nil, usagef("", "--network: %s", err)
+			return nil, usagef("the tiers are none, internet and full: run 'box run --help'", "--network: %s", err)
 		}
 		network = o.network
 	}
@@ -274,7 +281,8 @@ func resolveRun(e *env, o *runOptions) (*plan, error) {
 		}
 	}
 	set := map[string]string{"HOME": home, "PATH": bwrap.PATH(), "BOX_SANDBOX": "bwrap"}
-	set["USER"], set["LOGNAME"] = e.userName(), e.userName()
+	uname := e.userName()
+	set["USER"], set["LOGNAME"] = uname, uname
 	pl.vars = allow.Filter(e.environ(), set)
 	pl.findings = envaudit.Audit(pl.vars)
 
@@ -343,7 +351,7 @@ func confirm(e *env, yes bool) error {
 	case "y", "yes":
 		return nil
 	}
-	return errors.New("not launched")
+	return withHint(errors.New("not launched"), "answer y to launch, or pass -y")
 }
 
 func printDryRun(e *env, args []string, vars []envaudit.Var) {

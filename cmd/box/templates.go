@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
@@ -24,6 +25,10 @@ $XDG_CONFIG_HOME/box/templates/NAME/ holding template.toml or an upstream box.en
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ts, err := templates.List(templates.Dir(e.configHome()))
 			if err != nil {
+				var h interface{ Hint() string }
+				if errors.As(err, &h) {
+					return err
+				}
 				return withHint(err, "fix or remove the template named above")
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs what the tests need (idempotently), then
+# vet, the unit tests, the real sandbox and lab tests, and the fuzz seeds. Run as root on
+# Debian 12: real tests create an unprivileged user and network namespaces of their own.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+gocmd=$(scripts/deps.sh | tail -n 1)
+for s in scripts/incus-install.sh; do [ -x "$s" ] && "$s"; done
+export CI=${CI:-true}   # in this suite nothing real may be skipped
+env $gocmd vet ./...
+env $gocmd test -count=1 -timeout 60m ./... "$@"
