@@ -185,7 +185,8 @@ func urlCredentials(v string) bool {
 // highEntropy is true for a long token-like value: no spaces, at least 20 characters,
 // and more than 3.5 bits per character (hex keys reach 4, base64 secrets about 5-6).
 func highEntropy(v string) bool {
-	if len(v) < 20 || strings.ContainsAny(v, " \t\n") {
+	// Lists (NO_PROXY=a,b,c) and sentences are varied but not tokens.
+	if len(v) < 20 || strings.ContainsAny(v, " \t\n,") {
 		return false
 	}
 	// Paths and path lists are long and varied but not secrets.

@@ -79,7 +79,7 @@ func List(userDir string) ([]*Profile, error) {
 			return nil, err
 		}
 		for _, e := range ents {
-			if n, ok := strings.CutSuffix(e.Name(), ".toml"); ok && !e.IsDir() {
+			if n, ok := strings.CutSuffix(e.Name(), ".toml"); ok && !e.IsDir() && !strings.HasPrefix(n, ".") {
 				names[n] = true
 			}
 		}

@@ -159,6 +159,11 @@ func (p *Profile) Validate() error {
 	if len(p.Command) > 0 && p.Command[0] == "" {
 		return fmt.Errorf("command: the program name is empty")
 	}
+	for _, a := range p.Command {
+		if strings.ContainsRune(a, 0) {
+			return fmt.Errorf("command: an argument contains a NUL byte")
+		}
+	}
 	if p.CPU != "" {
 		if err := templates.ValidCPU(p.CPU); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // The shipped templates. Adding one means adding its directory here.
@@ -60,7 +61,8 @@ func List(userDir string) ([]*Template, error) {
 			return nil, err
 		}
 		for _, e := range ents {
-			if e.IsDir() {
+			// Hidden entries (.git, editor state) are not templates.
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
 				names[e.Name()] = true
 			}
 		}

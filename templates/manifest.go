@@ -26,7 +26,8 @@ func ParseManifest(file string, data []byte) (*Template, error) {
 	var m manifest
 	if err := strictoml.Decode(file, data, &m); err != nil {
 		var uk *strictoml.UnknownKeyError
-		if errors.As(err, &uk) && isNetworkKey(uk.Last()) {
+		// The whole key too: a dotted `network.mode = "lan"` is undecoded as network.mode.
+		if errors.As(err, &uk) && (isNetworkKey(uk.Last()) || isNetworkKey(uk.Key)) {
 			return nil, &NetworkError{File: uk.File, Line: uk.Line, Key: uk.Key}
 		}
 		return nil, err

@@ -77,6 +77,7 @@ func ValidName(name string) error {
 }
 
 var (
+	cpuRE  = regexp.MustCompile(`^[1-9][0-9]*$`)
 	sizeRE = regexp.MustCompile(`^[1-9][0-9]*(B|kB|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$`)
 	userRE = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
 	// Images are Incus image references: [remote:]alias-or-fingerprint.
@@ -87,8 +88,9 @@ var (
 
 // ValidCPU checks a CPU count.
 func ValidCPU(s string) error {
+	// Digits only: Atoi alone also takes "+4" and "004", which Incus's limits.cpu does not.
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > 1024 {
+	if err != nil || !cpuRE.MatchString(s) || n < 1 || n > 1024 {
 		return fmt.Errorf("cpu %q: want a whole number of CPUs, 1 to 1024", s)
 	}
 	return nil

@@ -20,6 +20,11 @@ func Decode(file string, data []byte, v any) error {
 		if errors.As(err, &pe) {
 			return fmt.Errorf("%s:%d: %s", file, pe.Position.Line, pe.Message)
 		}
+		// Type mismatches come back as plain errors carrying the line in their text,
+		// `toml: line 3 (last key "cpu"): incompatible types: ...`: say file:line.
+		if m := typeErrRE.FindStringSubmatch(err.Error()); m != nil {
+			return fmt.Errorf("%s:%s: key %s: %s", file, m[1], m[2], m[3])
+		}
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
@@ -50,19 +55,84 @@ func (e *UnknownKeyError) Last() string {
 	return e.Key[i+1:]
 }
 
+var typeErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key ("[^\n]*")\): (.*)$`)
+
 // lineOf finds the line that defines k's last component, as a key or a table header.
-// The decoder keeps positions private, so this scans the text; 0 if not found.
+// The decoder keeps positions private, so this scans the text; 0 if not found. A key
+// inside a table ([[mounts]] size = 1) is looked for under that table's header first, so
+// a top-level key of the same name earlier in the file is not mistaken for it.
 func lineOf(data []byte, k toml.Key) int {
 	if len(k) == 0 {
 		return 0
 	}
+	lines := strings.Split(string(data), "\n")
 	last := regexp.QuoteMeta(k[len(k)-1])
+	keyRE := regexp.MustCompile(`^\s*("?` + last + `"?|'` + last + `')\s*(=|\.)`)
+	parent, whole := strings.Join(k[:len(k)-1], "."), strings.Join(k, ".")
+	table, inString := "", ""
+	for i, line := range lines {
+		// Lines inside a multi-line string are text, not keys.
+		was := inString
+		inString = multiline(line, inString)
+		if was != "" {
+			continue
+		}
+		if m := headerRE.FindStringSubmatch(line); m != nil {
+			table = normTable(m[1])
+			if table == whole {
+				return i + 1 // the unknown key is a table
+			}
+			continue
+		}
+		if table == parent && keyRE.MatchString(line) {
+			return i + 1
+		}
+	}
+	// Not found where it belongs (an inline table, a dotted key): the first line that
+	// names it at all.
 	re := regexp.MustCompile(`^\s*(\[\[?\s*)?("?` + last + `"?|'` + last + `')\s*(=|\]|\.)`)
 	re2 := regexp.MustCompile(`^\s*\[\[?[^\]]*\.` + last + `\s*\]`)
-	for i, line := range strings.Split(string(data), "\n") {
-		if re.MatchString(line) || re2.MatchString(line) {
+	re3 := regexp.MustCompile(`[{,.]\s*("?` + last + `"?|'` + last + `')\s*=`)
+	for i, line := range lines {
+		if re.MatchString(line) || re2.MatchString(line) || re3.MatchString(line) {
 			return i + 1
 		}
 	}
 	return 0
+}
+
+// multiline returns the multi-line string delimiter (three double or single quotes) open
+// after line, given the one open before it ("" for none).
+func multiline(line, open string) string {
+	for line != "" {
+		if open != "" {
+			i := strings.Index(line, open)
+			if i < 0 {
+				return open
+			}
+			line, open = line[i+3:], ""
+			continue
+		}
+		i, j := strings.Index(line, `"""`), strings.Index(line, "'''")
+		switch {
+		case i < 0 && j < 0:
+			return ""
+		case j < 0 || (i >= 0 && i < j):
+			line, open = line[i+3:], `"""`
+		default:
+			line, open = line[j+3:], "'''"
+		}
+	}
+	return open
+}
+
+var headerRE = regexp.MustCompile(`^\s*\[\[?([^\[\]]*)\]\]?\s*(#.*)?$`)
+
+// normTable turns a header's name ( "a" . b ) into the decoder's dotted form (a.b).
+func normTable(s string) string {
+	parts := strings.Split(s, ".")
+	for i, p := range parts {
+		parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
+	}
+	return strings.Join(parts, ".")
 }

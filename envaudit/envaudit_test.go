@@ -1,0 +1,343 @@
+package envaudit
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func names(vars []Var) string { return strings.Join(Names(vars), ",") }
+
+func TestFilterStartsEmpty(t *testing.T) {
+	environ := []string{"HOME=/root", "PATH=/usr/bin", "AWS_SECRET_ACCESS_KEY=abc", "SSH_AUTH_SOCK=/run/x", "TERM=xterm"}
+	var a Allowlist
+	if got := a.Filter(environ, nil); len(got) != 0 {
+		t.Errorf("empty allowlist let in %v", got)
+	}
+	a.Add("base", Base...)
+	got := a.Filter(environ, nil)
+	if names(got) != "TERM" {
+		t.Errorf("base allowlist let in %v", Names(got))
+	}
+}
+
+func TestFilterPatterns(t *testing.T) {
+	environ := []string{
+		"LC_ALL=C", "LC_TIME=en_GB.UTF-8", "LCX=no", "LC=no", "XLC_ALL=no",
+		"TERM=xterm-256color", "TERMINAL=no", "TER=no", "MY_VAR=1", "MY_VAR_2=no",
+		"GOPATH=/go", "GOFLAGS=no",
+	}
+	var a Allowlist
+	a.Add("base", "TERM", "LC_*")
+	a.Add("profile", "MY_VAR", "GOPATH")
+	got := a.Filter(environ, nil)
+	want := []Var{
+		{"GOPATH", "/go", "profile"},
+		{"LC_ALL", "C", "base"},
+		{"LC_TIME", "en_GB.UTF-8", "base"},
+		{"MY_VAR", "1", "profile"},
+		{"TERM", "xterm-256color", "base"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+}
+
+func TestFilterOriginFirstMatch(t *testing.T) {
+	var a Allowlist
+	a.Add("base", "LC_*")
+	a.Add("--env", "LC_ALL")
+	got := a.Filter([]string{"LC_ALL=C"}, nil)
+	if len(got) != 1 || got[0].Origin != "base" {
+		t.Errorf("got %v", got)
+	}
+}
+
+func TestFilterBoxWins(t *testing.T) {
+	var a Allowlist
+	a.Add("profile", "HOME", "PATH", "TERM")
+	environ := []string{"HOME=/root", "PATH=/root/bin:/usr/bin", "TERM=xterm"}
+	got := a.Filter(environ, map[string]string{"HOME": "/sandbox/home", "PATH": "/usr/bin:/bin", "BOX": "1"})
+	want := []Var{
+		{"BOX", "1", "box"},
+		{"HOME", "/sandbox/home", "box"},
+		{"PATH", "/usr/bin:/bin", "box"},
+		{"TERM", "xterm", "profile"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+	// Box's values are set even when nothing in the allowlist names them.
+	var empty Allowlist
+	if got := empty.Filter(environ, map[string]string{"HOME": "/h"}); !reflect.DeepEqual(got, []Var{{"HOME", "/h", "box"}}) {
+		t.Errorf("got %v", got)
+	}
+}
+
+func TestFilterMalformedAndSorted(t *testing.T) {
+	var a Allowlist
+	a.Add("base", "*")
+	environ := []string{"NOEQUALS", "=value", "", "Z=last", "A=first", "M=a=b=c", "EMPTY="}
+	got := a.Filter(environ, nil)
+	want := []Var{{"A", "first", "base"}, {"EMPTY", "", "base"}, {"M", "a=b=c", "base"}, {"Z", "last", "base"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+	if e := Environ(got); !reflect.DeepEqual(e, []string{"A=first", "EMPTY=", "M=a=b=c", "Z=last"}) {
+		t.Errorf("Environ = %v", e)
+	}
+}
+
+func TestFilterDuplicateLastWins(t *testing.T) {
+	var a Allowlist
+	a.Add("base", "TERM")
+	got := a.Filter([]string{"TERM=a", "TERM=b"}, nil)
+	if len(got) != 1 || got[0].Value != "b" {
+		t.Errorf("got %v", got)
+	}
+}
+
+// Planted secrets, each in a variable the allowlist let in.
+var planted = map[string]string{
+	"GH":        "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5",
+	"GH_PAT":    "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+	"OPENAI":    "sk-" + "proj-Abc123Def456Ghi789Jkl012",
+	"ANTHROPIC": "sk-ant-" + "api03-AbCdEfGhIjKlMnOpQrStUvWx-yz0123456789",
+	"AWS_ID":    "AKIA" + "IOSFODNN7EXAMPLE",
+	"SLACK":     "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+	"GITLAB":    "glpat-" + "xxxxXXXXxxxxXXXXxxxx",
+	"SSHKEY":    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n",
+	"RSAKEY":    "-----BEGIN RSA PRIVATE KEY-----MIIEpAIBAAKCAQEA",
+	"BLOB":      "q8Vz3Kd9LmP2xR7tY4wN6bH1jF5gC0sA+/eUiOkZ",
+	"HEXKEY":    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+	"HF":        "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz",
+	"NPMRC":     "npm_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+	"TS":        "tskey-" + "auth-kAbCdEf1CNTRL-xyz",
+	"AGE":       "AGE-SECRET-KEY-" + "1QQQQQQQQQQQQQQQQQQQQQQQQQQ",
+	// By name, whatever the value.
+	"MY_API_TOKEN":   "hunter2",
+	"DB_PASSWORD":    "hunter2",
+	"CLIENT_SECRET":  "abc",
+	"OPENAI_API_KEY": "x",
+	"HTTP_AUTH":      "basic",
+	// AUTHOR is exempt from the AUTH word, AUTHORIZATION and AUTHORITY are not.
+	"HTTP_AUTHORIZATION": "Bearer abc",
+	"XAUTHORITY":         "/run/user/1000/xauth_AbCdEf",
+	"GIT_AUTHOR_TOKEN":   "abc",
+	// Credentials inside URLs (which skip the entropy check).
+	"HTTPS_PROXY": "http://bob:s3cretPassw0rd@proxy.example:3128",
+	"REMOTE":      "https://x-access-token:abcdefgh12345678@github.com/o/r.git",
+	"CLONE_URL":   "https://ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5@github.com/o/r",
+}
+
+func TestAuditFlagsPlanted(t *testing.T) {
+	var vars []Var
+	for n, v := range planted {
+		vars = append(vars, Var{Name: n, Value: v, Origin: "profile"})
+	}
+	flagged := map[string]string{}
+	for _, f := range Audit(vars) {
+		if f.Reason == "" {
+			t.Errorf("%s: empty reason", f.Name)
+		}
+		flagged[f.Name] = f.Reason
+	}
+	for n := range planted {
+		if _, ok := flagged[n]; !ok {
+			t.Errorf("%s=%q not flagged", n, planted[n])
+		}
+	}
+	// The reasons say what was recognized.
+	for n, want := range map[string]string{
+		"GH": "GitHub token", "GH_PAT": "GitHub token", "ANTHROPIC": "Anthropic API key", "OPENAI": "API secret key",
+		"AWS_ID": "AWS access key", "SLACK": "Slack token", "GITLAB": "GitLab token", "SSHKEY": "PEM private key",
+		"BLOB": "high-entropy", "MY_API_TOKEN": "TOKEN",
+	} {
+		if !strings.Contains(flagged[n], want) {
+			t.Errorf("%s: reason %q, want it to mention %q", n, flagged[n], want)
+		}
+	}
+}
+
+func TestAuditOrdinary(t *testing.T) {
+	ordinary := []Var{
+		{"TERM", "xterm-256color", "base"},
+		{"COLORTERM", "truecolor", "base"},
+		{"LANG", "en_US.UTF-8", "base"},
+		{"LANGUAGE", "en_US:en", "base"},
+		{"LC_ALL", "C.UTF-8", "base"},
+		{"TZ", "Europe/Paris", "base"},
+		{"NO_COLOR", "1", "base"},
+		{"EDITOR", "vim", "profile"},
+		{"GOPATH", "/home/someone/go/pkg/mod/github.com/some-org/some-project", "profile"},
+		{"MANPATH", "/usr/local/share/man:/usr/share/man:/opt/tools/share/man", "profile"},
+		{"PROMPT_NOTE", "the quick brown fox jumps over the lazy dog, twice over", "profile"},
+		{"PROJECT_URL", "https://example.com/some/long/path/to/a/page?with=query", "profile"},
+		{"GIT_AUTHOR_NAME", "Jane Doe", "profile"},
+		{"GIT_AUTHOR_EMAIL", "jane@example.com", "profile"},
+		{"VERSION", "1.2.3-rc.4+build.5", "profile"},
+		{"SKIP_TESTS", "sk-", "profile"},
+		{"EMPTY_TOKEN", "", "profile"},
+		{"CI", "true", "profile"},
+		{"GIT_REMOTE", "ssh://git@github.com/o/r.git", "profile"},
+		{"DOC_URL", "https://example.com/users/@someone/status/12345", "profile"},
+		{"REPEATED", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "profile"},
+	}
+	for _, f := range Audit(ordinary) {
+		t.Errorf("ordinary %s flagged: %s", f.Name, f.Reason)
+	}
+}
+
+func TestAuditSkipsBox(t *testing.T) {
+	vars := []Var{
+		{"HOME", "/tmp/box-home-q8Vz3Kd9LmP2xR7tY4wN6bH1", "box"},
+		{"BOX_TOKEN", "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5", "box"},
+		{"LEAK", "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5", "--env"},
+	}
+	got := Audit(vars)
+	if len(got) != 1 || got[0].Name != "LEAK" {
+		t.Errorf("Audit = %v, want only LEAK", got)
+	}
+}
+
+func TestCheckShortPrefixNotFlagged(t *testing.T) {
+	// A bare prefix, or a prefix and a few characters, is not a token.
+	for _, v := range []string{"ghp_", "sk-abc", "AKIA1234", "xoxb-1"} {
+		if r := Check("X", v); r != "" {
+			t.Errorf("Check(%q) = %q", v, r)
+		}
+	}
+}
+
+func TestShorten(t *testing.T) {
+	for _, tc := range []struct {
+		v       string
+		flagged bool
+		want    string
+	}{
+		{"xterm", false, `"xterm"`},
+		{"", false, `""`},
+		{strings.Repeat("a", 48), false, `"` + strings.Repeat("a", 48) + `"`},
+		{strings.Repeat("b", 49), false, `"` + strings.Repeat("b", 40) + `"... (49 chars)`},
+		{"ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5", true, `"ghp_"... (40 chars)`},
+		{"hunter2", true, `""... (7 chars)`},
+		{"héllo wörld ünïcode ok", true, `"héll"... (22 chars)`},
+	} {
+		if got := Shorten(tc.v, tc.flagged); got != tc.want {
+			t.Errorf("Shorten(%q, %v) = %s, want %s", tc.v, tc.flagged, got, tc.want)
+		}
+	}
+}
+
+func TestReportNeverPrintsSecrets(t *testing.T) {
+	var a Allowlist
+	a.Add("base", Base...)
+	var environ []string
+	var secretNames []string
+	for n, v := range planted {
+		environ = append(environ, n+"="+v)
+		secretNames = append(secretNames, n)
+	}
+	a.Add("profile", secretNames...)
+	environ = append(environ, "TERM=xterm-256color", "HOME=/root", "LANG=en_US.UTF-8")
+	vars := a.Filter(environ, map[string]string{"HOME": "/home/box", "PATH": "/usr/bin:/bin"})
+	findings := Audit(vars)
+
+	var buf bytes.Buffer
+	n := Report(&buf, vars, findings)
+	out := buf.String()
+	if n != len(findings) || n != len(planted) {
+		t.Errorf("Report returned %d, %d findings, %d planted", n, len(findings), len(planted))
+	}
+	for name, v := range planted {
+		if len(v) >= 8 && strings.Contains(out, v) {
+			t.Errorf("the whole secret of %s is in the report:\n%s", name, out)
+		}
+		// Not even most of it.
+		if len(v) >= 12 && strings.Contains(out, v[:len(v)/2]) {
+			t.Errorf("half the secret of %s is in the report", name)
+		}
+	}
+	if strings.Contains(out, "/root") {
+		t.Error("the host HOME leaked past box's own value")
+	}
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[0], "box: "+itoa(len(vars))+" environment variables enter the sandbox") {
+		t.Errorf("header: %q", lines[0])
+	}
+	for _, v := range vars {
+		var line string
+		for _, l := range lines {
+			if strings.HasPrefix(strings.TrimLeft(l, " !"), v.Name+" ") {
+				line = l
+			}
+		}
+		if line == "" {
+			t.Errorf("%s missing from the report", v.Name)
+			continue
+		}
+		_, bad := planted[v.Name]
+		if marked := strings.HasPrefix(line, "  ! "); marked != bad {
+			t.Errorf("%s: marked %v, flagged %v: %q", v.Name, marked, bad, line)
+		}
+		if !strings.HasSuffix(line, "["+v.Origin+"]") {
+			t.Errorf("%s: origin missing: %q", v.Name, line)
+		}
+	}
+	if !strings.Contains(out, `"xterm-256color"`) || !strings.Contains(out, `"/home/box"`) {
+		t.Errorf("ordinary values not shown:\n%s", out)
+	}
+	if !strings.Contains(out, "warning: "+itoa(len(planted))+" value(s) look like secrets") {
+		t.Errorf("no warning line:\n%s", out)
+	}
+}
+
+func TestReportClean(t *testing.T) {
+	var buf bytes.Buffer
+	vars := []Var{{"TERM", "xterm", "base"}}
+	if n := Report(&buf, vars, Audit(vars)); n != 0 {
+		t.Errorf("n = %d", n)
+	}
+	if strings.Contains(buf.String(), "!") || strings.Contains(buf.String(), "warning") {
+		t.Errorf("clean report marks something:\n%s", buf.String())
+	}
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// FuzzCheck: whatever the value, a flagged value's report line never holds it whole.
+func FuzzCheck(f *testing.F) {
+	for _, v := range planted {
+		f.Add("X", v)
+	}
+	f.Add("TERM", "xterm-256color")
+	f.Fuzz(func(t *testing.T, name, value string) {
+		r := Check(name, value)
+		if Check(name, value) != r {
+			t.Fatal("not deterministic")
+		}
+		s := Shorten(value, r != "")
+		if r != "" && len(value) >= 5 && strings.Contains(s, value) {
+			t.Fatalf("flagged value printed whole: %q -> %s", value, s)
+		}
+		var buf bytes.Buffer
+		vars := []Var{{Name: "V", Value: value, Origin: "profile"}}
+		Report(&buf, vars, []Finding{{Name: "V", Reason: "x"}})
+		if len(value) >= 5 && strings.Contains(buf.String(), value) {
+			t.Fatalf("flagged value in the report: %q", value)
+		}
+	})
+}
+
+// A comma-separated list is long and varied but is not a token.
+func TestAuditListNotSecret(t *testing.T) {
+	if r := Check("NO_PROXY", "localhost,127.0.0.1,.internal.example,10.0.0.0/8"); r != "" {
+		t.Errorf("NO_PROXY flagged: %s", r)
+	}
+}
