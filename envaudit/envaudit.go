@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -117,7 +116,30 @@ var tokenPrefixes = []struct{ prefix, what string }{
 // secretNameWords mark a variable name as secret-bearing.
 var secretNameWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "APIKEY", "PRIVATE_KEY", "ACCESS_KEY", "AUTH"}
 
-var authorRE = regexp.MustCompile(`AUTHORS?(_|$)`)
+// dropAuthor replaces each AUTHOR or AUTHORS that ends a word (before _ or the end)
+// with "_", so the word cannot read as AUTH.
+func dropAuthor(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "AUTHOR")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := i + len("AUTHOR")
+		if j < len(s) && s[j] == 'S' {
+			j++
+		}
+		if j == len(s) || s[j] == '_' {
+			b.WriteString(s[:i])
+			b.WriteByte('_')
+			s = s[min(j+1, len(s)):]
+			continue
+		}
+		b.WriteString(s[:i+len("AUTHOR")])
+		s = s[i+len("AUTHOR"):]
+	}
+}
 
 // Check flags one variable, or returns "" when nothing looks secret.
 func Check(name, value string) string {
@@ -131,7 +153,7 @@ func Check(name, value string) string {
 	}
 	// AUTHOR is not AUTH: GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL are not secrets
 	// (AUTHORIZATION and XAUTHORITY still are flagged).
-	up := authorRE.ReplaceAllString(strings.ToUpper(name), "_")
+	up := dropAuthor(strings.ToUpper(name))
 	for _, w := range secretNameWords {
 		if strings.Contains(up, w) && value != "" {
 			return "name suggests a secret (" + w + ")"

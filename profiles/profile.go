@@ -7,7 +7,7 @@ package profiles
 
 import (
 	"fmt"
-	"regexp"
+	"github.com/heavy-duty/box/internal/charclass"
 	"strings"
 
 	"github.com/heavy-duty/box/templates"
@@ -56,14 +56,13 @@ type Mount struct {
 func (m Mount) RW() bool { return m.Mode == "rw" }
 
 var (
-	nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
-	// Env names: a variable name, or a prefix pattern ending in * (LC_*).
-	envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
+	envFirst = charclass.New("A-Za-z_")
+	envRest  = charclass.New("A-Za-z0-9_")
 )
 
 // ValidName checks a profile name. Names are names, not paths.
 func ValidName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !templates.NameOK(name) {
 		return fmt.Errorf("invalid profile name %q: a name is letters, digits, '-' and '_' (not a path)", name)
 	}
 	return nil
@@ -89,7 +88,8 @@ func ValidBackend(b string) error {
 
 // ValidEnvName checks an environment variable name (or NAME_* prefix pattern).
 func ValidEnvName(n string) error {
-	if !envRE.MatchString(n) || n == "*" {
+	// A variable name, or a prefix pattern ending in * (LC_*).
+	if !charclass.Match(strings.TrimSuffix(n, "*"), envFirst, envRest, 0) {
 		return fmt.Errorf("env %q: want a variable name such as MY_VAR (or a prefix pattern such as MY_*)", n)
 	}
 	return nil

@@ -6,7 +6,7 @@ package templates
 
 import (
 	"fmt"
-	"regexp"
+	"github.com/heavy-duty/box/internal/charclass"
 	"strconv"
 	"strings"
 )
@@ -66,31 +66,50 @@ func isNetworkKey(key string) bool {
 	return strings.Contains(k, "network")
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$`)
+var (
+	alnum     = charclass.New("A-Za-z0-9")
+	nameRest  = charclass.New("A-Za-z0-9_-")
+	digits    = charclass.New("0-9")
+	userFirst = charclass.New("a-z_")
+	userRest  = charclass.New("a-z0-9_-")
+	// Images are Incus image references: [remote:]alias-or-fingerprint.
+	imageRest = charclass.New("A-Za-z0-9._:/-")
+	// Tools are command names looked up on PATH, never paths or options.
+	toolFirst = charclass.New("A-Za-z0-9_+")
+	toolRest  = charclass.New("A-Za-z0-9._+-")
+	sizeUnits = []string{"KiB", "MiB", "GiB", "TiB", "kB", "KB", "MB", "GB", "TB", "B"}
+)
+
+// NameOK reports whether s is a name: a letter or digit, then letters, digits, '-' and
+// '_', at most 63 in all. Profiles and templates share the rule.
+func NameOK(s string) bool { return charclass.Match(s, alnum, nameRest, 63) }
+
+// positive reports whether s is a whole number without sign or leading zero.
+func positive(s string) bool { return s != "" && s[0] != '0' && charclass.All(s, digits) }
 
 // ValidName checks a template name. Names are names, not paths.
 func ValidName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !NameOK(name) {
 		return fmt.Errorf("invalid template name %q: a name is letters, digits, '-' and '_' (not a path)", name)
 	}
 	return nil
 }
 
-var (
-	cpuRE  = regexp.MustCompile(`^[1-9][0-9]*$`)
-	sizeRE = regexp.MustCompile(`^[1-9][0-9]*(B|kB|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$`)
-	userRE = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
-	// Images are Incus image references: [remote:]alias-or-fingerprint.
-	imageRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`)
-	// Tools are command names looked up on PATH, never paths or options.
-	toolRE = regexp.MustCompile(`^[A-Za-z0-9_+][A-Za-z0-9._+-]*$`)
-)
+// sizeOK: a positive whole number and a unit (512MiB, 8GiB, 60GB).
+func sizeOK(s string) bool {
+	for _, u := range sizeUnits {
+		if n, ok := strings.CutSuffix(s, u); ok {
+			return positive(n)
+		}
+	}
+	return false
+}
 
 // ValidCPU checks a CPU count.
 func ValidCPU(s string) error {
 	// Digits only: Atoi alone also takes "+4" and "004", which Incus's limits.cpu does not.
 	n, err := strconv.Atoi(s)
-	if err != nil || !cpuRE.MatchString(s) || n < 1 || n > 1024 {
+	if err != nil || !positive(s) || n < 1 || n > 1024 {
 		return fmt.Errorf("cpu %q: want a whole number of CPUs, 1 to 1024", s)
 	}
 	return nil
@@ -98,7 +117,7 @@ func ValidCPU(s string) error {
 
 // ValidSize checks a memory or disk size such as 8GiB.
 func ValidSize(what, s string) error {
-	if !sizeRE.MatchString(s) {
+	if !sizeOK(s) {
 		return fmt.Errorf("%s %q: want a size such as 512MiB, 8GiB or 60GB", what, s)
 	}
 	return nil
@@ -106,7 +125,7 @@ func ValidSize(what, s string) error {
 
 // ValidTool checks a tool name.
 func ValidTool(s string) error {
-	if !toolRE.MatchString(s) || len(s) > 128 {
+	if !charclass.Match(s, toolFirst, toolRest, 128) {
 		return fmt.Errorf("tool %q: want a command name looked up on PATH, not a path", s)
 	}
 	return nil
@@ -129,10 +148,10 @@ func (t *Template) Validate() error {
 			return err
 		}
 	}
-	if t.User != "" && !userRE.MatchString(t.User) {
+	if t.User != "" && !charclass.Match(t.User, userFirst, userRest, 32) {
 		return fmt.Errorf("user %q: want a login name (lowercase letters, digits, '-', '_')", t.User)
 	}
-	if t.Image != "" && !imageRE.MatchString(t.Image) {
+	if t.Image != "" && !charclass.Match(t.Image, alnum, imageRest, 0) {
 		return fmt.Errorf("image %q: want an Incus image reference such as images:debian/12", t.Image)
 	}
 	if t.Image != "" && t.User == "" {

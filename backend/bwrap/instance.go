@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/heavy-duty/box/internal/charclass"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
@@ -15,11 +15,16 @@ import (
 // project path, so conversation history is scoped per project.
 func InstanceDir(dataHome, workdir string) string {
 	sum := sha256.Sum256([]byte(workdir))
-	base := unsafeChars.ReplaceAllString(filepath.Base(workdir), "_")
-	return filepath.Join(dataHome, "box", "instances", base+"-"+hex.EncodeToString(sum[:])[:16])
+	base := []byte(filepath.Base(workdir))
+	for i, c := range base {
+		if !safeChars[c] {
+			base[i] = '_'
+		}
+	}
+	return filepath.Join(dataHome, "box", "instances", string(base)+"-"+hex.EncodeToString(sum[:])[:16])
 }
 
-var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var safeChars = charclass.New("A-Za-z0-9._-")
 
 // Policy is what SANDBOX.md tells the agent about where it is.
 type Policy struct {

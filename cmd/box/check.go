@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -108,10 +109,10 @@ func tunCheck() checkResult {
 	return r
 }
 
-var verRE = regexp.MustCompile(`(\d+)\.(\d+)`)
+var verRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)\.(\d+)`) })
 
 func versionAtLeast(v string, major, minor int) bool {
-	m := verRE.FindStringSubmatch(v)
+	m := verRE().FindStringSubmatch(v)
 	if m == nil {
 		return false
 	}

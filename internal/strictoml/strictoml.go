@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -22,7 +23,7 @@ func Decode(file string, data []byte, v any) error {
 		}
 		// Type mismatches come back as plain errors carrying the line in their text,
 		// `toml: line 3 (last key "cpu"): incompatible types: ...`: say file:line.
-		if m := typeErrRE.FindStringSubmatch(err.Error()); m != nil {
+		if m := typeErrRE().FindStringSubmatch(err.Error()); m != nil {
 			return fmt.Errorf("%s:%s: key %s: %s", file, m[1], m[2], m[3])
 		}
 		return fmt.Errorf("%s: %w", file, err)
@@ -55,7 +56,12 @@ func (e *UnknownKeyError) Last() string {
 	return e.Key[i+1:]
 }
 
-var typeErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key ("[^\n]*")\): (.*)$`)
+var typeErrRE = lazyRE(`^toml: line (\d+) \(last key ("[^\n]*")\): (.*)$`)
+
+// lazyRE compiles on first use: these serve error messages, not the start-up path.
+func lazyRE(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
 
 // lineOf finds the line that defines k's last component, as a key or a table header.
 // The decoder keeps positions private, so this scans the text; 0 if not found. A key
@@ -77,7 +83,7 @@ func lineOf(data []byte, k toml.Key) int {
 		if was != "" {
 			continue
 		}
-		if m := headerRE.FindStringSubmatch(line); m != nil {
+		if m := headerRE().FindStringSubmatch(line); m != nil {
 			table = normTable(m[1])
 			if table == whole {
 				return i + 1 // the unknown key is a table
@@ -126,7 +132,7 @@ func multiline(line, open string) string {
 	return open
 }
 
-var headerRE = regexp.MustCompile(`^\s*\[\[?([^\[\]]*)\]\]?\s*(#.*)?$`)
+var headerRE = lazyRE(`^\s*\[\[?([^\[\]]*)\]\]?\s*(#.*)?$`)
 
 // normTable turns a header's name ( "a" . b ) into the decoder's dotted form (a.b).
 func normTable(s string) string {
