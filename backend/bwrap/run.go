@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -45,53 +44,82 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 
 // Run starts bwrap, forwards signals to the command, and returns the command's exit
 // code (128+N when it died of signal N). err is set only when the sandbox could not run.
+//
+// It uses syscall.ForkExec rather than os/exec: os/exec probes pidfd support with an
+// extra fork on first use, a cost paid on every box run.
 func Run(l Launch) (int, error) {
+	// Streams that are not files are bridged by pipes; their ends close when bwrap has
+	// exited, and box waits for the copies so no output is lost.
+	var closeAfter []*os.File
+	var copies sync.WaitGroup
+	defer func() {
+		for _, f := range closeAfter {
+			f.Close()
+		}
+		copies.Wait()
+	}()
+	stdio := make([]uintptr, 3)
+	for i, s := range []any{l.Stdin, l.Stdout, l.Stderr} {
+		f, err := asFile(s, i == 0, &copies)
+		if err != nil {
+			return 1, err
+		}
+		if f.owned {
+			closeAfter = append(closeAfter, f.File)
+		}
+		stdio[i] = f.Fd()
+	}
+
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
 		return 1, err
 	}
 	defer infoR.Close()
-	files := []*os.File{infoW}
-	var blockW *os.File
+	files := append(stdio, infoW.Fd())
+	var blockR, blockW *os.File
 	if l.BeforeRelease != nil {
-		blockR, w, err := os.Pipe()
-		if err != nil {
+		if blockR, blockW, err = os.Pipe(); err != nil {
 			infoW.Close()
 			return 1, err
 		}
-		defer blockR.Close()
-		blockW = w
+		files = append(files, blockR.Fd())
 		defer func() {
 			if blockW != nil {
 				blockW.Close()
 			}
 		}()
-		files = append(files, blockR)
 	}
 
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
-	cmd := exec.Command(l.Bwrap, l.Args...)
-	cmd.Env = l.Env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = l.Stdin, l.Stdout, l.Stderr
-	cmd.ExtraFiles = files
-	// Its own process group: a terminal's Ctrl-C reaches box, which passes it to the
-	// command, instead of killing bwrap (and with it, the sandbox) outright.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		infoW.Close()
+	pid, err := syscall.ForkExec(l.Bwrap, append([]string{l.Bwrap}, l.Args...), &syscall.ProcAttr{
+		Env:   l.Env,
+		Files: files,
+		// Its own process group: a terminal's Ctrl-C reaches box, which passes it to
+		// the command, instead of killing bwrap (and with it, the sandbox) outright.
+		Sys: &syscall.SysProcAttr{Setpgid: true},
+	})
+	infoW.Close()
+	if blockR != nil {
+		blockR.Close()
+	}
+	if err != nil {
 		return 1, fmt.Errorf("start %s: %w", l.Bwrap, err)
 	}
-	infoW.Close()
-	for _, f := range files[1:] {
-		f.Close()
-	}
 
+	var ws syscall.WaitStatus
 	done := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(done) }()
+	go func() {
+		for {
+			_, err := syscall.Wait4(pid, &ws, 0, nil)
+			if err != syscall.EINTR {
+				break
+			}
+		}
+		close(done)
+	}()
 
 	child, infoErr := readChildPid(infoR)
 	var cleanup func()
@@ -101,8 +129,10 @@ func Run(l Launch) (int, error) {
 			_, infoErr = blockW.Write([]byte{1})
 		}
 		if infoErr != nil {
-			// Fail closed: kill bwrap before the block fd is closed by the defer.
-			_ = cmd.Process.Kill()
+			// Fail closed: kill the sandbox and bwrap before the block fd is closed by
+			// the defer (a sandbox outliving bwrap would read EOF and run unfiltered).
+			_ = syscall.Kill(child, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 			<-done
 			return 1, infoErr
 		}
@@ -122,9 +152,42 @@ func Run(l Launch) (int, error) {
 		case s := <-sigs:
 			target.signal(s.(syscall.Signal))
 		case <-done:
-			return exitCode(cmd.ProcessState, waitErr)
+			if ws.Signaled() {
+				return 128 + int(ws.Signal()), nil
+			}
+			return ws.ExitStatus(), nil
 		}
 	}
+}
+
+// stdFile is a stream as a file descriptor bwrap can inherit.
+type stdFile struct {
+	*os.File
+	owned bool // a pipe box made and must close
+}
+
+// asFile passes an *os.File through (a terminal stays a terminal for the command);
+// anything else is bridged with a pipe.
+func asFile(s any, input bool, copies *sync.WaitGroup) (stdFile, error) {
+	if f, ok := s.(*os.File); ok && f != nil {
+		return stdFile{File: f}, nil
+	}
+	if s == nil {
+		f, err := os.Open(os.DevNull)
+		return stdFile{f, true}, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return stdFile{}, err
+	}
+	if input {
+		// Not waited for: the reader may block forever on an open stdin.
+		go func() { io.Copy(w, s.(io.Reader)); w.Close() }()
+		return stdFile{r, true}, nil
+	}
+	copies.Add(1)
+	go func() { io.Copy(s.(io.Writer), r); r.Close(); copies.Done() }()
+	return stdFile{w, true}, nil
 }
 
 // readChildPid reads bwrap's --info-fd JSON for the sandbox's pid 1 (seen from outside).
@@ -178,12 +241,3 @@ func (c *commandPid) signal(s syscall.Signal) {
 	}
 }
 
-func exitCode(ps *os.ProcessState, err error) (int, error) {
-	if ps == nil {
-		return 1, err
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), nil
-	}
-	return ps.ExitCode(), nil
-}

@@ -2,14 +2,13 @@ package main
 
 import (
 	"fmt"
+	"github.com/heavy-duty/box/backend/bwrap/inet"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // A checkResult is one line of 'box --check'.
@@ -46,14 +45,21 @@ func bwrapChecks() []checkResult {
 		}
 	}
 	out = append(out, userNSCheck(bin))
-	out = append(out, tunCheck())
-	for _, tool := range []string{"pasta", "slirp4netns"} {
-		if p, err := exec.LookPath(tool); err == nil {
-			out = append(out, checkResult{name: tool, ok: true, detail: p})
-		} else {
-			pkg := map[string]string{"pasta": "passt", "slirp4netns": "slirp4netns"}[tool]
-			out = append(out, checkResult{name: tool, detail: "not found (network tier internet needs pasta or slirp4netns)", fix: "apt-get install " + pkg})
-		}
+	return append(out, internetChecks()...)
+}
+
+// internetChecks: what the internet tier needs. It really installs the egress filter in
+// a throwaway namespace, so "ok" means the tier can run. Not fatal: tiers none and full
+// do not need it.
+func internetChecks() []checkResult {
+	problems := inet.Check(inet.Options{})
+	if len(problems) == 0 {
+		o, _ := inet.Options{}.Resolve()
+		return []checkResult{{name: "internet tier", ok: true, detail: "usable: " + string(o.Helper) + " and the egress filter (tried in a throwaway namespace)"}}
+	}
+	var out []checkResult
+	for _, p := range problems {
+		out = append(out, checkResult{name: "internet tier", detail: p.What + ": " + p.Err.Error(), fix: p.Fix})
 	}
 	return out
 }
@@ -90,22 +96,6 @@ func userNSCheck(bin string) checkResult {
 		return r
 	}
 	r.ok, r.detail, r.fix = true, "a trial sandbox ran", ""
-	return r
-}
-
-// tunCheck: user-mode networking (tier internet) opens /dev/net/tun as the user.
-func tunCheck() checkResult {
-	r := checkResult{name: "/dev/net/tun"}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		r.detail, r.fix = "missing (network tier internet needs it)", "load the tun module: modprobe tun"
-		return r
-	}
-	if err := unix.Access("/dev/net/tun", unix.R_OK|unix.W_OK); err != nil {
-		r.detail = "not readable and writable by you (network tier internet needs it)"
-		r.fix = "chmod 0666 /dev/net/tun (the usual mode on desktops)"
-		return r
-	}
-	r.ok, r.detail = true, "usable"
 	return r
 }
 

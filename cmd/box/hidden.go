@@ -1,9 +1,14 @@
 package main
 
+import "github.com/heavy-duty/box/backend/bwrap/inet"
+
 // hidden dispatches box's internal entry points (argv[0] "__name"), which box runs as
 // helpers of its own; they are not part of the CLI and not in help.
 func hidden(args []string) (int, bool) {
 	switch args[0] {
+	case inet.FilterSubcommand:
+		// Run by the internet tier inside the sandbox's namespaces: installs the filter.
+		return inet.FilterMain(args[1:]), true
 	}
 	return 0, false
 }

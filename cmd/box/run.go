@@ -2,14 +2,17 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/backend/bwrap/inet"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
@@ -94,11 +97,24 @@ func runRun(e *env, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	if p.spec.Network == bwrap.NetInternet {
-		return withHint(errors.New(`network tier "internet" is not available in this build yet`),
-			"run with --network none (no network) or, knowing the LAN and host become reachable, --network full")
-	}
 	p.spec.InfoFD = bwrap.InfoFD
+	var netOpts inet.Options
+	if p.spec.Network == bwrap.NetInternet {
+		// The helper decides the resolver address, which the sandbox's resolv.conf
+		// (a bind, fixed before launch) must name.
+		helper := inet.Helper(e.getenv("BOX_INTERNET_HELPER"))
+		if helper != inet.Auto && helper != inet.Pasta && helper != inet.Slirp4netns {
+			return usagef("unset it to let box choose (pasta, else slirp4netns)", "BOX_INTERNET_HELPER=%q: want pasta or slirp4netns", helper)
+		}
+		if netOpts, err = (inet.Options{Helper: helper}).Resolve(); err != nil {
+			return withHint(err, "install passt (pasta) or slirp4netns, then run 'box --check'")
+		}
+		if netOpts.HostAddrs, err = inet.HostAddrs(); err != nil {
+			return fmt.Errorf("internet tier: listing the host's addresses: %w", err)
+		}
+		p.spec.BlockFD = bwrap.BlockFD
+		p.spec.ResolvConf = filepath.Join(p.spec.InstanceDir, "resolv.conf")
+	}
 	args, err := bwrap.Args(p.spec, host)
 	if err != nil {
 		return err
@@ -122,11 +138,32 @@ func runRun(e *env, o *runOptions) error {
 	if err := bwrap.PrepareInstance(p.spec.InstanceDir, p.policy); err != nil {
 		return fmt.Errorf("prepare instance directory %s: %w", p.spec.InstanceDir, err)
 	}
-	code, err := bwrap.Run(bwrap.Launch{
+	launch := bwrap.Launch{
 		Bwrap: bin, Args: args, Env: envaudit.Environ(p.vars),
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
-	})
+	}
+	if p.spec.Network == bwrap.NetInternet {
+		if err := os.WriteFile(p.spec.ResolvConf, []byte(inet.ResolvConf(netOpts.Helper)), 0o644); err != nil {
+			return fmt.Errorf("internet tier: %w", err)
+		}
+		// The command waits behind bwrap's block fd until networking and the egress
+		// filter are in place; if they cannot be, it never runs.
+		launch.BeforeRelease = func(pid int) (func(), error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			s, err := inet.Attach(ctx, pid, netOpts)
+			if err != nil {
+				return nil, withHint(fmt.Errorf("internet tier: %w", err), "run 'box --check' to see what the internet tier needs here")
+			}
+			return func() { s.Close() }, nil
+		}
+	}
+	code, err := bwrap.Run(launch)
 	if err != nil {
+		var h interface{ Hint() string }
+		if errors.As(err, &h) {
+			return err
+		}
 		return withHint(err, "run 'box --check' to diagnose the sandbox")
 	}
 	if code != 0 {

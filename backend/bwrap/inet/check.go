@@ -1,0 +1,146 @@
+package inet
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// HostAddrs returns every address configured on the host's interfaces (this process's
+// network namespace) at the time of the call, sorted. The sandbox reaches the host's
+// services through any of them, so the filter rejects them all.
+func HostAddrs() ([]netip.Addr, error) {
+	ifAddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("list host addresses: %w", err)
+	}
+	var out []netip.Addr
+	for _, a := range ifAddrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out), nil
+}
+
+// Problem is one reason the internet tier cannot run here, with its fix.
+type Problem struct {
+	What string // what was checked
+	Err  error
+	Fix  string
+}
+
+func (p Problem) Error() string { return p.What + ": " + p.Err.Error() }
+
+// Check reports why the internet tier cannot run on this machine for this user (empty:
+// it can), for `box --check`. It runs the filter helper for real in a throwaway user and
+// network namespace, so it also proves the FilterSubcommand wiring.
+func Check(opts Options) []Problem {
+	var ps []Problem
+	add := func(what string, err error, fix string) { ps = append(ps, Problem{what, err, fix}) }
+
+	resolved, err := opts.Resolve()
+	switch {
+	case err != nil && opts.Helper == Auto:
+		add("network helper", err, "install passt (pasta), or slirp4netns")
+	case err != nil:
+		add("network helper", err, "install "+pkgOf(opts.Helper)+", or choose the other helper")
+	}
+	if _, err := exec.LookPath("nsenter"); opts.NsenterPath == "" && err != nil {
+		add("nsenter", err, "install util-linux")
+	}
+	if err := checkTun(); err != nil {
+		fix := "as root: chmod 0666 /dev/net/tun (it is 0666 on most desktops)"
+		if errors.Is(err, os.ErrNotExist) {
+			fix = "as root: modprobe tun (the kernel needs CONFIG_TUN)"
+		}
+		add("/dev/net/tun", err, fix)
+	}
+	if resolved.Helper == Slirp4netns {
+		if r, ok := hostResolver(); ok && r.IsLoopback() {
+			add("DNS with slirp4netns", fmt.Errorf("the host resolver %v is on loopback, which --disable-host-loopback forbids", r),
+				"install passt (pasta), which can forward DNS to a loopback resolver")
+		}
+	}
+	if err := checkFilter(opts); err != nil {
+		add("egress filter", err, "user namespaces and nftables in them must be available; the box binary must dispatch "+FilterSubcommand+" to inet.FilterMain")
+	}
+	return ps
+}
+
+func checkTun() error {
+	f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// hostResolver is the first nameserver of /etc/resolv.conf, the one helpers forward to.
+func hostResolver() (netip.Addr, bool) {
+	f, err := os.Open("/etc/resolv.conf")
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if f := strings.Fields(s.Text()); len(f) >= 2 && f[0] == "nameserver" {
+			a, err := netip.ParseAddr(f[1])
+			return a, err == nil
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// checkFilter runs the filter helper as root of a fresh user namespace with its own
+// netns (as bwrap's outer namespace is), installing the real plan.
+func checkFilter(opts Options) error {
+	var own unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &own); err != nil {
+		return err
+	}
+	js, err := json.Marshal(Plan(opts))
+	if err != nil {
+		return err
+	}
+	argv := opts.FilterCommand
+	var extra []*os.File
+	if len(argv) == 0 {
+		exe, err := os.Open("/proc/self/exe")
+		if err != nil {
+			return err
+		}
+		defer exe.Close()
+		// The child is not nsentered: its fds start at 3.
+		extra = []*os.File{exe}
+		argv = []string{"/proc/self/fd/3", FilterSubcommand}
+	}
+	cmd := exec.Command(argv[0], append(argv[1:], "-not-netns-ino="+strconv.FormatUint(own.Ino, 10))...)
+	cmd.ExtraFiles = extra
+	cmd.Stdin = bytes.NewReader(js)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package inet
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Blocked are the destination ranges the internet tier never reaches: private (RFC 1918),
+// CGNAT, link-local (cloud metadata included), loopback off lo, "this network",
+// multicast and reserved (broadcast included).
+var Blocked = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("224.0.0.0/4"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+}
+
+// Names of the filter's table (family inet) and chain in the sandbox's netns.
+const (
+	TableName = "box"
+	ChainName = "output"
+)
+
+// Verdict is what a matching rule does with a packet.
+type Verdict int
+
+const (
+	Accept Verdict = iota
+	// Reject answers with ICMP administratively prohibited, so a blocked connect fails
+	// at once instead of timing out.
+	Reject
+)
+
+// Rule is one rule of the output chain. Every set field must match.
+type Rule struct {
+	OifLo   bool         // oifname "lo"
+	IPv6    bool         // meta nfproto ipv6
+	Daddr   netip.Prefix // ip daddr (IPv4 only); invalid = any
+	Proto   string       // "udp" or "tcp" with Dport; "" = any
+	Dport   uint16
+	Verdict Verdict
+}
+
+// Ruleset is the egress filter as data: one inet table with one output-hook chain
+// (policy accept) whose rules are evaluated in order.
+type Ruleset struct {
+	Table, Chain string
+	Rules        []Rule
+}
+
+// Plan returns the egress filter for opts. It is pure: the host's addresses and the
+// resolver come in through opts, nothing is probed.
+//
+// In order: loopback is accepted (the sandbox's own lo, not the host's); IPv6 is rejected
+// (the helpers run IPv4 only, this makes it hold even if one did not); DNS to the tier's
+// resolver (udp and tcp 53 only, the one exception) is accepted; Blocked ranges and every
+// host address are rejected; the rest (the public internet) is accepted.
+func Plan(opts Options) Ruleset {
+	rs := Ruleset{Table: TableName, Chain: ChainName}
+	add := func(r Rule) { rs.Rules = append(rs.Rules, r) }
+	add(Rule{OifLo: true, Verdict: Accept})
+	add(Rule{IPv6: true, Verdict: Reject})
+	if r := ResolverAddr(opts.Helper); r.IsValid() {
+		for _, p := range []string{"udp", "tcp"} {
+			add(Rule{Daddr: netip.PrefixFrom(r, 32), Proto: p, Dport: 53, Verdict: Accept})
+		}
+	}
+	for _, p := range Blocked {
+		add(Rule{Daddr: p, Verdict: Reject})
+	}
+	for _, a := range hostBlocks(opts.HostAddrs) {
+		add(Rule{Daddr: a, Verdict: Reject})
+	}
+	return rs
+}
+
+// hostBlocks returns the host's IPv4 addresses not already inside a Blocked range,
+// sorted and deduplicated (IPv6 is rejected wholesale).
+func hostBlocks(addrs []netip.Addr) []netip.Prefix {
+	var out []netip.Prefix
+	for _, a := range addrs {
+		a = a.Unmap()
+		if !a.Is4() || slices.ContainsFunc(Blocked, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			continue
+		}
+		out = append(out, netip.PrefixFrom(a, 32))
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	return slices.Compact(out)
+}
+
+// String renders the ruleset as nft text, exactly as `nft list table inet box` prints it
+// once installed (the kernel test compares the two).
+func (rs Ruleset) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table inet %s {\n\tchain %s {\n", rs.Table, rs.Chain)
+	b.WriteString("\t\ttype filter hook output priority filter; policy accept;\n")
+	for _, r := range rs.Rules {
+		b.WriteString("\t\t" + r.String() + "\n")
+	}
+	b.WriteString("\t}\n}\n")
+	return b.String()
+}
+
+// String renders one rule in nft syntax.
+func (r Rule) String() string {
+	var parts []string
+	if r.OifLo {
+		parts = append(parts, `oifname "lo"`)
+	}
+	if r.IPv6 {
+		parts = append(parts, "meta nfproto ipv6")
+	}
+	if r.Daddr.IsValid() {
+		d := r.Daddr.Addr().String()
+		if r.Daddr.Bits() != 32 {
+			d = r.Daddr.String()
+		}
+		parts = append(parts, "ip daddr "+d)
+	}
+	if r.Proto != "" {
+		parts = append(parts, fmt.Sprintf("%s dport %d", r.Proto, r.Dport))
+	}
+	switch r.Verdict {
+	case Accept:
+		parts = append(parts, "accept")
+	case Reject:
+		parts = append(parts, "reject with icmpx admin-prohibited")
+	}
+	return strings.Join(parts, " ")
+}
