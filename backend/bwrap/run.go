@@ -240,4 +240,3 @@ func (c *commandPid) signal(s syscall.Signal) {
 		_ = unix.Kill(c.pid, s)
 	}
 }
-

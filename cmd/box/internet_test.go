@@ -74,4 +74,3 @@ func TestSandboxInternetTier(t *testing.T) {
 		})
 	}
 }
-
