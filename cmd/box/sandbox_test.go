@@ -447,3 +447,53 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	}
 	return m, s
 }
+
+// TestSandboxAuthPassthrough: the host login enters read-only only when a profile asks,
+// and nothing else of the real ~/.claude comes with it.
+func TestSandboxAuthPassthrough(t *testing.T) {
+	w := newWorld(t)
+	w.write(filepath.Join(w.home, ".claude/settings.json"), `{"PLANTED-SETTINGS":1}`)
+	probe := `cat ~/.claude/.credentials.json 2>/dev/null || echo NOCREDS; echo x >> ~/.claude/.credentials.json 2>/dev/null && echo WRITABLE; cat ~/.claude/settings.json 2>/dev/null; true`
+	r := w.sh(probe)
+	if !strings.Contains(r.stdout, "NOCREDS") || strings.Contains(r.stdout, "PLANTED") {
+		t.Errorf("without auth passthrough: %q", r.stdout)
+	}
+	w.write(filepath.Join(w.home, ".config/box/profiles/authed.toml"), "auth_passthrough = true\n")
+	r = w.sh(probe, "--profile", "authed")
+	if r.code != 0 || !strings.Contains(r.stdout, "PLANTED-CLAUDE-CREDS") {
+		t.Fatalf("with auth passthrough the login is not there: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "WRITABLE") || strings.Contains(r.stdout, "PLANTED-SETTINGS") {
+		t.Errorf("credentials writable or other ~/.claude files visible: %q", r.stdout)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.home, ".claude/.credentials.json")); string(b) != secrets[".claude/.credentials.json"] {
+		t.Errorf("the real credentials file changed: %q", b)
+	}
+}
+
+// TestSandboxProfileMount: a socket or directory is present only when a profile mounts
+// it, read-only unless it says rw.
+func TestSandboxProfileMount(t *testing.T) {
+	w := newWorld(t)
+	w.write(filepath.Join(w.home, "data/file"), "DATA\n")
+	r := w.sh(`cat ~/data/file 2>/dev/null || echo ABSENT`)
+	if !strings.Contains(r.stdout, "ABSENT") {
+		t.Errorf("unmounted data visible: %q", r.stdout)
+	}
+	w.write(filepath.Join(w.home, ".config/box/profiles/data.toml"), "[[mounts]]\npath = \"~/data\"\n")
+	r = w.sh(`cat ~/data/file; echo y > ~/data/new 2>/dev/null && echo WROTE; true`, "--profile", "data")
+	if !strings.Contains(r.stdout, "DATA") || strings.Contains(r.stdout, "WROTE") {
+		t.Errorf("ro mount: %q %q", r.stdout, r.stderr)
+	}
+	w.write(filepath.Join(w.home, ".config/box/profiles/datarw.toml"), "[[mounts]]\npath = \"~/data\"\nmode = \"rw\"\n")
+	r = w.sh(`echo y > ~/data/new && echo WROTE`, "--profile", "datarw")
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Errorf("rw mount not writable: %q %q", r.stdout, r.stderr)
+	}
+	// Mounting a secret path is the profile's choice, said out loud.
+	w.write(filepath.Join(w.home, ".config/box/profiles/ssh.toml"), "[[mounts]]\npath = \"~/.ssh\"\n")
+	r = w.sh(`true`, "--profile", "ssh")
+	if !strings.Contains(r.stderr, "box: warning: profile \"ssh\" mounts") || !strings.Contains(r.stderr, "SSH keys") {
+		t.Errorf("no warning for mounting ~/.ssh: %q", r.stderr)
+	}
+}
