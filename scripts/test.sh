@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gocmd=$(scripts/deps.sh | tail -n 1)
-for s in scripts/incus-install.sh; do [ -x "$s" ] && "$s"; done
+for s in scripts/incus-install.sh scripts/test-deps.sh; do [ -x "$s" ] && "$s"; done
 export CI=${CI:-true}   # in this suite nothing real may be skipped
 env $gocmd vet ./...
 env $gocmd test -count=1 -timeout 60m ./... "$@"

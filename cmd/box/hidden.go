@@ -1,6 +1,11 @@
 package main
 
-import "github.com/heavy-duty/box/backend/bwrap/inet"
+import (
+	"os"
+
+	"github.com/heavy-duty/box/backend/bwrap/inet"
+	"github.com/heavy-duty/box/drill"
+)
 
 // hidden dispatches box's internal entry points (argv[0] "__name"), which box runs as
 // helpers of its own; they are not part of the CLI and not in help.
@@ -9,6 +14,9 @@ func hidden(args []string) (int, bool) {
 	case inet.FilterSubcommand:
 		// Run by the internet tier inside the sandbox's namespaces: installs the filter.
 		return inet.FilterMain(args[1:]), true
+	case drill.ProbeSubcommand:
+		// Run by box drill inside the sandbox: reads the probe plan on stdin, prints results.
+		return drill.ProbeMain(os.Stdin, os.Stdout, os.Stderr), true
 	}
 	return 0, false
 }

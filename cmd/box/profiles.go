@@ -9,7 +9,8 @@ import (
 )
 
 func newProfilesCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:     "profiles",
 		Short:   "list profiles and where each comes from",
 		GroupID: groupModel,
@@ -17,13 +18,24 @@ func newProfilesCmd(e *env) *cobra.Command {
 names, mounts, tools, command, auth passthrough, vm resources).
 
 Built-in profiles ship in box; user profiles in $XDG_CONFIG_HOME/box/profiles/NAME.toml
-add to them, or replace a built-in of the same name.`,
-		Example: "  box profiles",
-		Args:    noArgs,
+add to them, or replace a built-in of the same name.
+
+With --json, a JSON array of objects, one per profile, sorted by name; the field names
+are stable and documented in docs/json.md.`,
+		Example: `  box profiles
+  box profiles --json | jq -r '.[] | select(.network == "none") | .name'`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ps, err := profiles.List(profiles.Dir(e.configHome()))
 			if err != nil {
 				return withHint(err, "fix or remove the profile file named above")
+			}
+			if asJSON {
+				out := make([]profileJSON, 0, len(ps))
+				for _, p := range ps {
+					out = append(out, newProfileJSON(p))
+				}
+				return writeJSON(e.stdout, out)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tBACKEND\tNETWORK\tTEMPLATE\tSOURCE\tDESCRIPTION")
@@ -32,5 +44,59 @@ add to them, or replace a built-in of the same name.`,
 			}
 			return tw.Flush()
 		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of objects (fields: docs/json.md)")
+	return cmd
+}
+
+// profileJSON is one element of 'box profiles --json'. The field names are a stable
+// interface, documented in docs/json.md: add fields, never rename or remove one.
+type profileJSON struct {
+	Name            string      `json:"name"`
+	Source          string      `json:"source"`
+	Description     string      `json:"description"`
+	Backend         string      `json:"backend"`
+	Template        string      `json:"template"`
+	Network         string      `json:"network"`
+	Env             []string    `json:"env"`
+	Tools           []string    `json:"tools"`
+	Command         []string    `json:"command"`
+	AuthPassthrough bool        `json:"auth_passthrough"`
+	Mounts          []mountJSON `json:"mounts"`
+	CPU             string      `json:"cpu"`
+	Memory          string      `json:"memory"`
+	Disk            string      `json:"disk"`
+}
+
+type mountJSON struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
+	Mode   string `json:"mode"`
+}
+
+func newProfileJSON(p *profiles.Profile) profileJSON {
+	mounts := make([]mountJSON, 0, len(p.Mounts))
+	for _, m := range p.Mounts {
+		mode := m.Mode
+		if mode == "" {
+			mode = "ro"
+		}
+		mounts = append(mounts, mountJSON{Path: m.Path, Target: m.Target, Mode: mode})
+	}
+	return profileJSON{
+		Name:            p.Name,
+		Source:          p.Source,
+		Description:     p.Description,
+		Backend:         p.Backend,
+		Template:        p.Template,
+		Network:         p.Network,
+		Env:             nonNil(p.Env),
+		Tools:           nonNil(p.Tools),
+		Command:         nonNil(p.Command),
+		AuthPassthrough: p.AuthPassthrough,
+		Mounts:          mounts,
+		CPU:             p.CPU,
+		Memory:          p.Memory,
+		Disk:            p.Disk,
 	}
 }

@@ -10,6 +10,7 @@ import (
 const (
 	groupSandbox = "sandbox"
 	groupModel   = "model"
+	groupOther   = "other"
 )
 
 // newRoot builds the command tree: the single source of truth for help and dispatch.
@@ -53,7 +54,7 @@ writable, and a network tier (none, internet, full) you choose.`,
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetIn(e.stdin)
-	root.CompletionOptions.HiddenDefaultCmd = true
+	root.CompletionOptions.DisableDefaultCmd = true // box's own 'completion' verb replaces cobra's
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usagef(fmt.Sprintf("run '%s --help' for usage", cmd.CommandPath()), "%s", err)
@@ -62,16 +63,21 @@ writable, and a network tier (none, internet, full) you choose.`,
 	root.AddGroup(
 		&cobra.Group{ID: groupSandbox, Title: "Sandboxes (bwrap backend):"},
 		&cobra.Group{ID: groupModel, Title: "Profiles and templates:"},
+		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
-	root.AddCommand(newRunCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
+	root.SetHelpCommandGroupID(groupOther)
+	root.AddCommand(newRunCmd(e), newDrillCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
+	root.AddCommand(newCompletionCmd(e), newManCmd(e))
+	registerCompletions(root, e)
 	return root
 }
 
 // newHelpCmd is cobra's help, but an unknown topic is a usage error, not the root help.
 func newHelpCmd(root *cobra.Command) *cobra.Command {
 	return &cobra.Command{
-		Use:   "help [command]",
-		Short: "help about any command",
+		Use:     "help [command]",
+		Short:   "help about any command",
+		Example: "  box help run",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target, rest, err := root.Find(args)
 			if err != nil || len(rest) > 0 || (len(args) > 0 && target == root) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,29 +94,7 @@ func runRun(e *env, o *runOptions) error {
 	for _, w := range p.warnings {
 		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
 	}
-	host, err := bwrap.DetectHost()
-	if err != nil {
-		return err
-	}
-	p.spec.InfoFD = bwrap.InfoFD
-	var netOpts inet.Options
-	if p.spec.Network == bwrap.NetInternet {
-		// The helper decides the resolver address, which the sandbox's resolv.conf
-		// (a bind, fixed before launch) must name.
-		helper := inet.Helper(e.getenv("BOX_INTERNET_HELPER"))
-		if helper != inet.Auto && helper != inet.Pasta && helper != inet.Slirp4netns {
-			return usagef("unset it to let box choose (pasta, else slirp4netns)", "BOX_INTERNET_HELPER=%q: want pasta or slirp4netns", helper)
-		}
-		if netOpts, err = (inet.Options{Helper: helper}).Resolve(); err != nil {
-			return withHint(err, "install passt (pasta) or slirp4netns, then run 'box --check'")
-		}
-		if netOpts.HostAddrs, err = inet.HostAddrs(); err != nil {
-			return fmt.Errorf("internet tier: listing the host's addresses: %w", err)
-		}
-		p.spec.BlockFD = bwrap.BlockFD
-		p.spec.ResolvConf = filepath.Join(p.spec.InstanceDir, "resolv.conf")
-	}
-	args, err := bwrap.Args(p.spec, host)
+	args, netOpts, err := prepareLaunch(e, p)
 	if err != nil {
 		return err
 	}
@@ -126,25 +105,76 @@ func runRun(e *env, o *runOptions) error {
 		}
 		return nil
 	}
-	bin, err := exec.LookPath("bwrap")
+	bin, err := lookBwrap()
 	if err != nil {
-		return withHint(errors.New("bwrap (bubblewrap) is not installed"), "install it: apt-get install bubblewrap (then run 'box --check')")
+		return err
 	}
 
 	envaudit.Report(e.stderr, p.vars, p.findings)
 	if err := confirm(e, o.yes); err != nil {
 		return err
 	}
+	code, err := launchSandbox(p, bin, args, netOpts, e.stdin, e.stdout, e.stderr)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &exitError{code}
+	}
+	return nil
+}
+
+// prepareLaunch makes a resolved plan ready to launch: the network tier's helper (which
+// decides the sandbox's resolv.conf) and bwrap's argv. It starts nothing. box run and
+// box drill share it, so the drill probes exactly the sandbox box run builds.
+func prepareLaunch(e *env, p *plan) ([]string, inet.Options, error) {
+	var netOpts inet.Options
+	host, err := bwrap.DetectHost()
+	if err != nil {
+		return nil, netOpts, err
+	}
+	p.spec.InfoFD = bwrap.InfoFD
+	if p.spec.Network == bwrap.NetInternet {
+		// The helper decides the resolver address, which the sandbox's resolv.conf
+		// (a bind, fixed before launch) must name.
+		helper := inet.Helper(e.getenv("BOX_INTERNET_HELPER"))
+		if helper != inet.Auto && helper != inet.Pasta && helper != inet.Slirp4netns {
+			return nil, netOpts, usagef("unset it to let box choose (pasta, else slirp4netns)", "BOX_INTERNET_HELPER=%q: want pasta or slirp4netns", helper)
+		}
+		if netOpts, err = (inet.Options{Helper: helper}).Resolve(); err != nil {
+			return nil, netOpts, withHint(err, "install passt (pasta) or slirp4netns, then run 'box --check'")
+		}
+		if netOpts.HostAddrs, err = inet.HostAddrs(); err != nil {
+			return nil, netOpts, fmt.Errorf("internet tier: listing the host's addresses: %w", err)
+		}
+		p.spec.BlockFD = bwrap.BlockFD
+		p.spec.ResolvConf = filepath.Join(p.spec.InstanceDir, "resolv.conf")
+	}
+	args, err := bwrap.Args(p.spec, host)
+	return args, netOpts, err
+}
+
+func lookBwrap() (string, error) {
+	bin, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", withHint(errors.New("bwrap (bubblewrap) is not installed"), "install it: apt-get install bubblewrap (then run 'box --check')")
+	}
+	return bin, nil
+}
+
+// launchSandbox prepares the instance directory, runs bwrap with args (attaching the
+// internet tier before the command is released) and returns the command's exit code.
+func launchSandbox(p *plan, bin string, args []string, netOpts inet.Options, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	if err := bwrap.PrepareInstance(p.spec.InstanceDir, p.policy); err != nil {
-		return fmt.Errorf("prepare instance directory %s: %w", p.spec.InstanceDir, err)
+		return 1, fmt.Errorf("prepare instance directory %s: %w", p.spec.InstanceDir, err)
 	}
 	launch := bwrap.Launch{
 		Bwrap: bin, Args: args, Env: envaudit.Environ(p.vars),
-		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
+		Stdin: stdin, Stdout: stdout, Stderr: stderr,
 	}
 	if p.spec.Network == bwrap.NetInternet {
 		if err := os.WriteFile(p.spec.ResolvConf, []byte(inet.ResolvConf(netOpts.Helper)), 0o644); err != nil {
-			return fmt.Errorf("internet tier: %w", err)
+			return 1, fmt.Errorf("internet tier: %w", err)
 		}
 		// The command waits behind bwrap's block fd until networking and the egress
 		// filter are in place; if they cannot be, it never runs.
@@ -162,14 +192,11 @@ func runRun(e *env, o *runOptions) error {
 	if err != nil {
 		var h interface{ Hint() string }
 		if errors.As(err, &h) {
-			return err
+			return code, err
 		}
-		return withHint(err, "run 'box --check' to diagnose the sandbox")
+		return code, withHint(err, "run 'box --check' to diagnose the sandbox")
 	}
-	if code != 0 {
-		return &exitError{code}
-	}
-	return nil
+	return code, nil
 }
 
 // resolveRun turns options, profile, template and the environment into a plan. It reads

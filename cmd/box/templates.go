@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/heavy-duty/box/templates"
@@ -10,7 +12,8 @@ import (
 )
 
 func newTemplatesCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:     "templates",
 		Short:   "list templates with their descriptions",
 		GroupID: groupModel,
@@ -19,9 +22,13 @@ boxes; tools, default command and sandbox notes for bwrap sandboxes). A template
 chooses networking.
 
 Built-in templates ship in box; user templates are directories in
-$XDG_CONFIG_HOME/box/templates/NAME/ holding template.toml or an upstream box.env.`,
-		Example: "  box templates",
-		Args:    noArgs,
+$XDG_CONFIG_HOME/box/templates/NAME/ holding template.toml or an upstream box.env.
+
+With --json, a JSON array of objects, one per template, sorted by name; the field names
+are stable and documented in docs/json.md.`,
+		Example: `  box templates
+  box templates --json | jq -r '.[] | "\(.name)\t\(.image)"'`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ts, err := templates.List(templates.Dir(e.configHome()))
 			if err != nil {
@@ -31,6 +38,13 @@ $XDG_CONFIG_HOME/box/templates/NAME/ holding template.toml or an upstream box.en
 				}
 				return withHint(err, "fix or remove the template named above")
 			}
+			if asJSON {
+				out := make([]templateJSON, 0, len(ts))
+				for _, t := range ts {
+					out = append(out, newTemplateJSON(t))
+				}
+				return writeJSON(e.stdout, out)
+			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSOURCE\tDESCRIPTION")
 			for _, t := range ts {
@@ -39,4 +53,62 @@ $XDG_CONFIG_HOME/box/templates/NAME/ holding template.toml or an upstream box.en
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of objects (fields: docs/json.md)")
+	return cmd
+}
+
+// templateJSON is one element of 'box templates --json'. The field names are a stable
+// interface, documented in docs/json.md: add fields, never rename or remove one.
+type templateJSON struct {
+	Name          string   `json:"name"`
+	Source        string   `json:"source"`
+	Description   string   `json:"description"`
+	Image         string   `json:"image"`
+	User          string   `json:"user"`
+	CPU           string   `json:"cpu"`
+	Memory        string   `json:"memory"`
+	Disk          string   `json:"disk"`
+	RequireVM     bool     `json:"require_vm"`
+	Autostart     bool     `json:"autostart"`
+	BootstrapRole string   `json:"bootstrap_role"`
+	Tools         []string `json:"tools"`
+	Command       []string `json:"command"`
+	UserData      string   `json:"user_data"`
+	Notes         string   `json:"notes"`
+}
+
+func newTemplateJSON(t *templates.Template) templateJSON {
+	return templateJSON{
+		Name:          t.Name,
+		Source:        t.Source,
+		Description:   t.Description,
+		Image:         t.Image,
+		User:          t.User,
+		CPU:           t.CPU,
+		Memory:        t.Memory,
+		Disk:          t.Disk,
+		RequireVM:     t.RequireVM,
+		Autostart:     t.Autostart,
+		BootstrapRole: t.BootstrapRole,
+		Tools:         nonNil(t.Tools),
+		Command:       nonNil(t.Command),
+		UserData:      t.UserData,
+		Notes:         t.Notes,
+	}
+}
+
+// writeJSON prints v as indented JSON and a newline: the --json output of listing verbs.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// nonNil makes an absent list [] in JSON, never null, so consumers need no null check.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

@@ -1,0 +1,119 @@
+package incus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeIncusd serves a handler on a unix socket, like incusd, for tests of the client's
+// plumbing that need no daemon.
+func fakeIncusd(t *testing.T, h http.Handler) *Client {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "unix.socket")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return New(sock)
+}
+
+func reply(w http.ResponseWriter, status int, v map[string]any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func asyncOp(id string) map[string]any {
+	return map[string]any{"type": "async", "status": "Operation created", "status_code": 100,
+		"operation": "/1.0/operations/" + id,
+		"metadata":  map[string]any{"id": id, "status": "Running", "status_code": 103, "may_cancel": true}}
+}
+
+func TestWaitOperationCancelsOnContextEnd(t *testing.T) {
+	var mu sync.Mutex
+	var deleted []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /1.0/instances/slow/state", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, http.StatusAccepted, asyncOp("op1"))
+	})
+	mux.HandleFunc("GET /1.0/operations/op1/wait", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("timeout") == "" {
+			t.Error("wait without a timeout")
+		}
+		<-r.Context().Done() // never finishes on its own
+	})
+	mux.HandleFunc("DELETE /1.0/operations/op1", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		deleted = append(deleted, "op1")
+		mu.Unlock()
+		reply(w, http.StatusOK, map[string]any{"type": "sync", "status": "Success", "status_code": 200})
+	})
+	c := fakeIncusd(t, mux)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := c.Start(ctx, "slow")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want deadline exceeded", err)
+	}
+	if !strings.Contains(err.Error(), `"slow"`) {
+		t.Errorf("error does not name the instance: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("returned after %s", d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(deleted) != 1 {
+		t.Errorf("operation not cancelled: %v", deleted)
+	}
+}
+
+func TestErrorsCarryTheAPIText(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /1.0/instances/gone", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, http.StatusNotFound, map[string]any{"type": "error", "error": "Instance not found", "error_code": 404})
+	})
+	mux.HandleFunc("DELETE /1.0/instances/busy", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, http.StatusAccepted, asyncOp("op2"))
+	})
+	mux.HandleFunc("GET /1.0/operations/op2/wait", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, http.StatusOK, map[string]any{"type": "sync", "status": "Success", "status_code": 200,
+			"metadata": map[string]any{"id": "op2", "status": "Failure", "status_code": 400,
+				"err": "Instance is running"}})
+	})
+	c := fakeIncusd(t, mux)
+	ctx := context.Background()
+
+	_, _, err := c.Instance(ctx, "gone")
+	if !IsNotFound(err) || err.Error() != `instance "gone": Instance not found` {
+		t.Errorf("get: %v", err)
+	}
+	err = c.Delete(ctx, "busy")
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.Status != 400 || err.Error() != `delete instance "busy": Instance is running` {
+		t.Errorf("failed operation: %v", err)
+	}
+	if err := c.Delete(ctx, "bad_name"); err == nil || !strings.Contains(err.Error(), "invalid box name") {
+		t.Errorf("name not validated before the call: %v", err)
+	}
+}
+
+func TestNoDaemon(t *testing.T) {
+	c := New(filepath.Join(t.TempDir(), "missing.socket"))
+	_, err := c.ListInstances(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "is incusd running?") {
+		t.Errorf("err = %v", err)
+	}
+}

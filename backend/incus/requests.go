@@ -1,0 +1,252 @@
+package incus
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Metadata keys box stamps on an instance at mint. Clones carry them (Incus copies
+// user.* keys) and get origin re-stamped.
+const (
+	KeyBox        = "user.box"
+	KeyTemplate   = "user.box.template"
+	KeyUser       = "user.box.user"
+	KeySchema     = "user.box.schema"
+	KeyCreated    = "user.box.created"
+	KeyOrigin     = "user.box.origin"
+	KeyOriginFrom = "user.box.origin.from"
+	// KeyLegacy tags boxes minted by claudebox, box's predecessor.
+	KeyLegacy = "user.claudebox"
+
+	KeyUserData = "cloud-init.user-data"
+	KeyCPU      = "limits.cpu"
+	KeyMemory   = "limits.memory"
+
+	// Schema is the version of the metadata stamp.
+	Schema = "1"
+
+	OriginMint  = "mint"
+	OriginClone = "clone"
+)
+
+// InstancesPost is the body of POST /1.0/instances.
+type InstancesPost struct {
+	Name     string                       `json:"name"`
+	Type     string                       `json:"type,omitempty"`
+	Source   InstanceSource               `json:"source"`
+	Config   map[string]string            `json:"config,omitempty"`
+	Devices  map[string]map[string]string `json:"devices,omitempty"`
+	Profiles []string                     `json:"profiles,omitempty"`
+}
+
+// InstanceSource says where a new instance comes from.
+type InstanceSource struct {
+	Type        string `json:"type"`                  // image, copy
+	Alias       string `json:"alias,omitempty"`       // type image
+	Fingerprint string `json:"fingerprint,omitempty"` // type image
+	Source      string `json:"source,omitempty"`      // type copy: "inst" or "inst/snap"
+	// InstanceOnly copies the instance without its snapshots: a clone starts its own
+	// history.
+	InstanceOnly bool `json:"instance_only,omitempty"`
+}
+
+// Mint is what box needs to mint a box. Every field but UserData is required.
+type Mint struct {
+	Name     string
+	VM       bool   // virtual-machine, else container
+	Profile  string // the placement profile (NIC + root disk), and nothing else
+	Image    string // an image alias, or a fingerprint (ImageFingerprint)
+	CPU      string // limits.cpu, e.g. "2"
+	Memory   string // limits.memory, e.g. "2GiB"
+	Disk     string // root disk size, e.g. "20GiB"
+	Pool     string // storage pool of the profile's root disk (an override must name it)
+	UserData string // cloud-init user-data, passed verbatim
+	Template string
+	User     string
+	Created  time.Time
+}
+
+// ImageFingerprint reports whether s looks like an image fingerprint (or a prefix of
+// one) rather than an alias: hex only, at least 12 characters.
+func ImageFingerprint(s string) bool {
+	if len(s) < 12 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MintRequest builds the create request of a new box. The placement profile is the only
+// profile (Incus then skips the default profile); resources land as limits and a root
+// disk override; the template's metadata is stamped so nothing downstream re-reads it.
+func MintRequest(m Mint) (InstancesPost, error) {
+	if err := ValidateName(m.Name); err != nil {
+		return InstancesPost{}, err
+	}
+	for _, f := range []struct{ name, v string }{
+		{"placement profile", m.Profile}, {"image", m.Image}, {"cpu", m.CPU},
+		{"memory", m.Memory}, {"disk", m.Disk}, {"storage pool", m.Pool},
+		{"template", m.Template}, {"user", m.User},
+	} {
+		if strings.TrimSpace(f.v) == "" {
+			return InstancesPost{}, fmt.Errorf("mint box %q: %s is required", m.Name, f.name)
+		}
+	}
+	if m.Created.IsZero() {
+		return InstancesPost{}, fmt.Errorf("mint box %q: creation time is required", m.Name)
+	}
+	typ := TypeContainer
+	if m.VM {
+		typ = TypeVM
+	}
+	src := InstanceSource{Type: "image", Alias: m.Image}
+	if ImageFingerprint(m.Image) {
+		src = InstanceSource{Type: "image", Fingerprint: m.Image}
+	}
+	cfg := map[string]string{
+		KeyCPU:      m.CPU,
+		KeyMemory:   m.Memory,
+		KeyBox:      "1",
+		KeyTemplate: m.Template,
+		KeyUser:     m.User,
+		KeySchema:   Schema,
+		KeyCreated:  stamp(m.Created),
+		KeyOrigin:   OriginMint,
+	}
+	if m.UserData != "" {
+		cfg[KeyUserData] = m.UserData
+	}
+	return InstancesPost{
+		Name:     m.Name,
+		Type:     typ,
+		Source:   src,
+		Config:   cfg,
+		Devices:  map[string]map[string]string{"root": {"type": "disk", "path": "/", "pool": m.Pool, "size": m.Disk}},
+		Profiles: []string{m.Profile},
+	}, nil
+}
+
+// Clone is what box needs to clone a box, or one of its snapshots, into a new box.
+type Clone struct {
+	Name     string
+	From     string // source box
+	Snapshot string // optional snapshot of From
+	Profile  string // the placement profile, re-applied so a clone cannot leave the stack
+	Created  time.Time
+}
+
+// CloneRequest builds the copy request of a clone. Incus copies the source's config, so
+// the template stamp (user.box.*) rides along; only provenance is re-stamped. Volatile
+// keys (MAC address) are regenerated by Incus.
+func CloneRequest(c Clone) (InstancesPost, error) {
+	if err := ValidateName(c.Name); err != nil {
+		return InstancesPost{}, err
+	}
+	if err := ValidateName(c.From); err != nil {
+		return InstancesPost{}, fmt.Errorf("clone source: %w", err)
+	}
+	if strings.TrimSpace(c.Profile) == "" {
+		return InstancesPost{}, fmt.Errorf("clone box %q: placement profile is required", c.Name)
+	}
+	if c.Created.IsZero() {
+		return InstancesPost{}, fmt.Errorf("clone box %q: creation time is required", c.Name)
+	}
+	from := c.From
+	if c.Snapshot != "" {
+		if err := ValidateSnapshotName(c.Snapshot); err != nil {
+			return InstancesPost{}, err
+		}
+		from += "/" + c.Snapshot
+	}
+	return InstancesPost{
+		Name:   c.Name,
+		Source: InstanceSource{Type: "copy", Source: from, InstanceOnly: true},
+		Config: map[string]string{
+			KeyCreated:    stamp(c.Created),
+			KeyOrigin:     OriginClone,
+			KeyOriginFrom: from,
+		},
+		Profiles: []string{c.Profile},
+	}, nil
+}
+
+// SnapshotPost is the body of POST /1.0/instances/{name}/snapshots.
+type SnapshotPost struct {
+	Name     string `json:"name"`
+	Stateful bool   `json:"stateful"`
+}
+
+// SnapshotRequest builds a (stateless) snapshot request.
+func SnapshotRequest(label string) (SnapshotPost, error) {
+	if err := ValidateSnapshotName(label); err != nil {
+		return SnapshotPost{}, err
+	}
+	return SnapshotPost{Name: label}, nil
+}
+
+// RestorePut is the body of PUT /1.0/instances/{name} that restores a snapshot.
+type RestorePut struct {
+	Restore  string `json:"restore"`
+	Stateful bool   `json:"stateful"`
+}
+
+// RestoreRequest builds a restore request.
+func RestoreRequest(snapshot string) (RestorePut, error) {
+	if err := ValidateSnapshotName(snapshot); err != nil {
+		return RestorePut{}, err
+	}
+	return RestorePut{Restore: snapshot}, nil
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// ValidateName checks an instance name against Incus's rules before any call: 1 to 63
+// characters, ASCII letters, digits and hyphens, not starting with a digit or a hyphen,
+// not ending with a hyphen.
+func ValidateName(name string) error {
+	bad := func(why string) error { return fmt.Errorf("invalid box name %q: %s", name, why) }
+	switch {
+	case name == "":
+		return errors.New("invalid box name: empty")
+	case len(name) > 63:
+		return bad("longer than 63 characters")
+	case name[0] == '-':
+		return bad("must not start with a hyphen")
+	case name[0] >= '0' && name[0] <= '9':
+		return bad("must not start with a digit")
+	case name[len(name)-1] == '-':
+		return bad("must not end with a hyphen")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return bad(fmt.Sprintf("%q is not allowed (letters, digits and hyphens only)", r))
+		}
+	}
+	return nil
+}
+
+// ValidateSnapshotName checks a snapshot label: 1 to 63 characters, no "/" (it separates
+// instance and snapshot), no whitespace or control characters, not "." or "..".
+func ValidateSnapshotName(name string) error {
+	bad := func(why string) error { return fmt.Errorf("invalid snapshot name %q: %s", name, why) }
+	switch {
+	case name == "":
+		return errors.New("invalid snapshot name: empty")
+	case len(name) > 63:
+		return bad("longer than 63 characters")
+	case name == "." || name == "..":
+		return bad("reserved")
+	}
+	for _, r := range name {
+		if r == '/' || r <= ' ' || r == 0x7f {
+			return bad(fmt.Sprintf("%q is not allowed", r))
+		}
+	}
+	return nil
+}

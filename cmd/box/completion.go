@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/heavy-duty/box/profiles"
+	"github.com/heavy-duty/box/templates"
+	"github.com/spf13/cobra"
+)
+
+// completionShells are the shells box writes completion scripts for.
+var completionShells = []string{"bash", "zsh", "fish"}
+
+func newCompletionCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "completion bash|zsh|fish",
+		Short: "print the shell completion script for bash, zsh or fish",
+		Long: `Print the completion script for a shell on stdout. It completes verbs, flags, and the
+names of profiles and templates (box run --profile <TAB>).
+
+The script asks box itself what to complete, so it stays right as profiles come and go.
+Where to put it:
+
+  bash  $(pkg-config --variable=completionsdir bash-completion), usually
+        /usr/share/bash-completion/completions/box, or ~/.local/share/bash-completion/completions/box
+  zsh   a directory on $fpath, as _box (e.g. /usr/local/share/zsh/site-functions/_box)
+  fish  ~/.config/fish/completions/box.fish, or /usr/share/fish/vendor_completions.d/box.fish
+
+'make install' (and the Nix package) installs all three.`,
+		Example: `  source <(box completion bash)                              # this bash session only
+  box completion bash > ~/.local/share/bash-completion/completions/box
+  box completion zsh > "${fpath[1]}/_box"
+  box completion fish > ~/.config/fish/completions/box.fish`,
+		GroupID:               groupOther,
+		ValidArgs:             completionShells,
+		DisableFlagsInUseLine: true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("run 'box completion --help' for usage", "completion takes one shell: bash, zsh or fish")
+			}
+			for _, s := range completionShells {
+				if args[0] == s {
+					return nil
+				}
+			}
+			return usagef("the shells are bash, zsh and fish", "no completion for shell %q", args[0])
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root := cmd.Root()
+			switch args[0] {
+			case "bash":
+				return root.GenBashCompletionV2(e.stdout, true)
+			case "zsh":
+				return root.GenZshCompletion(e.stdout)
+			default:
+				return root.GenFishCompletion(e.stdout, true)
+			}
+		},
+	}
+}
+
+// registerCompletions teaches the completion scripts the values of flags that name
+// things: profiles, templates, network tiers, backends. Names come from the same lists
+// 'box profiles' and 'box templates' print; a broken user file completes nothing.
+func registerCompletions(root *cobra.Command, e *env) {
+	run, _, err := root.Find([]string{"run"})
+	if err != nil || run == root {
+		return
+	}
+	fixed := func(vals ...string) cobra.CompletionFunc {
+		return cobra.FixedCompletions(vals, cobra.ShellCompDirectiveNoFileComp)
+	}
+	for flag, fn := range map[string]cobra.CompletionFunc{
+		"profile": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			ps, err := profiles.List(profiles.Dir(e.configHome()))
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, p := range ps {
+				out = append(out, cobra.CompletionWithDesc(p.Name, p.Description))
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		"template": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			ts, err := templates.List(templates.Dir(e.configHome()))
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, t := range ts {
+				out = append(out, cobra.CompletionWithDesc(t.Name, t.Description))
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		"network": fixed("none", "internet", "full"),
+		"backend": fixed("bwrap"),
+	} {
+		if run.Flags().Lookup(flag) == nil {
+			continue
+		}
+		if err := run.RegisterFlagCompletionFunc(flag, fn); err != nil {
+			panic(fmt.Sprintf("completion for --%s: %v", flag, err)) // a programming error
+		}
+	}
+}

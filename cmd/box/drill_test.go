@@ -1,0 +1,323 @@
+package main
+
+// box drill, for real: the built binary as the unprivileged test user with a planted
+// HOME, in the hermetic lab (drill/lab), for tiers none and internet; then every
+// protection the drill checks is turned off on purpose, one at a time, and the drill must
+// report the breach.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/drill/lab"
+	"github.com/heavy-duty/box/internal/testenv"
+)
+
+func requireLab(t *testing.T) {
+	t.Helper()
+	testenv.RequireRoot(t)
+	for _, tool := range append(lab.Tools, "bwrap") {
+		testenv.RequireTool(t, tool)
+	}
+}
+
+// drillRun is one box drill (or other box command) run in the lab as the world's user.
+type drillRun struct {
+	code           int
+	stdout, stderr string
+	rows           map[string]drill.Result
+	list           []drill.Result
+}
+
+func (w *world) inLab(l *lab.Lab, stdin []byte, args ...string) drillRun {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := l.UserCommand(ctx, w.uid, w.gid, append([]string{w.box}, args...)...)
+	c.Env = w.env
+	c.Dir = w.proj
+	var o, e bytes.Buffer
+	c.Stdout, c.Stderr = &o, &e
+	if stdin != nil {
+		c.Stdin = bytes.NewReader(stdin)
+	}
+	err := c.Run()
+	r := drillRun{stdout: o.String(), stderr: e.String()}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			w.t.Fatalf("box %q: %v", args, err)
+		}
+		r.code = ee.ExitCode()
+	}
+	return r
+}
+
+// drill runs box drill --json with args and parses the rows.
+func (w *world) drill(l *lab.Lab, args ...string) drillRun {
+	w.t.Helper()
+	r := w.inLab(l, nil, append([]string{"drill", "--backend", "bwrap", "--json"}, args...)...)
+	if err := json.Unmarshal([]byte(r.stdout), &r.list); err != nil {
+		w.t.Fatalf("drill %q: exit %d, JSON does not parse: %v\nstdout:\n%s\nstderr:\n%s", args, r.code, err, r.stdout, r.stderr)
+	}
+	r.rows = map[string]drill.Result{}
+	for _, x := range r.list {
+		r.rows[x.ID] = x
+	}
+	return r
+}
+
+func (r drillRun) want(t *testing.T, id string, s drill.Status) {
+	t.Helper()
+	x, ok := r.rows[id]
+	if !ok {
+		t.Errorf("no row %s", id)
+		return
+	}
+	if x.Status != s {
+		t.Errorf("%s: %s (observed %q), want %s", id, x.Status, x.Observed, s)
+	}
+}
+
+func (r drillRun) table() string {
+	var b bytes.Buffer
+	drill.Render(&b, r.list)
+	return b.String()
+}
+
+// labWorld is a planted world whose operator runs box in the lab's host namespace.
+func labWorld(t *testing.T) (*world, *lab.Lab) {
+	requireLab(t)
+	w := newWorld(t)
+	return w, lab.New(t)
+}
+
+// The drill CI runs on every run: tiers none and internet in the lab, every row PASS or
+// SKIP (with a reason), exit 0, and the JSON parses.
+func TestDrillLab(t *testing.T) {
+	w, l := labWorld(t)
+	for _, c := range []struct {
+		tier string
+		args []string
+	}{
+		{"none", []string{"--network", "none"}},
+		{"internet", []string{"--network", "internet", "--internet-url", "http://" + lab.InternetName + "/"}},
+	} {
+		t.Run(c.tier, func(t *testing.T) {
+			w.t = t
+			args := append(c.args, "--lan", lab.LANHost.String()+":80")
+			r := w.drill(l, args...)
+			t.Logf("box drill %s (exit %d):\n%s%s", strings.Join(args, " "), r.code, r.table(), r.stderr)
+			if r.code != 0 {
+				t.Errorf("exit %d, want 0", r.code)
+			}
+			for _, x := range r.list {
+				if x.Status != drill.Pass && x.Status != drill.Skip || x.Status == drill.Skip && x.Observed == "" {
+					t.Errorf("%s: %s %q", x.ID, x.Status, x.Observed)
+				}
+			}
+			// What the lab plants is really probed, not skipped.
+			for _, id := range []string{"secret:ssh", "secret:aws", "secret:gnupg", "secret:gcloud", "secret:tailscale", "secret:age",
+				"secret:netrc", "secret:git-credentials", "secret:docker", "secret:kube", "secret:gh", "secret:claude-credentials",
+				"env:GITHUB_TOKEN", "env:AWS_SECRET_ACCESS_KEY", "env:ANTHROPIC_API_KEY", "env:unlisted",
+				"pids", "priv:no-new-privs", "priv:caps", "priv:setuid", "priv:userns", "write:workdir", "write:/etc", "write:~/",
+				"net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract", "net:sandbox-gateway"} {
+				r.want(t, id, drill.Pass)
+			}
+			if c.tier == "internet" && !strings.HasPrefix(r.rows["net:internet"].Observed, "HTTP 200") {
+				t.Errorf("internet probe: %q", r.rows["net:internet"].Observed)
+			}
+			if !strings.Contains(strings.Join(r.rows["net:abstract"].Targets, " "), lab.HostAbstract) {
+				t.Errorf("the lab's abstract socket is not among the probed: %q", r.rows["net:abstract"].Targets)
+			}
+			// The table form prints the same rows.
+			tr := w.inLab(l, nil, append([]string{"drill", "--backend", "bwrap"}, args...)...)
+			if tr.code != 0 || !strings.Contains(tr.stdout, "PROBE") || strings.Count(tr.stdout, "\n") != len(r.list)+1 {
+				t.Errorf("table: exit %d:\n%s%s", tr.code, tr.stdout, tr.stderr)
+			}
+		})
+	}
+}
+
+// Tier full judged against the internet contract: the LAN, the host, the metadata
+// address and the host's abstract sockets are breaches; judged as full, they are WARN.
+func TestDrillBreachTierFull(t *testing.T) {
+	w, l := labWorld(t)
+	args := []string{"--network", "full", "--internet-url", "http://" + lab.InternetName + "/", "--lan", lab.LANHost.String() + ":80"}
+	r := w.drill(l, append(args, "--expect", "internet")...)
+	t.Logf("tier full judged as internet (exit %d):\n%s%s", r.code, r.table(), r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "BREACH") {
+		t.Errorf("exit %d, stderr %q; want 1 naming the breaches", r.code, r.stderr)
+	}
+	for _, id := range []string{"net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract"} {
+		r.want(t, id, drill.Breach)
+	}
+	r.want(t, "net:internet", drill.Pass)
+	if !strings.Contains(r.rows["net:abstract"].Observed, "@"+lab.HostAbstract) {
+		t.Errorf("abstract: %q", r.rows["net:abstract"].Observed)
+	}
+
+	r = w.drill(l, args...)
+	if r.code != 0 {
+		t.Errorf("tier full judged as full: exit %d:\n%s%s", r.code, r.table(), r.stderr)
+	}
+	for _, id := range []string{"net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract"} {
+		r.want(t, id, drill.Warn)
+	}
+
+	// Tier none judged as internet: the internet the contract promises is missing (FAIL).
+	r = w.drill(l, "--network", "none", "--expect", "internet", "--internet-url", "http://"+lab.InternetName+"/")
+	r.want(t, "net:internet", drill.Fail)
+	if r.code != 1 {
+		t.Errorf("none judged as internet: exit %d", r.code)
+	}
+}
+
+// Profiles that turn a protection off: each must show up as a breach (or, for an
+// allowlisted secret variable, a warning).
+func TestDrillBreachProfiles(t *testing.T) {
+	w, l := labWorld(t)
+	// A listening socket standing for an ssh-agent, and one standing for docker.sock.
+	agent := filepath.Join(w.home, "agent.sock")
+	ln, err := net.Listen("unix", agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	os.Chown(agent, w.uid, w.gid)
+	os.Chmod(agent, 0o600)
+	w.env = append(w.env, "SSH_AUTH_SOCK="+agent)
+	runDir := "/run/user/" + strconv.Itoa(w.uid)
+
+	for _, c := range []struct {
+		name, profile string
+		args          []string
+		want          map[string]drill.Status
+	}{
+		{"mount-ssh", `[[mounts]]
+path = "~/.ssh"
+`, nil, map[string]drill.Status{"secret:ssh": drill.Breach}},
+		{"mount-home-rw", `[[mounts]]
+path = "~/"
+mode = "rw"
+`, nil, map[string]drill.Status{"secret:ssh": drill.Breach, "secret:aws": drill.Breach, "secret:kube": drill.Breach,
+			"write:~/": drill.Breach, "write:~/.ssh": drill.Breach, "write:~/.config": drill.Breach, "write:parent": drill.Breach}},
+		{"allowlist-env", `env = ["GITHUB_TOKEN", "AWS_*"]
+`, nil, map[string]drill.Status{"env:GITHUB_TOKEN": drill.Warn, "env:AWS_SECRET_ACCESS_KEY": drill.Warn,
+			"env:ANTHROPIC_API_KEY": drill.Pass, "env:unlisted": drill.Pass}},
+		{"env-flag", "", []string{"--env", "ANTHROPIC_API_KEY"}, map[string]drill.Status{"env:ANTHROPIC_API_KEY": drill.Warn}},
+		{"mount-agent-socket", `[[mounts]]
+path = "~/agent.sock"
+`, nil, map[string]drill.Status{"socket:ssh-agent": drill.Breach}},
+		{"mount-docker-sock", `[[mounts]]
+path = "~/agent.sock"
+target = "/run/docker.sock"
+`, nil, map[string]drill.Status{"socket:docker-sock": drill.Breach}},
+		{"mount-run-user", `[[mounts]]
+path = "~/src"
+target = "` + runDir + `"
+`, nil, map[string]drill.Status{"socket:run-user": drill.Breach}},
+		{"mount-gpg-agent", `[[mounts]]
+path = "~/agent.sock"
+target = "~/.gnupg/S.gpg-agent"
+`, nil, map[string]drill.Status{"socket:gpg-agent": drill.Breach, "secret:gnupg": drill.Breach}},
+		{"mount-host-proc", `[[mounts]]
+path = "/proc"
+`, nil, map[string]drill.Status{"pids": drill.Breach}},
+		{"auth-passthrough", `auth_passthrough = true
+`, nil, map[string]drill.Status{"secret:claude-credentials": drill.Warn}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w.t = t
+			w.write(filepath.Join(w.home, ".config/box/profiles/"+c.name+".toml"), c.profile)
+			r := w.drill(l, append([]string{"--profile", c.name}, c.args...)...)
+			t.Logf("profile %s (exit %d):\n%s%s", c.name, r.code, r.table(), r.stderr)
+			breach := false
+			for id, s := range c.want {
+				r.want(t, id, s)
+				breach = breach || s == drill.Breach
+			}
+			if wantCode := map[bool]int{true: 1, false: 0}[breach]; r.code != wantCode {
+				t.Errorf("exit %d, want %d", r.code, wantCode)
+			}
+		})
+	}
+}
+
+// The probe runner outside any sandbox: every probe that no profile can turn off (pid
+// namespace, no_new_privs, setuid, user namespaces, capabilities, the env scan, host
+// abstract sockets, the network) must report the breach when the protection is simply
+// not there.
+func TestDrillRunnerWithoutSandbox(t *testing.T) {
+	w, l := labWorld(t)
+	facts := drill.Facts{
+		Exists:   map[string]bool{filepath.Join(w.home, ".ssh"): true},
+		Abstract: []string{lab.HostAbstract},
+		Gateways: []netip.Addr{lab.RouterLAN}, Addrs: []netip.Addr{lab.HostPrivate, lab.HostPublic},
+		Listening: []int{lab.HostPort}, Setuid: "/usr/bin/su", OuterCmdline: "box drill --not-this",
+	}
+	plan, err := drill.BuildPlan(drill.Input{Home: w.home, Workdir: w.proj, UID: w.uid, Tier: "none",
+		Environ: w.env, Facts: facts, InternetURL: "http://" + lab.InternetName + "/",
+		LANTargets: []string{lab.LANHost.String() + ":80"}, Nonce: "unsandboxed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := json.Marshal(plan)
+	r := w.inLab(l, in, drill.ProbeSubcommand)
+	var obs []drill.Observation
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &obs) != nil {
+		t.Fatalf("runner: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	res := drill.Judge(plan, drill.Settle(plan, obs))
+	dr := drillRun{list: res, rows: map[string]drill.Result{}}
+	for _, x := range res {
+		dr.rows[x.ID] = x
+	}
+	t.Logf("unsandboxed runner:\n%s", dr.table())
+	for _, id := range []string{"secret:ssh", "env:GITHUB_TOKEN", "env:unlisted", "pids", "priv:no-new-privs", "priv:setuid",
+		"priv:userns", "write:~/", "net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract"} {
+		dr.want(t, id, drill.Breach)
+	}
+
+	// As root, unsandboxed: capabilities held, and a write outside the working directory
+	// (a private temp dir standing for a system directory) succeeds.
+	dir := t.TempDir()
+	p := drill.Plan{MaxProcs: 2, Probes: []drill.Probe{
+		{ID: "caps", Kind: drill.KindCaps, Want: drill.Blocked},
+		{ID: "write", Kind: drill.KindWrite, Want: drill.Blocked, Targets: []string{filepath.Join(dir, "x")}},
+	}}
+	res = drill.Judge(p, drill.Settle(p, drill.RunPlan(p)))
+	for _, x := range res {
+		if x.Status != drill.Breach {
+			t.Errorf("as root: %s %s %q, want BREACH", x.ID, x.Status, x.Observed)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("Settle left the probe's file behind")
+	}
+}
+
+func TestDrillBackendVM(t *testing.T) {
+	var o, e bytes.Buffer
+	code := Main([]string{"drill", "--backend", "vm"}, strings.NewReader(""), &o, &e)
+	if code != 1 || !strings.Contains(e.String(), "not yet") || !strings.Contains(e.String(), "box: hint:") {
+		t.Errorf("exit %d: %s", code, e.String())
+	}
+	for _, args := range [][]string{{"drill", "--expect", "lan"}, {"drill", "--lan", "nope"}, {"drill", "--internet-url", "ftp://x"}, {"drill", "extra"}} {
+		e.Reset()
+		if code := Main(args, strings.NewReader(""), &o, &e); code != 2 {
+			t.Errorf("%q: exit %d, want 2: %s", args, code, e.String())
+		}
+	}
+}

@@ -1,0 +1,453 @@
+// Package drill is box's live isolation drill: a suite of probes run INSIDE a sandbox
+// built exactly as `box run` builds it, each checking one claim of the isolation contract
+// (secret paths invisible, env secrets absent, agent sockets absent, host abstract sockets
+// and PIDs unreachable, no privilege escalation, writes confined, and per network tier:
+// internet, LAN, host and metadata reachability).
+//
+// The flow, all of it driven by cmd/box/drill.go:
+//
+//  1. Gather (outside, as the operator) collects facts about the host: which secret paths
+//     exist, the host's abstract sockets, gateways, neighbours, addresses and listening
+//     ports, a setuid-root binary.
+//  2. BuildPlan (pure) turns the facts, the profile's allowlist and the contract into a
+//     Plan: one Probe per row, each with what it wants (Blocked, Open or Allowed). The plan
+//     holds names and paths only, never a secret value.
+//  3. The box binary, bound read-only into the sandbox at ProbePath, runs as the hidden
+//     subcommand ProbeSubcommand: ProbeMain reads the plan on stdin, runs every probe and
+//     prints Observations as JSON on stdout.
+//  4. Settle (outside) checks what only the outside can see (did a write reach the host?),
+//     and Judge (pure) turns plan and observations into Results: PASS, BREACH, FAIL, WARN,
+//     SKIP or ERROR. Render and RenderJSON print them.
+package drill
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/heavy-duty/box/envaudit"
+)
+
+// ProbeSubcommand is the hidden box subcommand that must call ProbeMain; ProbePath is where
+// the box binary is bound read-only inside the drill's sandbox.
+const (
+	ProbeSubcommand = "__probe"
+	ProbePath       = "/run/box/probe"
+)
+
+// DefaultInternetURL is what the internet probe fetches unless told otherwise.
+const DefaultInternetURL = "http://example.com/"
+
+// Network tiers (the same names as the bwrap backend's).
+const (
+	TierNone     = "none"
+	TierInternet = "internet"
+	TierFull     = "full"
+)
+
+// Want is what the contract says about a probe's target.
+type Want string
+
+const (
+	// Blocked: the target must be invisible, unreachable or impossible. Seen = BREACH.
+	Blocked Want = "blocked"
+	// Open: the target must work (the working directory is writable, the internet answers
+	// in tier internet). Not seen = FAIL.
+	Open Want = "open"
+	// Allowed: the operator's own choice exposes it (an allowlisted variable, tier full,
+	// auth passthrough). Seen = WARN, reported, not a breach.
+	Allowed Want = "allowed"
+)
+
+// Kind says how the inside runs a probe.
+type Kind string
+
+const (
+	KindPath       Kind = "path"         // any of Targets visible (lstat succeeds) = seen
+	KindEnv        Kind = "env"          // variable Target present = seen
+	KindEnvScan    Kind = "env-scan"     // a secret-looking variable not in Targets present = seen
+	KindAbstract   Kind = "abstract"     // any abstract socket of Targets connectable = seen
+	KindPIDs       Kind = "pids"         // more than MaxProcs processes, or the outer box visible = seen
+	KindNoNewPrivs Kind = "no-new-privs" // NoNewPrivs not set = seen
+	KindCaps       Kind = "caps"         // any capability in CapInh/Prm/Eff/Amb = seen
+	KindSetuid     Kind = "setuid"       // exec of setuid-root Target gives another euid = seen
+	KindUserns     Kind = "userns"       // a new user namespace can be made = seen
+	KindWrite      Kind = "write"        // creating file Target succeeded (inside, or on the host: see Settle)
+	KindHTTP       Kind = "http"         // GET Target answered = seen
+	KindTCP        Kind = "tcp"          // any of Targets (addr:port) answered (connected or refused) = seen
+	KindGateway    Kind = "gateway"      // the sandbox's own default gateway answers on Ports = seen
+)
+
+// Probe is one row of the drill.
+type Probe struct {
+	ID       string   `json:"id"`
+	Group    string   `json:"group"`
+	Name     string   `json:"name"`
+	Kind     Kind     `json:"kind"`
+	Targets  []string `json:"targets,omitempty"`
+	Ports    []int    `json:"ports,omitempty"`
+	Want     Want     `json:"want"`
+	Expected string   `json:"expected"` // the contract in words, for the table
+	// Skip, when set, is why the probe is not run (SKIP with this reason).
+	Skip string `json:"skip,omitempty"`
+	// HostAbsent: none of the targets exists on the host, so "not seen" proves nothing:
+	// SKIP "absent on host" unless it is seen anyway (then BREACH).
+	HostAbsent bool `json:"host_absent,omitempty"`
+	// Scratch (writes): the target lies in the sandbox's own scratch space (a tmpfs), where
+	// a write may succeed; only a write that reaches the host is a breach.
+	Scratch bool `json:"scratch,omitempty"`
+}
+
+// Plan is what the inside runs. It holds names, paths and addresses, never a value of the
+// operator's environment.
+type Plan struct {
+	Probes []Probe `json:"probes"`
+	// MaxProcs is how many processes the sandbox may show: its pid 1 and the probe.
+	MaxProcs int `json:"max_procs"`
+	// OuterCmdline is the drill's own command line outside (NULs as spaces): seeing it
+	// inside means host PIDs are visible.
+	OuterCmdline string `json:"outer_cmdline"`
+	// TimeoutMs bounds each network attempt.
+	TimeoutMs int `json:"timeout_ms"`
+}
+
+// Facts are what Gather learns about the host, as the operator, outside any sandbox.
+type Facts struct {
+	Exists       map[string]bool // absolute path -> present on the host (lstat)
+	Abstract     []string        // listening abstract unix socket names (without @)
+	Gateways     []netip.Addr    // default gateways of the host
+	Neighbors    []netip.Addr    // complete entries of the host's ARP table
+	Addrs        []netip.Addr    // the host's own addresses
+	Listening    []int           // TCP ports listening on a wildcard or a host address
+	Setuid       string          // a setuid-root binary in a system directory ("" none)
+	OuterCmdline string
+}
+
+// Input is everything BuildPlan needs.
+type Input struct {
+	Home    string // the operator's home directory (its real path)
+	Workdir string
+	UID     int
+	// Tier is the sandbox's network tier; Expect the contract judged ("" = Tier). Tier full
+	// judged against the internet contract turns LAN, host and metadata into breaches.
+	Tier, Expect string
+	// Environ is the operator's environment (KEY=VALUE): values are checked with
+	// envaudit.Check here and never copied into the plan.
+	Environ []string
+	// Entered are the names the allowlist lets in (base, profile, --env).
+	Entered         []string
+	AuthPassthrough bool
+	Facts           Facts
+	InternetURL     string
+	HostPort        int      // 0 = the ports Facts.Listening found
+	LANTargets      []string // extra LAN targets, ADDR:PORT
+	Nonce           string   // makes write probes' file names unique
+}
+
+// secretPath is one probe of the secrets group: any of its home-relative (or absolute)
+// paths visible is a breach.
+type secretPath struct {
+	id, name string
+	paths    []string
+}
+
+// SecretPaths are the well-known secret locations of an operator's home probed by the drill.
+var SecretPaths = []secretPath{
+	{"ssh", "SSH keys (~/.ssh)", []string{".ssh"}},
+	{"aws", "AWS credentials (~/.aws)", []string{".aws/credentials", ".aws/config", ".aws/sso"}},
+	{"gnupg", "GPG keys (~/.gnupg)", []string{".gnupg"}},
+	{"gcloud", "Google Cloud (~/.config/gcloud)", []string{".config/gcloud"}},
+	{"tailscale", "Tailscale state", []string{".local/share/tailscale", ".config/tailscale", "/var/lib/tailscale"}},
+	{"age", "age keys", []string{".config/age", ".age", ".config/sops/age"}},
+	{"netrc", "~/.netrc", []string{".netrc"}},
+	{"git-credentials", "~/.git-credentials", []string{".git-credentials", ".config/git/credentials"}},
+	{"docker", "Docker credentials", []string{".docker/config.json"}},
+	{"kube", "Kubernetes (~/.kube/config)", []string{".kube/config"}},
+	{"gh", "GitHub CLI (~/.config/gh/hosts.yml)", []string{".config/gh/hosts.yml"}},
+	{"cloud-cli", "other cloud CLIs' tokens", []string{".azure", ".config/doctl", ".oci", ".config/hcloud",
+		".terraform.d/credentials.tfrc.json", ".config/linode-cli", ".fly", ".config/heroku", ".netlify", ".config/op"}},
+	{"package-registries", "package registry tokens", []string{".npmrc", ".pypirc", ".cargo/credentials.toml", ".gem/credentials", ".m2/settings.xml"}},
+	{"password-stores", "password stores and keyrings", []string{".password-store", ".local/share/keyrings", ".pgpass", ".vault-token"}},
+	{"claude-credentials", "Claude login (~/.claude/.credentials.json)", []string{".claude/.credentials.json"}},
+}
+
+// abs makes a SecretPaths entry absolute.
+func abs(home, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(home, p)
+}
+
+// socketProbes are the agent and daemon sockets probed (absolute, after expansion).
+func socketProbes(home string, uid int, environ []string) []secretPath {
+	run := "/run/user/" + strconv.Itoa(uid)
+	var gpg []string
+	for _, d := range []string{run + "/gnupg", filepath.Join(home, ".gnupg")} {
+		for _, s := range []string{"S.gpg-agent", "S.gpg-agent.ssh", "S.gpg-agent.extra", "S.gpg-agent.browser", "S.dirmngr", "S.keyboxd"} {
+			gpg = append(gpg, filepath.Join(d, s))
+		}
+	}
+	docker := []string{"/var/run/docker.sock", "/run/docker.sock", run + "/docker.sock", "/run/podman/podman.sock", run + "/podman/podman.sock"}
+	if h, ok := strings.CutPrefix(getenv(environ, "DOCKER_HOST"), "unix://"); ok && filepath.IsAbs(h) {
+		docker = append(docker, filepath.Clean(h))
+	}
+	out := []secretPath{
+		{"run-user", "/run/user (your runtime dir " + run + ")", []string{"/run/user", run}},
+	}
+	if s := getenv(environ, "SSH_AUTH_SOCK"); filepath.IsAbs(s) {
+		out = append(out, secretPath{"ssh-agent", "ssh-agent socket (SSH_AUTH_SOCK)", []string{filepath.Clean(s)}})
+	} else {
+		out = append(out, secretPath{"ssh-agent", "ssh-agent socket (SSH_AUTH_SOCK)", nil})
+	}
+	out = append(out,
+		secretPath{"gpg-agent", "gpg-agent sockets", gpg},
+		secretPath{"docker-sock", "docker.sock (and podman's)", docker},
+	)
+	return out
+}
+
+// Candidates lists every host path Gather must stat for BuildPlan.
+func Candidates(home string, uid int, environ []string) []string {
+	var out []string
+	for _, s := range SecretPaths {
+		for _, p := range s.paths {
+			out = append(out, abs(home, p))
+		}
+	}
+	for _, s := range socketProbes(home, uid, environ) {
+		out = append(out, s.paths...)
+	}
+	return out
+}
+
+func getenv(environ []string, name string) string {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// Tiers' contracts for the network group: what each network target is allowed to be.
+func contract(expect string) (internet, local Want, why string) {
+	switch expect {
+	case TierNone:
+		return Blocked, Blocked, ""
+	case TierInternet:
+		return Open, Blocked, ""
+	default: // full: the host's network, named explicitly by the operator
+		return Open, Allowed, "exposed (tier full)"
+	}
+}
+
+// BuildPlan turns in into the probe plan. It is pure: every fact comes in through in.
+func BuildPlan(in Input) (Plan, error) {
+	if in.Expect == "" {
+		in.Expect = in.Tier
+	}
+	for _, t := range []string{in.Tier, in.Expect} {
+		if t != TierNone && t != TierInternet && t != TierFull {
+			return Plan{}, fmt.Errorf("network tier %q: want none, internet or full", t)
+		}
+	}
+	if in.InternetURL == "" {
+		in.InternetURL = DefaultInternetURL
+	}
+	p := Plan{MaxProcs: 2, OuterCmdline: in.Facts.OuterCmdline, TimeoutMs: 3000}
+	add := func(pr Probe) { p.Probes = append(p.Probes, pr) }
+	exists := func(paths []string) bool {
+		for _, q := range paths {
+			if in.Facts.Exists[q] {
+				return true
+			}
+		}
+		return false
+	}
+
+	// Secrets of the real home.
+	for _, s := range SecretPaths {
+		var paths []string
+		for _, q := range s.paths {
+			paths = append(paths, abs(in.Home, q))
+		}
+		pr := Probe{ID: "secret:" + s.id, Group: "secrets", Name: s.name, Kind: KindPath, Targets: paths,
+			Want: Blocked, Expected: "invisible", HostAbsent: !exists(paths)}
+		if s.id == "claude-credentials" && in.AuthPassthrough {
+			pr.Want, pr.Expected = Allowed, "read-only (auth_passthrough)"
+		}
+		add(pr)
+	}
+
+	// Environment secrets: every host variable that looks secret, plus a scan for any
+	// secret-looking variable that entered without being allowlisted.
+	entered := map[string]bool{}
+	for _, n := range in.Entered {
+		entered[n] = true
+	}
+	var flagged []string
+	for _, kv := range in.Environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || envaudit.Check(k, v) == "" {
+			continue
+		}
+		flagged = append(flagged, k)
+	}
+	slices.Sort(flagged)
+	flagged = slices.Compact(flagged)
+	for _, k := range flagged {
+		pr := Probe{ID: "env:" + k, Group: "env", Name: "env " + k, Kind: KindEnv, Targets: []string{k},
+			Want: Blocked, Expected: "absent"}
+		if entered[k] {
+			pr.Want, pr.Expected = Allowed, "allowlisted (looks secret)"
+		}
+		add(pr)
+	}
+	if len(flagged) == 0 {
+		add(Probe{ID: "env:host", Group: "env", Name: "env secrets of the host", Kind: KindEnv,
+			Want: Blocked, Expected: "absent", Skip: "no secret-looking variable on host"})
+	}
+	allowed := slices.Sorted(func(yield func(string) bool) {
+		for n := range entered {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	add(Probe{ID: "env:unlisted", Group: "env", Name: "secret-looking env not allowlisted", Kind: KindEnvScan,
+		Targets: allowed, Want: Blocked, Expected: "none"})
+
+	// Sockets.
+	for _, s := range socketProbes(in.Home, in.UID, in.Environ) {
+		pr := Probe{ID: "socket:" + s.id, Group: "sockets", Name: s.name, Kind: KindPath, Targets: s.paths,
+			Want: Blocked, Expected: "absent", HostAbsent: !exists(s.paths)}
+		if len(s.paths) == 0 {
+			pr.Skip = "SSH_AUTH_SOCK not set on host"
+		}
+		add(pr)
+	}
+
+	// Processes and privileges.
+	add(Probe{ID: "pids", Group: "processes", Name: "host PIDs", Kind: KindPIDs, Want: Blocked,
+		Expected: "only the sandbox's own"})
+	add(Probe{ID: "priv:no-new-privs", Group: "privileges", Name: "no_new_privs", Kind: KindNoNewPrivs,
+		Want: Blocked, Expected: "set (NoNewPrivs 1)"})
+	add(Probe{ID: "priv:caps", Group: "privileges", Name: "capabilities", Kind: KindCaps, Want: Blocked,
+		Expected: "none (CapEff 0)"})
+	setuid := Probe{ID: "priv:setuid", Group: "privileges", Name: "setuid-root exec", Kind: KindSetuid,
+		Want: Blocked, Expected: "euid unchanged"}
+	if in.Facts.Setuid == "" {
+		setuid.Skip = "no setuid-root binary on host"
+	} else {
+		setuid.Targets = []string{in.Facts.Setuid}
+	}
+	add(setuid)
+	add(Probe{ID: "priv:userns", Group: "privileges", Name: "new user namespace", Kind: KindUserns, Want: Blocked,
+		Expected: "refused"})
+
+	// Writes: the working directory is writable; nothing else reaches the host.
+	name := ".box-drill-" + in.Nonce
+	add(Probe{ID: "write:workdir", Group: "writes", Name: "write working dir", Kind: KindWrite,
+		Targets: []string{filepath.Join(in.Workdir, name)}, Want: Open, Expected: "written"})
+	for _, d := range []string{"/", "/etc", "/usr", "/usr/local/bin", "/var", "/run", "/opt"} {
+		add(Probe{ID: "write:" + d, Group: "writes", Name: "write " + d, Kind: KindWrite,
+			Targets: []string{filepath.Join(d, name)}, Want: Blocked, Expected: "refused"})
+	}
+	for _, rel := range []string{"", ".ssh", ".config"} {
+		d := filepath.Join(in.Home, rel)
+		add(Probe{ID: "write:~/" + rel, Group: "writes", Name: "write ~/" + rel + " (real home)", Kind: KindWrite,
+			Targets: []string{filepath.Join(d, name)}, Want: Blocked, Scratch: true, Expected: "not on host"})
+	}
+	if parent := filepath.Dir(in.Workdir); parent != in.Workdir && parent != in.Home {
+		add(Probe{ID: "write:parent", Group: "writes", Name: "write parent of working dir", Kind: KindWrite,
+			Targets: []string{filepath.Join(parent, name)}, Want: Blocked, Scratch: true, Expected: "not on host"})
+	}
+
+	// Network, by the contract of in.Expect.
+	inetWant, localWant, why := contract(in.Expect)
+	word := func(w Want, blocked string) string {
+		switch w {
+		case Blocked:
+			return blocked
+		case Allowed:
+			return why
+		}
+		return "reachable"
+	}
+	tag := ""
+	if in.Expect != in.Tier {
+		tag = " [tier " + in.Tier + " judged as " + in.Expect + "]"
+	}
+	add(Probe{ID: "net:internet", Group: "network", Name: "internet (HTTP GET)" + tag, Kind: KindHTTP,
+		Targets: []string{in.InternetURL}, Want: inetWant, Expected: word(inetWant, "unreachable")})
+
+	hostPorts := in.Facts.Listening
+	if in.HostPort > 0 {
+		hostPorts = []int{in.HostPort}
+	}
+	probePorts := func(extra []int) []int {
+		ps := append(append([]int{}, extra...), 22, 53, 80, 443)
+		if len(extra) > 3 {
+			ps = append(extra[:3:3], 22, 53, 80, 443)
+		}
+		slices.Sort(ps)
+		return slices.Compact(ps)
+	}
+	targets := func(addrs []netip.Addr, ports []int) []string {
+		var out []string
+		for _, a := range addrs {
+			for _, port := range ports {
+				out = append(out, netip.AddrPortFrom(a, uint16(port)).String())
+			}
+		}
+		return out
+	}
+	netProbe := func(id, name string, addrs []netip.Addr, ports []int, extra []string, none string) {
+		pr := Probe{ID: "net:" + id, Group: "network", Name: name + tag, Kind: KindTCP,
+			Targets: append(targets(addrs, ports), extra...), Want: localWant, Expected: word(localWant, "unreachable")}
+		if len(pr.Targets) == 0 {
+			pr.Skip = none
+		}
+		add(pr)
+	}
+	var gws, neigh, hostAddrs []netip.Addr
+	for _, a := range in.Facts.Gateways {
+		if probeable(a) {
+			gws = append(gws, a)
+		}
+	}
+	for _, a := range in.Facts.Neighbors {
+		if probeable(a) && !slices.Contains(gws, a) {
+			neigh = append(neigh, a)
+		}
+	}
+	for _, a := range in.Facts.Addrs {
+		if probeable(a) {
+			hostAddrs = append(hostAddrs, a)
+		}
+	}
+	netProbe("lan-gateway", "LAN: host's default gateway", gws, probePorts(nil), nil, "no default gateway on host")
+	netProbe("lan-hosts", "LAN: neighbours and named hosts", neigh, probePorts(nil), in.LANTargets, "no LAN neighbour known (name one: --lan ADDR:PORT)")
+	netProbe("host", "host's own addresses", hostAddrs, probePorts(hostPorts), nil, "no non-loopback address on host")
+	add(Probe{ID: "net:sandbox-gateway", Group: "network", Name: "sandbox's gateway (host loopback)" + tag, Kind: KindGateway,
+		Ports: probePorts(hostPorts), Want: localWant, Expected: word(localWant, "unreachable")})
+	netProbe("metadata", "cloud metadata 169.254.169.254", []netip.Addr{netip.MustParseAddr("169.254.169.254")}, []int{80}, nil, "")
+	ab := Probe{ID: "net:abstract", Group: "network", Name: "host abstract unix sockets" + tag, Kind: KindAbstract,
+		Targets: in.Facts.Abstract, Want: localWant, Expected: word(localWant, "unreachable")}
+	if len(ab.Targets) == 0 {
+		ab.Skip = "no listening abstract socket on host"
+	}
+	add(ab)
+	return p, nil
+}
+
+// probeable: an address a sandbox could use to reach something outside itself. Loopback
+// is the sandbox's own (in tiers none and internet), link-local v6 needs a zone.
+func probeable(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() && !a.IsMulticast() && !(a.Is6() && a.IsLinkLocalUnicast())
+}

@@ -1,0 +1,535 @@
+package drill
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/heavy-duty/box/envaudit"
+)
+
+// ProbeMain is the in-sandbox runner (`box __probe`): it reads a Plan as JSON on stdin,
+// runs every probe that is not skipped and prints the Observations as a JSON array on
+// stdout. It returns 0 when it could report, whatever it saw; 1 when it could not.
+func ProbeMain(stdin io.Reader, stdout, stderr io.Writer) int {
+	var p Plan
+	if err := json.NewDecoder(stdin).Decode(&p); err != nil {
+		fmt.Fprintf(stderr, "box: error: probe: reading the plan: %v\n", err)
+		return 1
+	}
+	if err := json.NewEncoder(stdout).Encode(RunPlan(p)); err != nil {
+		fmt.Fprintf(stderr, "box: error: probe: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// RunPlan runs the plan's probes where it is called. The process-counting probe runs
+// first, before any probe starts a child; network probes run concurrently.
+func RunPlan(p Plan) []Observation {
+	timeout := time.Duration(p.TimeoutMs) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 3 * time.Second
+	}
+	r := &runner{plan: p, timeout: timeout, local: localAddrs()}
+	out := make([]Observation, len(p.Probes))
+	var wg sync.WaitGroup
+	order := slices.Clone(p.Probes)
+	slices.SortStableFunc(order, func(a, b Probe) int {
+		return boolInt(b.Kind == KindPIDs) - boolInt(a.Kind == KindPIDs)
+	})
+	index := map[string]int{}
+	for i, pr := range p.Probes {
+		index[pr.ID] = i
+	}
+	for _, pr := range order {
+		i := index[pr.ID]
+		if pr.Skip != "" {
+			out[i] = Observation{ID: pr.ID, Detail: "skipped"}
+			continue
+		}
+		switch pr.Kind {
+		case KindHTTP, KindTCP, KindGateway, KindAbstract:
+			wg.Add(1)
+			go func() { defer wg.Done(); out[i] = r.run(pr) }()
+		default:
+			out[i] = r.run(pr)
+		}
+	}
+	wg.Wait()
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+type runner struct {
+	plan    Plan
+	timeout time.Duration
+	local   map[netip.Addr]bool
+}
+
+func (r *runner) run(pr Probe) (o Observation) {
+	o.ID = pr.ID
+	defer func() {
+		if v := recover(); v != nil {
+			o.Err = fmt.Sprint("panic: ", v)
+		}
+	}()
+	var err error
+	switch pr.Kind {
+	case KindPath:
+		o.Seen, o.Detail = probePaths(pr.Targets)
+	case KindEnv:
+		o.Seen, o.Detail = probeEnv(pr.Targets)
+	case KindEnvScan:
+		o.Seen, o.Detail = probeEnvScan(pr.Targets)
+	case KindAbstract:
+		o.Seen, o.Detail = r.probeAbstract(pr.Targets)
+	case KindPIDs:
+		o.Seen, o.Detail, err = probePIDs(r.plan)
+	case KindNoNewPrivs:
+		o.Seen, o.Detail, err = probeNoNewPrivs()
+	case KindCaps:
+		o.Seen, o.Detail, err = probeCaps()
+	case KindSetuid:
+		o.Seen, o.Detail, err = probeSetuid(pr.Targets)
+	case KindUserns:
+		o.Seen, o.Detail = probeUserns()
+	case KindWrite:
+		o.Seen, o.Detail = probeWrite(pr.Targets)
+	case KindHTTP:
+		o.Seen, o.Detail = r.probeHTTP(pr.Targets)
+	case KindTCP:
+		o.Seen, o.Detail = r.probeTCP(pr.Targets)
+	case KindGateway:
+		o.Seen, o.Detail = r.probeGateway(pr.Ports)
+	default:
+		err = fmt.Errorf("unknown probe kind %q", pr.Kind)
+	}
+	if err != nil {
+		o.Err = err.Error()
+	}
+	return o
+}
+
+// probePaths: a target is seen when lstat finds it; the detail says if it is readable too.
+func probePaths(paths []string) (bool, string) {
+	var seen []string
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		what := "visible"
+		switch {
+		case fi.IsDir():
+			if ents, err := os.ReadDir(p); err == nil {
+				what = fmt.Sprintf("readable dir, %d entries", len(ents))
+			} else {
+				what = "visible dir, unreadable"
+			}
+		case fi.Mode()&os.ModeSocket != 0:
+			what = "socket"
+			if c, err := net.DialTimeout("unix", p, time.Second); err == nil {
+				c.Close()
+				what = "socket, connectable"
+			}
+		default:
+			if f, err := os.Open(p); err == nil {
+				n, _ := f.Read(make([]byte, 1))
+				f.Close()
+				what = "readable"
+				if n == 0 && fi.Size() == 0 {
+					what = "readable (empty)"
+				}
+			} else {
+				what = "visible, unreadable"
+			}
+		}
+		seen = append(seen, p+": "+what)
+	}
+	if len(seen) == 0 {
+		return false, "absent"
+	}
+	return true, strings.Join(seen, "; ")
+}
+
+func probeEnv(names []string) (bool, string) {
+	var present []string
+	for _, n := range names {
+		if _, ok := os.LookupEnv(n); ok {
+			present = append(present, n)
+		}
+	}
+	if len(present) == 0 {
+		return false, "absent"
+	}
+	return true, "present: " + strings.Join(present, " ")
+}
+
+// probeEnvScan flags every variable of the sandbox's environment that looks secret and
+// was not allowlisted. Names only: a value is never printed.
+func probeEnvScan(allowed []string) (bool, string) {
+	var bad []string
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if slices.Contains(allowed, k) || isBoxVar(k) {
+			continue
+		}
+		if envaudit.Check(k, v) != "" {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return false, "none"
+	}
+	slices.Sort(bad)
+	return true, "present: " + strings.Join(bad, " ")
+}
+
+// isBoxVar: the variables box itself sets from non-secret facts.
+func isBoxVar(k string) bool {
+	switch k {
+	case "HOME", "PATH", "USER", "LOGNAME", "BOX_SANDBOX":
+		return true
+	}
+	return false
+}
+
+func (r *runner) probeAbstract(names []string) (bool, string) {
+	var reached []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, n := range names {
+		network := "unix"
+		if rest, ok := strings.CutPrefix(n, "seqpacket:"); ok {
+			network, n = "unixpacket", rest
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.DialTimeout(network, "@"+n, r.timeout)
+			if err == nil {
+				c.Close()
+				mu.Lock()
+				reached = append(reached, "@"+n)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(reached) == 0 {
+		return false, fmt.Sprintf("none of %d reachable", len(names))
+	}
+	slices.Sort(reached)
+	return true, fmt.Sprintf("%d of %d reachable: %s", len(reached), len(names), strings.Join(reached, " "))
+}
+
+// probePIDs: more processes than the sandbox's own, or the drill's outer command line,
+// mean the host's PIDs are visible.
+func probePIDs(p Plan) (bool, string, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false, "", err
+	}
+	self := os.Getpid()
+	n := 0
+	outer := false
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		n++
+		if pid == self {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && p.OuterCmdline != "" && cmdline(b) == p.OuterCmdline {
+			outer = true
+		}
+	}
+	d := fmt.Sprintf("%d processes visible", n)
+	if outer {
+		d += ", the drill's own outer process among them"
+	}
+	return n > p.MaxProcs || outer, d, nil
+}
+
+// status reads fields of /proc/PID/status.
+func status(pid string) (map[string]string, error) {
+	f, err := os.Open("/proc/" + pid + "/status")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok {
+			m[k] = strings.TrimSpace(v)
+		}
+	}
+	return m, sc.Err()
+}
+
+func probeNoNewPrivs() (bool, string, error) {
+	st, err := status("self")
+	if err != nil {
+		return false, "", err
+	}
+	v := st["NoNewPrivs"]
+	return v != "1", "NoNewPrivs " + v, nil
+}
+
+func probeCaps() (bool, string, error) {
+	st, err := status("self")
+	if err != nil {
+		return false, "", err
+	}
+	var held []string
+	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+		if v, err := strconv.ParseUint(st[k], 16, 64); err != nil || v != 0 {
+			held = append(held, k+" "+st[k])
+		}
+	}
+	d := "CapEff " + st["CapEff"] + ", CapBnd " + st["CapBnd"]
+	if len(held) > 0 {
+		return true, strings.Join(held, ", ") + ", CapBnd " + st["CapBnd"], nil
+	}
+	return false, d, nil
+}
+
+// probeSetuid executes a setuid-root binary and reads its effective uid from
+// /proc/PID/status before reaping it (a zombie keeps its credentials).
+func probeSetuid(targets []string) (bool, string, error) {
+	if len(targets) != 1 {
+		return false, "", errors.New("setuid probe without a target")
+	}
+	bin := targets[0]
+	fi, err := os.Stat(bin)
+	if err != nil {
+		return false, "not present inside (" + errName(err) + ")", nil
+	}
+	cmd := exec.Command(bin, "--version")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
+	if err := cmd.Start(); err != nil {
+		return false, "exec refused (" + errName(err) + ")", nil
+	}
+	st, serr := status(strconv.Itoa(cmd.Process.Pid))
+	cmd.Wait()
+	if serr != nil {
+		return false, "", fmt.Errorf("reading the child's status: %w", serr)
+	}
+	// The status read must be the child's: under a /proc that is not the sandbox's own,
+	// the pid names another process.
+	if name := filepath.Base(bin); st["Name"] != name[:min(len(name), 15)] {
+		return false, "", fmt.Errorf("/proc/%d is %q, not the child %s: /proc is not this sandbox's", cmd.Process.Pid, st["Name"], bin)
+	}
+	uids := strings.Fields(st["Uid"])
+	if len(uids) < 2 {
+		return false, "", fmt.Errorf("child's Uid line %q", st["Uid"])
+	}
+	euid, _ := strconv.Atoi(uids[1])
+	d := fmt.Sprintf("%s (mode %v): euid %d", bin, fi.Mode(), euid)
+	return euid == 0 || euid != os.Geteuid(), d, nil
+}
+
+// probeUserns tries to start a child in a new user namespace.
+func probeUserns() (bool, string) {
+	bin, err := exec.LookPath("true")
+	if err != nil {
+		bin = "/proc/self/exe" // box with no arguments prints its help and exits
+	}
+	cmd := exec.Command(bin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return false, "refused (" + errName(err) + ")"
+		}
+	}
+	return true, "created a user namespace"
+}
+
+// probeWrite creates (never overwrites) the target file; the outside removes it if it
+// reached the host.
+func probeWrite(targets []string) (bool, string) {
+	if len(targets) != 1 {
+		return false, "no target"
+	}
+	f, err := os.OpenFile(targets[0], os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return false, "refused (" + errName(err) + ")"
+	}
+	f.Write([]byte("box drill\n"))
+	f.Close()
+	// Left in place: Settle, outside, checks whether it reached the host and removes it.
+	return true, "written"
+}
+
+func (r *runner) probeHTTP(targets []string) (bool, string) {
+	if len(targets) != 1 {
+		return false, "no URL"
+	}
+	c := &http.Client{
+		// No proxy from the environment: the probe is about the sandbox's own reach.
+		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		Timeout:   r.timeout + 2*time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	resp, err := c.Get(targets[0])
+	if err != nil {
+		return false, "unreachable (" + errName(err) + ")"
+	}
+	resp.Body.Close()
+	return true, "HTTP " + strconv.Itoa(resp.StatusCode)
+}
+
+// probeTCP: a target answers when the connection is made or refused (a refusal is a
+// reply from a host: the packet got there). An ICMP rejection, no route or a timeout is
+// "unreachable". The sandbox's own addresses (pasta copies the host's) do not count when
+// they refuse: that is the sandbox's own kernel answering.
+func (r *runner) probeTCP(targets []string) (bool, string) {
+	type res struct {
+		target string
+		seen   bool
+		why    string
+	}
+	results := make([]res, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seen, why := r.dial(t)
+			results[i] = res{t, seen, why}
+		}()
+	}
+	wg.Wait()
+	var reached, other []string
+	for _, x := range results {
+		if x.seen {
+			reached = append(reached, x.target+" "+x.why)
+		} else if len(other) < 2 {
+			other = append(other, x.target+" "+x.why)
+		}
+	}
+	if len(reached) > 0 {
+		return true, "reachable: " + strings.Join(reached, ", ")
+	}
+	if len(targets) > 2 {
+		other = append(other, fmt.Sprintf("(%d targets)", len(targets)))
+	}
+	return false, "unreachable: " + strings.Join(other, ", ")
+}
+
+func (r *runner) dial(target string) (bool, string) {
+	ap, err := netip.ParseAddrPort(target)
+	if err != nil {
+		return false, "bad target"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", target)
+	if err == nil {
+		c.Close()
+		return true, "(connected)"
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		if r.local[ap.Addr().Unmap()] {
+			return false, "(the sandbox's own address)"
+		}
+		return true, "(refused: a host answered)"
+	}
+	return false, "(" + errName(err) + ")"
+}
+
+// probeGateway probes the sandbox's own default gateway: with user-mode networking it is
+// where a host loopback mapping would answer.
+func (r *runner) probeGateway(ports []int) (bool, string) {
+	gws := gateways("/proc/net/route")
+	if len(gws) == 0 {
+		return false, "no default route"
+	}
+	var ts []string
+	for _, g := range gws {
+		for _, p := range ports {
+			ts = append(ts, netip.AddrPortFrom(g, uint16(p)).String())
+		}
+	}
+	return r.probeTCP(ts)
+}
+
+func localAddrs() map[netip.Addr]bool {
+	m := map[netip.Addr]bool{}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				m[ip.Unmap()] = true
+			}
+		}
+	}
+	return m
+}
+
+// errName shortens an error to its errno name when it has one.
+func errName(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		if s := errnoNames[errno]; s != "" {
+			return s
+		}
+		return errno.Error()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timeout"
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return "DNS: " + dnsErr.Err
+	}
+	s := err.Error()
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+var errnoNames = map[syscall.Errno]string{
+	syscall.ENOENT: "ENOENT", syscall.EACCES: "EACCES", syscall.EPERM: "EPERM", syscall.EROFS: "EROFS",
+	syscall.EEXIST: "EEXIST", syscall.ENETUNREACH: "ENETUNREACH", syscall.EHOSTUNREACH: "EHOSTUNREACH",
+	syscall.ECONNREFUSED: "ECONNREFUSED", syscall.ETIMEDOUT: "ETIMEDOUT", syscall.ENOSPC: "ENOSPC",
+	syscall.EINVAL: "EINVAL", syscall.EADDRNOTAVAIL: "EADDRNOTAVAIL", syscall.ENOTDIR: "ENOTDIR",
+}
+
+func fileUID(fi os.FileInfo) int {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
+}

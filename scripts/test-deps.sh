@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# What the packaging tests need beyond scripts/deps.sh, idempotently, on Debian 12:
+# nix-bin (nix-instantiate parses flake.nix; `nix hash path` computes its vendorHash)
+# make (the Makefile's install and uninstall) and bash-completion (a real bash loads the
+# installed completion script). Only Debian's mirror is used.
+set -euo pipefail
+need=()
+command -v nix-instantiate >/dev/null 2>&1 && command -v nix >/dev/null 2>&1 || need+=(nix-bin)
+command -v make >/dev/null 2>&1 || need+=(make)
+[ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
+[ ${#need[@]} -eq 0 ] && exit 0
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >&2 || echo "test-deps: apt-get update reported errors; going on with the lists it has" >&2
+apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
