@@ -55,10 +55,10 @@ func Args(spec Spec, host Host) ([]string, error) {
 
 	// $HOME is an empty tmpfs: nothing of the real home is there unless bound below.
 	a = append(a, "--tmpfs", spec.Home)
-	a = append(a,
-		"--bind", filepath.Join(spec.InstanceDir, ".claude"), filepath.Join(spec.Home, ".claude"),
-		"--bind", filepath.Join(spec.InstanceDir, ".claude.json"), filepath.Join(spec.Home, ".claude.json"),
-	)
+	// ~/.claude only, a directory: Claude Code replaces ~/.claude.json by rename, which
+	// fails (EBUSY) on a bind-mounted file, so the sandbox sets CLAUDE_CONFIG_DIR and the
+	// file lives inside this directory instead.
+	a = append(a, "--bind", filepath.Join(spec.InstanceDir, ".claude"), filepath.Join(spec.Home, ".claude"))
 	for _, f := range spec.AuthFiles {
 		a = append(a, "--ro-bind", f, f)
 	}

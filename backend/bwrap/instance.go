@@ -77,19 +77,13 @@ func SandboxMD(p Policy) string {
 
 const importLine = "@SANDBOX.md"
 
-// PrepareInstance makes the instance directory (0700), its .claude.json, SANDBOX.md
+// PrepareInstance makes the instance directory (0700), SANDBOX.md
 // from the policy, and a CLAUDE.md that imports it; an existing CLAUDE.md keeps its
 // content and gains the import line once.
 func PrepareInstance(dir string, p Policy) error {
 	claude := filepath.Join(dir, ".claude")
 	if err := os.MkdirAll(claude, 0o700); err != nil {
 		return err
-	}
-	cj := filepath.Join(dir, ".claude.json")
-	if _, err := os.Stat(cj); os.IsNotExist(err) {
-		if err := os.WriteFile(cj, []byte("{}\n"), 0o600); err != nil {
-			return err
-		}
 	}
 	sandbox, md0 := filepath.Join(claude, "SANDBOX.md"), []byte(SandboxMD(p))
 	if cur, err := os.ReadFile(sandbox); err != nil || !bytes.Equal(cur, md0) {

@@ -19,7 +19,7 @@ const BinDir = "/run/box/bin"
 type Spec struct {
 	Workdir     string   // mounted read-write at its own path; the command starts here
 	Home        string   // $HOME inside: an empty tmpfs at the operator's home path
-	InstanceDir string   // host dir standing in for ~/.claude and ~/.claude.json
+	InstanceDir string   // host dir whose .claude/ stands in for ~/.claude
 	Network     string   // NetNone, NetInternet or NetFull
 	Mounts      []Mount  // extra binds a profile names
 	AuthFiles   []string // host credential files, bound read-only at the same path

@@ -344,7 +344,11 @@ func resolveRun(e *env, o *runOptions) (*plan, error) {
 			pl.warnings = append(pl.warnings, fmt.Sprintf("--env %s: not set in your environment", n))
 		}
 	}
-	set := map[string]string{"HOME": home, "PATH": bwrap.PATH(), "BOX_SANDBOX": "bwrap"}
+	set := map[string]string{
+		"HOME": home, "PATH": bwrap.PATH(), "BOX_SANDBOX": "bwrap",
+		// Claude Code keeps .claude.json in here instead of $HOME (see bwrap.Args).
+		"CLAUDE_CONFIG_DIR": filepath.Join(home, ".claude"),
+	}
 	uname := e.userName()
 	set["USER"], set["LOGNAME"] = uname, uname
 	pl.vars = allow.Filter(e.environ(), set)

@@ -171,7 +171,7 @@ func TestSandboxSecretsInvisible(t *testing.T) {
 	// Nothing of the real home is listed: only what box puts there.
 	r := w.sh(`cd ~ && find . -mindepth 1 -maxdepth 2 | sort`)
 	got := strings.Fields(r.stdout)
-	want := []string{"./.claude", "./.claude.json", "./.claude/CLAUDE.md", "./.claude/SANDBOX.md", "./src", "./src/proj"}
+	want := []string{"./.claude", "./.claude/CLAUDE.md", "./.claude/SANDBOX.md", "./src", "./src/proj"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("home inside lists %q, want %q", got, want)
 	}
@@ -495,5 +495,25 @@ func TestSandboxProfileMount(t *testing.T) {
 	r = w.sh(`true`, "--profile", "ssh")
 	if !strings.Contains(r.stderr, "box: warning: profile \"ssh\" mounts") || !strings.Contains(r.stderr, "SSH keys") {
 		t.Errorf("no warning for mounting ~/.ssh: %q", r.stderr)
+	}
+}
+
+// TestSandboxClaudeConfigAtomicWrite: Claude Code replaces its .claude.json by writing a
+// temporary file and renaming it; that must work inside and persist per project.
+func TestSandboxClaudeConfigAtomicWrite(t *testing.T) {
+	w := newWorld(t)
+	r := w.sh(`f="$CLAUDE_CONFIG_DIR/.claude.json"; echo '{"n":1}' > "$f.tmp" && mv "$f.tmp" "$f" && echo '{"n":2}' > "$f.tmp" && mv "$f.tmp" "$f" && echo RENAMED`)
+	if !strings.Contains(r.stdout, "RENAMED") {
+		t.Fatalf("write-and-rename of .claude.json failed: %q %q", r.stdout, r.stderr)
+	}
+	matches, _ := filepath.Glob(filepath.Join(w.home, ".local/share/box/instances/proj-*/.claude/.claude.json"))
+	if len(matches) != 1 {
+		t.Fatalf("no .claude.json in the instance directory: %v", matches)
+	}
+	if b, _ := os.ReadFile(matches[0]); strings.TrimSpace(string(b)) != `{"n":2}` {
+		t.Errorf("instance .claude.json = %q", b)
+	}
+	if r := w.sh(`cat "$CLAUDE_CONFIG_DIR/.claude.json"`); strings.TrimSpace(r.stdout) != `{"n":2}` {
+		t.Errorf("the next session does not see it: %q", r.stdout)
 	}
 }
