@@ -46,7 +46,11 @@ type InstanceSource struct {
 	Type        string `json:"type"`                  // image, copy
 	Alias       string `json:"alias,omitempty"`       // type image
 	Fingerprint string `json:"fingerprint,omitempty"` // type image
-	Source      string `json:"source,omitempty"`      // type copy: "inst" or "inst/snap"
+	// Server, Protocol and Mode fetch an image from a remote image server (type image).
+	Server   string `json:"server,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	Mode     string `json:"mode,omitempty"`
+	Source   string `json:"source,omitempty"` // type copy: "inst" or "inst/snap"
 	// InstanceOnly copies the instance without its snapshots: a clone starts its own
 	// history.
 	InstanceOnly bool `json:"instance_only,omitempty"`
@@ -82,6 +86,40 @@ func ImageFingerprint(s string) bool {
 	return true
 }
 
+// Remotes are the image servers an image may name as REMOTE:ALIAS, as the incus CLI's
+// default remotes do. "local:" (or no prefix) is the daemon's own image store.
+var Remotes = map[string]struct{ Server, Protocol string }{
+	"images": {"https://images.linuxcontainers.org", "simplestreams"},
+}
+
+// ImageSource turns a template's image into the source of a create request: a local
+// alias ("box/debian-13"), a local fingerprint, or REMOTE:ALIAS for a known remote
+// ("images:debian/12/cloud"), which incusd pulls from that server.
+func ImageSource(image string) (InstanceSource, error) {
+	remote, alias, ok := strings.Cut(image, ":")
+	if !ok {
+		remote, alias = "local", image
+	}
+	if alias == "" {
+		return InstanceSource{}, fmt.Errorf("image %q: empty alias", image)
+	}
+	if remote == "local" {
+		if ImageFingerprint(alias) {
+			return InstanceSource{Type: "image", Fingerprint: alias}, nil
+		}
+		return InstanceSource{Type: "image", Alias: alias}, nil
+	}
+	r, known := Remotes[remote]
+	if !known {
+		return InstanceSource{}, fmt.Errorf("image %q: unknown image server %q (known: images, local)", image, remote)
+	}
+	src := InstanceSource{Type: "image", Server: r.Server, Protocol: r.Protocol, Mode: "pull", Alias: alias}
+	if ImageFingerprint(alias) {
+		src.Alias, src.Fingerprint = "", alias
+	}
+	return src, nil
+}
+
 // MintRequest builds the create request of a new box. The placement profile is the only
 // profile (Incus then skips the default profile); resources land as limits and a root
 // disk override; the template's metadata is stamped so nothing downstream re-reads it.
@@ -105,9 +143,9 @@ func MintRequest(m Mint) (InstancesPost, error) {
 	if m.VM {
 		typ = TypeVM
 	}
-	src := InstanceSource{Type: "image", Alias: m.Image}
-	if ImageFingerprint(m.Image) {
-		src = InstanceSource{Type: "image", Fingerprint: m.Image}
+	src, err := ImageSource(m.Image)
+	if err != nil {
+		return InstancesPost{}, fmt.Errorf("mint box %q: %w", m.Name, err)
 	}
 	cfg := map[string]string{
 		KeyCPU:      m.CPU,

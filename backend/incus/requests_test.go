@@ -75,6 +75,35 @@ func TestGoldenMintByFingerprint(t *testing.T) {
 	golden(t, "mint-fingerprint", req)
 }
 
+func TestGoldenMintFromRemote(t *testing.T) {
+	m := mint(true)
+	m.Image = "images:debian/12/cloud"
+	req, err := MintRequest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "mint-remote", req)
+}
+
+func TestImageSource(t *testing.T) {
+	for image, want := range map[string]InstanceSource{
+		"box/debian-13":          {Type: "image", Alias: "box/debian-13"},
+		"local:box/debian-13":    {Type: "image", Alias: "box/debian-13"},
+		"a1b2c3d4e5f6a7b8":       {Type: "image", Fingerprint: "a1b2c3d4e5f6a7b8"},
+		"images:debian/12/cloud": {Type: "image", Alias: "debian/12/cloud", Server: "https://images.linuxcontainers.org", Protocol: "simplestreams", Mode: "pull"},
+	} {
+		got, err := ImageSource(image)
+		if err != nil || got != want {
+			t.Errorf("ImageSource(%q) = %+v, %v; want %+v", image, got, err, want)
+		}
+	}
+	for _, image := range []string{"ubuntu:24.04", "images:", ""} {
+		if _, err := ImageSource(image); err == nil {
+			t.Errorf("ImageSource(%q) accepted", image)
+		}
+	}
+}
+
 func TestGoldenCloneFromInstance(t *testing.T) {
 	req, err := CloneRequest(Clone{Name: "feature", From: "work", Profile: "box-net", Created: created})
 	if err != nil {

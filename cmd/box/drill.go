@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -29,6 +28,8 @@ type drillOptions struct {
 	internetURL string
 	hostPort    int
 	lan         []string
+	image       string // --backend vm
+	unitDir     string // --backend vm
 }
 
 func newDrillCmd(e *env) *cobra.Command {
@@ -67,7 +68,10 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.backend, "backend", "", "backend to drill: bwrap (vm: not yet)")
+	f.StringVar(&o.backend, "backend", "", "backend to drill: bwrap, or vm (the host stack, then two boxes probed live)")
+	f.StringVar(&o.image, "image", "images:debian/12/cloud", "with --backend vm: the image of the two drill boxes")
+	f.StringVar(&o.unitDir, "unit-dir", "/etc/systemd/system", "with --backend vm: where setup-host wrote the boot unit")
+	_ = f.MarkHidden("unit-dir")
 	f.StringVarP(&o.profile, "profile", "p", "", "profile whose sandbox is drilled (default $BOX_PROFILE, else \"default\")")
 	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's)")
 	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: none, internet or full (default: the profile's)")
@@ -86,8 +90,7 @@ func runDrill(e *env, o *drillOptions) error {
 			return usagef("the backends are bwrap and vm", "--backend: %s", err)
 		}
 		if o.backend == profiles.BackendVM {
-			return withHint(errors.New("box drill --backend vm: not yet; the vm backend's drill comes with the vm backend"),
-				"drill the bwrap sandbox meanwhile: box drill --backend bwrap")
+			return runDrillVM(e, o)
 		}
 	}
 	if o.expect != "" {

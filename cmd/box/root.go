@@ -62,12 +62,17 @@ writable, and a network tier (none, internet, full) you choose.`,
 	root.SetHelpCommand(newHelpCmd(root))
 	root.AddGroup(
 		&cobra.Group{ID: groupSandbox, Title: "Sandboxes (bwrap backend):"},
+		&cobra.Group{ID: groupVM, Title: "Boxes (vm backend):"},
+		&cobra.Group{ID: groupHost, Title: "Host (vm backend):"},
 		&cobra.Group{ID: groupModel, Title: "Profiles and templates:"},
 		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
 	root.SetHelpCommandGroupID(groupOther)
 	root.AddCommand(newRunCmd(e), newDrillCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
 	root.AddCommand(newCompletionCmd(e), newManCmd(e))
+	root.AddCommand(newSetupHostCmd(e), newTeardownHostCmd(e), newMigrateHostCmd(e), newDoctorCmd(e))
+	root.AddCommand(newNewCmd(e), newListCmd(e), newInfoCmd(e), newShellCmd(e), newExecCmd(e), newSnapshotCmd(e),
+		newRestoreCmd(e), newRenameCmd(e), newStartCmd(e), newStopCmd(e), newRmCmd(e), newIncusCmd(e))
 	registerCompletions(root, e)
 	return root
 }

@@ -193,7 +193,7 @@ func documentedFields(t *testing.T, heading string) []string {
 	}
 	sec, _, _ = strings.Cut(sec, "\n## ")
 	var fields []string
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|").FindAllStringSubmatch(sec, -1) {
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9_]+)` \\|").FindAllStringSubmatch(sec, -1) {
 		fields = append(fields, m[1])
 	}
 	return fields

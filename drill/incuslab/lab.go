@@ -52,6 +52,11 @@ type Options struct {
 	// PoolSize is the tmpfs size of the storage pool (default 6g). Each container of the
 	// dir driver costs a full copy of the image (about 200 MB).
 	PoolSize string
+	// NetNS, when set, is the path of an existing network namespace (for example
+	// drill/lab's host namespace, so the boxes' bridge NATs out through the lab's router
+	// to its fake internet) where incusd runs instead of a namespace of its own. The lab
+	// neither creates nor deletes it, and leaves the processes in it to its owner.
+	NetNS string
 	// Logf receives progress lines (image build, timings); nil is silent.
 	Logf func(string, ...any)
 }
@@ -71,6 +76,8 @@ type Lab struct {
 
 	cmd    *exec.Cmd
 	exited chan struct{}
+	// ownNS: the lab created NetNS and deletes it.
+	ownNS  bool
 	closed atomic.Bool
 }
 
@@ -137,6 +144,10 @@ func Launch(ctx context.Context, o Options) (_ *Lab, err error) {
 		NetNS:   "/run/netns/" + name,
 		Timings: map[string]time.Duration{},
 		exited:  make(chan struct{}),
+		ownNS:   o.NetNS == "",
+	}
+	if o.NetNS != "" {
+		l.NetNS = o.NetNS
 	}
 	l.IncusDir = filepath.Join(l.Dir, "incus")
 	l.Socket = filepath.Join(l.IncusDir, "unix.socket")
@@ -165,11 +176,13 @@ func Launch(ctx context.Context, o Options) (_ *Lab, err error) {
 	if err := os.MkdirAll(l.IncusDir, 0o711); err != nil {
 		return l, err
 	}
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		return l, fmt.Errorf("ip netns add %s: %v: %s", name, err, out)
-	}
-	if out, err := exec.Command("ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		return l, fmt.Errorf("netns %s: lo up: %v: %s", name, err, out)
+	if l.ownNS {
+		if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+			return l, fmt.Errorf("ip netns add %s: %v: %s", name, err, out)
+		}
+		if out, err := exec.Command("ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+			return l, fmt.Errorf("netns %s: lo up: %v: %s", name, err, out)
+		}
 	}
 	if err := l.startDaemon(ctx, o.PoolSize); err != nil {
 		return l, err
@@ -314,7 +327,7 @@ func (l *Lab) Close() error {
 			<-l.exited
 		}
 	}
-	if _, err := os.Stat(l.NetNS); err == nil {
+	if _, err := os.Stat(l.NetNS); err == nil && l.ownNS {
 		killNetNS(l.Name)
 		if out, err := exec.Command("ip", "netns", "del", l.Name).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", l.Name, err, out))

@@ -1,0 +1,190 @@
+package boxes
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/profiles"
+	"github.com/heavy-duty/box/templates"
+)
+
+var now = time.Date(2026, 7, 14, 9, 30, 0, 0, time.UTC)
+
+func tmpl() *templates.Template {
+	return &templates.Template{Name: "blank", Image: "box/debian-13", User: "dev", CPU: "2", Memory: "2GiB", Disk: "20GiB", UserData: "#cloud-config\n"}
+}
+
+// Resource precedence: the flag, then the profile, then the template, then the defaults.
+func TestResourcePrecedence(t *testing.T) {
+	vmProf := &profiles.Profile{Name: "big", Backend: profiles.BackendVM, CPU: "8", Memory: "16GiB"}
+	bare := &templates.Template{Name: "bare", Image: "x", User: "u"}
+	cases := []struct {
+		name          string
+		o             NewOptions
+		prof          *profiles.Profile
+		tmpl          *templates.Template
+		cpu, mem, dsk Resource
+	}{
+		{"template", NewOptions{}, nil, tmpl(), Resource{"2", "template"}, Resource{"2GiB", "template"}, Resource{"20GiB", "template"}},
+		{"defaults", NewOptions{}, nil, bare, Resource{"4", "default"}, Resource{"8GiB", "default"}, Resource{"60GiB", "default"}},
+		{"profile over template", NewOptions{}, vmProf, tmpl(), Resource{"8", "profile"}, Resource{"16GiB", "profile"}, Resource{"20GiB", "template"}},
+		{"flag over all", NewOptions{CPU: "3", Disk: "30GiB"}, vmProf, tmpl(), Resource{"3", "flag"}, Resource{"16GiB", "profile"}, Resource{"30GiB", "flag"}},
+		{"flag over default", NewOptions{Memory: "1GiB"}, nil, bare, Resource{"4", "default"}, Resource{"1GiB", "flag"}, Resource{"60GiB", "default"}},
+	}
+	for _, c := range cases {
+		cpu, mem, dsk, err := Resources(c.o, c.prof, c.tmpl)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if cpu != c.cpu || mem != c.mem || dsk != c.dsk {
+			t.Errorf("%s: got %v %v %v, want %v %v %v", c.name, cpu, mem, dsk, c.cpu, c.mem, c.dsk)
+		}
+	}
+	for _, o := range []NewOptions{{CPU: "lots"}, {CPU: "0"}, {Memory: "8 gigs"}, {Disk: "-1GiB"}} {
+		if _, _, _, err := Resources(o, nil, tmpl()); err == nil {
+			t.Errorf("Resources(%+v) accepted", o)
+		} else if u := (*UsageError)(nil); !errors.As(err, &u) {
+			t.Errorf("Resources(%+v): %v is not a usage error", o, err)
+		}
+	}
+}
+
+func TestMintPlan(t *testing.T) {
+	m, err := MintPlan(NewOptions{Name: "work", Container: true}, nil, tmpl(), "box-net", "", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := incus.Mint{Name: "work", Profile: "box-net", Image: "box/debian-13", CPU: "2", Memory: "2GiB", Disk: "20GiB",
+		UserData: "#cloud-config\n", Template: "blank", User: "dev", Created: now}
+	if m != want {
+		t.Errorf("mint = %+v\nwant   %+v", m, want)
+	}
+	if m, _ := MintPlan(NewOptions{Name: "work"}, nil, tmpl(), "box-net", "", now); !m.VM {
+		t.Error("the default is not a VM")
+	}
+	bad := []struct {
+		o    NewOptions
+		prof *profiles.Profile
+		tmpl *templates.Template
+		want string
+	}{
+		{NewOptions{Name: "1work"}, nil, tmpl(), "digit"},
+		{NewOptions{Name: "w", VM: true, Container: true}, nil, tmpl(), "exclude"},
+		{NewOptions{Name: "w", Container: true}, nil, &templates.Template{Name: "k", Image: "x", User: "u", RequireVM: true}, "requires a VM"},
+		{NewOptions{Name: "w"}, &profiles.Profile{Name: "default", Backend: "bwrap"}, tmpl(), "bwrap backend, not vm"},
+		{NewOptions{Name: "w"}, nil, &templates.Template{Name: "tools"}, "no image"},
+	}
+	for _, b := range bad {
+		if _, err := MintPlan(b.o, b.prof, b.tmpl, "box-net", "", now); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("MintPlan(%+v) = %v, want %q", b.o, err, b.want)
+		}
+	}
+}
+
+func TestTemplateName(t *testing.T) {
+	p := &profiles.Profile{Template: "claude"}
+	for _, c := range []struct {
+		flag string
+		prof *profiles.Profile
+		want string
+	}{{"", nil, "blank"}, {"", p, "claude"}, {"x", p, "x"}, {"", &profiles.Profile{}, "blank"}} {
+		if got := TemplateName(c.flag, c.prof); got != c.want {
+			t.Errorf("TemplateName(%q, %v) = %q, want %q", c.flag, c.prof, got, c.want)
+		}
+	}
+}
+
+func TestCloneRefusals(t *testing.T) {
+	if err := CloneRefusals([]string{"name", "from", "timeout", "quiet"}); err != nil {
+		t.Errorf("harmless flags refused: %v", err)
+	}
+	err := CloneRefusals([]string{"name", "cpu", "from", "template"})
+	if err == nil || err.Error() != "--from cannot be combined with --cpu, --template" {
+		t.Errorf("refusal: %v", err)
+	}
+	for _, f := range []string{"profile", "memory", "disk", "vm", "container"} {
+		if CloneRefusals([]string{f}) == nil {
+			t.Errorf("--from with --%s accepted", f)
+		}
+	}
+}
+
+func TestParseFrom(t *testing.T) {
+	for from, want := range map[string][2]string{"work": {"work", ""}, "work/authed": {"work", "authed"}, "w/manual-1": {"w", "manual-1"}} {
+		src, snap, err := ParseFrom(from)
+		if err != nil || src != want[0] || snap != want[1] {
+			t.Errorf("ParseFrom(%q) = %q %q %v", from, src, snap, err)
+		}
+	}
+	for _, from := range []string{"", "/snap", "1work", "work/", "work/a/b", "wo rk"} {
+		if _, _, err := ParseFrom(from); err == nil {
+			t.Errorf("ParseFrom(%q) accepted", from)
+		}
+	}
+}
+
+func TestPlacement(t *testing.T) {
+	env := map[string]string{}
+	get := func(k string) string { return env[k] }
+	if Placement(get) != "box-net" {
+		t.Error("default placement")
+	}
+	env[PlacementEnv] = "lab-placement"
+	if Placement(get) != "lab-placement" {
+		t.Error("BOX_PLACEMENT_PROFILE ignored")
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	st := &incus.InstanceState{Status: "Running", Network: map[string]incus.NetworkState{
+		"eth0": {Addresses: []incus.NetworkAddress{{Family: "inet6", Address: "fe80::1", Scope: "link"}, {Family: "inet", Address: "10.0.0.5", Scope: "global"}}},
+		"lo":   {Addresses: []incus.NetworkAddress{{Family: "inet", Address: "127.0.0.1", Scope: "local"}}},
+	}}
+	s := Summarize(incus.Instance{Name: "old", Status: "Running", Type: "container", Config: map[string]string{incus.KeyLegacy: "1"}}, st)
+	if !s.Legacy || s.User != "claude" || s.Template != "claude" || s.IPv4 != "10.0.0.5" || s.Origin != "" {
+		t.Errorf("legacy: %+v", s)
+	}
+	s = Summarize(incus.Instance{Name: "c", Status: "Stopped", Config: map[string]string{incus.KeyBox: "1", incus.KeyUser: "dev",
+		incus.KeyTemplate: "blank", incus.KeyOrigin: "clone", incus.KeyOriginFrom: "a/s", incus.KeyCreated: "2026-07-14T09:30:00Z"}}, nil)
+	if s.Legacy || s.User != "dev" || s.OriginFrom != "a/s" || !s.Created.Equal(now) || s.IPv4 != "" {
+		t.Errorf("clone: %+v", s)
+	}
+}
+
+// The entry script, run by the host's own sh: root runs the command as is, argv
+// untouched; a missing user is exit 125 with box's wording; a login shell is asked for
+// with -l.
+func TestEntryScript(t *testing.T) {
+	run := func(user string, login bool, cmd ...string) (string, int) {
+		argv := EntryCommand(user, login, cmd)
+		c := exec.Command(argv[0], argv[1:]...)
+		c.Env = []string{"PATH=/usr/bin:/bin"}
+		out, err := c.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	if out, code := run("root", false, "sh", "-c", `printf '%s|' "$(id -u)" "$HOME" "$USER" "$PWD" "$@"`, "x", "two words", "$HOME", "*"); code != 0 ||
+		!strings.HasPrefix(out, "0|") || !strings.HasSuffix(out, "|two words|$HOME|*|") {
+		t.Errorf("root: %q (exit %d)", out, code)
+	}
+	if out, code := run("root", false, "sh", "-c", "exit 7"); code != 7 {
+		t.Errorf("exit code: %d %q", code, out)
+	}
+	if out, code := run("no-such-user-here", false, "true"); code != EntryExit || !strings.Contains(out, `box: error: there is no user "no-such-user-here" in this box`) {
+		t.Errorf("missing user: %q (exit %d)", out, code)
+	}
+	if _, err := exec.LookPath("setpriv"); err == nil {
+		if out, code := run("nobody", false, "id", "-un"); code != 0 || out != "nobody\n" {
+			t.Errorf("nobody: %q (exit %d)", out, code)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/heavy-duty/box/host"
+	"github.com/spf13/cobra"
+)
+
+type doctorOptions struct {
+	json    bool
+	unitDir string
+}
+
+func newDoctorCmd(e *env) *cobra.Command {
+	o := &doctorOptions{}
+	cmd := &cobra.Command{
+		Use:     "doctor [--json]",
+		Short:   "check the vm backend's isolation stack on this host, with a fix for each failure",
+		GroupID: groupHost,
+		Long: `Check every invariant of the isolation stack live, one line each: the bridge exists,
+IPv4 with NAT, ipv6.address=none, dns.mode=none, dnsmasq's dhcp-ignore-names and upstream
+resolver, the ACL's rules and that it is attached (default ingress drop), the placement
+profile (the NIC with port isolation and the root disk, nothing else), the host firewall
+tables against the plan, bridge-meta support, ports the firewall's fallback also
+catches (warning), the boot unit, every box on the placement profile only, and leftovers
+of claudebox (warning). Each failure comes with its fix. Exit 1 on any failure.`,
+		Example: `  box doctor
+  box doctor --json      # [{check, status, detail, fix}]`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runDoctor(e, o) },
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the checks as a JSON array")
+	cmd.Flags().StringVar(&o.unitDir, "unit-dir", host.DefaultUnitDir, "where setup-host wrote the boot unit")
+	return cmd
+}
+
+func runDoctor(e *env, o *doctorOptions) error {
+	ctx, cancel := hostContext()
+	defer cancel()
+	c := hostClient(e)
+	defer c.Close()
+	checks := host.Doctor(ctx, c, host.DoctorOptions{UnitDir: o.unitDir, Exe: boxExe()})
+	if o.json {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(checks); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		for _, ck := range checks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", ck.Status, ck.Name, ck.Detail)
+			if ck.Fix != "" && ck.Status != host.OK {
+				fmt.Fprintf(tw, "\t\tfix: %s\n", ck.Fix)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	n := 0
+	for _, ck := range checks {
+		if ck.Status == host.Fail {
+			n++
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("doctor: %d of %d checks failed", n, len(checks))
+	}
+	fmt.Fprintf(e.stderr, "box: doctor: all %d checks passed\n", len(checks))
+	return nil
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/boxes"
+	"github.com/spf13/cobra"
+)
+
+func newInfoCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "info BOX",
+		Short:   "show a box: state, address, template, user, provenance, snapshots",
+		GroupID: groupVM,
+		Long: `Show what box knows of a box: its state, type and IPv4 address, the template and
+user stamped at mint, where it came from (minted, or cloned from BOX[/SNAPSHOT]), when
+it was created, its resources and its snapshots, oldest first.
+
+With --json, one JSON object; the field names are stable and documented in docs/json.md.`,
+		Example: `  box info work
+  box info work --json | jq -r '.snapshots[].name'`,
+		Args:              boxArgs(1, "one box"),
+		ValidArgsFunction: completeBoxes(e),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := vmContext()
+			defer stop()
+			c := e.client()
+			defer c.Close()
+			inst, err := resolve(ctx, e, c, args[0])
+			if err != nil {
+				return err
+			}
+			var st *incus.InstanceState
+			if inst.Running() {
+				if st, err = c.State(ctx, inst.Name); err != nil {
+					return vmErr(e, err)
+				}
+			}
+			snaps, err := c.Snapshots(ctx, inst.Name)
+			if err != nil {
+				return vmErr(e, err)
+			}
+			info := newInfoJSON(*inst, st, snaps)
+			if asJSON {
+				return writeJSON(e.stdout, info)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 1, ' ', 0)
+			row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+			row("name", info.Name)
+			row("state", info.State)
+			row("type", info.Type)
+			row("ipv4", dash(info.IPv4))
+			row("template", dash(info.Template))
+			row("user", info.User)
+			origin := dash(info.Origin)
+			if info.OriginFrom != "" {
+				origin += " of " + info.OriginFrom
+			}
+			if info.Legacy {
+				origin = "claudebox (legacy)"
+			}
+			row("origin", origin)
+			row("created", dash(info.Created))
+			row("resources", fmt.Sprintf("cpu %s, memory %s, disk %s", dash(info.CPU), dash(info.Memory), dash(info.Disk)))
+			if len(info.Snapshots) == 0 {
+				row("snapshots", "none")
+			} else {
+				var s []string
+				for _, sn := range info.Snapshots {
+					s = append(s, sn.Name)
+				}
+				row("snapshots", strings.Join(s, ", "))
+				row("clone one", fmt.Sprintf("box new --name NAME --from %s/%s", info.Name, info.Snapshots[len(info.Snapshots)-1].Name))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object (fields: docs/json.md)")
+	return cmd
+}
+
+// infoJSON is 'box info --json': the fields of 'box list --json', then resources and
+// snapshots. Stable, documented in docs/json.md.
+type infoJSON struct {
+	boxJSON
+	CPU       string         `json:"cpu"`
+	Memory    string         `json:"memory"`
+	Disk      string         `json:"disk"`
+	Snapshots []snapshotJSON `json:"snapshots"`
+}
+
+type snapshotJSON struct {
+	Name    string `json:"name"`
+	Created string `json:"created"`
+}
+
+func newInfoJSON(inst incus.Instance, st *incus.InstanceState, snaps []incus.Snapshot) infoJSON {
+	out := infoJSON{
+		boxJSON:   newBoxJSON(boxes.Summarize(inst, st)),
+		CPU:       inst.Config[incus.KeyCPU],
+		Memory:    inst.Config[incus.KeyMemory],
+		Disk:      inst.Devices["root"]["size"],
+		Snapshots: []snapshotJSON{},
+	}
+	for _, s := range snaps {
+		out.Snapshots = append(out.Snapshots, snapshotJSON{Name: s.Name, Created: s.CreatedAt.UTC().Format(time.RFC3339)})
+	}
+	return out
+}

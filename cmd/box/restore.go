@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/spf13/cobra"
+)
+
+func newRestoreCmd(e *env) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:     "restore BOX SNAPSHOT",
+		Short:   "roll a box back to a snapshot (asks first)",
+		GroupID: groupVM,
+		Long: `Roll a box back to one of its snapshots. Everything done in the box since is lost,
+so box asks first on a terminal; --force skips the question. Without a terminal and
+without --force it refuses.`,
+		Example: `  box restore work authed
+  box restore work authed --force`,
+		Args:              boxArgs(2, "a box and a snapshot"),
+		ValidArgsFunction: completeBoxes(e),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, snap := args[0], args[1]
+			req, err := incus.RestoreRequest(snap)
+			if err != nil {
+				return usagef("snapshot labels are up to 63 characters, without '/' or spaces", "%s", err)
+			}
+			if err := incus.ValidateName(name); err != nil {
+				return vmErr(e, err)
+			}
+			ctx, stop := vmContext()
+			defer stop()
+			c := e.client()
+			defer c.Close()
+			if _, err := resolve(ctx, e, c, name); err != nil {
+				return err
+			}
+			if err := needSnapshot(ctx, e, c, name, snap); err != nil {
+				return err
+			}
+			if err := ask(e, force, fmt.Sprintf("roll box %s back to %s? everything since is lost", name, snap), "not restored"); err != nil {
+				return err
+			}
+			if err := c.Restore(ctx, name, req); err != nil {
+				return vmErr(e, err)
+			}
+			fmt.Fprintf(e.stderr, "box: %s restored to %s\n", name, snap)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "do not ask")
+	return cmd
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/google/nftables"
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/host"
+	"github.com/spf13/cobra"
+)
+
+// groupHost is the help group of the host-stack verbs.
+const groupHost = "host"
+
+// hostClient is the Incus client of the host verbs: $INCUS_SOCKET, then
+// $INCUS_DIR/unix.socket, then the packaged daemon's socket (as the incus CLI resolves it).
+func hostClient(e *env) *incus.Client {
+	if s := e.getenv("INCUS_SOCKET"); s != "" {
+		return incus.New(s)
+	}
+	if d := e.getenv("INCUS_DIR"); d != "" {
+		return incus.New(filepath.Join(d, "unix.socket"))
+	}
+	return incus.New(incus.DefaultSocket)
+}
+
+// hostContext is cancelled by Ctrl-C and SIGTERM.
+func hostContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// boxExe is the running box binary, for the boot unit.
+func boxExe() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		return r
+	}
+	return exe
+}
+
+// hostErr adds the hint every host verb shares when incusd cannot be reached.
+func hostErr(c *incus.Client, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ie *incus.Error
+	if !errors.As(err, &ie) && !errors.Is(err, context.Canceled) {
+		return withHint(err, fmt.Sprintf("is incusd running and is %s its socket? (INCUS_SOCKET / INCUS_DIR choose another)", c.Socket()))
+	}
+	return err
+}
+
+type setupHostOptions struct {
+	bridge       string
+	subnet       string
+	resolvers    []string
+	pool         string
+	unitDir      string
+	firewallOnly bool
+	gateway      string
+}
+
+func newSetupHostCmd(e *env) *cobra.Command {
+	o := &setupHostOptions{}
+	cmd := &cobra.Command{
+		Use:     "setup-host [flags]",
+		Short:   "build the vm backend's isolation stack on this host (idempotent)",
+		GroupID: groupHost,
+		Long: `Build, or correct, the isolation stack every box sits on, through the Incus API and
+nftables (run as root; safe to re-run with boxes present):
+
+  network boxnet       a NAT bridge, IPv4 only (ipv6.address=none is a contract), on a
+                       subnet no route, bridge or default gateway of this machine claims;
+                       dns.mode=none and dnsmasq with dhcp-ignore-names (no box can learn
+                       a sibling's name), forwarding to upstream resolvers (--resolver)
+  network ACL          box-isolate: egress to 10/8, 172.16/12, 192.168/16, 100.64/10,
+                       169.254/16, the bridge's own subnet (siblings) and the host's
+                       public addresses dropped; attached with default ingress drop
+  profile box-net      the placement profile: the NIC on boxnet with port isolation and
+                       the root disk, nothing else
+  nftables             tables bridge box and inet box (box to box, box to host except
+                       DHCP/DNS to the gateway, host to box), one batch
+  boot unit            /etc/systemd/system/box-firewall.service re-applies the firewall
+                       at boot (enabled with its multi-user.target.wants link)
+
+It prints, for each object, whether it created it, found it already right, or changed
+it (and what). --firewall-only re-applies just the host firewall: the boot unit runs
+that, with the bridge and gateway it carries, so it needs no incusd.`,
+		Example: `  box setup-host                         # build or correct the stack
+  box setup-host --subnet 10.99.0.0/24   # pin the bridge's subnet
+  box setup-host --resolver 9.9.9.9      # the boxes' upstream resolver
+  box setup-host --firewall-only         # what the boot unit runs`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runSetupHost(e, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.subnet, "subnet", "", "pin the bridge's subnet (e.g. 10.99.0.0/24); refused if something else claims it")
+	f.StringArrayVar(&o.resolvers, "resolver", nil, "upstream DNS resolver of the boxes, an IPv4 address (repeatable; default: the bridge's current ones, else the host's, else 1.1.1.1 and 9.9.9.9)")
+	f.StringVar(&o.pool, "pool", host.DefaultPool, "storage pool of the boxes' root disk")
+	f.StringVar(&o.unitDir, "unit-dir", host.DefaultUnitDir, "where the boot unit is written")
+	f.BoolVar(&o.firewallOnly, "firewall-only", false, "only (re-)apply the host firewall (what the boot unit runs)")
+	f.StringVar(&o.gateway, "gateway", "", "with --firewall-only: the bridge's address (e.g. 10.88.0.1/24) instead of asking incusd")
+	f.StringVar(&o.bridge, "bridge", host.BridgeName, "the box bridge's name")
+	_ = f.MarkHidden("bridge")
+	return cmd
+}
+
+func runSetupHost(e *env, o *setupHostOptions) error {
+	var resolvers []netip.Addr
+	for _, r := range o.resolvers {
+		a, err := netip.ParseAddr(r)
+		if err != nil || !a.Is4() {
+			return usagef("for example --resolver 9.9.9.9", "--resolver %q: want an IPv4 address", r)
+		}
+		resolvers = append(resolvers, a)
+	}
+	if o.gateway != "" && !o.firewallOnly {
+		return usagef("--gateway goes with --firewall-only", "--gateway without --firewall-only")
+	}
+	if o.gateway != "" {
+		if _, err := host.ParseGateway(o.gateway); err != nil {
+			return usagef("for example --gateway 10.88.0.1/24", "--gateway: %s", err)
+		}
+	}
+	ctx, cancel := hostContext()
+	defer cancel()
+	c := hostClient(e)
+	defer c.Close()
+
+	var steps []host.Step
+	var err error
+	if o.firewallOnly {
+		gw := o.gateway
+		if gw == "" {
+			n, nerr := c.Network(ctx, o.bridge)
+			if nerr != nil {
+				return withHint(hostErr(c, nerr), "run box setup-host first, or pass --gateway")
+			}
+			gw = n.Config["ipv4.address"]
+		}
+		conn, cerr := nftables.New()
+		if cerr != nil {
+			return cerr
+		}
+		var st host.Step
+		st, err = host.EnsureFirewall(conn, o.bridge, gw)
+		steps = append(steps, st)
+	} else {
+		steps, err = host.Setup(ctx, c, host.SetupOptions{
+			Bridge: o.bridge, Subnet: o.subnet, Resolvers: resolvers, Pool: o.pool,
+			UnitDir: o.unitDir, Exe: boxExe(),
+		})
+	}
+	n := map[host.Outcome]int{}
+	for _, s := range steps {
+		if s.Outcome == "" {
+			continue
+		}
+		n[s.Outcome]++
+		fmt.Fprintln(e.stdout, s)
+	}
+	if err != nil {
+		if errors.Is(err, host.ErrClaimed) {
+			return usagef("pick a free subnet, or leave --subnet out to let box choose", "%s", err)
+		}
+		return hostErr(c, err)
+	}
+	fmt.Fprintf(e.stderr, "box: setup-host: %d created, %d already right, %d changed\n", n[host.Created], n[host.Right], n[host.Changed])
+	if !o.firewallOnly {
+		if _, err := os.Stat("/run/systemd/system"); err != nil {
+			fmt.Fprintf(e.stderr, "box: note: systemd is not running here: the boot unit is written and enabled for when it is; re-run box setup-host --firewall-only after each boot meanwhile\n")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/spf13/cobra"
+)
+
+func newSnapshotCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:     "snapshot BOX [LABEL]",
+		Short:   "checkpoint a box (default label manual-<epoch>)",
+		GroupID: groupVM,
+		Long: `Take a snapshot of a box, named LABEL (default manual-<seconds since the epoch>).
+A snapshot holds everything in the box, logged-in state included: clone it with
+'box new --from BOX/LABEL', roll back to it with 'box restore BOX LABEL'.`,
+		Example: `  box snapshot work authed      # after logging in inside the box
+  box new --name feature --from work/authed`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usagef("run 'box snapshot --help' for usage", "snapshot takes a box and an optional label")
+			}
+			return nil
+		},
+		ValidArgsFunction: completeBoxes(e),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			label := "manual-" + strconv.FormatInt(time.Now().Unix(), 10)
+			if len(args) == 2 {
+				label = args[1]
+			}
+			req, err := incus.SnapshotRequest(label)
+			if err != nil {
+				return usagef("labels are up to 63 characters, without '/' or spaces", "%s", err)
+			}
+			ctx, stop := vmContext()
+			defer stop()
+			c := e.client()
+			defer c.Close()
+			if _, err := resolve(ctx, e, c, args[0]); err != nil {
+				return err
+			}
+			exists := withHint(fmt.Errorf("box %q already has a snapshot %q", args[0], label), "pick another label; 'box info "+args[0]+"' lists them")
+			snaps, err := c.Snapshots(ctx, args[0])
+			if err != nil {
+				return vmErr(e, err)
+			}
+			for _, s := range snaps {
+				if s.Name == label {
+					return exists
+				}
+			}
+			if err := c.CreateSnapshot(ctx, args[0], req); err != nil {
+				if incus.IsConflict(err) || strings.Contains(err.Error(), "UNIQUE constraint") {
+					return exists // taken meanwhile
+				}
+				return vmErr(e, err)
+			}
+			fmt.Fprintf(e.stderr, "box: snapshot %s/%s taken\n", args[0], label)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/host"
+	"github.com/spf13/cobra"
+)
+
+type teardownHostOptions struct {
+	force      bool
+	purgeIncus bool
+	unitDir    string
+}
+
+func newTeardownHostCmd(e *env) *cobra.Command {
+	o := &teardownHostOptions{}
+	cmd := &cobra.Command{
+		Use:     "teardown-host [--force] [--purge-incus]",
+		Short:   "remove the isolation stack setup-host built (and claudebox's)",
+		GroupID: groupHost,
+		Long: `Remove what box setup-host made: the profile box-net, the bridge boxnet, the ACL
+box-isolate, the nftables tables bridge box and inet box, and the boot unit; and the
+legacy names of claudebox (claude-dev, claudenet, claude-isolate, table inet claudebox).
+It then checks that all of it is gone.
+
+It refuses while boxes exist; --force deletes them first. Instances box did not mint
+are never touched: if one still uses the stack, teardown stops and names it.
+--purge-incus then removes the Incus package itself (apt-get purge incus), only for the
+system's own daemon and only when no instance is left.`,
+		Example: `  box teardown-host
+  box teardown-host --force                  # delete the boxes too
+  box teardown-host --force --purge-incus    # and Incus itself`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runTeardownHost(e, o) },
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.force, "force", false, "delete the boxes first (never an instance box did not mint)")
+	f.BoolVar(&o.purgeIncus, "purge-incus", false, "also purge the Incus package (system daemon only, no instance left)")
+	f.StringVar(&o.unitDir, "unit-dir", host.DefaultUnitDir, "where setup-host wrote the boot unit")
+	return cmd
+}
+
+func runTeardownHost(e *env, o *teardownHostOptions) error {
+	ctx, cancel := hostContext()
+	defer cancel()
+	c := hostClient(e)
+	defer c.Close()
+	if o.purgeIncus && c.Socket() != incus.DefaultSocket {
+		return withHint(fmt.Errorf("--purge-incus: box talks to the daemon at %s, not the system's (%s)", c.Socket(), incus.DefaultSocket),
+			"unset INCUS_SOCKET and INCUS_DIR to purge the system's Incus")
+	}
+	steps, err := host.Teardown(ctx, c, host.TeardownOptions{Force: o.force, UnitDir: o.unitDir})
+	for _, s := range steps {
+		fmt.Fprintln(e.stdout, s)
+	}
+	if errors.Is(err, host.ErrBoxesExist) {
+		return withHint(err, "delete them first (box rm), or box teardown-host --force to delete them")
+	}
+	if err != nil {
+		return hostErr(c, err)
+	}
+	fmt.Fprintf(e.stderr, "box: teardown-host: nothing of the stack is left\n")
+	if !o.purgeIncus {
+		return nil
+	}
+	all, err := c.ListInstances(ctx)
+	if err != nil {
+		return hostErr(c, err)
+	}
+	if len(all) > 0 {
+		return fmt.Errorf("--purge-incus: %d instances box did not mint remain; box never touches them", len(all))
+	}
+	cmd := exec.Command("apt-get", "purge", "-y", "incus", "incus-client")
+	cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
+	fmt.Fprintf(e.stderr, "box: running: apt-get purge -y incus incus-client\n")
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("apt-get purge incus: %w", err)
+	}
+	_ = os.Remove(incus.DefaultSocket)
+	return nil
+}

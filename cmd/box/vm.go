@@ -1,0 +1,204 @@
+package main
+
+// Shared plumbing of the vm verbs: the Incus client, errors with hints, progress, the
+// y/N question, and completion of box names.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/boxes"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// groupVM is the help group of the vm verbs.
+const groupVM = "vm"
+
+// socketPath resolves incusd's socket as the incus CLI does, from box's environment.
+func (e *env) socketPath() string {
+	if s := e.getenv("INCUS_SOCKET"); s != "" {
+		return s
+	}
+	if d := e.getenv("INCUS_DIR"); d != "" {
+		return filepath.Join(d, "unix.socket")
+	}
+	return incus.DefaultSocket
+}
+
+// client returns a client for incusd. Nothing is dialled until a verb asks.
+func (e *env) client() *incus.Client { return incus.New(e.socketPath()) }
+
+// vmContext is the context of one vm verb: Ctrl-C and SIGTERM cancel it (operations in
+// flight are cancelled in incusd too).
+func vmContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// vmErr gives an error from the vm backend its hint: names are usage errors, a missing
+// daemon says how to find out why, the tag boundary explains itself.
+func vmErr(e *env, err error) error {
+	if err == nil {
+		return nil
+	}
+	var h interface{ Hint() string }
+	if errors.As(err, &h) && h.Hint() != "" {
+		var u *boxes.UsageError
+		if errors.As(err, &u) {
+			return &usageError{err: err}
+		}
+		return err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		return withHint(err, fmt.Sprintf("is incusd running? 'box doctor' checks the host; INCUS_SOCKET or INCUS_DIR choose the socket (now %s)", e.socketPath()))
+	}
+	if errors.Is(err, syscall.EACCES) {
+		return withHint(err, "your user may not use incusd's socket: run as root or as a member of the incus-admin group")
+	}
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted")
+	}
+	if strings.Contains(err.Error(), "invalid box name") || strings.Contains(err.Error(), "invalid snapshot name") {
+		return &usageError{err: err, hint: "box names are letters, digits and hyphens, starting with a letter"}
+	}
+	return err
+}
+
+// resolve is boxes.Resolve with the CLI's hints.
+func resolve(ctx context.Context, e *env, c *incus.Client, name string) (*incus.Instance, error) {
+	inst, err := boxes.Resolve(ctx, c, name)
+	return inst, vmErr(e, err)
+}
+
+// stderrTTY reports whether stderr is a terminal (progress is shown only then).
+func (e *env) stderrTTY() bool {
+	f, ok := e.stderr.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progress is one line on a terminal, rewritten in place; nothing on a pipe or with
+// --quiet.
+type progress struct {
+	w     io.Writer
+	on    bool
+	start time.Time
+}
+
+func newProgress(e *env, quiet bool) *progress {
+	return &progress{w: e.stderr, on: !quiet && e.stderrTTY(), start: time.Now()}
+}
+
+func (p *progress) step(format string, a ...any) {
+	if p.on {
+		fmt.Fprintf(p.w, "\r\033[Kbox: %s (%s)", fmt.Sprintf(format, a...), time.Since(p.start).Round(100*time.Millisecond))
+	}
+}
+
+func (p *progress) done() {
+	if p.on {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+// ask puts a y/N question on a terminal. Without a terminal and without --force it
+// refuses: nobody can answer.
+func ask(e *env, force bool, question, refused string) error {
+	if force {
+		return nil
+	}
+	if !e.stdinTTY() {
+		return &usageError{err: errors.New(refused + ": no terminal to ask on"), hint: "re-run with --force to go ahead without asking"}
+	}
+	fmt.Fprintf(e.stderr, "box: %s [y/N] ", question)
+	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return withHint(errors.New(refused), "answer y to go ahead, or pass --force")
+}
+
+// boxArg checks that a verb got exactly the box names it takes.
+func boxArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("run 'box "+cmd.Name()+" --help' for usage", "%s takes %s, got %d argument(s)", cmd.Name(), names, len(args))
+		}
+		return nil
+	}
+}
+
+// completeBoxes completes the first argument with the names of the boxes (a short
+// deadline: a missing daemon completes nothing).
+func completeBoxes(e *env) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return boxNames(e, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func boxNames(e *env, prefix string) []cobra.Completion {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c := e.client()
+	defer c.Close()
+	list, err := c.ListBoxes(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []cobra.Completion
+	for _, i := range list {
+		if strings.HasPrefix(i.Name, prefix) {
+			out = append(out, cobra.CompletionWithDesc(i.Name, i.Status))
+		}
+	}
+	return out
+}
+
+// stamp formats a time for tables.
+func stampTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+// dash prints "-" for an empty table cell.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// splitDash splits "BOX -- ARG..." (flags stop at BOX, so "--" may come through as an
+// argument) into the box and the rest. ok is false when there is no box or no rest.
+func splitDash(cmd *cobra.Command, args []string, needDash bool) (box string, rest []string, ok bool) {
+	if len(args) == 0 {
+		return "", nil, false
+	}
+	box, rest = args[0], args[1:]
+	switch dash := cmd.ArgsLenAtDash(); {
+	case dash == 1:
+	case dash == -1 && len(rest) > 0 && rest[0] == "--":
+		rest = rest[1:]
+	case dash == -1 && !needDash:
+	default:
+		return "", nil, false
+	}
+	return box, rest, len(rest) > 0
+}

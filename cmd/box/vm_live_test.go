@@ -1,0 +1,567 @@
+package main
+
+// The vm verbs for real: the built box binary against a real incusd (drill/incuslab, in
+// its own network namespace), with containers (VMs cannot run here). One lab and a few
+// containers are shared by the subtests, in order.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/drill/incuslab"
+	"golang.org/x/sys/unix"
+)
+
+// vmRig runs the built box against the lab.
+type vmRig struct {
+	t      *testing.T
+	lab    *incuslab.Lab
+	box    string
+	home   string
+	tmpls  string // the user template directory
+	env    []string
+	ctx    context.Context
+	client *incus.Client
+}
+
+const labBoxEnv = `BOX_DESCRIPTION="the lab's blank: a bookworm container image, no cloud-init"
+BOX_IMAGE="box-test/bookworm"
+BOX_USER="dev"
+BOX_CPU="1"
+BOX_MEMORY="512MiB"
+BOX_DISK="2GiB"
+`
+
+const labUserData = "#cloud-config\n# passed to Incus verbatim\nusers:\n  - name: dev\n"
+
+func newVMRig(t *testing.T) *vmRig {
+	lab := incuslab.Start(t)
+	r := &vmRig{t: t, lab: lab, box: boxBinary(t), home: t.TempDir(), client: lab.Client}
+	var cancel context.CancelFunc
+	r.ctx, cancel = context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
+	r.tmpls = filepath.Join(r.home, ".config", "box", "templates")
+	r.writeFile(filepath.Join(r.tmpls, "blank", "box.env"), labBoxEnv)
+	r.writeFile(filepath.Join(r.tmpls, "blank", "user-data.yaml"), labUserData)
+	r.writeFile(filepath.Join(r.tmpls, "leaky", "box.env"), labBoxEnv+"BOX_NETWORK=\"lan\"\n")
+	r.writeFile(filepath.Join(r.home, ".config", "box", "profiles", "small.toml"),
+		"backend = \"vm\"\ntemplate = \"blank\"\nmemory = \"768MiB\"\n")
+	r.env = append([]string{
+		"HOME=" + r.home, "XDG_CONFIG_HOME=" + filepath.Join(r.home, ".config"),
+		"PATH=/usr/local/bin:/usr/bin:/bin", "TERM=xterm", "LANG=C.UTF-8",
+		"BOX_PLACEMENT_PROFILE=" + incuslab.Profile,
+	}, lab.Env()...)
+	return r
+}
+
+func (r *vmRig) writeFile(path, content string) {
+	r.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// run runs box with args (and stdin) and returns what it did.
+func (r *vmRig) run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	c := exec.Command(r.box, args...)
+	c.Env = r.env
+	c.Dir = r.home
+	if stdin != "" {
+		c.Stdin = strings.NewReader(stdin)
+	}
+	var o, e bytes.Buffer
+	c.Stdout, c.Stderr = &o, &e
+	start := time.Now()
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("box %v: %v", args, err)
+	}
+	t.Logf("box %s: exit %d in %s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond))
+	return result{code, o.String(), e.String()}
+}
+
+// ok runs box and requires exit 0.
+func (r *vmRig) ok(t *testing.T, args ...string) result {
+	t.Helper()
+	res := r.run(t, "", args...)
+	if res.code != 0 {
+		t.Fatalf("box %v: exit %d\nstdout: %s\nstderr: %s", args, res.code, res.stdout, res.stderr)
+	}
+	return res
+}
+
+// fails runs box and requires exit code want with stderr matching each of msgs.
+func (r *vmRig) fails(t *testing.T, want int, msgs []string, args ...string) result {
+	t.Helper()
+	res := r.run(t, "", args...)
+	if res.code != want {
+		t.Errorf("box %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, res.code, want, res.stdout, res.stderr)
+	}
+	for _, m := range msgs {
+		if !strings.Contains(res.stderr, m) {
+			t.Errorf("box %v: stderr lacks %q:\n%s", args, m, res.stderr)
+		}
+	}
+	return res
+}
+
+// raw creates an instance the way a user of incus would, not through box.
+func (r *vmRig) raw(name string, config map[string]string) {
+	r.t.Helper()
+	req := incus.InstancesPost{Name: name, Type: incus.TypeContainer,
+		Source:   incus.InstanceSource{Type: "image", Alias: incuslab.ImageAlias},
+		Profiles: []string{incuslab.Profile}, Config: config}
+	if err := r.client.Create(r.ctx, req); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.client.Start(r.ctx, name); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// rootExec runs a command as root in an instance through the client (a stand-in for
+// what cloud-init would have done in an image that has it).
+func (r *vmRig) rootExec(name string, cmd ...string) string {
+	r.t.Helper()
+	var out bytes.Buffer
+	code, err := r.client.Exec(r.ctx, name, incus.Exec{Command: cmd, Stdout: &out, Stderr: &out})
+	if err != nil || code != 0 {
+		r.t.Fatalf("exec %v in %s: exit %d, %v: %s", cmd, name, code, err, out.String())
+	}
+	return out.String()
+}
+
+func (r *vmRig) info(t *testing.T, name string) infoJSON {
+	t.Helper()
+	res := r.ok(t, "info", name, "--json")
+	var info infoJSON
+	if err := json.Unmarshal([]byte(res.stdout), &info); err != nil {
+		t.Fatalf("box info --json: %v\n%s", err, res.stdout)
+	}
+	return info
+}
+
+func (r *vmRig) exists(name string) bool {
+	_, _, err := r.client.Instance(r.ctx, name)
+	if err != nil && !incus.IsNotFound(err) {
+		r.t.Fatal(err)
+	}
+	return err == nil
+}
+
+// frozen is what must not change about an instance box refuses.
+type frozen struct {
+	Config    map[string]string
+	Devices   map[string]map[string]string
+	Profiles  []string
+	Status    string
+	Snapshots int
+	Pid       int64
+}
+
+func (r *vmRig) freeze(name string) frozen {
+	r.t.Helper()
+	inst, _, err := r.client.Instance(r.ctx, name)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	st, err := r.client.State(r.ctx, name)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	snaps, err := r.client.Snapshots(r.ctx, name)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return frozen{inst.Config, inst.Devices, inst.Profiles, inst.Status, len(snaps), st.Pid}
+}
+
+func TestVMLive(t *testing.T) {
+	r := newVMRig(t)
+	c := r.client
+	lab := r.lab
+
+	t.Run("new mints with the placement profile, the template and the stamp", func(t *testing.T) {
+		res := r.ok(t, "new", "--name", "a", "--container", "--cpu", "2")
+		if res.stdout != "" || !strings.Contains(res.stderr, "box: a is ready (container, 10.211.7.") {
+			t.Errorf("new: stdout %q, stderr %q", res.stdout, res.stderr)
+		}
+		inst, _, err := c.Instance(r.ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{
+			"user.box": "1", "user.box.template": "blank", "user.box.user": "dev", "user.box.origin": "mint",
+			"user.box.schema": "1", "limits.cpu": "2", "limits.memory": "512MiB", "cloud-init.user-data": labUserData,
+		}
+		for k, v := range want {
+			if inst.Config[k] != v {
+				t.Errorf("config %s = %q, want %q", k, inst.Config[k], v)
+			}
+		}
+		if !reflect.DeepEqual(inst.Profiles, []string{incuslab.Profile}) {
+			t.Errorf("profiles %v, want the placement profile only", inst.Profiles)
+		}
+		if d := inst.Devices["root"]; d["size"] != "2GiB" || d["pool"] != incuslab.Pool || len(inst.Devices) != 1 {
+			t.Errorf("devices %v: want only the root disk, sized by the template", inst.Devices)
+		}
+		info := r.info(t, "a")
+		if info.State != "Running" || info.Type != "container" || !strings.HasPrefix(info.IPv4, "10.211.7.") ||
+			info.Template != "blank" || info.User != "dev" || info.Origin != "mint" || info.Legacy || info.CPU != "2" {
+			t.Errorf("info a: %+v", info)
+		}
+	})
+
+	t.Run("a bwrap profile is refused", func(t *testing.T) {
+		r.fails(t, 2, []string{`profile "default" is for the bwrap backend, not vm`}, "new", "--name", "p", "--profile", "default", "--container")
+	})
+
+	t.Run("names and flags are checked before any call", func(t *testing.T) {
+		r.fails(t, 2, []string{`invalid box name "1bad"`}, "new", "--name", "1bad", "--container")
+		r.fails(t, 2, []string{"box new needs --name"}, "new", "--container")
+		r.fails(t, 2, []string{"invalid box name"}, "exec", "bad_name", "--", "true")
+		r.fails(t, 2, []string{"--from cannot be combined with --cpu, --template"}, "new", "--name", "x", "--from", "a", "--template", "blank", "--cpu", "2")
+		r.fails(t, 2, []string{"--from cannot be combined with --memory"}, "new", "--name", "x", "--from", "a/snap1", "--memory", "1GiB")
+		r.fails(t, 2, []string{"--vm and --container exclude each other"}, "new", "--name", "x", "--vm", "--container")
+		r.fails(t, 2, []string{"--cpu"}, "new", "--name", "x", "--container", "--cpu", "lots")
+		r.fails(t, 1, []string{`no box named "nope"`, "box list"}, "info", "nope")
+	})
+
+	t.Run("an unknown template key is rejected", func(t *testing.T) {
+		r.fails(t, 1, []string{"BOX_NETWORK", "network"}, "new", "--name", "leak", "--template", "leaky", "--container")
+		if r.exists("leak") {
+			t.Error("a box was made from a template with a network key")
+		}
+	})
+
+	t.Run("a launch that runs out of time leaves nothing behind", func(t *testing.T) {
+		r.fails(t, 1, []string{"within 300ms"}, "new", "--name", "late", "--container", "--timeout", "300ms")
+		if r.exists("late") {
+			t.Error("the timed-out box was left behind")
+		}
+	})
+
+	t.Run("exec enters as the stamped user and passes the exit code", func(t *testing.T) {
+		// The lab image has no cloud-init: the template's user is not there yet.
+		r.fails(t, 125, []string{`there is no user "dev" in this box`}, "exec", "a", "--", "true")
+		r.rootExec("a", "useradd", "--create-home", "--shell", "/bin/bash", "dev")
+		res := r.ok(t, "exec", "a", "--", "sh", "-c", `id -un; pwd; echo "$HOME"`)
+		if res.stdout != "dev\n/home/dev\n/home/dev\n" {
+			t.Errorf("exec a: %q", res.stdout)
+		}
+		if res := r.run(t, "", "exec", "a", "--", "sh", "-c", "exit 7"); res.code != 7 {
+			t.Errorf("exit 7: got %d (%s)", res.code, res.stderr)
+		}
+		if res := r.run(t, "", "exec", "a", "--", "sh", "-c", "echo out; echo err >&2; exit 3"); res.code != 3 || res.stdout != "out\n" || res.stderr != "err\n" {
+			t.Errorf("streams: %+v", res)
+		}
+		if res := r.run(t, "piped in\n", "exec", "a", "--", "cat"); res.code != 0 || res.stdout != "piped in\n" {
+			t.Errorf("stdin: %+v", res)
+		}
+		if res := r.run(t, "", "exec", "a", "--", "printf", "[%s]", "two words", "$HOME", "*"); res.stdout != "[two words][$HOME][*]" {
+			t.Errorf("argv reached the command changed: %q", res.stdout)
+		}
+		// A blank box has no claude user (getent exits 2: not found).
+		if res := r.run(t, "", "exec", "a", "--", "getent", "passwd", "claude"); res.code != 2 {
+			t.Errorf("getent passwd claude in a blank box: exit %d, %q", res.code, res.stdout)
+		}
+	})
+
+	t.Run("snapshot", func(t *testing.T) {
+		r.ok(t, "exec", "a", "--", "sh", "-c", "echo before > ~/state")
+		r.ok(t, "snapshot", "a", "snap1")
+		res := r.ok(t, "snapshot", "a")
+		r.fails(t, 1, []string{`already has a snapshot "snap1"`}, "snapshot", "a", "snap1")
+		info := r.info(t, "a")
+		if len(info.Snapshots) != 2 || info.Snapshots[0].Name != "snap1" || !strings.HasPrefix(info.Snapshots[1].Name, "manual-") {
+			t.Errorf("snapshots: %+v (%s)", info.Snapshots, res.stderr)
+		}
+	})
+
+	t.Run("restore asks, refuses without a terminal, and rolls back with --force", func(t *testing.T) {
+		r.ok(t, "exec", "a", "--", "sh", "-c", "echo after > ~/state")
+		r.fails(t, 2, []string{"not restored: no terminal to ask on", "--force"}, "restore", "a", "snap1")
+		r.fails(t, 1, []string{`box "a" has no snapshot "nope"`, "snap1"}, "restore", "a", "nope", "--force")
+		r.ok(t, "restore", "a", "snap1", "--force")
+		if res := r.ok(t, "exec", "a", "--", "cat", "state"); res.stdout != "before\n" {
+			t.Errorf("after restore: %q", res.stdout)
+		}
+	})
+
+	t.Run("a clone lands in the right user without reading any template", func(t *testing.T) {
+		r.ok(t, "new", "--name", "c", "--from", "a/snap1")
+		if err := os.RemoveAll(r.tmpls); err != nil {
+			t.Fatal(err)
+		}
+		res := r.ok(t, "exec", "c", "--", "sh", "-c", "id -un; cat ~/state")
+		if res.stdout != "dev\nbefore\n" {
+			t.Errorf("exec c: %q", res.stdout)
+		}
+		info := r.info(t, "c")
+		if info.Origin != "clone" || info.OriginFrom != "a/snap1" || info.Template != "blank" || info.User != "dev" || len(info.Snapshots) != 0 {
+			t.Errorf("info c: %+v", info)
+		}
+		out := shellOnPty(t, r, "c", "id -un; stty size\n", 40, 100, "44 120")
+		if !strings.Contains(out, "dev") || !strings.Contains(out, "40 100") || !strings.Contains(out, "44 120") {
+			t.Errorf("shell c: %q", out)
+		}
+	})
+
+	t.Run("a legacy claudebox instance is entered as claude", func(t *testing.T) {
+		r.raw("legacy", map[string]string{incus.KeyLegacy: "1"})
+		if _, err := c.WaitIPv4(r.ctx, "legacy", "eth0"); err != nil {
+			t.Fatal(err)
+		}
+		r.rootExec("legacy", "useradd", "--create-home", "--shell", "/bin/bash", "claude")
+		if res := r.ok(t, "exec", "legacy", "--", "id", "-un"); res.stdout != "claude\n" {
+			t.Errorf("exec legacy: %q", res.stdout)
+		}
+		info := r.info(t, "legacy")
+		if !info.Legacy || info.User != "claude" {
+			t.Errorf("info legacy: %+v", info)
+		}
+	})
+
+	t.Run("an untagged instance is refused by every verb and left as it was", func(t *testing.T) {
+		r.raw("payroll", map[string]string{"user.owner": "finance"})
+		if _, err := c.WaitIPv4(r.ctx, "payroll", "eth0"); err != nil {
+			t.Fatal(err)
+		}
+		before := r.freeze("payroll")
+		notBox := []string{`instance "payroll" is not a box: box never touches an instance it did not mint`, "use incus directly"}
+		for _, args := range [][]string{
+			{"shell", "payroll"},
+			{"exec", "payroll", "--", "true"},
+			{"info", "payroll"},
+			{"info", "payroll", "--json"},
+			{"snapshot", "payroll"},
+			{"snapshot", "payroll", "x"},
+			{"restore", "payroll", "x", "--force"},
+			{"rename", "payroll", "other"},
+			{"start", "payroll"},
+			{"stop", "payroll", "--force"},
+			{"rm", "payroll", "--force"},
+			{"incus", "payroll", "--", "delete", "--force", "{}"},
+			{"new", "--name", "stolen", "--from", "payroll"},
+		} {
+			if args[0] == "shell" {
+				// shell needs a terminal before anything else: give it one.
+				out := shellOnPty(t, r, "payroll", "", 24, 80, "")
+				for _, m := range notBox {
+					if !strings.Contains(out, m) {
+						t.Errorf("box shell payroll: %q lacks %q", out, m)
+					}
+				}
+				continue
+			}
+			r.fails(t, 1, notBox, args...)
+		}
+		if r.exists("stolen") {
+			t.Error("new --from payroll made a box")
+		}
+		if after := r.freeze("payroll"); !reflect.DeepEqual(before, after) {
+			t.Errorf("payroll changed:\nbefore %+v\nafter  %+v", before, after)
+		}
+		res := r.ok(t, "list", "--json")
+		decodeJSON(t, res.stdout, "box list --json")
+		var list []boxJSON
+		json.Unmarshal([]byte(res.stdout), &list)
+		var names []string
+		for _, b := range list {
+			names = append(names, b.Name)
+		}
+		if !reflect.DeepEqual(names, []string{"a", "c", "legacy"}) {
+			t.Errorf("box list: %v, want a c legacy (not payroll)", names)
+		}
+		table := r.ok(t, "list").stdout
+		if !strings.HasPrefix(table, "NAME") || !strings.Contains(table, "IPV4") || strings.Contains(table, "payroll") {
+			t.Errorf("box list table:\n%s", table)
+		}
+	})
+
+	t.Run("the escape hatch is tag-checked, echoes, warns", func(t *testing.T) {
+		res := r.ok(t, "incus", "a", "--", "config", "get", "{}", "user.box.template")
+		if res.stdout != "blank\n" || !strings.Contains(res.stderr, "box: running: incus config get a user.box.template") {
+			t.Errorf("incus config get: %+v", res)
+		}
+		if strings.Contains(res.stderr, "warning") {
+			t.Errorf("a harmless command warned: %s", res.stderr)
+		}
+		res = r.ok(t, "incus", "a", "--", "config", "get", "{}", "security.nesting")
+		if !strings.Contains(res.stderr, "box: warning: security.nesting can move box a off the isolation stack") {
+			t.Errorf("no warning for security.*: %s", res.stderr)
+		}
+		res = r.run(t, "", "incus", "a", "--", "config", "device", "show", "{}")
+		if !strings.Contains(res.stderr, "box: warning: device") {
+			t.Errorf("no warning for device: %s", res.stderr)
+		}
+		r.fails(t, 2, []string{"must name the box as {}"}, "incus", "a", "--", "list")
+		if res := r.run(t, "", "incus", "a", "--", "exec", "{}", "--", "sh", "-c", "exit 4"); res.code != 4 {
+			t.Errorf("incus exit code: %d", res.code)
+		}
+	})
+
+	t.Run("rename refuses a running box, stop and start", func(t *testing.T) {
+		r.fails(t, 1, []string{`box "a" is running: stop it first`, "box stop a"}, "rename", "a", "b")
+		r.ok(t, "stop", "c")
+		if info := r.info(t, "c"); info.State != "Stopped" || info.IPv4 != "" {
+			t.Errorf("after stop: %+v", info)
+		}
+		r.fails(t, 1, []string{`box "c" is stopped`, "box start c"}, "exec", "c", "--", "true")
+		r.fails(t, 1, []string{`an instance named "payroll" already exists`}, "rename", "c", "payroll")
+		r.ok(t, "rename", "c", "c2")
+		if r.exists("c") || !r.exists("c2") {
+			t.Error("rename did not rename")
+		}
+		r.ok(t, "start", "c2")
+		if res := r.ok(t, "exec", "c2", "--", "id", "-un"); res.stdout != "dev\n" {
+			t.Errorf("after rename and start: %q", res.stdout)
+		}
+	})
+
+	t.Run("rm asks, refuses without a terminal, removes box and snapshots with --force", func(t *testing.T) {
+		r.ok(t, "snapshot", "c2", "keep")
+		r.fails(t, 2, []string{"not deleted: no terminal to ask on"}, "rm", "c2")
+		if !r.exists("c2") {
+			t.Fatal("rm without --force deleted")
+		}
+		r.ok(t, "rm", "c2", "--force")
+		if r.exists("c2") {
+			t.Error("rm --force left the box")
+		}
+		if _, err := c.Snapshots(r.ctx, "c2"); !incus.IsNotFound(err) {
+			t.Errorf("snapshots of c2 after rm: %v", err)
+		}
+	})
+
+	_ = lab
+}
+
+// shellOnPty runs 'box shell NAME' on a new pseudo-terminal of rows x cols, types
+// input, and when resize is "R C" resizes the window before typing it again; it returns
+// everything the terminal showed.
+func shellOnPty(t *testing.T, r *vmRig, name, input string, rows, cols int, resize string) string {
+	t.Helper()
+	master, slave := openPty(t)
+	defer master.Close()
+	setSize(t, master, rows, cols)
+	cmd := exec.Command(r.box, "shell", name)
+	cmd.Env = r.env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	var out syncBuf
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			out.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	waitOut := func(s string) {
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), s) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if input != "" {
+		time.Sleep(300 * time.Millisecond)
+		master.Write([]byte(input))
+		waitOut(fmt.Sprintf("%d %d", rows, cols))
+		if resize != "" {
+			var rr, cc int
+			fmt.Sscanf(resize, "%d %d", &rr, &cc)
+			setSize(t, master, rr, cc) // the kernel sends box SIGWINCH
+			time.Sleep(300 * time.Millisecond)
+			master.Write([]byte("stty size\n"))
+			waitOut(resize)
+		}
+		master.Write([]byte("exit\n"))
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Errorf("box shell %s did not end; terminal showed %q", name, out.String())
+	}
+	time.Sleep(100 * time.Millisecond)
+	return out.String()
+}
+
+type syncBuf struct {
+	mu  chan struct{}
+	buf bytes.Buffer
+}
+
+func (b *syncBuf) lock() {
+	if b.mu == nil {
+		b.mu = make(chan struct{}, 1)
+	}
+	b.mu <- struct{}{}
+}
+
+func (b *syncBuf) Write(p []byte) {
+	b.lock()
+	b.buf.Write(p)
+	<-b.mu
+}
+
+func (b *syncBuf) String() string {
+	b.lock()
+	defer func() { <-b.mu }()
+	return b.buf.String()
+}
+
+func openPty(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, s
+}
+
+func setSize(t *testing.T, f *os.File, rows, cols int) {
+	t.Helper()
+	ws := &unix.Winsize{Row: uint16(rows), Col: uint16(cols)}
+	if err := unix.IoctlSetWinsize(int(f.Fd()), unix.TIOCSWINSZ, ws); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heavy-duty/box/backend/incus"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/vm")
+
+var goldenTime = time.Date(2026, 7, 14, 9, 30, 0, 0, time.UTC)
+
+// planArgv parses box new's argv as the CLI does and returns the plan, without incusd.
+func planArgv(t *testing.T, args ...string) (*newPlan, error) {
+	t.Helper()
+	var plan *newPlan
+	var perr error
+	e := newEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	cmd := newNewCmdWith(e, func(e *env, o *newOptions, given []string) error {
+		plan, perr = planNew(e, o, given, goldenTime)
+		return perr
+	})
+	cmd.SetArgs(args)
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	if err := cmd.Execute(); err != nil && perr == nil {
+		return nil, err
+	}
+	return plan, perr
+}
+
+func goldenJSON(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", "vm", name+".json")
+	if *updateGolden {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update to create it)", err, t.Name())
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s: request differs from the golden file\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+// vmConfig writes a user template (upstream box.env) and a vm profile.
+func vmConfig(t *testing.T) {
+	cfg := isolate(t)
+	dir := filepath.Join(cfg, "box", "templates", "rusty")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "box.env"), []byte("BOX_DESCRIPTION=\"Rust\"\nBOX_IMAGE=\"images:debian/12/cloud\"\nBOX_USER=\"rust\"\nBOX_CPU=\"6\"\nBOX_MEMORY=\"12GiB\"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "user-data.yaml"), []byte("#cloud-config\nusers:\n  - name: rust\n"), 0o644)
+	pdir := filepath.Join(cfg, "box", "profiles")
+	os.MkdirAll(pdir, 0o755)
+	os.WriteFile(filepath.Join(pdir, "heavy.toml"), []byte("backend = \"vm\"\ntemplate = \"rusty\"\ncpu = \"16\"\ndisk = \"100GiB\"\n"), 0o644)
+	t.Setenv("BOX_PLACEMENT_PROFILE", "")
+}
+
+// From argv to the request box sends: the template, a profile's and the flags'
+// resources in their order, VM or container, the placement profile from the env.
+func TestNewRequests(t *testing.T) {
+	vmConfig(t)
+	cases := []struct {
+		golden string
+		env    string
+		args   []string
+	}{
+		{"new-vm-blank", "", []string{"--name", "work"}},
+		{"new-container-template", "", []string{"--name", "rs", "--template", "rusty", "--container"}},
+		{"new-profile-flags", "lab-placement", []string{"--name", "big", "--profile", "heavy", "--memory", "32GiB"}},
+	}
+	for _, c := range cases {
+		t.Setenv("BOX_PLACEMENT_PROFILE", c.env)
+		plan, err := planArgv(t, c.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		m := plan.mint
+		m.Pool = "default" // read off the placement profile at run time
+		req, err := incus.MintRequest(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		goldenJSON(t, c.golden, req)
+	}
+}
+
+func TestNewCloneRequests(t *testing.T) {
+	vmConfig(t)
+	for golden, from := range map[string]string{"clone-box": "work", "clone-snapshot": "work/authed"} {
+		plan, err := planArgv(t, "--name", "feature", "--from", from)
+		if err != nil || plan.clone == nil {
+			t.Fatalf("--from %s: %v", from, err)
+		}
+		req, err := incus.CloneRequest(*plan.clone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		goldenJSON(t, golden, req)
+	}
+}
+
+// Mistakes in how box new is asked are usage errors (exit 2), caught before any call
+// to incusd (there is none here: the socket does not exist).
+func TestNewUsageErrors(t *testing.T) {
+	vmConfig(t)
+	t.Setenv("INCUS_SOCKET", filepath.Join(t.TempDir(), "none.socket"))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"new"}, "box new needs --name NAME"},
+		{[]string{"new", "--name", "1x"}, `invalid box name "1x": must not start with a digit`},
+		{[]string{"new", "--name", "a_b"}, `invalid box name "a_b"`},
+		{[]string{"new", "--name", "x", "--from", "a", "--template", "blank"}, "--from cannot be combined with --template"},
+		{[]string{"new", "--name", "x", "--from", "a/s", "--cpu", "2", "--disk", "9GiB"}, "--from cannot be combined with --cpu, --disk"},
+		{[]string{"new", "--name", "x", "--from", "a", "--profile", "heavy"}, "--from cannot be combined with --profile"},
+		{[]string{"new", "--name", "x", "--from", "a", "--container"}, "--from cannot be combined with --container"},
+		{[]string{"new", "--name", "x", "--from", "a/b/c"}, "--from: invalid snapshot name"},
+		{[]string{"new", "--name", "x", "--template", "nope"}, "no such template"},
+		{[]string{"new", "--name", "x", "--profile", "default"}, `profile "default" is for the bwrap backend, not vm`},
+		{[]string{"new", "--name", "x", "--profile", "nope"}, "no such profile"},
+		{[]string{"new", "--name", "x", "--cpu", "many"}, "--cpu"},
+		{[]string{"new", "--name", "x", "--memory", "lots"}, "--memory"},
+		{[]string{"new", "--name", "x", "--vm", "--container"}, "--vm and --container exclude each other"},
+		{[]string{"new", "--name", "x", "--timeout", "0s"}, "--timeout must be positive"},
+		{[]string{"exec", "work"}, "exec takes a box and a command"},
+		{[]string{"exec", "1work", "--", "true"}, "invalid box name"},
+		{[]string{"incus", "work", "--", "list"}, "must name the box as {}"},
+		{[]string{"incus", "work"}, "incus takes a box and incus arguments"},
+		{[]string{"info"}, "info takes one box, got 0"},
+		{[]string{"rename", "a"}, "rename takes the old and the new name"},
+		{[]string{"rename", "a", "b_c"}, `invalid box name "b_c"`},
+		{[]string{"snapshot", "a", "b", "c"}, "snapshot takes a box and an optional label"},
+		{[]string{"snapshot", "a", "x/y"}, `invalid snapshot name "x/y"`},
+		{[]string{"restore", "a", "x y"}, `invalid snapshot name "x y"`},
+		{[]string{"list", "extra"}, "list takes no arguments"},
+	} {
+		_, stderr, code := runMain(t, c.args...)
+		if code != exitUsage || !strings.HasPrefix(stderr, "box: error: ") || !strings.Contains(stderr, c.want) {
+			t.Errorf("box %v: exit %d, stderr %q; want exit 2 with %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// Without incusd, every vm verb says so with a way to find out why.
+func TestNoDaemon(t *testing.T) {
+	isolate(t)
+	sock := filepath.Join(t.TempDir(), "unix.socket")
+	t.Setenv("INCUS_SOCKET", sock)
+	for _, args := range [][]string{{"list"}, {"info", "work"}, {"exec", "work", "--", "true"}, {"rm", "work", "--force"}, {"new", "--name", "work", "--container"}} {
+		_, stderr, code := runMain(t, args...)
+		if code != exitFail || !strings.Contains(stderr, "box: hint: is incusd running? 'box doctor' checks the host") || !strings.Contains(stderr, sock) {
+			t.Errorf("box %v without incusd: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+func TestIncusArgs(t *testing.T) {
+	got := incusArgs("work", []string{"file", "push", "x", "{}/root/", "{}"})
+	if !slices.Equal(got, []string{"file", "push", "x", "work/root/", "work"}) {
+		t.Errorf("incusArgs: %v", got)
+	}
+	for args, want := range map[string]string{
+		"config show work":                         "",
+		"exec work -- cat /etc/network/interfaces": "",
+		"config set work security.nesting=true":    "security.nesting=true",
+		"config device add work gpu gpu":           "device",
+		"profile assign work default":              "profile",
+		"network attach lanbr work":                "network",
+		"config device set work eth0 nic":          "device nic",
+		"copy work x --profile=default":            "--profile=default",
+		"launch img x --network lan":               "--network",
+	} {
+		if got := strings.Join(offStackWords(strings.Fields(args)), " "); got != want {
+			t.Errorf("offStackWords(%q) = %q, want %q", args, got, want)
+		}
+	}
+}

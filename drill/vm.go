@@ -1,0 +1,429 @@
+package drill
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/host"
+)
+
+// The vm drill: the stack checked object by object (host.Doctor, one row per
+// invariant), then two boxes minted on the placement profile and probed live from inside
+// box A (through the Incus exec API, with the tools of the image: curl, nc, ping,
+// getent, ip) and from the host. Both boxes are deleted at the end.
+
+// VMOptions tune the vm drill.
+type VMOptions struct {
+	Client  *incus.Client
+	Image   string // image of the two boxes (alias, fingerprint or remote:alias)
+	Bridge  string // default host.BridgeName
+	Profile string // default host.ProfileName
+	UnitDir string // for the boot-unit stack row (default host.DefaultUnitDir)
+	// InternetURL is fetched from inside a box (must pass); its host name, or DNSName
+	// when set, is looked up (must pass).
+	InternetURL string
+	DNSName     string
+	// HostPorts are TCP ports of host services probed on the gateway and the host's
+	// public addresses (empty: the ports the host listens on, else 22).
+	HostPorts []int
+	// LAN targets (ADDR:PORT) probed from a box (the host's default gateway is added).
+	LAN []string
+	// Metadata is the cloud metadata service (default 169.254.169.254:80).
+	Metadata string
+	Logf     func(string, ...any)
+}
+
+// SiblingPort is where box B listens for the sibling and host-to-box probes.
+const SiblingPort = 7777
+
+type vmProbe struct {
+	id, group, name, expected string
+	targets                   []string
+	want                      Want
+	run                       func(ctx context.Context) (seen bool, detail string, err error)
+}
+
+// RunVM runs the vm drill and returns its rows. An error means the drill itself could
+// not run (no boxes could be minted); probes that cannot run are ERROR rows.
+func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
+	c := o.Client
+	br := orDefault(o.Bridge, host.BridgeName)
+	prof := orDefault(o.Profile, host.ProfileName)
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if o.InternetURL == "" {
+		o.InternetURL = DefaultInternetURL
+	}
+	u, err := url.Parse(o.InternetURL)
+	if err != nil || u.Hostname() == "" {
+		return nil, fmt.Errorf("internet URL %q: want http://HOST/...", o.InternetURL)
+	}
+	dnsName := o.DNSName
+	if dnsName == "" {
+		if _, err := netip.ParseAddr(u.Hostname()); err != nil {
+			dnsName = u.Hostname()
+		}
+	}
+	if o.Metadata == "" {
+		o.Metadata = "169.254.169.254:80"
+	}
+
+	// The stack, object by object: a missing layer is a FAIL even when another layer
+	// still stops the traffic.
+	var results []Result
+	for _, ck := range host.Doctor(ctx, c, host.DoctorOptions{Bridge: br, UnitDir: o.UnitDir}) {
+		r := Result{ID: "stack:" + strings.ReplaceAll(ck.Name, " ", "-"), Group: "stack", Probe: ck.Name,
+			Targets: []string{}, Expected: "in place", Observed: ck.Detail}
+		switch ck.Status {
+		case host.OK:
+			r.Status = Pass
+		case host.Warn:
+			r.Status = Warn
+		default:
+			r.Status = Fail
+			if ck.Fix != "" {
+				r.Observed += " (fix: " + ck.Fix + ")"
+			}
+		}
+		results = append(results, r)
+	}
+	netw, err := c.Network(ctx, br)
+	if err != nil {
+		return results, err
+	}
+	gw, err := host.ParseGateway(netw.Config["ipv4.address"])
+	if err != nil {
+		return results, fmt.Errorf("bridge %s: %w", br, err)
+	}
+	pool, err := c.RootPool(ctx, prof)
+	if err != nil {
+		return results, err
+	}
+
+	// Two boxes, minted as box mints them.
+	nonce := make([]byte, 3)
+	rand.Read(nonce)
+	a, b := "drill-"+hex.EncodeToString(nonce)+"-a", "drill-"+hex.EncodeToString(nonce)+"-b"
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		for _, n := range []string{a, b} {
+			_ = c.Stop(cctx, n, 0, true)
+			if err := c.Delete(cctx, n); err != nil && !incus.IsNotFound(err) {
+				logf("drill: could not delete %s: %v", n, err)
+			}
+		}
+	}()
+	start := time.Now()
+	var wg sync.WaitGroup
+	ips := make([]string, 2)
+	errs := make([]error, 2)
+	for i, n := range []string{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ips[i], errs[i] = mint(ctx, c, n, o.Image, prof, pool)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return results, err
+	}
+	ipA, ipB := ips[0], ips[1]
+	logf("drill: boxes %s (%s) and %s (%s) up in %s", a, ipA, b, ipB, time.Since(start).Round(time.Millisecond))
+
+	// B listens, for the sibling and host-to-box probes; proven from inside B, so a
+	// blocked probe means blocked, not "nothing listening".
+	listenErr := listen(ctx, c, b, SiblingPort)
+	llB := linkLocal(ctx, c, b)
+
+	sh := func(cmd string) func(ctx context.Context) (bool, string, error) {
+		return func(ctx context.Context) (bool, string, error) {
+			code, out, err := execSh(ctx, c, a, cmd)
+			if err != nil {
+				return false, "", err
+			}
+			return code == 0, summarize(code, out), nil
+		}
+	}
+	needListener := func(f func(context.Context) (bool, string, error)) func(context.Context) (bool, string, error) {
+		return func(ctx context.Context) (bool, string, error) {
+			if listenErr != nil {
+				return false, "", listenErr
+			}
+			return f(ctx)
+		}
+	}
+	gwAddr := gw.Addr().String()
+	hostPorts := o.HostPorts
+	if len(hostPorts) == 0 {
+		hostPorts = []int{22}
+	}
+	var probes []vmProbe
+	add := func(p vmProbe) { probes = append(probes, p) }
+
+	add(vmProbe{id: "net:internet-http", group: "internet", name: "box → the internet over HTTP",
+		targets: []string{o.InternetURL}, want: Open, expected: "reachable",
+		run: sh("curl -fsS -o /dev/null -w 'HTTP %{http_code}' --max-time 8 " + shellQuote(o.InternetURL))})
+	if dnsName != "" {
+		add(vmProbe{id: "net:internet-dns", group: "internet", name: "box → DNS of a public name (" + dnsName + ")",
+			targets: []string{dnsName}, want: Open, expected: "resolves",
+			run: sh("for i in 1 2 3 4 5; do getent hosts " + shellQuote(dnsName) + " && exit 0; sleep 1; done; exit 2")})
+	}
+	for _, p := range hostPorts {
+		t := net.JoinHostPort(gwAddr, strconv.Itoa(p))
+		add(vmProbe{id: "host:gateway:" + strconv.Itoa(p), group: "host", name: "box → the host at the gateway " + t,
+			targets: []string{t}, want: Blocked, expected: "unreachable", run: sh(ncZ(gwAddr, p))})
+	}
+	for _, ha := range host.PublicHostAddrs(host.LocalAddrs()) {
+		for _, p := range hostPorts {
+			t := net.JoinHostPort(ha.String(), strconv.Itoa(p))
+			add(vmProbe{id: "host:public:" + t, group: "host", name: "box → the host's public address " + t,
+				targets: []string{t}, want: Blocked, expected: "unreachable", run: sh(ncZ(ha.String(), p))})
+		}
+	}
+	lan := slices.Clone(o.LAN)
+	for _, g := range defaultGateways() {
+		lan = append(lan, net.JoinHostPort(g.String(), "80"))
+	}
+	slices.Sort(lan)
+	for _, t := range slices.Compact(lan) {
+		h, p, err := net.SplitHostPort(t)
+		port, _ := strconv.Atoi(p)
+		if err != nil || port == 0 {
+			return results, fmt.Errorf("LAN target %q: want ADDR:PORT", t)
+		}
+		add(vmProbe{id: "lan:" + t, group: "lan", name: "box → the LAN " + t,
+			targets: []string{t}, want: Blocked, expected: "unreachable", run: sh(ncZ(h, port))})
+	}
+	if h, p, err := net.SplitHostPort(o.Metadata); err == nil {
+		port, _ := strconv.Atoi(p)
+		add(vmProbe{id: "lan:metadata", group: "lan", name: "box → the metadata address " + o.Metadata,
+			targets: []string{o.Metadata}, want: Blocked, expected: "unreachable", run: sh(ncZ(h, port))})
+	}
+	add(vmProbe{id: "sibling:icmp", group: "siblings", name: "box → the other box: ping " + ipB,
+		targets: []string{ipB}, want: Blocked, expected: "unreachable", run: sh("ping -n -c3 -i0.5 -W2 " + ipB)})
+	add(vmProbe{id: "sibling:tcp", group: "siblings", name: fmt.Sprintf("box → the other box: TCP %s:%d", ipB, SiblingPort),
+		targets: []string{fmt.Sprintf("%s:%d", ipB, SiblingPort)}, want: Blocked, expected: "unreachable",
+		run: needListener(sh(ncZ(ipB, SiblingPort)))})
+	if llB != "" {
+		add(vmProbe{id: "sibling:ipv6-link-local", group: "siblings", name: "box → the other box over IPv6 link-local " + llB,
+			targets: []string{llB}, want: Blocked, expected: "unreachable", run: sh("sleep 1; ping -6 -n -c4 -i0.5 -W2 " + llB + "%eth0")})
+	}
+	add(vmProbe{id: "sibling:getent", group: "siblings", name: "getent hosts " + b,
+		targets: []string{b}, want: Blocked, expected: "no answer", run: sh("getent hosts " + b)})
+	add(vmProbe{id: "sibling:getent-incus", group: "siblings", name: "getent hosts " + b + ".incus",
+		targets: []string{b + ".incus"}, want: Blocked, expected: "no answer", run: sh("getent hosts " + b + ".incus")})
+	add(vmProbe{id: "sibling:gateway-dns", group: "siblings", name: "the gateway's DNS asked for the bare name " + b,
+		targets: []string{gwAddr + ":53"}, want: Blocked, expected: "no answer",
+		run: func(ctx context.Context) (bool, string, error) { return dnsAsk(ctx, c, a, gwAddr, b) }})
+	add(vmProbe{id: "ipv6:bridge", group: "ipv6", name: "IPv6 off: the bridge's ipv6.address",
+		targets: []string{br}, want: Open, expected: "none",
+		run: func(ctx context.Context) (bool, string, error) {
+			n, err := c.Network(ctx, br)
+			if err != nil {
+				return false, "", err
+			}
+			return n.Config["ipv6.address"] == "none", "ipv6.address=" + orDefault(n.Config["ipv6.address"], "(unset)"), nil
+		}})
+	add(vmProbe{id: "ipv6:box", group: "ipv6", name: "IPv6 off: a global IPv6 address or route in the box",
+		targets: []string{a}, want: Blocked, expected: "none",
+		run: func(ctx context.Context) (bool, string, error) {
+			_, out, err := execSh(ctx, c, a, "for i in 1 2 3; do ip -6 -o addr show scope global; ip -6 route show default; sleep 1; done")
+			if err != nil {
+				return false, "", err
+			}
+			out = strings.TrimSpace(out)
+			if out == "" {
+				return false, "none", nil
+			}
+			return true, strings.SplitN(out, "\n", 2)[0], nil
+		}})
+	add(vmProbe{id: "host-to-box:tcp", group: "host-to-box", name: fmt.Sprintf("host → box: TCP %s:%d", ipB, SiblingPort),
+		targets: []string{fmt.Sprintf("%s:%d", ipB, SiblingPort)}, want: Blocked, expected: "unreachable",
+		run: needListener(func(ctx context.Context) (bool, string, error) {
+			d := net.Dialer{Timeout: 3 * time.Second}
+			conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ipB, strconv.Itoa(SiblingPort)))
+			if err != nil {
+				return false, errName(err), nil
+			}
+			conn.Close()
+			return true, "connected", nil
+		})})
+
+	// Probes run concurrently: most blocked ones wait out a timeout.
+	rows := make([]Result, len(probes))
+	sem := make(chan struct{}, 16)
+	for i, p := range probes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			seen, detail, err := p.run(pctx)
+			r := Result{ID: p.id, Group: p.group, Probe: p.name, Targets: p.targets, Expected: p.expected}
+			switch {
+			case err != nil:
+				r.Status, r.Observed = Error, "error: "+err.Error()
+			case p.want == Blocked && seen:
+				r.Status, r.Observed = Breach, detail
+			case p.want == Open && !seen:
+				r.Status, r.Observed = Fail, detail
+			default:
+				r.Status, r.Observed = Pass, detail
+			}
+			rows[i] = r
+		}()
+	}
+	wg.Wait()
+	return append(results, rows...), nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func mint(ctx context.Context, c *incus.Client, name, image, profile, pool string) (string, error) {
+	req, err := incus.MintRequest(incus.Mint{Name: name, Profile: profile, Image: image, CPU: "1", Memory: "512MiB",
+		Disk: "4GiB", Pool: pool, Template: "drill", User: "root", Created: time.Now()})
+	if err != nil {
+		return "", err
+	}
+	if err := c.Create(ctx, req); err != nil {
+		return "", fmt.Errorf("mint %s: %w", name, err)
+	}
+	if err := c.Start(ctx, name); err != nil {
+		return "", fmt.Errorf("start %s: %w", name, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	ip, err := c.WaitIPv4(wctx, name, "eth0")
+	if err != nil {
+		return "", fmt.Errorf("%s: no IPv4 address: %w", name, err)
+	}
+	return ip, nil
+}
+
+func execSh(ctx context.Context, c *incus.Client, name, cmd string) (int, string, error) {
+	var out bytes.Buffer
+	code, err := c.Exec(ctx, name, incus.Exec{Command: []string{"sh", "-c", cmd}, Stdout: &out, Stderr: &out})
+	return code, out.String(), err
+}
+
+func listen(ctx context.Context, c *incus.Client, name string, port int) error {
+	cmd := fmt.Sprintf("nohup nc -lk %d </dev/null >/dev/null 2>&1 & for i in $(seq 50); do nc -z -w1 127.0.0.1 %d && exit 0; sleep 0.1; done; exit 1", port, port)
+	code, out, err := execSh(ctx, c, name, cmd)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("no listener on %s:%d (exit %d: %s)", name, port, code, strings.TrimSpace(out))
+	}
+	return nil
+}
+
+func linkLocal(ctx context.Context, c *incus.Client, name string) string {
+	st, err := c.State(ctx, name)
+	if err != nil {
+		return ""
+	}
+	for _, a := range st.Network["eth0"].Addresses {
+		if a.Family == "inet6" && a.Scope == "link" {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+// ncZ connects to addr:port; a refused connection counts as reached (exit 0): the
+// packet got there, so "nothing listens" never passes for "blocked".
+func ncZ(addr string, port int) string {
+	return fmt.Sprintf("out=$(nc -vz -w3 %s %d 2>&1); rc=$?; echo \"$out\"; case \"$out\" in *refused*) exit 0;; esac; exit $rc", addr, port)
+}
+
+func summarize(code int, out string) string {
+	out = strings.TrimSpace(out)
+	if i := strings.IndexByte(out, '\n'); i >= 0 {
+		out = out[:i]
+	}
+	if code == 0 {
+		if out == "" {
+			return "succeeded"
+		}
+		return "succeeded: " + out
+	}
+	if out == "" {
+		return fmt.Sprintf("failed (exit %d)", code)
+	}
+	return fmt.Sprintf("failed (exit %d): %s", code, out)
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// dnsAsk sends one A query for name straight to server:53 from inside the box (nc -u,
+// the query built here) and reports whether an address came back.
+func dnsAsk(ctx context.Context, c *incus.Client, box, server, name string) (bool, string, error) {
+	q := DNSQuery(0x4242, name)
+	var out bytes.Buffer
+	code, err := c.Exec(ctx, box, incus.Exec{Command: []string{"nc", "-u", "-w2", server, "53"},
+		Stdin: bytes.NewReader(q), Stdout: &out})
+	if err != nil {
+		return false, "", err
+	}
+	ans, rcode, ok := DNSAnswers(out.Bytes(), 0x4242)
+	switch {
+	case !ok:
+		return false, fmt.Sprintf("no answer (nc exit %d)", code), nil
+	case ans > 0:
+		return true, fmt.Sprintf("%d address(es) returned", ans), nil
+	default:
+		return false, fmt.Sprintf("no address (rcode %d)", rcode), nil
+	}
+}
+
+// DNSQuery builds a DNS query for name's A record.
+func DNSQuery(id uint16, name string) []byte {
+	b := binary.BigEndian.AppendUint16(nil, id)
+	b = append(b, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0) // RD; QDCOUNT 1
+	for _, l := range strings.Split(strings.TrimSuffix(name, "."), ".") {
+		b = append(b, byte(len(l)))
+		b = append(b, l...)
+	}
+	return append(b, 0, 0, 1, 0, 1) // root, QTYPE A, QCLASS IN
+}
+
+// DNSAnswers reads a DNS response's answer count and rcode; ok is false when msg is not
+// a response to id.
+func DNSAnswers(msg []byte, id uint16) (answers int, rcode int, ok bool) {
+	if len(msg) < 12 || binary.BigEndian.Uint16(msg) != id || msg[2]&0x80 == 0 {
+		return 0, 0, false
+	}
+	return int(binary.BigEndian.Uint16(msg[6:])), int(msg[3] & 0x0f), true
+}
+
+func defaultGateways() []netip.Addr { return gateways("/proc/net/route") }
+
+// HostListening returns the TCP ports the host listens on (wildcard or one of its own
+// addresses), for the host-address probes.
+func HostListening() []int { return listening(host.LocalAddrs(), "/proc/net/tcp", "/proc/net/tcp6") }

@@ -1,0 +1,31 @@
+package drill
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestDNSQuery(t *testing.T) {
+	q := DNSQuery(0x4242, "drill-ab12cd-b")
+	want := append([]byte{0x42, 0x42, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 14}, "drill-ab12cd-b"...)
+	want = append(want, 0, 0, 1, 0, 1)
+	if !bytes.Equal(q, want) {
+		t.Fatalf("query % x\nwant  % x", q, want)
+	}
+	// A response: QR set, NXDOMAIN, no answers; then one with an answer.
+	resp := append([]byte{0x42, 0x42, 0x81, 0x83, 0, 1, 0, 0, 0, 0, 0, 0}, q[12:]...)
+	if n, rcode, ok := DNSAnswers(resp, 0x4242); !ok || n != 0 || rcode != 3 {
+		t.Errorf("NXDOMAIN: %d %d %t", n, rcode, ok)
+	}
+	resp[7] = 1
+	resp[3] = 0x80
+	if n, _, ok := DNSAnswers(resp, 0x4242); !ok || n != 1 {
+		t.Errorf("answer: %d %t", n, ok)
+	}
+	if _, _, ok := DNSAnswers(resp, 0x4343); ok {
+		t.Error("another query's answer was accepted")
+	}
+	if _, _, ok := DNSAnswers(q, 0x4242); ok {
+		t.Error("the query itself (QR unset) was accepted as an answer")
+	}
+}

@@ -1,0 +1,224 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/heavy-duty/box/backend/incus"
+)
+
+// ErrBoxesExist is returned by Teardown when boxes exist and Force is not set.
+var ErrBoxesExist = errors.New("boxes exist")
+
+// TeardownOptions tune teardown-host.
+type TeardownOptions struct {
+	Bridge string // default BridgeName
+	// Force deletes the boxes (instances tagged user.box=1 or user.claudebox=1) first.
+	// Instances box did not mint are never touched: one that uses the stack stops the
+	// teardown.
+	Force   bool
+	UnitDir string         // default DefaultUnitDir
+	Conn    *nftables.Conn // nil: nftables.New()
+}
+
+// Teardown removes what Setup made, and the legacy claudebox names: the profiles, the
+// bridges, the ACLs, the nftables tables, the boot unit. It then checks that all of it
+// is gone.
+func Teardown(ctx context.Context, c *incus.Client, o TeardownOptions) ([]Step, error) {
+	var steps []Step
+	boxes, err := c.ListBoxes(ctx)
+	if err != nil {
+		return steps, err
+	}
+	if len(boxes) > 0 && !o.Force {
+		names := make([]string, len(boxes))
+		for i, b := range boxes {
+			names[i] = b.Name
+		}
+		return steps, fmt.Errorf("%w: %s", ErrBoxesExist, strings.Join(names, ", "))
+	}
+	for _, b := range boxes {
+		if b.Running() {
+			if err := c.Stop(ctx, b.Name, 10*time.Second, true); err != nil {
+				return steps, err
+			}
+		}
+		if err := c.Delete(ctx, b.Name); err != nil {
+			return steps, err
+		}
+		steps = append(steps, Step{Object: "box " + b.Name, Outcome: Removed})
+	}
+
+	br := orDefault(o.Bridge, BridgeName)
+	profiles := []string{ProfileName, LegacyProfile}
+	networks := []string{br, LegacyBridge}
+	acls := []string{ACLName, LegacyACL}
+
+	// Instances box did not mint that still use the stack: never touched, so refuse.
+	var foreign []string
+	for _, p := range profiles {
+		pr, err := c.Profile(ctx, p)
+		if err != nil {
+			continue
+		}
+		for _, u := range pr.UsedBy {
+			foreign = append(foreign, fmt.Sprintf("%s (profile %s)", usedName(u), p))
+		}
+	}
+	for _, n := range networks {
+		nw, err := c.Network(ctx, n)
+		if err != nil {
+			continue
+		}
+		for _, u := range nw.UsedBy {
+			if strings.Contains(u, "/instances/") {
+				foreign = append(foreign, fmt.Sprintf("%s (network %s)", usedName(u), n))
+			}
+		}
+	}
+	if len(foreign) > 0 {
+		return steps, fmt.Errorf("instances box did not mint use the stack: %s; box never touches them: move them off, then re-run", strings.Join(foreign, ", "))
+	}
+
+	remove := func(kind, name string, del func(context.Context, string) error) error {
+		err := del(ctx, name)
+		switch {
+		case incus.IsNotFound(err):
+			steps = append(steps, Step{Object: kind + " " + name, Outcome: Absent})
+			return nil
+		case err != nil:
+			return err
+		}
+		steps = append(steps, Step{Object: kind + " " + name, Outcome: Removed})
+		return nil
+	}
+	// Profiles name networks, networks name ACLs: remove in that order.
+	for _, p := range profiles {
+		if err := remove("profile", p, c.RemoveProfile); err != nil {
+			return steps, err
+		}
+	}
+	for _, n := range networks {
+		if err := remove("network", n, c.DeleteNetwork); err != nil {
+			return steps, err
+		}
+	}
+	for _, a := range acls {
+		if err := remove("network ACL", a, c.DeleteNetworkACL); err != nil {
+			return steps, err
+		}
+	}
+
+	conn := o.Conn
+	if conn == nil {
+		if conn, err = nftables.New(); err != nil {
+			return steps, err
+		}
+	}
+	had := FirewallTables(conn)
+	if err := Remove(conn); err != nil {
+		return steps, err
+	}
+	if err := RemoveLegacyTable(conn); err != nil {
+		return steps, err
+	}
+	for _, t := range []string{"bridge " + TableName, "inet " + TableName, "inet " + LegacyTable} {
+		out := Absent
+		if slices.Contains(had, t) {
+			out = Removed
+		}
+		steps = append(steps, Step{Object: "nftables " + t, Outcome: out})
+	}
+
+	unitDir := orDefault(o.UnitDir, DefaultUnitDir)
+	for _, f := range []string{UnitWants(unitDir), filepath.Join(unitDir, UnitName), filepath.Join(unitDir, "claudebox-firewall.service")} {
+		err := os.Remove(f)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			if !strings.Contains(f, ".wants") {
+				steps = append(steps, Step{Object: "boot unit " + f, Outcome: Absent})
+			}
+		case err != nil:
+			return steps, err
+		default:
+			if !strings.Contains(f, ".wants") {
+				steps = append(steps, Step{Object: "boot unit " + f, Outcome: Removed})
+			}
+		}
+	}
+	return steps, Leftovers(ctx, c, conn, br, unitDir)
+}
+
+func usedName(u string) string {
+	// /1.0/instances/NAME?project=...
+	u, _, _ = strings.Cut(u, "?")
+	return u[strings.LastIndex(u, "/")+1:]
+}
+
+// Leftovers checks that nothing of the stack (current or legacy) is left.
+func Leftovers(ctx context.Context, c *incus.Client, conn *nftables.Conn, bridge, unitDir string) error {
+	var left []string
+	for _, p := range []string{ProfileName, LegacyProfile} {
+		if _, err := c.Profile(ctx, p); !incus.IsNotFound(err) {
+			left = append(left, "profile "+p)
+		}
+	}
+	for _, n := range []string{bridge, LegacyBridge} {
+		if _, err := c.Network(ctx, n); !incus.IsNotFound(err) {
+			left = append(left, "network "+n)
+		}
+	}
+	for _, a := range []string{ACLName, LegacyACL} {
+		if _, err := c.NetworkACLByName(ctx, a); !incus.IsNotFound(err) {
+			left = append(left, "network ACL "+a)
+		}
+	}
+	for _, t := range FirewallTables(conn) {
+		left = append(left, "nftables table "+t)
+	}
+	for _, f := range []string{filepath.Join(unitDir, UnitName), UnitWants(unitDir)} {
+		if _, err := os.Lstat(f); err == nil {
+			left = append(left, f)
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("teardown left: %s", strings.Join(left, ", "))
+	}
+	return nil
+}
+
+// FirewallTables lists the box and legacy tables present, as "family name".
+func FirewallTables(conn *nftables.Conn) []string {
+	var out []string
+	ts, err := conn.ListTables()
+	if err != nil {
+		return []string{"(cannot list tables: " + err.Error() + ")"}
+	}
+	for _, t := range ts {
+		fam := map[nftables.TableFamily]string{nftables.TableFamilyBridge: "bridge", nftables.TableFamilyINet: "inet"}[t.Family]
+		if fam == "" {
+			continue
+		}
+		if t.Name == TableName || (t.Name == LegacyTable && fam == "inet") {
+			out = append(out, fam+" "+t.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RemoveLegacyTable deletes claudebox's table inet claudebox, if present.
+func RemoveLegacyTable(conn *nftables.Conn) error {
+	deleteTable(conn, &nftables.Table{Family: nftables.TableFamilyINet, Name: LegacyTable})
+	if err := conn.Flush(); err != nil {
+		return fmt.Errorf("remove table inet %s: %w", LegacyTable, err)
+	}
+	return nil
+}
