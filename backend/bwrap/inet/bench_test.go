@@ -22,7 +22,9 @@ import (
 	"github.com/heavy-duty/box/internal/testenv"
 )
 
-var benchModes = []string{"bare-bwrap", "bare-pasta", "box-pasta", "bare-slirp4netns", "box-slirp4netns"}
+// cli-* run the box binary itself: `box run -y --network internet -- true`, the user's
+// whole cost (process start, audit, instance directory, Attach), against bare-*.
+var benchModes = []string{"bare-bwrap", "bare-pasta", "box-pasta", "cli-pasta", "bare-slirp4netns", "box-slirp4netns", "cli-slirp4netns"}
 
 func BenchmarkStartup(b *testing.B) {
 	testenv.RequireRoot(b)
@@ -31,6 +33,12 @@ func BenchmarkStartup(b *testing.B) {
 	}
 	l := lab.New(b)
 	exe := userExe(b)
+	boxBin := filepath.Join(filepath.Dir(exe), "box")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", boxBin, "../../../cmd/box")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build box: %v\n%s", err, out)
+	}
 	uid, gid := testenv.User(b)
 	for _, mode := range benchModes {
 		b.Run(mode, func(b *testing.B) {
@@ -38,7 +46,7 @@ func BenchmarkStartup(b *testing.B) {
 			defer cancel()
 			n := max(b.N, 10)
 			cmd := l.UserCommand(ctx, uid, gid, exe)
-			cmd.Env = append(cmd.Env, "BOXINET_ROLE=bench", "BOXINET_BENCH="+mode, "BOXINET_BENCH_N="+strconv.Itoa(n))
+			cmd.Env = append(cmd.Env, "BOXINET_ROLE=bench", "BOXINET_BENCH="+mode, "BOXINET_BENCH_N="+strconv.Itoa(n), "BOXINET_BOX="+boxBin)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
@@ -105,6 +113,17 @@ func benchOnce(mode string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	if kind == "cli" {
+		proj := filepath.Join(dir, "proj")
+		os.MkdirAll(proj, 0o755)
+		cmd := exec.CommandContext(ctx, os.Getenv("BOXINET_BOX"), "run", "-y", "--network", "internet", "--", "true")
+		cmd.Dir = proj
+		cmd.Env = append(env, "HOME="+filepath.Join(dir, "home"), "BOX_INTERNET_HELPER="+helper)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("box run: %v: %s", err, out)
+		}
+		return nil
+	}
 	resolv := filepath.Join(dir, "resolv.conf")
 	os.WriteFile(resolv, []byte(ResolvConf(Helper(helper))), 0o644)
 	bw, pid, block, bwOut, err := startBwrap(ctx, bwrapArgv("", resolv, "true"), env)
