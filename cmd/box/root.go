@@ -22,9 +22,13 @@ func newRoot(e *env) *cobra.Command {
 		Long: `box gives a coding agent (or any untrusted command) a place to work where it cannot
 reach your secrets, the LAN, the host, or other boxes.
 
-The bwrap backend wraps a command in the current directory: an environment allowlist
-with a pre-launch audit, your home directory hidden, only the working directory
-writable, and a network tier (none, internet, full) you choose.`,
+The bwrap backend ('box run') wraps a command in the current directory: an environment
+allowlist with a pre-launch audit, your home directory hidden, only the working
+directory writable, and a network tier (none, internet, full) you choose.
+
+The vm backend ('box new', 'box shell', ...) mints persistent Incus boxes from templates,
+creds-free, on an isolation stack 'box setup-host' builds and 'box doctor' checks.
+'box drill' proves either backend's isolation from inside.`,
 		Example: `  box run -y                      # the default profile's shell, no network
   box run -y -- make test         # one command in the sandbox
   box run --profile claude -y     # Claude Code, public internet only
@@ -89,6 +93,7 @@ func newHelpCmd(root *cobra.Command) *cobra.Command {
 				return root.Args(root, args)
 			}
 			target.InitDefaultHelpFlag()
+			target.InitDefaultVersionFlag()
 			return target.Help()
 		},
 	}
