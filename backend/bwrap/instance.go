@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"github.com/heavy-duty/box/internal/charclass"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // InstanceDir is the per-project directory standing in for ~/.claude: keyed by the
@@ -77,24 +80,31 @@ func SandboxMD(p Policy) string {
 
 const importLine = "@SANDBOX.md"
 
-// PrepareInstance makes the instance directory (0700), SANDBOX.md
-// from the policy, and a CLAUDE.md that imports it; an existing CLAUDE.md keeps its
-// content and gains the import line once.
+// PrepareInstance makes the instance directory (0700), SANDBOX.md from the policy, and
+// a CLAUDE.md that imports it; an existing CLAUDE.md keeps its content and gains the
+// import line once.
+//
+// The sandbox writes this directory, so box treats what it finds there as hostile: it
+// reads only regular files, never through a symlink (a CLAUDE.md pointing at ~/.ssh/id_*
+// would otherwise be copied in for the sandbox to read), and replaces files by rename.
 func PrepareInstance(dir string, p Policy) error {
 	claude := filepath.Join(dir, ".claude")
 	if err := os.MkdirAll(claude, 0o700); err != nil {
 		return err
 	}
+	if fi, err := os.Lstat(claude); err != nil || !fi.IsDir() {
+		return fmt.Errorf("instance directory %s is not a directory", claude)
+	}
 	sandbox, md0 := filepath.Join(claude, "SANDBOX.md"), []byte(SandboxMD(p))
-	if cur, err := os.ReadFile(sandbox); err != nil || !bytes.Equal(cur, md0) {
+	if cur, err := readRegular(sandbox); err != nil || !bytes.Equal(cur, md0) {
 		if err := writeAtomic(sandbox, md0); err != nil {
 			return err
 		}
 	}
 	md := filepath.Join(claude, "CLAUDE.md")
-	old, err := os.ReadFile(md)
+	old, err := readRegular(md)
 	if err != nil && !os.IsNotExist(err) {
-		return err
+		old = nil // not a regular file (a symlink, a fifo...): replaced, never read
 	}
 	for _, l := range strings.Split(string(old), "\n") {
 		if strings.TrimSpace(l) == importLine {
@@ -110,6 +120,30 @@ func PrepareInstance(dir string, p Policy) error {
 		text += "\n" + importLine + "\n"
 	}
 	return writeAtomic(md, []byte(text))
+}
+
+// maxInstanceFile bounds what box reads back from the instance directory.
+const maxInstanceFile = 1 << 20
+
+// errNotRegular: the path is there but is not a plain file box may read.
+var errNotRegular = errors.New("not a regular file")
+
+// readRegular reads path only if it is a regular file (not followed through a symlink)
+// of reasonable size.
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, err
+		}
+		return nil, errNotRegular // ELOOP for a symlink, among others
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxInstanceFile {
+		return nil, errNotRegular
+	}
+	return io.ReadAll(io.LimitReader(f, maxInstanceFile))
 }
 
 func writeAtomic(path string, data []byte) error {
