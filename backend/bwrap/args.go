@@ -50,7 +50,11 @@ func Args(spec Spec, host Host) ([]string, error) {
 	}
 	// Scratch space: fresh tmpfs mounts that vanish with the sandbox. /dev is bwrap's
 	// own minimal tmpfs; it is made read-only so only /dev/shm there takes files.
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+	// /proc/sys read-only: a sysctl file's owner may write it whatever capabilities were
+	// dropped, and under --allow-root that owner is the sandbox (core_pattern would run
+	// a program of its choosing as host root).
+	a = append(a, "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+		"--dev", "/dev", "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
 		"--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--dir", "/run")
 
 	// $HOME is an empty tmpfs: nothing of the real home is there unless bound below.

@@ -44,7 +44,7 @@ type Policy struct {
 
 var tierText = map[string]string{
 	NetNone:     "none: there is no network at all (only loopback). Downloads will fail; ask the operator for what you need.",
-	NetInternet: "internet: the public internet only. The host, the LAN, private ranges (10/8, 172.16/12, 192.168/16, 100.64/10) and the cloud metadata address (169.254.169.254) are blocked.",
+	NetInternet: "internet: the public internet only. The host (its addresses as of launch), the LAN, private ranges (10/8, 172.16/12, 192.168/16, 100.64/10) and the cloud metadata address (169.254.169.254) are blocked.",
 	NetFull:     "full: the host's network, as the operator chose explicitly. Be careful: the LAN and the host's services are reachable.",
 }
 
@@ -94,6 +94,14 @@ func PrepareInstance(dir string, p Policy) error {
 	}
 	if fi, err := os.Lstat(claude); err != nil || !fi.IsDir() {
 		return fmt.Errorf("instance directory %s is not a directory", claude)
+	}
+	// The credentials mount point must be a plain file (or absent): bwrap would follow a
+	// planted link and create the mount point wherever it points.
+	creds := filepath.Join(claude, ".credentials.json")
+	if fi, err := os.Lstat(creds); err == nil && !fi.Mode().IsRegular() {
+		if err := os.RemoveAll(creds); err != nil {
+			return fmt.Errorf("instance directory: %w", err)
+		}
 	}
 	sandbox, md0 := filepath.Join(claude, "SANDBOX.md"), []byte(SandboxMD(p))
 	if cur, err := readRegular(sandbox); err != nil || !bytes.Equal(cur, md0) {

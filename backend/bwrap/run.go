@@ -206,17 +206,17 @@ func readChildPid(r io.Reader) (int, error) {
 
 // commandPid finds the sandboxed command: the child of the sandbox's pid 1.
 type commandPid struct {
-	once sync.Once
 	init int
 	pid  int
 }
 
+// lookup finds the command, waiting a little when a signal comes before it is forked;
+// a signal that still finds none is dropped, and the next one looks again.
 func (c *commandPid) lookup() {
-	if c.init == 0 {
+	if c.init == 0 || c.pid != 0 {
 		return
 	}
-	// The command may not be forked yet when a signal comes early: wait a little.
-	for i := 0; i < 50 && c.pid == 0; i++ {
+	for i := 0; i < 50; i++ {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(c.init) + "/task/" + strconv.Itoa(c.init) + "/children")
 		if err != nil {
 			return
@@ -230,7 +230,7 @@ func (c *commandPid) lookup() {
 }
 
 func (c *commandPid) signal(s syscall.Signal) {
-	c.once.Do(c.lookup)
+	c.lookup()
 	if c.pid == 0 {
 		return
 	}

@@ -29,7 +29,9 @@ INCUS_SOCKET. Its exit code is box's.
 
 Arguments that touch a profile, a network, a device, a nic or a security.* key can move
 the box off the isolation stack: box warns and proceeds; from there the trust boundary
-is yours to keep.`,
+is yours to keep. --project and REMOTE:{} are refused (the tag was checked here, not
+there). The check covers BOX only: other instance names you write into the arguments
+go to incus as they are.`,
 		Example: `  box incus work -- config show {}
   box incus work -- exec {} -- bash -l            # a root shell
   box incus work -- file push ./notes.txt {}/home/dev/`,
@@ -37,6 +39,10 @@ is yours to keep.`,
 			box, rest, ok := splitDash(cmd, args, true)
 			if !ok {
 				return usagef("run 'box incus --help' for usage", "incus takes a box and incus arguments: box incus BOX -- ARG...")
+			}
+			if bad := elsewhere(rest); bad != "" {
+				return usagef("box incus aims incus at one box on this daemon's default project; for anything else, run incus yourself",
+					"%q would aim incus at another project or remote, where box has not checked the tag", bad)
 			}
 			for _, a := range rest {
 				if strings.Contains(a, "{}") {
@@ -54,6 +60,17 @@ is yours to keep.`,
 	}
 	cmd.Flags().SetInterspersed(false)
 	return cmd
+}
+
+// elsewhere returns the first argument that would aim incus at another project or
+// remote, where the same name may be an instance box never minted: "" if none.
+func elsewhere(args []string) string {
+	for _, a := range args {
+		if a == "--project" || strings.HasPrefix(a, "--project=") || strings.Contains(a, ":{}") {
+			return a
+		}
+	}
+	return ""
 }
 
 // incusArgs replaces {} with the instance name in each argument.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,14 +22,15 @@ import (
 )
 
 type runOptions struct {
-	profile  string
-	backend  string
-	template string
-	network  string
-	env      []string
-	yes      bool
-	dryRun   bool
-	command  []string
+	profile   string
+	backend   string
+	template  string
+	network   string
+	env       []string
+	yes       bool
+	dryRun    bool
+	allowRoot bool
+	command   []string
 }
 
 func newRunCmd(e *env) *cobra.Command {
@@ -72,6 +74,7 @@ network; only when named). Templates never choose the network.`,
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv and the env names it would pass; run nothing")
+	f.BoolVar(&o.allowRoot, "allow-root", false, "run the sandbox even though box runs as root (it keeps root's ownership of files)")
 	return cmd
 }
 
@@ -82,8 +85,9 @@ type plan struct {
 	spec     bwrap.Spec
 	vars     []envaudit.Var
 	findings []envaudit.Finding
-	policy   bwrap.Policy
-	warnings []string
+	policy    bwrap.Policy
+	warnings  []string
+	allowRoot bool
 }
 
 func runRun(e *env, o *runOptions) error {
@@ -104,6 +108,9 @@ func runRun(e *env, o *runOptions) error {
 			fmt.Fprintf(e.stderr, "box: warning: %s: %s\n", f.Name, f.Reason)
 		}
 		return nil
+	}
+	if err := refuseRoot(p); err != nil {
+		return err
 	}
 	bin, err := lookBwrap()
 	if err != nil {
@@ -154,6 +161,17 @@ func prepareLaunch(e *env, p *plan) ([]string, inet.Options, error) {
 	return args, netOpts, err
 }
 
+// refuseRoot: user namespaces do not take root's file ownership away, so as root the
+// command could read root-only files (/etc/shadow, host keys) in the read-only binds.
+// Only --allow-root accepts that.
+func refuseRoot(p *plan) error {
+	if os.Geteuid() == 0 && !p.allowRoot {
+		return withHint(errors.New("refusing to sandbox as root: inside, the command would keep root's ownership of files (/etc/shadow, SSH host keys and other root-only files would be readable)"),
+			"run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure")
+	}
+	return nil
+}
+
 func lookBwrap() (string, error) {
 	bin, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -165,6 +183,9 @@ func lookBwrap() (string, error) {
 // launchSandbox prepares the instance directory, runs bwrap with args (attaching the
 // internet tier before the command is released) and returns the command's exit code.
 func launchSandbox(p *plan, bin string, args []string, netOpts inet.Options, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if err := refuseRoot(p); err != nil {
+		return 1, err
+	}
 	if err := bwrap.PrepareInstance(p.spec.InstanceDir, p.policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.spec.InstanceDir, err)
 	}
@@ -250,6 +271,11 @@ func resolveRun(e *env, o *runOptions) (*plan, error) {
 		network = o.network
 	}
 
+	pl := &plan{profile: prof, template: tmpl, allowRoot: o.allowRoot}
+	if os.Geteuid() == 0 && o.allowRoot {
+		pl.warnings = append(pl.warnings, "running as root (--allow-root): files only root may read are readable in the sandbox")
+	}
+
 	home := e.home()
 	if home == "" {
 		return nil, errors.New("cannot tell your home directory: set HOME")
@@ -262,15 +288,11 @@ func resolveRun(e *env, o *runOptions) (*plan, error) {
 	if wd, err = filepath.EvalSymlinks(wd); err != nil {
 		return nil, fmt.Errorf("working directory: %w", err)
 	}
-	realHome := home
-	if h, err := filepath.EvalSymlinks(home); err == nil {
-		realHome = h
-	}
-	if err := bwrap.CheckWorkdir(wd, realHome); err != nil {
+	realHome := resolved(home)
+	if err := checkWorkdir(e, wd, realHome); err != nil {
 		return nil, err
 	}
-
-	pl := &plan{profile: prof, template: tmpl}
+	instanceDir := bwrap.InstanceDir(e.dataHome(), wd)
 	command := o.command
 	if len(command) == 0 {
 		command = prof.Command
@@ -297,12 +319,24 @@ func resolveRun(e *env, o *runOptions) (*plan, error) {
 		}
 		seen[name] = true
 		t, err := bwrap.ResolveTool(name, pathEnv)
+		if err == nil && (within(t.Path, wd) || within(t.Path, instanceDir)) {
+			// A PATH entry the sandbox can write (a project's bin/ added by direnv)
+			// could hold a planted link to anything: never bind through it.
+			err = fmt.Errorf("%s resolves to %s, inside a directory the sandbox can write", name, t.Path)
+		}
 		if err != nil {
 			if name == command[0] {
-				return nil, withHint(fmt.Errorf("command %q not found on your PATH", name),
-					"install it, or name another command after --")
+				if errors.Is(err, exec.ErrNotFound) {
+					return nil, withHint(fmt.Errorf("command %q not found on your PATH", name),
+						"install it, or name another command after --")
+				}
+				return nil, withHint(err, "run a command installed outside the working directory, or give its path inside the sandbox (./bin/...)")
 			}
-			pl.warnings = append(pl.warnings, fmt.Sprintf("tool %q is not on your PATH; it will be missing in the sandbox", name))
+			if errors.Is(err, exec.ErrNotFound) {
+				pl.warnings = append(pl.warnings, fmt.Sprintf("tool %q is not on your PATH; it will be missing in the sandbox", name))
+			} else {
+				pl.warnings = append(pl.warnings, fmt.Sprintf("tool %s; not linked into the sandbox", err))
+			}
 			continue
 		}
 		tools = append(tools, t)
@@ -311,12 +345,24 @@ func resolveRun(e *env, o *runOptions) (*plan, error) {
 	var mounts []bwrap.Mount
 	for _, m := range prof.Mounts {
 		src, dst := expandHome(m.Path, home), expandHome(m.Target, home)
-		if _, err := os.Stat(src); err != nil {
+		real, err := filepath.EvalSymlinks(src)
+		if err != nil {
 			return nil, withHint(fmt.Errorf("profile %q mounts %s: %w", prof.Name, src, err), "create it, or remove the mount from the profile")
 		}
-		mounts = append(mounts, bwrap.Mount{Src: src, Dst: dst, RW: m.RW()})
-		if w := secretPath(src, home); w != "" {
-			pl.warnings = append(pl.warnings, fmt.Sprintf("profile %q mounts %s, which holds %s", prof.Name, src, w))
+		// bwrap would follow a symlink; box binds what it resolved and judges that. A
+		// link inside a directory the sandbox can write may have been planted there.
+		if real != src && (within(src, wd) || within(src, instanceDir)) {
+			return nil, withHint(fmt.Errorf("profile %q mounts %s, a symlink (to %s) inside a directory the sandbox can write", prof.Name, src, real),
+				"mount the target itself, or remove the link")
+		}
+		if m.RW() {
+			if err := refuseBoxDirs(e, real, "a read-write mount"); err != nil {
+				return nil, err
+			}
+		}
+		mounts = append(mounts, bwrap.Mount{Src: real, Dst: dst, RW: m.RW()})
+		if w := secretPath(real, realHome); w != "" {
+			pl.warnings = append(pl.warnings, fmt.Sprintf("profile %q mounts %s, which holds %s", prof.Name, real, w))
 		}
 	}
 
@@ -370,7 +416,7 @@ func resolveRun(e *env, o *runOptions) (*plan, error) {
 		}
 	}
 	pl.spec = bwrap.Spec{
-		Workdir: wd, Home: home, InstanceDir: bwrap.InstanceDir(e.dataHome(), wd),
+		Workdir: wd, Home: home, InstanceDir: instanceDir,
 		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
 		Command: command, Hostname: "box",
 	}
@@ -382,6 +428,51 @@ func expandHome(p, home string) string {
 		return filepath.Join(home, rest)
 	}
 	return filepath.Clean(p)
+}
+
+// resolved is p with symlinks followed, or p itself when it cannot be resolved.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// within reports whether p is dir or lies below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// checkWorkdir refuses a working directory whose read-write bind would expose too much:
+// a home directory (as $HOME says and as the password database says: $HOME can be
+// overridden), a system directory, a secret directory, or box's own configuration.
+func checkWorkdir(e *env, wd, home string) error {
+	homes := []string{home}
+	if u, err := user.Current(); err == nil && u.HomeDir != "" {
+		homes = append(homes, resolved(u.HomeDir))
+	}
+	for _, h := range homes {
+		if err := bwrap.CheckWorkdir(wd, h); err != nil {
+			return err
+		}
+		if w := secretPath(wd, h); w != "" {
+			return &bwrap.WorkdirError{Dir: wd, Why: "it holds " + w}
+		}
+	}
+	return refuseBoxDirs(e, wd, "the working directory")
+}
+
+// refuseBoxDirs refuses a writable path that holds (or lies in) box's own configuration
+// or data: from inside, the sandbox could rewrite the policy of its next run.
+func refuseBoxDirs(e *env, p, what string) error {
+	for _, d := range []string{filepath.Join(e.configHome(), "box"), filepath.Join(e.dataHome(), "box")} {
+		d = resolved(d)
+		if within(d, p) || within(p, d) {
+			return withHint(fmt.Errorf("refusing %s %s: it holds box's own files (%s), which the sandbox could rewrite for its next run", what, p, d),
+				"run box from a project directory that does not contain "+d)
+		}
+	}
+	return nil
 }
 
 // secretPath names what a mounted path exposes when it is (or holds) a well-known secret

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -516,4 +517,89 @@ func TestSandboxClaudeConfigAtomicWrite(t *testing.T) {
 	if r := w.sh(`cat "$CLAUDE_CONFIG_DIR/.claude.json"`); strings.TrimSpace(r.stdout) != `{"n":2}` {
 		t.Errorf("the next session does not see it: %q", r.stdout)
 	}
+}
+
+// TestSandboxAsRoot: box refuses to sandbox as root unless told, and even then the
+// sandbox cannot write sysctls (a sysctl file's owner may write it without any
+// capability; core_pattern would run a program of the sandbox's choosing as host root).
+func TestSandboxAsRoot(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireTool(t, "bwrap")
+	box := boxBinary(t)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "home", "proj"), 0o755)
+	run := func(args ...string) (string, int) {
+		c := exec.Command(box, args...)
+		c.Dir = filepath.Join(dir, "home", "proj")
+		c.Env = []string{"HOME=" + filepath.Join(dir, "home"), "PATH=/usr/bin:/bin"}
+		out, _ := c.CombinedOutput()
+		return string(out), c.ProcessState.ExitCode()
+	}
+	if out, code := run("run", "-y", "--", "touch", "ran"); code != 1 || !strings.Contains(out, "refusing to sandbox as root") {
+		t.Errorf("root without --allow-root: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "home", "proj", "ran")); err == nil {
+		t.Error("the command ran as root without --allow-root")
+	}
+	// The value written back is the current one: harmless even if the write went through.
+	out, code := run("run", "--allow-root", "-y", "--", "sh", "-c",
+		`v=$(cat /proc/sys/vm/max_map_count); echo "$v" > /proc/sys/vm/max_map_count 2>/dev/null && echo SYSCTL-WRITTEN; test -w /proc/sys/kernel/core_pattern && echo CORE-PATTERN-WRITABLE; true`)
+	if code != 0 || strings.Contains(out, "SYSCTL-WRITTEN") || strings.Contains(out, "CORE-PATTERN-WRITABLE") {
+		t.Errorf("sysctls writable from a root sandbox (exit %d):\n%s", code, out)
+	}
+	if !strings.Contains(out, "running as root (--allow-root)") {
+		t.Errorf("no warning for --allow-root:\n%s", out)
+	}
+}
+
+// TestSandboxPlantedLinks: what the sandbox can write must not steer the next launch: a
+// mount source inside the working directory swapped for a link to ~/.ssh, a tool on PATH
+// that resolves into the working directory, and a home check fooled by a changed $HOME.
+func TestSandboxPlantedLinks(t *testing.T) {
+	w := newWorld(t)
+	// A profile mounts ./data; a previous session replaced it with a link to ~/.ssh.
+	if err := os.Symlink(filepath.Join(w.home, ".ssh"), filepath.Join(w.proj, "data")); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(filepath.Join(w.proj, "data"), w.uid, w.gid)
+	w.write(filepath.Join(w.home, ".config/box/profiles/data.toml"), "[[mounts]]\npath = \""+filepath.Join(w.proj, "data")+"\"\ntarget = \"/data\"\n")
+	r := w.sh(`cat /data/id_ed25519; echo RAN`, "--profile", "data")
+	if r.code != 1 || strings.Contains(r.stdout, "RAN") || !strings.Contains(r.stderr, "a symlink (to "+filepath.Join(w.home, ".ssh")) {
+		t.Errorf("planted mount link: exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+	}
+	// A tool found through a PATH entry inside the project is not bound.
+	w.write(filepath.Join(w.proj, "bin/mytool"), "#!/bin/sh\necho planted\n")
+	os.Chmod(filepath.Join(w.proj, "bin/mytool"), 0o755)
+	w.env = append(envWithout(w.env, "PATH"), "PATH="+filepath.Join(w.proj, "bin")+":/usr/bin:/bin")
+	w.write(filepath.Join(w.home, ".config/box/profiles/tool.toml"), "tools = [\"mytool\"]\n")
+	r = w.sh(`ls /run/box/bin`, "--profile", "tool")
+	if r.code != 0 || strings.Contains(r.stdout, "mytool") || !strings.Contains(r.stderr, "inside a directory the sandbox can write") {
+		t.Errorf("tool inside the workdir: exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+	}
+	// $HOME pointing elsewhere does not make the real home (from the password database)
+	// an acceptable working directory.
+	u, err := user.LookupId(strconv.Itoa(w.uid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w.cmd("run", "-y", "--", "touch", "ran")
+	c.Dir = u.HomeDir
+	out, _ := c.CombinedOutput()
+	if c.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "holds your home directory") {
+		t.Errorf("real home as working directory with HOME elsewhere: exit %d\n%s", c.ProcessState.ExitCode(), out)
+	}
+	if _, err := os.Stat(filepath.Join(u.HomeDir, "ran")); err == nil {
+		os.Remove(filepath.Join(u.HomeDir, "ran"))
+		t.Error("the command ran in the real home")
+	}
+}
+
+func envWithout(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

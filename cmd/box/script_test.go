@@ -81,6 +81,8 @@ func TestScript(t *testing.T) {
 					return false, nil
 				}
 				return true, nil
+			case "root":
+				return os.Geteuid() == 0, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

@@ -194,3 +194,19 @@ func TestIncusArgs(t *testing.T) {
 		}
 	}
 }
+
+// The escape hatch refuses arguments that would aim incus at another project or remote,
+// where the checked name may be an instance box never minted; before any call.
+func TestIncusHatchElsewhere(t *testing.T) {
+	t.Setenv("INCUS_SOCKET", filepath.Join(t.TempDir(), "none.socket"))
+	for _, args := range [][]string{
+		{"incus", "work", "--", "--project", "other", "config", "show", "{}"},
+		{"incus", "work", "--", "--project=other", "delete", "{}"},
+		{"incus", "work", "--", "config", "show", "otherremote:{}"},
+	} {
+		var o, e bytes.Buffer
+		if code := Main(args, strings.NewReader(""), &o, &e); code != exitUsage || !strings.Contains(e.String(), "another project or remote") {
+			t.Errorf("%q: exit %d: %s", args, code, e.String())
+		}
+	}
+}
