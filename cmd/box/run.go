@@ -80,11 +80,11 @@ network; only when named). Templates never choose the network.`,
 
 // plan is everything a run needs, resolved from profile, template, flags and host.
 type plan struct {
-	profile  *profiles.Profile
-	template *templates.Template
-	spec     bwrap.Spec
-	vars     []envaudit.Var
-	findings []envaudit.Finding
+	profile   *profiles.Profile
+	template  *templates.Template
+	spec      bwrap.Spec
+	vars      []envaudit.Var
+	findings  []envaudit.Finding
 	policy    bwrap.Policy
 	warnings  []string
 	allowRoot bool
