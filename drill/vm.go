@@ -24,7 +24,8 @@ import (
 // The vm drill: the stack checked object by object (host.Doctor, one row per
 // invariant), then two boxes minted on the placement profile and probed live from inside
 // box A (through the Incus exec API, with the tools of the image: curl, nc, ping,
-// getent, ip) and from the host. Both boxes are deleted at the end.
+// getent, ip) and from the host; and an instance box did not mint, aimed at by every
+// box verb (verbs.go). All of them are deleted at the end.
 
 // VMOptions tune the vm drill.
 type VMOptions struct {
@@ -44,7 +45,10 @@ type VMOptions struct {
 	LAN []string
 	// Metadata is the cloud metadata service (default 169.254.169.254:80).
 	Metadata string
-	Logf     func(string, ...any)
+	// Verbs runs box's own verbs, for the row "every verb refuses an instance box did
+	// not mint" (nil: that row is an ERROR).
+	Verbs VerbRunner
+	Logf  func(string, ...any)
 }
 
 // SiblingPort is where box B listens for the sibling and host-to-box probes.
@@ -267,6 +271,16 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 			return true, "connected", nil
 		})})
 
+	// The verbs row makes its own instance and runs alongside the network probes.
+	var verbsRow Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		vctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		verbsRow = UntaggedVerbs(vctx, UntaggedOptions{Client: c, Image: o.Image, Profile: prof, Run: o.Verbs, Logf: logf})
+	}()
+
 	// Probes run concurrently: most blocked ones wait out a timeout.
 	rows := make([]Result, len(probes))
 	sem := make(chan struct{}, 16)
@@ -294,7 +308,7 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 		}()
 	}
 	wg.Wait()
-	return append(results, rows...), nil
+	return append(append(results, rows...), verbsRow), nil
 }
 
 func orDefault(v, def string) string {

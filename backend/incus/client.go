@@ -123,7 +123,8 @@ type request struct {
 	body        any       // JSON-encoded when non-nil
 	raw         io.Reader // sent as is when non-nil (with contentType)
 	contentType string
-	etag        string // If-Match
+	headers     map[string]string // extra headers (the file API's X-Incus-*)
+	etag        string            // If-Match
 	// out, when set, receives the metadata of a sync answer in the same decoding pass
 	// as the envelope (listing 50 instances is then one pass over the JSON, not two).
 	out any
@@ -167,6 +168,9 @@ func (c *Client) do(ctx context.Context, r request) (*response, string, error) {
 	}
 	if r.etag != "" {
 		req.Header.Set("If-Match", r.etag)
+	}
+	for k, v := range r.headers {
+		req.Header.Set(k, v)
 	}
 	req.Header.Set("User-Agent", "box")
 	resp, err := c.http.Do(req)

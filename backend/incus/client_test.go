@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -115,5 +116,40 @@ func TestNoDaemon(t *testing.T) {
 	_, err := c.ListInstances(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "is incusd running?") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestResetMachineID: the file API request, headers and all (the live test in
+// cmd/box proves incusd takes it on a stopped container).
+func TestResetMachineID(t *testing.T) {
+	var got *http.Request
+	var body []byte
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /1.0/instances/b/files", func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		body, _ = io.ReadAll(r.Body)
+		reply(w, http.StatusOK, map[string]any{"type": "sync", "status": "Success", "status_code": 200})
+	})
+	mux.HandleFunc("POST /1.0/instances/gone/files", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, http.StatusNotFound, map[string]any{"type": "error", "error": "Instance not found", "error_code": 404})
+	})
+	c := fakeIncusd(t, mux)
+	if err := c.ResetMachineID(context.Background(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	if got.URL.Query().Get("path") != "/etc/machine-id" || len(body) != 0 {
+		t.Errorf("path %q, body %q", got.URL.Query().Get("path"), body)
+	}
+	for k, v := range map[string]string{"X-Incus-type": "file", "X-Incus-write": "overwrite", "X-Incus-uid": "0",
+		"X-Incus-gid": "0", "X-Incus-mode": "0444", "Content-Type": "application/octet-stream"} {
+		if got.Header.Get(k) != v {
+			t.Errorf("%s: %q, want %q", k, got.Header.Get(k), v)
+		}
+	}
+	if err := c.ResetMachineID(context.Background(), "gone"); err == nil || !strings.Contains(err.Error(), `instance "gone": write /etc/machine-id`) {
+		t.Errorf("error: %v", err)
+	}
+	if err := c.WriteFile(context.Background(), "b", "etc/../x", nil, 0, 0, 0o644); err == nil {
+		t.Error("a relative path was sent")
 	}
 }

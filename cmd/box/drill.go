@@ -68,7 +68,7 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.backend, "backend", "", "backend to drill: bwrap, or vm (the host stack, then two boxes probed live)")
+	f.StringVar(&o.backend, "backend", "", "backend to drill: bwrap, or vm (the host stack, two boxes probed live, every verb against an instance box did not mint)")
 	f.StringVar(&o.image, "image", "images:debian/12/cloud", "with --backend vm: the image of the two drill boxes")
 	f.StringVar(&o.unitDir, "unit-dir", "/etc/systemd/system", "with --backend vm: where setup-host wrote the boot unit")
 	_ = f.MarkHidden("unit-dir")

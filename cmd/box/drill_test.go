@@ -208,11 +208,14 @@ func TestDrillBreachProfiles(t *testing.T) {
 		{"mount-ssh", `[[mounts]]
 path = "~/.ssh"
 `, nil, map[string]drill.Status{"secret:ssh": drill.Breach}},
-		{"mount-home-rw", `[[mounts]]
+		// (A read-write mount of ~ itself is refused outright: it holds box's own config.)
+		{"mount-home-ro", `[[mounts]]
 path = "~/"
+`, nil, map[string]drill.Status{"secret:ssh": drill.Breach, "secret:aws": drill.Breach, "secret:kube": drill.Breach}},
+		{"mount-ssh-rw", `[[mounts]]
+path = "~/.ssh"
 mode = "rw"
-`, nil, map[string]drill.Status{"secret:ssh": drill.Breach, "secret:aws": drill.Breach, "secret:kube": drill.Breach,
-			"write:~/": drill.Breach, "write:~/.ssh": drill.Breach, "write:~/.config": drill.Breach, "write:parent": drill.Breach}},
+`, nil, map[string]drill.Status{"secret:ssh": drill.Breach, "write:~/.ssh": drill.Breach}},
 		{"allowlist-env", `env = ["GITHUB_TOKEN", "AWS_*"]
 `, nil, map[string]drill.Status{"env:GITHUB_TOKEN": drill.Warn, "env:AWS_SECRET_ACCESS_KEY": drill.Warn,
 			"env:ANTHROPIC_API_KEY": drill.Pass, "env:unlisted": drill.Pass}},

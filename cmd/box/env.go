@@ -19,6 +19,8 @@ type env struct {
 	environ        func() []string
 	// stdinTTY reports whether stdin is a terminal (the audit asks only then).
 	stdinTTY func() bool
+	// quiet is the root's --quiet: no progress line, no closing notes, errors only.
+	quiet bool
 }
 
 func newEnv(stdin io.Reader, stdout, stderr io.Writer) *env {

@@ -21,7 +21,6 @@ type newOptions struct {
 	profile string
 	from    string
 	timeout time.Duration
-	quiet   bool
 }
 
 func newNewCmd(e *env) *cobra.Command { return newNewCmdWith(e, runNew) }
@@ -46,11 +45,13 @@ exec never read the template again.
 
 A clone (--from BOX or --from BOX/SNAPSHOT) keeps its source's stamp and resources and
 records where it came from; it refuses --template, --profile, --vm/--container and the
-resource flags.
+resource flags. A clone gets its own /etc/machine-id (emptied before its first
+boot; systemd makes a new one), so clones never share a DHCP client identity.
 
 The launch is time-boxed (--timeout): the box must be running with an IPv4 lease, and
 cloud-init (when the template has user-data and the image runs it) must have finished
-without error. On failure the half-made box is deleted, except when only the lease
+without error. On a terminal a progress line shows meanwhile (-q: none, and no
+"ready" line). On failure the half-made box is deleted, except when only the lease
 timed out: the box itself is fine then, and is kept for you to inspect.`,
 		Example: `  box new --name work                          # the blank template, as a VM
   box new --name agent --template claude --cpu 8
@@ -74,7 +75,6 @@ timed out: the box itself is fine then, and is kept for you to inspect.`,
 	f.BoolVar(&o.VM, "vm", false, "a virtual machine (the default)")
 	f.BoolVar(&o.Container, "container", false, "a container instead of a VM")
 	f.DurationVar(&o.timeout, "timeout", 600*time.Second, "give up when the box is not up within this time")
-	f.BoolVarP(&o.quiet, "quiet", "q", false, "print nothing but errors")
 	_ = cmd.RegisterFlagCompletionFunc("from", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return boxNames(e, ""), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -158,8 +158,8 @@ func runNew(e *env, o *newOptions, given []string) error {
 	defer cancel()
 	c := e.client()
 	defer c.Close()
-	p := newProgress(e, o.quiet)
-	defer p.done()
+	p := newProgress(e)
+	defer p.Done()
 
 	if _, _, err := c.Instance(ctx, o.Name); err == nil {
 		return withHint(fmt.Errorf("an instance named %q already exists", o.Name), "pick another --name; 'box list' shows the boxes")
@@ -181,7 +181,7 @@ func runNew(e *env, o *newOptions, given []string) error {
 		if req, err = incus.CloneRequest(*cl); err != nil {
 			return vmErr(e, err)
 		}
-		p.step("cloning %s into %s", o.from, o.Name)
+		p.Step("cloning %s into %s", o.from, o.Name)
 	} else {
 		pool, err := c.RootPool(ctx, placement)
 		if err != nil {
@@ -199,7 +199,7 @@ func runNew(e *env, o *newOptions, given []string) error {
 		if mint.VM {
 			kind = "VM"
 		}
-		p.step("creating %s (%s, template %s, image %s)", o.Name, kind, mint.Template, mint.Image)
+		p.Step("creating %s (%s, template %s, image %s)", o.Name, kind, mint.Template, mint.Image)
 	}
 
 	// From here on a failure must not leave a half-made box behind.
@@ -207,12 +207,38 @@ func runNew(e *env, o *newOptions, given []string) error {
 		discard(c, o.Name)
 		return launchErr(e, o, "create", err)
 	}
-	p.step("starting %s", o.Name)
+	// A clone gets its own machine ID before its first boot: systemd-networkd's DHCP
+	// client identity derives from it, so two clones would otherwise share a lease.
+	// A container's file system is written while it is stopped; a VM's only through its
+	// agent, so a VM clone is started, emptied, and restarted once.
+	vmClone := false
+	if plan.clone != nil {
+		inst, _, err := c.Instance(ctx, o.Name)
+		if err != nil {
+			discard(c, o.Name)
+			return launchErr(e, o, "inspect", err)
+		}
+		if vmClone = inst.Type == incus.TypeVM; !vmClone {
+			p.Step("giving %s a fresh machine ID", o.Name)
+			if err := c.ResetMachineID(ctx, o.Name); err != nil {
+				discard(c, o.Name)
+				return launchErr(e, o, "reset the machine ID of", err)
+			}
+		}
+	}
+	p.Step("starting %s", o.Name)
 	if err := c.Start(ctx, o.Name); err != nil {
 		discard(c, o.Name)
 		return launchErr(e, o, "start", err)
 	}
-	p.step("waiting for %s's IPv4 lease", o.Name)
+	if vmClone {
+		p.Step("giving %s a fresh machine ID (through its agent, then a restart)", o.Name)
+		if err := resetVMMachineID(ctx, c, o.Name); err != nil {
+			discard(c, o.Name)
+			return launchErr(e, o, "reset the machine ID of", err)
+		}
+	}
+	p.Step("waiting for %s's IPv4 lease", o.Name)
 	ip, err := c.WaitIPv4(ctx, o.Name, boxes.Iface)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -227,18 +253,16 @@ func runNew(e *env, o *newOptions, given []string) error {
 		return vmErr(e, err)
 	}
 	if inst.Config[incus.KeyUserData] != "" {
-		p.step("waiting for cloud-init in %s", o.Name)
+		p.Step("waiting for cloud-init in %s", o.Name)
 		if err := waitCloudInit(ctx, c, o.Name); err != nil {
 			discard(c, o.Name)
 			return launchErr(e, o, "provision", err)
 		}
 	}
-	p.done()
-	if !o.quiet {
-		s := boxes.Summarize(*inst, nil)
-		fmt.Fprintf(e.stderr, "box: %s is ready (%s, %s, user %s, %s): box shell %s\n",
-			o.Name, s.Type, ip, s.User, time.Since(p.start).Round(100*time.Millisecond), o.Name)
-	}
+	p.Done()
+	s := boxes.Summarize(*inst, nil)
+	note(e, "%s is ready (%s, %s, user %s, %s): box shell %s",
+		o.Name, s.Type, ip, s.User, p.Elapsed().Round(100*time.Millisecond), o.Name)
 	return nil
 }
 
@@ -315,6 +339,30 @@ func waitCloudInit(ctx context.Context, c *incus.Client, name string) error {
 		}
 		return fmt.Errorf("cloud-init failed:\n%s", strings.TrimSpace(out.String()))
 	}
+}
+
+// resetVMMachineID empties a running VM's /etc/machine-id once its agent answers, and
+// restarts it: systemd then generates a new ID at boot (from the VM's own UUID, which
+// Incus gives every copy) before networkd asks for a lease.
+func resetVMMachineID(ctx context.Context, c *incus.Client, name string) error {
+	for {
+		err := c.ResetMachineID(ctx, name)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "agent") || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if err := c.Stop(ctx, name, 60*time.Second, false); err != nil {
+		return err
+	}
+	return c.Start(ctx, name)
 }
 
 // needSnapshot checks that box has the snapshot, naming the ones it has otherwise.

@@ -42,10 +42,14 @@ without --force it refuses.`,
 			if err := ask(e, force, fmt.Sprintf("roll box %s back to %s? everything since is lost", name, snap), "not restored"); err != nil {
 				return err
 			}
-			if err := c.Restore(ctx, name, req); err != nil {
+			p := newProgress(e)
+			p.Step("restoring %s to %s", name, snap)
+			err = c.Restore(ctx, name, req)
+			p.Done()
+			if err != nil {
 				return vmErr(e, err)
 			}
-			fmt.Fprintf(e.stderr, "box: %s restored to %s\n", name, snap)
+			note(e, "%s restored to %s", name, snap)
 			return nil
 		},
 	}

@@ -53,6 +53,7 @@ creds-free, on an isolation stack 'box setup-host' builds and 'box doctor' check
 			return cmd.Help()
 		},
 	}
+	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "no progress line or closing notes on stderr, only errors")
 	root.Flags().BoolVar(&check, "check", false, "diagnose whether this machine can run box, with a fix for each problem")
 	root.SetVersionTemplate("box {{.Version}}\n")
 	root.SetOut(e.stdout)

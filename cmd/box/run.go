@@ -468,22 +468,30 @@ func refuseBoxDirs(e *env, p, what string) error {
 	for _, d := range []string{filepath.Join(e.configHome(), "box"), filepath.Join(e.dataHome(), "box")} {
 		d = resolved(d)
 		if within(d, p) || within(p, d) {
-			return withHint(fmt.Errorf("refusing %s %s: it holds box's own files (%s), which the sandbox could rewrite for its next run", what, p, d),
-				"run box from a project directory that does not contain "+d)
+			hint := "run box from a project directory that does not contain " + d
+			if what != "the working directory" {
+				hint = "mount it read-only, or mount a directory that does not contain " + d
+			}
+			return withHint(fmt.Errorf("refusing %s %s: it holds box's own files (%s), which the sandbox could rewrite for its next run", what, p, d), hint)
 		}
 	}
 	return nil
 }
 
+// secretPaths are well-known secret locations under a home directory, and what they hold.
+var secretPaths = [][2]string{
+	{".ssh", "SSH keys"}, {".gnupg", "GPG keys"}, {".aws", "AWS credentials"}, {".config/gcloud", "Google Cloud credentials"},
+	{".kube", "Kubernetes credentials"}, {".docker", "Docker credentials"}, {".netrc", "netrc passwords"},
+	{".git-credentials", "git credentials"}, {".config/gh", "GitHub CLI tokens"}, {".age", "age keys"},
+	{".config/sops/age", "age keys"}, {".password-store", "passwords"}, {".local/share/keyrings", "keyrings"},
+}
+
 // secretPath names what a mounted path exposes when it is (or holds) a well-known secret
 // location; "" otherwise. Mounting one is the profile's choice; box says so out loud.
 func secretPath(p, home string) string {
-	for rel, what := range map[string]string{
-		".ssh": "SSH keys", ".gnupg": "GPG keys", ".aws": "AWS credentials", ".config/gcloud": "Google Cloud credentials",
-		".kube": "Kubernetes credentials", ".docker": "Docker credentials", ".netrc": "netrc passwords",
-		".git-credentials": "git credentials", ".config/gh": "GitHub CLI tokens", ".age": "age keys",
-		".config/sops/age": "age keys", ".password-store": "passwords", ".local/share/keyrings": "keyrings",
-	} {
+	// In a fixed order, so the same path always gets the same answer.
+	for _, sp := range secretPaths {
+		rel, what := sp[0], sp[1]
 		s := filepath.Join(home, rel)
 		if p == s || strings.HasPrefix(p, s+"/") || strings.HasPrefix(s, p+"/") || p == home {
 			return what

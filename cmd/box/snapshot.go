@@ -53,13 +53,17 @@ A snapshot holds everything in the box, logged-in state included: clone it with
 					return exists
 				}
 			}
-			if err := c.CreateSnapshot(ctx, args[0], req); err != nil {
+			p := newProgress(e)
+			p.Step("taking snapshot %s/%s", args[0], label)
+			err = c.CreateSnapshot(ctx, args[0], req)
+			p.Done()
+			if err != nil {
 				if incus.IsConflict(err) || strings.Contains(err.Error(), "UNIQUE constraint") {
 					return exists // taken meanwhile
 				}
 				return vmErr(e, err)
 			}
-			fmt.Fprintf(e.stderr, "box: snapshot %s/%s taken\n", args[0], label)
+			note(e, "snapshot %s/%s taken", args[0], label)
 			return nil
 		},
 	}

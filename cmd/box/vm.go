@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -19,8 +18,8 @@ import (
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/internal/progress"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 // groupVM is the help group of the vm verbs.
@@ -82,33 +81,14 @@ func resolve(ctx context.Context, e *env, c *incus.Client, name string) (*incus.
 	return inst, vmErr(e, err)
 }
 
-// stderrTTY reports whether stderr is a terminal (progress is shown only then).
-func (e *env) stderrTTY() bool {
-	f, ok := e.stderr.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
+// newProgress is the progress line of a long vm operation on stderr: drawn on a
+// terminal only, never with --quiet.
+func newProgress(e *env) *progress.Line { return progress.New(e.stderr, e.quiet) }
 
-// progress is one line on a terminal, rewritten in place; nothing on a pipe or with
-// --quiet.
-type progress struct {
-	w     io.Writer
-	on    bool
-	start time.Time
-}
-
-func newProgress(e *env, quiet bool) *progress {
-	return &progress{w: e.stderr, on: !quiet && e.stderrTTY(), start: time.Now()}
-}
-
-func (p *progress) step(format string, a ...any) {
-	if p.on {
-		fmt.Fprintf(p.w, "\r\033[Kbox: %s (%s)", fmt.Sprintf(format, a...), time.Since(p.start).Round(100*time.Millisecond))
-	}
-}
-
-func (p *progress) done() {
-	if p.on {
-		fmt.Fprint(p.w, "\r\033[K")
+// note prints a verb's closing line on stderr, unless --quiet.
+func note(e *env, format string, a ...any) {
+	if !e.quiet {
+		fmt.Fprintf(e.stderr, "box: "+format+"\n", a...)
 	}
 }
 

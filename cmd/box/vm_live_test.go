@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/drill/incuslab"
 	"golang.org/x/sys/unix"
 )
@@ -325,6 +326,35 @@ func TestVMLive(t *testing.T) {
 		}
 	})
 
+	t.Run("clones get their own machine ID and DHCP lease", func(t *testing.T) {
+		// a → m1 → m2, each clone of a running box. systemd-networkd's DHCP client ID
+		// derives from /etc/machine-id: shared, dnsmasq would hand out one lease twice.
+		r.ok(t, "new", "--name", "m1", "--from", "a")
+		r.ok(t, "new", "--name", "m2", "--from", "m1")
+		ids, ips := map[string]string{}, map[string]string{}
+		for _, n := range []string{"a", "m1", "m2"} {
+			id := strings.TrimSpace(r.rootExec(n, "cat", "/etc/machine-id"))
+			if len(id) != 32 {
+				t.Errorf("%s: machine-id %q", n, id)
+			}
+			if other, dup := ids[id]; dup {
+				t.Errorf("%s and %s share machine-id %s", other, n, id)
+			}
+			ids[id] = n
+			ip := r.info(t, n).IPv4
+			if ip == "" {
+				t.Errorf("%s: no IPv4", n)
+			}
+			if other, dup := ips[ip]; dup {
+				t.Errorf("%s and %s share the lease %s", other, n, ip)
+			}
+			ips[ip] = n
+		}
+		t.Logf("machine IDs %v, leases %v", ids, ips)
+		r.ok(t, "rm", "m1", "--force")
+		r.ok(t, "rm", "m2", "--force")
+	})
+
 	t.Run("a legacy claudebox instance is entered as claude", func(t *testing.T) {
 		r.raw("legacy", map[string]string{incus.KeyLegacy: "1"})
 		if _, err := c.WaitIPv4(r.ctx, "legacy", "eth0"); err != nil {
@@ -394,6 +424,42 @@ func TestVMLive(t *testing.T) {
 		table := r.ok(t, "list").stdout
 		if !strings.HasPrefix(table, "NAME") || !strings.Contains(table, "IPV4") || strings.Contains(table, "payroll") {
 			t.Errorf("box list table:\n%s", table)
+		}
+	})
+
+	t.Run("the drill's verbs row passes, and turns BREACH when the tag check is bypassed", func(t *testing.T) {
+		run := verbRunner(r.box, r.env)
+		o := drill.UntaggedOptions{Client: c, Image: incuslab.ImageAlias, Profile: incuslab.Profile, Run: run, Logf: t.Logf}
+		start := time.Now()
+		row := drill.UntaggedVerbs(r.ctx, o)
+		t.Logf("untagged: %s (%s) in %s", row.Status, row.Observed, time.Since(start).Round(time.Millisecond))
+		if row.Status != drill.Pass {
+			t.Errorf("untagged instance: %s (%s), want PASS", row.Status, row.Observed)
+		}
+		// The same instance, tagged user.box=1: the tag check lets every verb in, and
+		// the row must say so (each verb's line, and what they did to it).
+		o.Config = map[string]string{incus.KeyBox: "1"}
+		start = time.Now()
+		row = drill.UntaggedVerbs(r.ctx, o)
+		t.Logf("tagged: %s (%s) in %s", row.Status, row.Observed, time.Since(start).Round(time.Millisecond))
+		if row.Status != drill.Breach {
+			t.Errorf("tag check bypassed: %s (%s), want BREACH", row.Status, row.Observed)
+		}
+		for _, v := range []string{"info: accepted", "exec: accepted", "shell: accepted", "snapshot: accepted", "restore: accepted",
+			"new: accepted", "stop: accepted", "rm: accepted", "a clone of it was made", "gone"} {
+			if !strings.Contains(row.Observed, v) {
+				t.Errorf("bypassed row lacks %q: %s", v, row.Observed)
+			}
+		}
+		// Nothing of either run is left behind.
+		list, err := c.ListInstances(r.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range list {
+			if strings.HasPrefix(i.Name, "payroll-drill-") {
+				t.Errorf("left behind: %s", i.Name)
+			}
 		}
 	})
 
