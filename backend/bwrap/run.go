@@ -109,6 +109,12 @@ func Run(l Launch) (int, error) {
 		return 1, fmt.Errorf("start %s: %w", l.Bwrap, err)
 	}
 
+	// Opened before anything reaps bwrap, so it can only ever name this process.
+	bwrapFd, bwrapErr := unix.PidfdOpen(pid, 0)
+	if bwrapErr == nil {
+		defer unix.Close(bwrapFd)
+	}
+
 	var ws syscall.WaitStatus
 	done := make(chan struct{})
 	go func() {
@@ -124,6 +130,9 @@ func Run(l Launch) (int, error) {
 	child, infoErr := readChildPid(infoR)
 	var cleanup func()
 	if infoErr == nil && l.BeforeRelease != nil {
+		// A pidfd names this very process: if setup fails and the sandbox has already
+		// gone, a kill by number could hit a reused pid.
+		childFd, pfErr := unix.PidfdOpen(child, 0)
 		cleanup, infoErr = l.BeforeRelease(child)
 		if infoErr == nil {
 			_, infoErr = blockW.Write([]byte{1})
@@ -131,10 +140,22 @@ func Run(l Launch) (int, error) {
 		if infoErr != nil {
 			// Fail closed: kill the sandbox and bwrap before the block fd is closed by
 			// the defer (a sandbox outliving bwrap would read EOF and run unfiltered).
-			_ = syscall.Kill(child, syscall.SIGKILL)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if pfErr == nil {
+				_ = unix.PidfdSendSignal(childFd, unix.SIGKILL, nil, 0)
+			}
+			if bwrapErr == nil {
+				_ = unix.PidfdSendSignal(bwrapFd, unix.SIGKILL, nil, 0)
+			} else {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
 			<-done
+			if pfErr == nil {
+				unix.Close(childFd)
+			}
 			return 1, infoErr
+		}
+		if pfErr == nil {
+			unix.Close(childFd)
 		}
 		blockW.Close()
 		blockW = nil
