@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the packaging tests need beyond scripts/deps.sh, idempotently, on Debian 12:
+# What the tests need beyond scripts/deps.sh, idempotently, on Debian 12:
 # nix-bin (nix-instantiate parses flake.nix; `nix hash path` computes its vendorHash)
 # make (the Makefile's install and uninstall) and bash-completion (a real bash loads the
 # installed completion script). Only Debian's mirror is used.
@@ -7,6 +7,9 @@ set -euo pipefail
 need=()
 command -v nix-instantiate >/dev/null 2>&1 && command -v nix >/dev/null 2>&1 || need+=(nix-bin)
 command -v make >/dev/null 2>&1 || need+=(make)
+# The real sandbox tests probe the lab with curl from inside a sandbox; ps explains a failure.
+command -v curl >/dev/null 2>&1 || need+=(curl ca-certificates)
+command -v ps >/dev/null 2>&1 || need+=(procps)
 [ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
 [ ${#need[@]} -eq 0 ] && exit 0
 export DEBIAN_FRONTEND=noninteractive
