@@ -4,10 +4,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/heavy-duty/box/internal/catalog"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/heavy-duty/box/internal/strictoml"
@@ -73,31 +73,16 @@ func List(userDir string) ([]*Profile, error) {
 	for _, e := range ents {
 		names[strings.TrimSuffix(e.Name(), ".toml")] = true
 	}
-	if userDir != "" {
-		ents, err := os.ReadDir(userDir)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
+	err := catalog.Names(names, userDir, func(e fs.DirEntry) string {
+		if n, ok := strings.CutSuffix(e.Name(), ".toml"); ok && !e.IsDir() {
+			return n
 		}
-		for _, e := range ents {
-			if n, ok := strings.CutSuffix(e.Name(), ".toml"); ok && !e.IsDir() && !strings.HasPrefix(n, ".") {
-				names[n] = true
-			}
-		}
+		return ""
+	})
+	if err != nil {
+		return nil, err
 	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	var out []*Profile
-	for _, n := range sorted {
-		p, err := Load(n, userDir)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return catalog.LoadAll(names, func(n string) (*Profile, error) { return Load(n, userDir) })
 }
 
 // Builtin reports whether name is a shipped profile.

@@ -4,11 +4,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/heavy-duty/box/internal/catalog"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 )
 
 // The shipped templates. Adding one means adding its directory here.
@@ -55,32 +54,16 @@ func List(userDir string) ([]*Template, error) {
 	for _, e := range entries {
 		names[e.Name()] = true
 	}
-	if userDir != "" {
-		ents, err := os.ReadDir(userDir)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
+	err := catalog.Names(names, userDir, func(e fs.DirEntry) string {
+		if e.IsDir() {
+			return e.Name()
 		}
-		for _, e := range ents {
-			// Hidden entries (.git, editor state) are not templates.
-			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-				names[e.Name()] = true
-			}
-		}
+		return ""
+	})
+	if err != nil {
+		return nil, err
 	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	var out []*Template
-	for _, n := range sorted {
-		t, err := Load(n, userDir)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, nil
+	return catalog.LoadAll(names, func(n string) (*Template, error) { return Load(n, userDir) })
 }
 
 func mustSub(name string) fs.FS {

@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/heavy-duty/box/internal/pty"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/heavy-duty/box/drill"
@@ -79,7 +79,7 @@ func verbRunner(exe string, environ []string) drill.VerbRunner {
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if tty {
-			master, slave, err := newPTY()
+			master, slave, err := pty.Open()
 			if err != nil {
 				out.Err = err
 				return out
@@ -124,27 +124,4 @@ func verbRunner(exe string, environ []string) drill.VerbRunner {
 		}
 		return out
 	}
-}
-
-// newPTY opens a new pseudo-terminal pair.
-func newPTY() (master, slave *os.File, err error) {
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		m.Close()
-		return nil, nil, err
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		m.Close()
-		return nil, nil, err
-	}
-	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		m.Close()
-		return nil, nil, err
-	}
-	return m, s, nil
 }

@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/heavy-duty/box/internal/pty"
 	"os"
 	"os/exec"
 	"os/user"
@@ -19,7 +20,6 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/internal/testenv"
-	"golang.org/x/sys/unix"
 )
 
 var (
@@ -430,21 +430,9 @@ func TestSandboxTerminal(t *testing.T) {
 
 func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	m, s, err := pty.Open()
 	if err != nil {
-		testenv.Skip(t, "no /dev/ptmx: "+err.Error())
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "/dev/pts/" + strconv.Itoa(n)
-	s, err := os.OpenFile(name, os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
+		testenv.Skip(t, "no pseudo-terminal: "+err.Error())
 	}
 	return m, s
 }

@@ -2,9 +2,9 @@ package progress
 
 import (
 	"bytes"
+	"github.com/heavy-duty/box/internal/pty"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,20 +44,9 @@ func TestSilentOffATerminal(t *testing.T) {
 // openPTY is a real pseudo-terminal: the line must see a terminal exactly as a user's.
 func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	m, s, err := pty.Open()
 	if err != nil {
-		testenv.Skip(t, "no /dev/ptmx: "+err.Error())
-	}
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
+		testenv.Skip(t, "no pseudo-terminal: "+err.Error())
 	}
 	// Raw output: what is written arrives as written (no \n → \r\n).
 	tio, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS)
