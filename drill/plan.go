@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/policy"
 )
 
 // ProbeSubcommand is the hidden box subcommand that must call ProbeMain; ProbePath is where
@@ -43,9 +44,9 @@ const DefaultInternetURL = "http://example.com/"
 
 // Network tiers (the same names as the bwrap backend's).
 const (
-	TierNone     = "none"
-	TierInternet = "internet"
-	TierFull     = "full"
+	TierNone     = policy.NetNone
+	TierInternet = policy.NetInternet
+	TierFull     = policy.NetFull
 )
 
 // Want is what the contract says about a probe's target.
@@ -154,33 +155,8 @@ type secretPath struct {
 	paths    []string
 }
 
-// SecretPaths are the well-known secret locations of an operator's home probed by the drill.
-var SecretPaths = []secretPath{
-	{"ssh", "SSH keys (~/.ssh)", []string{".ssh"}},
-	{"aws", "AWS credentials (~/.aws)", []string{".aws/credentials", ".aws/config", ".aws/sso"}},
-	{"gnupg", "GPG keys (~/.gnupg)", []string{".gnupg"}},
-	{"gcloud", "Google Cloud (~/.config/gcloud)", []string{".config/gcloud"}},
-	{"tailscale", "Tailscale state", []string{".local/share/tailscale", ".config/tailscale", "/var/lib/tailscale"}},
-	{"age", "age keys", []string{".config/age", ".age", ".config/sops/age"}},
-	{"netrc", "~/.netrc", []string{".netrc"}},
-	{"git-credentials", "~/.git-credentials", []string{".git-credentials", ".config/git/credentials"}},
-	{"docker", "Docker credentials", []string{".docker/config.json"}},
-	{"kube", "Kubernetes (~/.kube/config)", []string{".kube/config"}},
-	{"gh", "GitHub CLI (~/.config/gh/hosts.yml)", []string{".config/gh/hosts.yml"}},
-	{"cloud-cli", "other cloud CLIs' tokens", []string{".azure", ".config/doctl", ".oci", ".config/hcloud",
-		".terraform.d/credentials.tfrc.json", ".config/linode-cli", ".fly", ".config/heroku", ".netlify", ".config/op"}},
-	{"package-registries", "package registry tokens", []string{".npmrc", ".pypirc", ".cargo/credentials.toml", ".gem/credentials", ".m2/settings.xml"}},
-	{"password-stores", "password stores and keyrings", []string{".password-store", ".local/share/keyrings", ".pgpass", ".vault-token"}},
-	{"claude-credentials", "Claude login (~/.claude/.credentials.json)", []string{".claude/.credentials.json"}},
-}
-
-// abs makes a SecretPaths entry absolute.
-func abs(home, p string) string {
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(home, p)
-}
+// abs makes a policy.Secrets path absolute.
+func abs(home, p string) string { return policy.Abs(home, p) }
 
 // socketProbes are the agent and daemon sockets probed (absolute, after expansion).
 func socketProbes(home string, uid int, environ []string) []secretPath {
@@ -213,8 +189,8 @@ func socketProbes(home string, uid int, environ []string) []secretPath {
 // Candidates lists every host path Gather must stat for BuildPlan.
 func Candidates(home string, uid int, environ []string) []string {
 	var out []string
-	for _, s := range SecretPaths {
-		for _, p := range s.paths {
+	for _, s := range policy.Secrets {
+		for _, p := range s.Paths {
 			out = append(out, abs(home, p))
 		}
 	}
@@ -270,14 +246,14 @@ func BuildPlan(in Input) (Plan, error) {
 	}
 
 	// Secrets of the real home.
-	for _, s := range SecretPaths {
+	for _, s := range policy.Secrets {
 		var paths []string
-		for _, q := range s.paths {
+		for _, q := range s.Paths {
 			paths = append(paths, abs(in.Home, q))
 		}
-		pr := Probe{ID: "secret:" + s.id, Group: "secrets", Name: s.name, Kind: KindPath, Targets: paths,
+		pr := Probe{ID: "secret:" + s.ID, Group: "secrets", Name: s.What, Kind: KindPath, Targets: paths,
 			Want: Blocked, Expected: "invisible", HostAbsent: !exists(paths)}
-		if s.id == "claude-credentials" && in.AuthPassthrough {
+		if s.ID == "claude-credentials" && in.AuthPassthrough {
 			pr.Want, pr.Expected = Allowed, "read-only (auth_passthrough)"
 		}
 		add(pr)

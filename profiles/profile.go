@@ -8,6 +8,7 @@ package profiles
 import (
 	"fmt"
 	"github.com/heavy-duty/box/internal/charclass"
+	"github.com/heavy-duty/box/policy"
 	"strings"
 
 	"github.com/heavy-duty/box/templates"
@@ -18,13 +19,13 @@ const (
 	BackendBwrap = "bwrap"
 	BackendVM    = "vm"
 
-	NetNone     = "none"
-	NetInternet = "internet"
-	NetFull     = "full"
+	NetNone     = policy.NetNone
+	NetInternet = policy.NetInternet
+	NetFull     = policy.NetFull
 )
 
 // Tiers lists the network tiers in order of exposure.
-var Tiers = []string{NetNone, NetInternet, NetFull}
+var Tiers = policy.Tiers
 
 // Profile is one parsed, validated profile.
 type Profile struct {

@@ -3,13 +3,17 @@
 // only place that looks at the filesystem), and a thin exec layer (Run).
 package bwrap
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/heavy-duty/box/policy"
+)
 
 // Network tiers.
 const (
-	NetNone     = "none"
-	NetInternet = "internet"
-	NetFull     = "full"
+	NetNone     = policy.NetNone
+	NetInternet = policy.NetInternet
+	NetFull     = policy.NetFull
 )
 
 // BinDir is the sandbox directory holding a symlink per tool; it leads PATH.

@@ -119,7 +119,7 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range p.warnings {
+	for _, w := range p.Warnings {
 		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
 	}
 	exe, err := os.Executable()
@@ -129,10 +129,10 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return fmt.Errorf("locating the box binary for the probe runner: %w", err)
 	}
-	p.spec.Mounts = append(p.spec.Mounts, bwrap.Mount{Src: exe, Dst: drill.ProbePath})
+	p.Spec.Mounts = append(p.Spec.Mounts, bwrap.Mount{Src: exe, Dst: drill.ProbePath})
 
 	var entered []string
-	for _, v := range p.vars {
+	for _, v := range p.Vars {
 		if v.Origin != "box" {
 			entered = append(entered, v.Name)
 		}
@@ -141,10 +141,10 @@ func runDrill(e *env, o *drillOptions) error {
 	rand.Read(nonce)
 	environ := e.environ()
 	plan, err := drill.BuildPlan(drill.Input{
-		Home: p.spec.Home, Workdir: p.spec.Workdir, UID: os.Getuid(),
-		Tier: p.spec.Network, Expect: o.expect,
-		Environ: environ, Entered: entered, AuthPassthrough: p.profile.AuthPassthrough,
-		Facts:       drill.Gather(p.spec.Home, os.Getuid(), environ),
+		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
+		Tier: p.Spec.Network, Expect: o.expect,
+		Environ: environ, Entered: entered, AuthPassthrough: p.Profile.AuthPassthrough,
+		Facts:       drill.Gather(p.Spec.Home, os.Getuid(), environ),
 		InternetURL: o.internetURL, HostPort: o.hostPort, LANTargets: o.lan,
 		Nonce: hex.EncodeToString(nonce),
 	})
@@ -156,16 +156,16 @@ func runDrill(e *env, o *drillOptions) error {
 		return err
 	}
 
-	args, netOpts, err := prepareLaunch(e, p)
+	pr, err := bwrap.Prepare(p, e.getenv("BOX_INTERNET_HELPER"))
 	if err != nil {
 		return err
 	}
-	bin, err := lookBwrap()
+	bin, err := bwrap.LookBwrap()
 	if err != nil {
 		return err
 	}
 	var out bytes.Buffer
-	code, err := launchSandbox(p, bin, args, netOpts, bytes.NewReader(planJSON), &out, e.stderr)
+	code, err := p.Start(pr, bin, bytes.NewReader(planJSON), &out, e.stderr)
 	if err != nil {
 		return err
 	}
@@ -183,8 +183,8 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return err
 	}
-	what := fmt.Sprintf("profile %s, tier %s", p.profile.Name, p.spec.Network)
-	if o.expect != "" && o.expect != p.spec.Network {
+	what := fmt.Sprintf("profile %s, tier %s", p.Profile.Name, p.Spec.Network)
+	if o.expect != "" && o.expect != p.Spec.Network {
 		what += ", judged as " + o.expect
 	}
 	if drill.Failed(results) {
