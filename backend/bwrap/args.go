@@ -56,6 +56,14 @@ func Args(spec Spec, host Host) ([]string, error) {
 	a = append(a, "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
 		"--dev", "/dev", "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
 		"--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--dir", "/run")
+	for _, l := range host.RunLinks {
+		a = append(a, "--symlink", l.Link, l.Path)
+	}
+	if spec.NixDaemon {
+		// Opted in by the operator (profile nix = "daemon"): the socket alone; the rest
+		// of /nix/var (the database, profiles, GC roots) stays out.
+		a = append(a, "--ro-bind", NixDaemonDir, NixDaemonDir)
+	}
 
 	// $HOME is an empty tmpfs: nothing of the real home is there unless bound below.
 	a = append(a, "--tmpfs", spec.Home)

@@ -1,10 +1,14 @@
 package bwrap
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
+
+	"github.com/heavy-duty/box/backend/bwrap/nixpkg"
+	"github.com/heavy-duty/box/profiles"
 )
 
 // Outside is what the caller knows of the operator's session: its environment and the
@@ -51,6 +55,9 @@ func Gather(r Request, o Outside) (Facts, error) {
 		real, err := filepath.EvalSymlinks(src)
 		f.Mounts[src] = MountFact{Real: real, Err: err}
 	}
+	if err := gatherNix(r, o, pathEnv, &f); err != nil {
+		return f, err
+	}
 	if r.Profile.AuthPassthrough {
 		for _, rel := range ClaudeCredentials {
 			if p := filepath.Join(o.Home, rel); fileExists(p) {
@@ -59,6 +66,45 @@ func Gather(r Request, o Outside) (Facts, error) {
 		}
 	}
 	return f, nil
+}
+
+// nixCommands are the Nix tools a minimal PATH keeps, when the host has them.
+var nixCommands = []string{"nix", "nix-build", "nix-shell", "nix-store", "nix-instantiate", "nix-env", "nix-hash", "nix-prefetch-url", "nix-collect-garbage", "nix-channel", "nix-copy-closure", ","}
+
+// gatherNix realises the profile's packages on the host (cached) and finds the Nix tools.
+func gatherNix(r Request, o Outside, pathEnv string, f *Facts) error {
+	nixBin := ""
+	if t, err := ResolveTool("nix", pathEnv); err == nil {
+		nixBin = t.Path
+	}
+	if r.Profile.Path == profiles.PathMinimal {
+		for _, n := range nixCommands {
+			if t, err := ResolveTool(n, pathEnv); err == nil {
+				f.NixTools = append(f.NixTools, t)
+			}
+		}
+	}
+	if len(r.Profile.Packages) == 0 {
+		return nil
+	}
+	rl := nixpkg.Realiser{Nix: nixBin, CacheDir: filepath.Join(o.DataHome, "box", "packages"), Environ: o.Environ}
+	outs, _, err := rl.Realise(context.Background(), r.Profile.Packages)
+	if err != nil {
+		return err
+	}
+	f.PackageCommands = map[string]bool{}
+	for _, out := range outs {
+		bin := filepath.Join(out, "bin")
+		ents, err := os.ReadDir(bin)
+		if err != nil {
+			continue
+		}
+		f.PackageBins = append(f.PackageBins, bin)
+		for _, e := range ents {
+			f.PackageCommands[e.Name()] = true
+		}
+	}
+	return nil
 }
 
 // resolved is p with symlinks followed, or p itself when it cannot be resolved.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/heavy-duty/box/envaudit"
@@ -72,6 +73,14 @@ type Facts struct {
 	// AuthFiles are the host credential files that exist, when the profile asks for
 	// auth passthrough.
 	AuthFiles []string
+	// PackageBins are the bin directories of the profile's Nix packages, realised on the
+	// host (store paths, read-only inside).
+	PackageBins []string
+	// PackageCommands are the command names those directories hold.
+	PackageCommands map[string]bool
+	// NixTools are the host's Nix commands (nix, nix-build, ...) that exist, for a
+	// minimal PATH.
+	NixTools []Tool
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -130,6 +139,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 			tf.Err = exec.ErrNotFound
 		}
 		err := tf.Err
+		if errors.Is(err, exec.ErrNotFound) && f.PackageCommands[name] {
+			continue // a profile package provides it, on PATH inside
+		}
 		if err == nil && (within(tf.Tool.Path, wd) || within(tf.Tool.Path, instanceDir)) {
 			// A PATH entry the sandbox can write (a project's bin/ added by direnv)
 			// could hold a planted link to anything: never bind through it.
@@ -205,11 +217,26 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 			p.warn("--env %s: not set in your environment", n)
 		}
 	}
+	minimal := r.Profile.Path == profiles.PathMinimal
+	if minimal {
+		for _, t := range f.NixTools {
+			if !slices.ContainsFunc(tools, func(x Tool) bool { return x.Name == t.Name }) {
+				tools = append(tools, t)
+			}
+		}
+	}
+	daemon := r.Profile.Nix == profiles.NixDaemon
+	if daemon {
+		p.warn("nix = \"daemon\": the host's nix-daemon is reachable inside; what it builds and fetches runs on the host, on the host's network, outside tier %s and outside the sandbox", network)
+	}
 	boxSet := map[string]string{
-		"HOME": f.Home, "PATH": PATH(), "BOX_SANDBOX": "bwrap",
+		"HOME": f.Home, "PATH": SandboxPATH(f.PackageBins, minimal), "BOX_SANDBOX": "bwrap",
 		// Claude Code keeps .claude.json in here instead of $HOME (see Args).
 		"CLAUDE_CONFIG_DIR": filepath.Join(f.Home, ".claude"),
 		"USER":              f.User, "LOGNAME": f.User,
+	}
+	if daemon {
+		boxSet["NIX_REMOTE"] = "daemon"
 	}
 	p.Vars = allow.Filter(f.Environ, boxSet)
 	p.Findings = envaudit.Audit(p.Vars)
@@ -221,6 +248,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Policy = Policy{
 		Profile: r.Profile.Name, Template: r.Template.Name, Network: network, Workdir: wd,
 		Tools: toolNames, Auth: len(auth) > 0, Notes: r.Template.Notes,
+		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon,
 	}
 	for _, m := range mounts {
 		if m.RW {
@@ -232,7 +260,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Spec = Spec{
 		Workdir: wd, Home: f.Home, InstanceDir: instanceDir,
 		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
-		Command: command, Hostname: "box",
+		Command: command, Hostname: "box", NixDaemon: daemon,
 	}
 	return p, nil
 }

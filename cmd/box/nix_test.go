@@ -1,0 +1,132 @@
+package main
+
+// Nix in the sandbox, for real: a multi-user Nix host (a real nix-daemon), the profile's
+// packages realised on the host and on PATH inside, a minimal PATH, and the daemon's
+// socket absent unless the operator opts in.
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/heavy-duty/box/internal/testenv"
+)
+
+// nixWorld is a planted world on a Nix host with a local flake of one package, fmt.
+func nixWorld(t *testing.T) (*world, string) {
+	t.Helper()
+	testenv.NixDaemon(t)
+	w := newWorld(t)
+	flake := filepath.Join(filepath.Dir(w.home), "tools")
+	w.write(filepath.Join(flake, "flake.nix"), `{
+  outputs = { self }: {
+    packages.x86_64-linux.fmt = derivation {
+      name = "box-test-fmt"; system = "x86_64-linux"; builder = "/bin/sh";
+      args = [ "-c" "/bin/mkdir -p $out/bin; printf '#!/bin/sh\\necho formatted by nix\\n' > $out/bin/fmt; /bin/chmod +x $out/bin/fmt" ];
+    };
+  };
+}
+`)
+	return w, flake
+}
+
+func storeListing(t *testing.T) string {
+	t.Helper()
+	ents, err := os.ReadDir("/nix/store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, "\n")
+}
+
+func TestNixPackagesOnPath(t *testing.T) {
+	w, flake := nixWorld(t)
+	w.write(filepath.Join(w.home, ".config/box/profiles/tools.toml"), `packages = ["path:`+flake+`#fmt"]
+`)
+	r := w.run("run", "-y", "--profile", "tools", "--", "sh", "-c", `fmt; echo "PATH=$PATH"`)
+	if r.code != 0 || !strings.Contains(r.stdout, "formatted by nix") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "/nix/store/") || !strings.Contains(r.stdout, ":/usr/bin") {
+		t.Errorf("PATH lacks the package's bin or the system's: %s", r.stdout)
+	}
+
+	// Cached: a second launch evaluates nothing. Without nix on PATH it still works,
+	// which it could not if it ran nix again.
+	bin := filepath.Join(filepath.Dir(w.home), "bin-without-nix")
+	os.MkdirAll(bin, 0o755)
+	if err := os.Symlink(testenv.RequireTool(t, "bwrap"), filepath.Join(bin, "bwrap")); err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(w.env, "PATH="+bin)
+	r = w.run("run", "-y", "--profile", "tools", "--", "fmt")
+	if r.code != 0 || !strings.Contains(r.stdout, "formatted by nix") {
+		t.Fatalf("cached launch: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
+	// A changed profile evaluates again, and a failure names the installable and nix's
+	// words.
+	w.env = w.env[:len(w.env)-1]
+	w.write(filepath.Join(w.home, ".config/box/profiles/tools.toml"), `packages = ["path:`+flake+`#nope"]
+`)
+	r = w.run("run", "-y", "--profile", "tools", "--", "true")
+	if r.code != 1 || !strings.Contains(r.stderr, "nix build path:"+flake+"#nope failed") ||
+		!strings.Contains(r.stderr, "does not provide attribute") || !strings.Contains(r.stderr, "box: hint:") {
+		t.Errorf("a bad package: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+}
+
+func TestNixMinimalPath(t *testing.T) {
+	w, flake := nixWorld(t)
+	w.write(filepath.Join(w.home, ".config/box/profiles/min.toml"), `packages = ["path:`+flake+`#fmt"]
+path = "minimal"
+tools = ["sh"]
+`)
+	r := w.run("run", "-y", "--profile", "min", "--", "sh", "-c", `echo "PATH=$PATH"; fmt; command -v ls || echo "no ls"; command -v nix`)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "/usr/bin") || !strings.Contains(r.stdout, "formatted by nix") || !strings.Contains(r.stdout, "no ls") {
+		t.Errorf("minimal PATH: %s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "/run/box/bin/nix") {
+		t.Errorf("the Nix tools are not on a minimal PATH: %s", r.stdout)
+	}
+}
+
+// The host's nix-daemon builds and fetches on the host's network: its socket is absent
+// inside, nothing inside can add to the host's store, unless the operator opts in (and
+// is warned).
+func TestNixDaemonAbsentUnlessOptedIn(t *testing.T) {
+	w, _ := nixWorld(t)
+	before := storeListing(t)
+	r := w.sh(`ls /nix; test -e /nix/var/nix/daemon-socket/socket && echo SOCKET-PRESENT
+echo planted > /tmp/f; nix-store --add /tmp/f 2>&1 && echo ADDED; echo x > /nix/store/planted 2>&1 || echo store-read-only`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "SOCKET-PRESENT") || strings.Contains(r.stdout, "ADDED") || !strings.Contains(r.stdout, "store-read-only") {
+		t.Errorf("the host's store was reachable: %s", r.stdout)
+	}
+	if strings.Fields(r.stdout)[0] != "store" {
+		t.Errorf("/nix inside holds more than the store: %s", r.stdout)
+	}
+	if after := storeListing(t); after != before {
+		t.Errorf("the host's store changed")
+	}
+
+	w.write(filepath.Join(w.home, ".config/box/profiles/daemon.toml"), `nix = "daemon"
+`)
+	r = w.run("run", "-y", "--profile", "daemon", "--", "sh", "-c", `echo "remote=$NIX_REMOTE"; echo planted-by-box > /tmp/f; nix-store --add /tmp/f`)
+	if r.code != 0 || !strings.Contains(r.stdout, "remote=daemon") || !strings.Contains(r.stdout, "/nix/store/") {
+		t.Fatalf("opted in: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, `box: warning: nix = "daemon": the host's nix-daemon is reachable inside`) {
+		t.Errorf("no warning: %s", r.stderr)
+	}
+}
