@@ -56,7 +56,8 @@ const (
 	PathSystem  = "system"  // the default: the profile's tools and packages, then the system's bin dirs
 	PathMinimal = "minimal" // the profile's tools and packages and the Nix tools only
 
-	NixNone   = "none"   // no nix-daemon inside (the default)
+	NixNone   = "none"   // the default: the host's store read-only, no nix-daemon inside
+	NixStore  = "store"  // a per-project store layered over the host's: builds run inside, on the sandbox's tier
 	NixDaemon = "daemon" // the host's nix-daemon socket inside: builds run on the host's network
 )
 
@@ -206,8 +207,8 @@ func (p *Profile) Validate() error {
 	if p.Path != "" && p.Path != PathSystem && p.Path != PathMinimal {
 		return fmt.Errorf("path %q: want %s or %s", p.Path, PathSystem, PathMinimal)
 	}
-	if p.Nix != "" && p.Nix != NixNone && p.Nix != NixDaemon {
-		return fmt.Errorf("nix %q: want %s or %s", p.Nix, NixNone, NixDaemon)
+	if p.Nix != "" && p.Nix != NixNone && p.Nix != NixStore && p.Nix != NixDaemon {
+		return fmt.Errorf("nix %q: want %s, %s or %s", p.Nix, NixNone, NixStore, NixDaemon)
 	}
 	if p.Backend == BackendVM {
 		switch {
@@ -215,8 +216,8 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("packages: the vm backend does not honour it (a vm box installs its tools itself; use the template's cloud-init)")
 		case p.Path == PathMinimal:
 			return fmt.Errorf("path: the vm backend does not honour it (it shapes a bwrap sandbox's PATH)")
-		case p.Nix == NixDaemon:
-			return fmt.Errorf("nix: the vm backend does not honour it (it opens a bwrap sandbox to the host's nix-daemon)")
+		case p.Nix == NixDaemon || p.Nix == NixStore:
+			return fmt.Errorf("nix: the vm backend does not honour it (it shapes a bwrap sandbox's Nix store)")
 		}
 	}
 	if p.CPU != "" {

@@ -162,7 +162,7 @@ func TestParseValidation(t *testing.T) {
 		{`packages = ["nixpkgs#jq", "a b#c"]`, `packages[1]`},
 		{`packages = [""]`, `empty`},
 		{`path = "tiny"`, `path "tiny": want system or minimal`},
-		{`nix = "host"`, `nix "host": want none or daemon`},
+		{`nix = "host"`, `nix "host": want none, store or daemon`},
 		{"backend = \"vm\"\npackages = [\"nixpkgs#jq\"]", `packages: the vm backend does not honour it`},
 		{"backend = \"vm\"\npath = \"minimal\"", `path: the vm backend does not honour it`},
 		{"backend = \"vm\"\nnix = \"daemon\"", `nix: the vm backend does not honour it`},

@@ -23,7 +23,7 @@ type Outside struct {
 // mount sources and credential files.
 func Gather(r Request, o Outside) (Facts, error) {
 	f := Facts{
-		Euid: os.Geteuid(), Home: o.Home, User: o.User,
+		Euid: os.Geteuid(), Egid: os.Getegid(), Home: o.Home, User: o.User,
 		DataHome: o.DataHome, Environ: o.Environ,
 		Tools: map[string]ToolFact{}, Mounts: map[string]MountFact{},
 	}
@@ -73,6 +73,9 @@ var nixCommands = []string{"nix", "nix-build", "nix-shell", "nix-store", "nix-in
 
 // gatherNix realises the profile's packages on the host (cached) and finds the Nix tools.
 func gatherNix(r Request, o Outside, pathEnv string, f *Facts) error {
+	if fi, err := os.Stat("/nix/store"); err == nil && fi.IsDir() {
+		f.HostNixStore = true
+	}
 	nixBin := ""
 	if t, err := ResolveTool("nix", pathEnv); err == nil {
 		nixBin = t.Path

@@ -44,6 +44,7 @@ type Policy struct {
 	Packages    []string
 	MinimalPath bool
 	NixDaemon   bool
+	NixStore    bool
 }
 
 var tierText = map[string]string{
@@ -83,7 +84,9 @@ func SandboxMD(p Policy) string {
 	} else {
 		fmt.Fprintf(&b, "The system's own commands (/usr/bin) are available. ")
 	}
-	if p.NixDaemon {
+	if p.NixStore {
+		fmt.Fprintf(&b, "Nix works here with a store of this project's own, layered over the host's read-only one: `nix shell nixpkgs#TOOL`, `nix build`, `nix run` (and `,` where installed) build and download inside this sandbox, under its network tier; what you install persists for this project and profile, never in the host's store. ")
+	} else if p.NixDaemon {
 		fmt.Fprintf(&b, "The host's nix-daemon is reachable (`nix shell nixpkgs#TOOL`, `nix build`): the operator opted in, and what it builds runs on the host. ")
 	} else {
 		fmt.Fprintf(&b, "The Nix store is read-only here and there is no nix-daemon: `nix shell`/`nix build` cannot install anything. ")

@@ -60,6 +60,7 @@ func (r Request) toolNames() []string {
 type Facts struct {
 	Workdir string // the working directory, symlinks resolved
 	Euid    int
+	Egid    int
 	Home    string   // $HOME inside and out (absolute, clean)
 	Homes   []string // the home as $HOME and the password database say, resolved
 	User    string   // USER and LOGNAME inside
@@ -78,6 +79,8 @@ type Facts struct {
 	PackageBins []string
 	// PackageCommands are the command names those directories hold.
 	PackageCommands map[string]bool
+	// HostNixStore: the host has /nix/store (a per-project store layers over it).
+	HostNixStore bool
 	// NixTools are the host's Nix commands (nix, nix-build, ...) that exist, for a
 	// minimal PATH.
 	NixTools []Tool
@@ -238,6 +241,21 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	if daemon {
 		boxSet["NIX_REMOTE"] = "daemon"
 	}
+	var nixStore string
+	if r.Profile.Nix == profiles.NixStore {
+		if !f.HostNixStore {
+			return nil, errs.WithHint(fmt.Errorf("profile %q: nix = \"store\" layers a store over the host's /nix/store, and this host has none", r.Profile.Name),
+				"install Nix on the host, or set nix = \"none\"")
+		}
+		nixStore = filepath.Join(instanceDir, "nix")
+		// Single-user Nix inside: no build sandbox (no user namespaces in here) and no
+		// build users; without a network, no substituters to wait for.
+		conf := "sandbox = false\nbuild-users-group =\nexperimental-features = nix-command flakes\n"
+		if network == NetNone {
+			conf += "substituters =\n"
+		}
+		boxSet["NIX_CONFIG"] = conf
+	}
 	p.Vars = allow.Filter(f.Environ, boxSet)
 	p.Findings = envaudit.Audit(p.Vars)
 
@@ -248,7 +266,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Policy = Policy{
 		Profile: r.Profile.Name, Template: r.Template.Name, Network: network, Workdir: wd,
 		Tools: toolNames, Auth: len(auth) > 0, Notes: r.Template.Notes,
-		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon,
+		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
 	}
 	for _, m := range mounts {
 		if m.RW {
@@ -261,6 +279,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Workdir: wd, Home: f.Home, InstanceDir: instanceDir,
 		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
 		Command: command, Hostname: "box", NixDaemon: daemon,
+		NixStore: nixStore, UID: f.Euid, GID: f.Egid,
 	}
 	return p, nil
 }

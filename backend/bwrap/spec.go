@@ -36,6 +36,11 @@ type Spec struct {
 	// NixDaemon binds the host's nix-daemon socket (profile nix = "daemon", opted in by
 	// the operator); otherwise only /nix/store is visible, read-only.
 	NixDaemon bool
+	// NixStore, when set, is the host directory of a per-project Nix store layered over
+	// the host's (profile nix = "store"): /nix inside is writable, the host's store is
+	// not. The sandbox then runs as UID/GID (the operator's), mapped through box's helper.
+	NixStore string
+	UID, GID int
 }
 
 // NixDaemonDir holds the host nix-daemon's socket.

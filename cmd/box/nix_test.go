@@ -130,3 +130,59 @@ echo planted > /tmp/f; nix-store --add /tmp/f 2>&1 && echo ADDED; echo x > /nix/
 		t.Errorf("no warning: %s", r.stderr)
 	}
 }
+
+func fileSum(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// nix = "store": the agent builds with Nix inside, under the sandbox's own tier (none
+// here), into a store of the project's own; the host's store and database are unchanged,
+// the host's daemon is out of reach, and what was built is there on the next run.
+func TestNixStoreInside(t *testing.T) {
+	w, _ := nixWorld(t)
+	w.write(filepath.Join(w.home, ".config/box/profiles/selfnix.toml"), `nix = "store"
+`)
+	w.write(filepath.Join(w.proj, "hello.nix"), `derivation { name = "box-inside-hello"; system = "x86_64-linux"; builder = "/bin/sh";
+  args = [ "-c" "/bin/mkdir -p $out/bin; printf '#!/bin/sh\necho built inside\n' > $out/bin/hello; /bin/chmod +x $out/bin/hello" ]; }
+`)
+	w.write(filepath.Join(w.proj, "fetch.nix"), `import <nix/fetchurl.nix> { url = "http://example.test/tool.tar"; sha256 = "0000000000000000000000000000000000000000000000000000"; }
+`)
+	store, db := storeListing(t), fileSum(t, "/nix/var/nix/db/db.sqlite")
+
+	r := w.run("run", "-y", "--profile", "selfnix", "--", "sh", "-c", `nix-build hello.nix -o result && ./result/bin/hello
+test -e /nix/var/nix/daemon-socket/socket && echo SOCKET-PRESENT
+nix-build fetch.nix 2>&1 | tail -3; echo "fetch rc=$?"`)
+	if r.code != 0 || !strings.Contains(r.stdout, "built inside") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "SOCKET-PRESENT") {
+		t.Errorf("the host's nix-daemon socket is visible inside")
+	}
+	if !strings.Contains(r.stdout, "unable to download 'http://example.test/tool.tar'") {
+		t.Errorf("a fetch from inside tier none did not fail for want of a network:\n%s", r.stdout)
+	}
+	if storeListing(t) != store {
+		t.Errorf("the host's store changed")
+	}
+	if fileSum(t, "/nix/var/nix/db/db.sqlite") != db {
+		t.Errorf("the host's Nix database changed")
+	}
+	out, err := os.Readlink(filepath.Join(w.proj, "result"))
+	if err != nil || !strings.HasPrefix(out, "/nix/store/") {
+		t.Fatalf("result link: %q %v", out, err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s, built inside, is in the host's store", out)
+	}
+
+	// The next run has it, valid in the project's own store.
+	r = w.run("run", "-y", "--profile", "selfnix", "--", "sh", "-c", `./result/bin/hello && nix-store --verify-path "$(readlink result)" && echo valid`)
+	if r.code != 0 || !strings.Contains(r.stdout, "built inside") || !strings.Contains(r.stdout, "valid") {
+		t.Errorf("the next run: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
