@@ -143,12 +143,12 @@ type Input struct {
 	Entered         []string
 	AuthPassthrough bool
 	// NixDaemon: the profile opted in to the host's nix-daemon (nix = "daemon").
-	NixDaemon bool
-	Facts           Facts
-	InternetURL     string
-	HostPort        int      // 0 = the ports Facts.Listening found
-	LANTargets      []string // extra LAN targets, ADDR:PORT
-	Nonce           string   // makes write probes' file names unique
+	NixDaemon   bool
+	Facts       Facts
+	InternetURL string
+	HostPort    int      // 0 = the ports Facts.Listening found
+	LANTargets  []string // extra LAN targets, ADDR:PORT
+	Nonce       string   // makes write probes' file names unique
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
