@@ -143,7 +143,10 @@ type Input struct {
 	Entered         []string
 	AuthPassthrough bool
 	// NixDaemon: the profile opted in to the host's nix-daemon (nix = "daemon").
-	NixDaemon   bool
+	NixDaemon bool
+	// NixStore: the sandbox has a store of the project's own over the host's (nix =
+	// "store"): a write to /nix/store lands there, and only one reaching the host counts.
+	NixStore    bool
 	Facts       Facts
 	InternetURL string
 	HostPort    int      // 0 = the ports Facts.Listening found
@@ -324,9 +327,13 @@ func BuildPlan(in Input) (Plan, error) {
 		daemon.Want, daemon.Expected = Allowed, "reachable (nix = \"daemon\")"
 	}
 	add(daemon)
-	add(Probe{ID: "nix:store-write", Group: "nix", Name: "write the host's /nix/store", Kind: KindWrite,
+	storeWrite := Probe{ID: "nix:store-write", Group: "nix", Name: "write the host's /nix/store", Kind: KindWrite,
 		Targets: []string{filepath.Join(NixStore, ".box-drill-"+in.Nonce)}, Want: Blocked, Expected: "refused",
-		HostAbsent: !in.Facts.Exists[NixStore]})
+		HostAbsent: !in.Facts.Exists[NixStore]}
+	if in.NixStore {
+		storeWrite.Scratch, storeWrite.Expected = true, "not on host (the project's own store)"
+	}
+	add(storeWrite)
 
 	// Processes and privileges.
 	add(Probe{ID: "pids", Group: "processes", Name: "host PIDs", Kind: KindPIDs, Want: Blocked,

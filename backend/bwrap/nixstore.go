@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -100,4 +101,25 @@ func nixStoreAttr(sys *syscall.SysProcAttr) {
 	sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
 	sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
 	sys.GidMappingsEnableSetgroups = false
+}
+
+// NixStoreTrial does what nix = "store" does before bwrap, for real, in a throwaway
+// directory, and then runs /bin/true instead of bwrap: nil means the mechanism works here.
+func NixStoreTrial(self string) error {
+	dir, err := os.MkdirTemp("", "box-nixstore-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := PrepareNixStore(dir); err != nil {
+		return err
+	}
+	sys := &syscall.SysProcAttr{}
+	nixStoreAttr(sys)
+	cmd := exec.Command(self, NixStoreSubcommand, dir, "--", "/bin/true")
+	cmd.SysProcAttr = sys
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }

@@ -145,6 +145,7 @@ func runDrill(e *env, o *drillOptions) error {
 		Tier: p.Spec.Network, Expect: o.expect,
 		Environ: environ, Entered: entered, AuthPassthrough: p.Profile.AuthPassthrough,
 		NixDaemon:   p.Profile.Nix == profiles.NixDaemon,
+		NixStore:    p.Profile.Nix == profiles.NixStore,
 		Facts:       drill.Gather(p.Spec.Home, os.Getuid(), environ),
 		InternetURL: o.internetURL, HostPort: o.hostPort, LANTargets: o.lan,
 		Nonce: hex.EncodeToString(nonce),

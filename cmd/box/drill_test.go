@@ -248,6 +248,12 @@ path = "/nix/var/nix/daemon-socket"
 `, nil, map[string]drill.Status{"nix:daemon": drill.Breach, "nix:store-write": drill.Pass}},
 		{"nix-daemon", `nix = "daemon"
 `, nil, map[string]drill.Status{"nix:daemon": drill.Warn, "nix:store-write": drill.Pass}},
+		// A store of the project's own, layered by box's helper before bwrap: the host's
+		// daemon stays hidden and writes to /nix/store stay in the project's store, with
+		// the internet tier attached through the helper's user namespace.
+		{"nix-store", `nix = "store"
+`, []string{"--network", "internet", "--internet-url", "http://" + lab.InternetName + "/"},
+			map[string]drill.Status{"nix:daemon": drill.Pass, "nix:store-write": drill.Pass, "net:internet": drill.Pass, "net:lan-gateway": drill.Pass}},
 		// Last: the credentials' mount point stays in the project's instance directory.
 		{"auth-passthrough", `auth_passthrough = true
 `, nil, map[string]drill.Status{"secret:claude-credentials": drill.Warn}},

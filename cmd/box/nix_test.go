@@ -185,4 +185,27 @@ nix-build fetch.nix 2>&1 | tail -3; echo "fetch rc=$?"`)
 	if r.code != 0 || !strings.Contains(r.stdout, "built inside") || !strings.Contains(r.stdout, "valid") {
 		t.Errorf("the next run: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
+
+	// box --check tries the mechanism for real and says it holds.
+	r = w.run("--check")
+	if !strings.Contains(r.stdout, `nix = "store" usable`) {
+		t.Errorf("box --check:\n%s", r.stdout)
+	}
+
+	// Fail closed: a store directory the sandbox could have replaced with a link (it is
+	// not: the instance directory's nix/ is outside it, but box checks) stops the launch
+	// before anything runs.
+	dirs, _ := filepath.Glob(filepath.Join(w.home, ".local/share/box/instances/*/nix/work"))
+	if len(dirs) != 1 {
+		t.Fatalf("instance store dirs: %v", dirs)
+	}
+	os.RemoveAll(dirs[0])
+	os.Symlink("/tmp", dirs[0])
+	r = w.run("run", "-y", "--profile", "selfnix", "--", "sh", "-c", "touch ran-anyway")
+	if r.code != 1 || !strings.Contains(r.stderr, "not a directory") {
+		t.Errorf("a planted link in the store dir: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(w.proj, "ran-anyway")); err == nil {
+		t.Error("the command ran though the store could not be set up")
+	}
 }
