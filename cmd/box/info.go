@@ -19,7 +19,8 @@ func newInfoCmd(e *env) *cobra.Command {
 		GroupID: groupVM,
 		Long: `Show what box knows of a box: its state, type and IPv4 address, the template and
 user stamped at mint, where it came from (minted, or cloned from BOX[/SNAPSHOT]), when
-it was created, its resources and its snapshots, oldest first.
+it was created, its resources, its doors from the host's loopback (box expose) and its
+snapshots, oldest first.
 
 With --json, one JSON object; the field names are stable and documented in docs/json.md.`,
 		Example: `  box info work
@@ -67,6 +68,9 @@ With --json, one JSON object; the field names are stable and documented in docs/
 			row("origin", origin)
 			row("created", dash(info.Created))
 			row("resources", fmt.Sprintf("cpu %s, memory %s, disk %s", dash(info.CPU), dash(info.Memory), dash(info.Disk)))
+			for _, x := range info.Exposed {
+				row("exposed", fmt.Sprintf("127.0.0.1:%d -> port %d", x.HostPort, x.Port))
+			}
 			if len(info.Snapshots) == 0 {
 				row("snapshots", "none")
 			} else {
@@ -92,6 +96,8 @@ type infoJSON struct {
 	Memory    string         `json:"memory"`
 	Disk      string         `json:"disk"`
 	Snapshots []snapshotJSON `json:"snapshots"`
+	// Exposed are the box's doors from the host's loopback (box expose).
+	Exposed []boxes.Exposure `json:"exposed"`
 }
 
 type snapshotJSON struct {
@@ -106,6 +112,10 @@ func newInfoJSON(inst incus.Instance, st *incus.InstanceState, snaps []incus.Sna
 		Memory:    inst.Config[incus.KeyMemory],
 		Disk:      inst.Devices["root"]["size"],
 		Snapshots: []snapshotJSON{},
+		Exposed:   []boxes.Exposure{},
+	}
+	if exp, _ := boxes.Exposures(inst.Devices); len(exp) > 0 {
+		out.Exposed = exp
 	}
 	for _, s := range snaps {
 		out.Snapshots = append(out.Snapshots, snapshotJSON{Name: s.Name, Created: s.CreatedAt.UTC().Format(time.RFC3339)})
