@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -112,7 +111,7 @@ func runExpose(e *env, o *exposeOptions, args []string) error {
 	case o.remove != "":
 		for _, x := range exp {
 			if x.Port == port {
-				if err := setDevice(ctx, c, name, x.Device, nil); err != nil {
+				if err := c.SetDevice(ctx, name, x.Device, nil); err != nil {
 					return vmErr(e, err)
 				}
 				note(e, "closed 127.0.0.1:%d -> %s:%d", x.HostPort, name, port)
@@ -136,7 +135,7 @@ func runExpose(e *env, o *exposeOptions, args []string) error {
 		return err
 	}
 	dev, d := boxes.ExposureDevice(port, hostPort)
-	if err := setDevice(ctx, c, name, dev, d); err != nil {
+	if err := c.SetDevice(ctx, name, dev, d); err != nil {
 		return vmErr(e, fmt.Errorf("expose port %d of box %q: %w", port, name, err))
 	}
 	note(e, "127.0.0.1:%d -> %s:%d (the server in the box may listen on its loopback); 'box expose %s --remove %d' closes it",
@@ -194,25 +193,14 @@ func listenPort(listen string) int {
 	return n
 }
 
-// setDevice adds (d non-nil) or removes one device of an instance, guarded by the ETag.
-func setDevice(ctx context.Context, c *incus.Client, name, dev string, d map[string]string) error {
-	inst, etag, err := c.Instance(ctx, name)
-	if err != nil {
-		return err
-	}
-	devs := inst.Devices
-	if devs == nil {
-		devs = map[string]map[string]string{}
-	}
-	if d == nil {
-		delete(devs, dev)
-	} else {
-		if _, ok := devs[dev]; ok {
-			return errors.New("device " + dev + " exists")
+// dropExposures removes a box's doors (a clone's or an import's: which host port opens
+// into a box is decided on this host, once, by box expose).
+func dropExposures(ctx context.Context, c *incus.Client, inst incus.Instance) error {
+	exp, _ := boxes.Exposures(inst.Devices)
+	for _, x := range exp {
+		if err := c.SetDevice(ctx, inst.Name, x.Device, nil); err != nil {
+			return err
 		}
-		devs[dev] = d
 	}
-	put := incus.InstancePut{Architecture: inst.Architecture, Config: inst.Config, Devices: devs,
-		Ephemeral: inst.Ephemeral, Profiles: inst.Profiles, Stateful: inst.Stateful, Description: inst.Description}
-	return c.Update(ctx, name, put, etag)
+	return nil
 }

@@ -9,11 +9,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/drill/incuslab"
 	"github.com/heavy-duty/box/drill/lab"
 	"github.com/heavy-duty/box/host"
@@ -166,6 +169,15 @@ func TestVMExposeLive(t *testing.T) {
 		must(t, c.Update(ctx, "web", put, etag))
 	})
 
+	t.Run("a clone starts without its source's door", func(t *testing.T) {
+		h.mustRun(t, "new", "--name", "webclone", "--from", "web", "-q")
+		inst, _, err := c.Instance(ctx, "webclone")
+		must(t, err)
+		if _, ok := inst.Devices["expose-3000"]; ok || !inst.Running() {
+			t.Errorf("clone: %s, devices %v", inst.Status, inst.Devices)
+		}
+	})
+
 	t.Run("--remove closes the door", func(t *testing.T) {
 		h.mustRun(t, "expose", "web", "--remove", "3000")
 		if body, err := get(lab.RoleHost, "http://127.0.0.1:18080/"); err == nil {
@@ -175,6 +187,27 @@ func TestVMExposeLive(t *testing.T) {
 			t.Errorf("--list: %s", stderr)
 		}
 	})
+	t.Run("the drill's door rows pass, and BREACH when the door listens beyond loopback", func(t *testing.T) {
+		before, _, err := c.Instance(ctx, "web")
+		must(t, err)
+		o := drill.DoorOptions{Client: c, Box: "web", Port: 3000, Dial: lab.Dialer(h.net.HostNS()),
+			HostAddrs: []netip.Addr{lab.HostPrivate, lab.HostPublic, netip.MustParseAddr("127.0.0.1")}}
+		for _, r := range drill.DoorProbes(ctx, o) {
+			if r.Status != drill.Pass {
+				t.Errorf("%s: %s (%s)", r.ID, r.Status, r.Observed)
+			}
+		}
+		o.Listen = "0.0.0.0" // protection off: box expose's loopback-only listen
+		rows := drill.DoorProbes(ctx, o)
+		if len(rows) != 2 || rows[0].Status != drill.Pass || rows[1].Status != drill.Breach ||
+			!strings.Contains(rows[1].Observed, lab.HostPrivate.String()) {
+			t.Errorf("wide door: %+v", rows)
+		}
+		if inst, _, _ := c.Instance(ctx, "web"); !reflect.DeepEqual(inst.Devices, before.Devices) {
+			t.Errorf("the probes left devices: %v, before %v", inst.Devices, before.Devices)
+		}
+	})
+
 }
 
 func doctorCheck(t *testing.T, h *hostLab, name string) host.Check {

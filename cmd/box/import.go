@@ -115,13 +115,9 @@ func runImport(e *env, file, name string, now time.Time) error {
 		return vmErr(e, err)
 	}
 	placement := boxes.Placement(e.getenv)
-	pool, err := c.RootPool(ctx, placement)
+	pool, err := placementPool(ctx, e, c, placement)
 	if err != nil {
-		if incus.IsNotFound(err) {
-			return withHint(fmt.Errorf("placement profile %q does not exist in incusd", placement),
-				"set up the host with 'box setup-host', or name an existing profile in $"+boxes.PlacementEnv)
-		}
-		return vmErr(e, err)
+		return err
 	}
 
 	p := newProgress(e)

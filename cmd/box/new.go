@@ -184,13 +184,9 @@ func runNew(e *env, o *newOptions, given []string) error {
 		}
 		p.Step("cloning %s into %s", o.from, o.Name)
 	} else {
-		pool, err := c.RootPool(ctx, placement)
+		pool, err := placementPool(ctx, e, c, placement)
 		if err != nil {
-			if incus.IsNotFound(err) {
-				return withHint(fmt.Errorf("placement profile %q does not exist in incusd", placement),
-					"set up the host with 'box setup-host', or name an existing profile in $"+boxes.PlacementEnv)
-			}
-			return vmErr(e, err)
+			return err
 		}
 		mint.Pool = pool
 		if req, err = incus.MintRequest(mint); err != nil {
@@ -218,6 +214,11 @@ func runNew(e *env, o *newOptions, given []string) error {
 		if err != nil {
 			discard(c, o.Name)
 			return launchErr(e, o, "inspect", err)
+		}
+		// A door's host port is unique on the host: a clone starts without its source's.
+		if err := dropExposures(ctx, c, *inst); err != nil {
+			discard(c, o.Name)
+			return launchErr(e, o, "close the doors of", err)
 		}
 		if vmClone = inst.Type == incus.TypeVM; !vmClone {
 			p.Step("giving %s a fresh machine ID", o.Name)
