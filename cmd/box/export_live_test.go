@@ -122,6 +122,9 @@ func TestVMExportImportLive(t *testing.T) {
 		if again.Config[boxes.KeyImportedCount] != "2" || again.Config[boxes.KeyImported] != first.Config[boxes.KeyImported] {
 			t.Errorf("second trip stamp: %v (first %v)", again.Config, first.Config)
 		}
+		if info := r.info(t, "again"); info.ImportedCount != 2 || info.Imported != first.Config[boxes.KeyImported] || info.ImportedLast == info.Imported {
+			t.Errorf("info --json of a second trip: %+v", info)
+		}
 		r.ok(t, "import", file("src-only.tar.gz"), "--name", "bare")
 		if info := r.info(t, "bare"); len(info.Snapshots) != 0 {
 			t.Errorf("--instance-only export came back with snapshots: %+v", info.Snapshots)

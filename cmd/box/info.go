@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -67,6 +68,9 @@ With --json, one JSON object; the field names are stable and documented in docs/
 			}
 			row("origin", origin)
 			row("created", dash(info.Created))
+			if info.Imported != "" {
+				row("imported", fmt.Sprintf("%s (%d time(s), last %s)", info.Imported, info.ImportedCount, info.ImportedLast))
+			}
 			row("resources", fmt.Sprintf("cpu %s, memory %s, disk %s", dash(info.CPU), dash(info.Memory), dash(info.Disk)))
 			for _, x := range info.Exposed {
 				row("exposed", fmt.Sprintf("127.0.0.1:%d -> port %d", x.HostPort, x.Port))
@@ -98,6 +102,11 @@ type infoJSON struct {
 	Snapshots []snapshotJSON `json:"snapshots"`
 	// Exposed are the box's doors from the host's loopback (box expose).
 	Exposed []boxes.Exposure `json:"exposed"`
+	// Imported, ImportedLast and ImportedCount record box import's trips ("", "", 0
+	// for a box never imported).
+	Imported      string `json:"imported"`
+	ImportedLast  string `json:"imported_last"`
+	ImportedCount int    `json:"imported_count"`
 }
 
 type snapshotJSON struct {
@@ -117,6 +126,8 @@ func newInfoJSON(inst incus.Instance, st *incus.InstanceState, snaps []incus.Sna
 	if exp, _ := boxes.Exposures(inst.Devices); len(exp) > 0 {
 		out.Exposed = exp
 	}
+	out.Imported, out.ImportedLast = inst.Config[boxes.KeyImported], inst.Config[boxes.KeyImportedLast]
+	out.ImportedCount, _ = strconv.Atoi(inst.Config[boxes.KeyImportedCount])
 	for _, s := range snaps {
 		out.Snapshots = append(out.Snapshots, snapshotJSON{Name: s.Name, Created: s.CreatedAt.UTC().Format(time.RFC3339)})
 	}
