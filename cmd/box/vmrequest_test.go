@@ -88,7 +88,7 @@ func vmInstance(name string, extra map[string]string) map[string]any {
 		cfg[k] = v
 	}
 	return map[string]any{"name": name, "type": "virtual-machine", "status": "Stopped", "config": cfg,
-		"devices": map[string]any{"root": map[string]string{"type": "disk", "path": "/", "pool": "default", "size": "20GiB"}},
+		"devices":  map[string]any{"root": map[string]string{"type": "disk", "path": "/", "pool": "default", "size": "20GiB"}},
 		"profiles": []string{"box-net"}}
 }
 
