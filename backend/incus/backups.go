@@ -57,7 +57,7 @@ func (c *Client) ExportBackup(ctx context.Context, name, backup string, w io.Wri
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		return 0, fmt.Errorf("incus socket %s: %w (is incusd running?)", c.socket, err)
+		return 0, c.transportErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {

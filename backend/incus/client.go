@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // DefaultSocket is where a packaged incusd listens.
@@ -39,12 +41,19 @@ func SocketPath() string {
 	return DefaultSocket
 }
 
-// Client talks to one incusd over its unix socket. It is safe for concurrent use.
+// Client talks to one incusd, over its unix socket or (NewRemote) over HTTPS to a
+// remote. It is safe for concurrent use.
 type Client struct {
-	socket string
+	socket string  // the unix socket; "" for an HTTPS remote
+	remote *Remote // the HTTPS remote; nil for the unix socket
+	base   string  // scheme and host of the API's URLs
 	http   *http.Client
+	ws     *websocket.Dialer
 	// Project, when set, scopes every request to that Incus project.
 	Project string
+	// Target, when set, places the instances this client creates on that cluster
+	// member (the target query parameter of POST /1.0/instances).
+	Target string
 }
 
 // New returns a client for the incusd listening on socket.
@@ -57,7 +66,12 @@ func New(socket string) *Client {
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     30 * time.Second,
 	}
-	return &Client{socket: socket, http: &http.Client{Transport: tr}}
+	ws := &websocket.Dialer{
+		NetDialContext:  tr.DialContext,
+		ReadBufferSize:  32 << 10,
+		WriteBufferSize: 32 << 10,
+	}
+	return &Client{socket: socket, base: "http://unix.socket", http: &http.Client{Transport: tr}, ws: ws}
 }
 
 // NewFromEnv returns a client for SocketPath().
@@ -66,8 +80,34 @@ func NewFromEnv() *Client { return New(SocketPath()) }
 // Close releases the client's idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
-// Socket is the socket path the client dials.
+// Socket is the socket path the client dials ("" for an HTTPS remote).
 func (c *Client) Socket() string { return c.socket }
+
+// Where names the daemon the client talks to, for messages: the socket's path, or
+// "remote NAME (ADDR)".
+func (c *Client) Where() string {
+	if c.remote != nil {
+		return fmt.Sprintf("remote %s (%s)", c.remote.Name, c.remote.Addr)
+	}
+	return c.socket
+}
+
+// RemoteName is the name of the HTTPS remote the client talks to ("" for the unix socket).
+func (c *Client) RemoteName() string {
+	if c.remote != nil {
+		return c.remote.Name
+	}
+	return ""
+}
+
+// transportErr names where a request failed to go: a remote's errors are
+// *RemoteError (with its certificate mismatch inside, when that is the cause).
+func (c *Client) transportErr(err error) error {
+	if c.remote != nil {
+		return &RemoteError{Remote: c.remote.Name, Addr: c.remote.Addr, Err: err}
+	}
+	return fmt.Errorf("incus socket %s: %w (is incusd running?)", c.socket, err)
+}
 
 // Error is an error answered by the Incus API (a sync error response, or a failed
 // operation). Message is the API's own text.
@@ -137,7 +177,7 @@ func (c *Client) url(path string, q url.Values) string {
 		}
 		q.Set("project", c.Project)
 	}
-	u := "http://unix.socket/1.0" + path
+	u := c.base + "/1.0" + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
@@ -178,7 +218,7 @@ func (c *Client) do(ctx context.Context, r request) (*response, string, error) {
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err()
 		}
-		return nil, "", fmt.Errorf("incus socket %s: %w (is incusd running?)", c.socket, err)
+		return nil, "", c.transportErr(err)
 	}
 	defer resp.Body.Close()
 	var raw json.RawMessage

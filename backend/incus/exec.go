@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -208,18 +209,11 @@ func (c *Client) Exec(ctx context.Context, name string, e Exec) (int, error) {
 	return int(code), nil
 }
 
-// websocket dials an operation websocket over the unix socket.
+// websocket dials an operation websocket: over the unix socket, or over TLS (with the
+// same client certificate and pinned server certificate) to a remote.
 func (c *Client) websocket(ctx context.Context, opID, secret string) (*websocket.Conn, error) {
-	d := websocket.Dialer{
-		NetDialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var nd net.Dialer
-			return nd.DialContext(ctx, "unix", c.socket)
-		},
-		ReadBufferSize:  32 << 10,
-		WriteBufferSize: 32 << 10,
-	}
-	u := "ws://unix.socket/1.0/operations/" + url.PathEscape(opID) + "/websocket?secret=" + url.QueryEscape(secret)
-	cn, resp, err := d.DialContext(ctx, u, nil)
+	u := "ws" + strings.TrimPrefix(c.base, "http") + "/1.0/operations/" + url.PathEscape(opID) + "/websocket?secret=" + url.QueryEscape(secret)
+	cn, resp, err := c.ws.DialContext(ctx, u, nil)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}

@@ -128,6 +128,23 @@ func (c *Client) ListBoxes(ctx context.Context) ([]Instance, error) {
 	return out, nil
 }
 
+// ListBoxesFull is ListBoxes with each box's state and snapshots, in one request
+// (recursion=2): what a remote's list wants, where each round trip costs more than
+// incusd's extra work.
+func (c *Client) ListBoxesFull(ctx context.Context) ([]InstanceFull, error) {
+	all, err := c.ListInstancesFull(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, i := range all {
+		if IsBox(i.Instance) {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
 // Instance returns one instance and its ETag.
 func (c *Client) Instance(ctx context.Context, name string) (*Instance, string, error) {
 	var inst Instance
@@ -153,7 +170,11 @@ func (c *Client) Create(ctx context.Context, req InstancesPost) error {
 	if err := ValidateName(req.Name); err != nil {
 		return err
 	}
-	if _, err := c.async(ctx, request{method: http.MethodPost, path: "/instances", body: req}); err != nil {
+	var q url.Values
+	if c.Target != "" {
+		q = url.Values{"target": {c.Target}}
+	}
+	if _, err := c.async(ctx, request{method: http.MethodPost, path: "/instances", query: q, body: req}); err != nil {
 		return fmt.Errorf("create instance %q: %w", req.Name, err)
 	}
 	return nil
