@@ -65,6 +65,7 @@ type Summary struct {
 	OriginFrom string // the clone's source (box or box/snapshot)
 	Created    time.Time
 	Legacy     bool // minted by claudebox (user.claudebox=1 without user.box=1)
+	Location   string // the cluster member it lives on ("" off a cluster)
 }
 
 // Summarize reads a box's stamp. st may be nil (a stopped box has no address).
@@ -79,6 +80,9 @@ func Summarize(inst incus.Instance, st *incus.InstanceState) Summary {
 		OriginFrom: inst.Config[incus.KeyOriginFrom],
 		Created:    inst.CreatedAt.UTC(),
 		Legacy:     inst.Config[incus.KeyBox] != "1" && inst.Config[incus.KeyLegacy] == "1",
+	}
+	if inst.Location != "none" { // what a server off a cluster answers
+		s.Location = inst.Location
 	}
 	if t, err := time.Parse(time.RFC3339, inst.Config[incus.KeyCreated]); err == nil {
 		s.Created = t.UTC()

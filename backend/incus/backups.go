@@ -52,6 +52,9 @@ func (c *Client) ExportBackup(ctx context.Context, name, backup string, w io.Wri
 		return 0, err
 	}
 	req.Header.Set("User-Agent", "box")
+	if c.broken != nil {
+		return 0, c.broken
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

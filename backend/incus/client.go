@@ -51,6 +51,7 @@ type Client struct {
 	ws     *websocket.Dialer
 	// Project, when set, scopes every request to that Incus project.
 	Project string
+	broken error // Broken's error
 	// Target, when set, places the instances this client creates on that cluster
 	// member (the target query parameter of POST /1.0/instances).
 	Target string
@@ -77,6 +78,14 @@ func New(socket string) *Client {
 // NewFromEnv returns a client for SocketPath().
 func NewFromEnv() *Client { return New(SocketPath()) }
 
+// Broken returns a client whose every request fails with err: a remote that cannot be
+// used (see LoadRemote) surfaces where a verb first asks, with its reason and fix.
+func Broken(err error) *Client {
+	c := New("")
+	c.broken = err
+	return c
+}
+
 // Close releases the client's idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
@@ -91,6 +100,9 @@ func (c *Client) Where() string {
 	}
 	return c.socket
 }
+
+// Remote is the HTTPS remote the client talks to (nil for the unix socket).
+func (c *Client) Remote() *Remote { return c.remote }
 
 // RemoteName is the name of the HTTPS remote the client talks to ("" for the unix socket).
 func (c *Client) RemoteName() string {
@@ -187,6 +199,9 @@ func (c *Client) url(path string, q url.Values) string {
 // do sends r and decodes the envelope. A transport failure names the socket; an API
 // error comes back as *Error.
 func (c *Client) do(ctx context.Context, r request) (*response, string, error) {
+	if c.broken != nil {
+		return nil, "", c.broken
+	}
 	var body io.Reader
 	ct := ""
 	switch {

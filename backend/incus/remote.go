@@ -92,6 +92,8 @@ type RemoteConfigError struct {
 	Dir    string
 	Reason string
 	Fix    string
+	// Unknown: the configuration has no remote of that name (the caller asked wrong).
+	Unknown bool
 }
 
 func (e *RemoteConfigError) Error() string {
@@ -108,7 +110,7 @@ func LoadRemote(dir, name string) (*Remote, error) {
 		return &RemoteConfigError{Remote: name, Dir: dir, Reason: reason, Fix: fix}
 	}
 	if name == "" || strings.ContainsAny(name, ":/ \t\n") {
-		return nil, cerr("not a remote name", "remote names are those of 'incus remote list'")
+		return nil, &RemoteConfigError{Remote: name, Dir: dir, Reason: "not a remote name", Fix: "remote names are those of 'incus remote list'", Unknown: true}
 	}
 	var cfg clientConfig
 	b, err := os.ReadFile(filepath.Join(dir, "config.yml"))
@@ -135,7 +137,7 @@ func LoadRemote(dir, name string) (*Remote, error) {
 		if len(known) > 0 {
 			fix = "the remotes there are " + strings.Join(known, ", ") + "; " + fix
 		}
-		return nil, cerr("no such remote", fix)
+		return nil, &RemoteConfigError{Remote: name, Dir: dir, Reason: "no such remote", Fix: fix, Unknown: true}
 	}
 	r := &Remote{Name: name, Addr: rc.Addr, Project: rc.Project, Protocol: rc.Protocol, AuthType: rc.AuthType, ConfigDir: dir}
 	if r.Protocol != "" && r.Protocol != "incus" {

@@ -21,6 +21,9 @@ type env struct {
 	stdinTTY func() bool
 	// quiet is the root's --quiet: no progress line, no closing notes, errors only.
 	quiet bool
+	// remote is the vm verbs' --remote (or a REMOTE: prefix); target is box new's
+	// --target (remote.go).
+	remote, target string
 }
 
 func newEnv(stdin io.Reader, stdout, stderr io.Writer) *env {

@@ -126,6 +126,20 @@ func runIncus(e *env, name string, rest []string) error {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
+	if r := c.Remote(); r != nil {
+		// Pinned to the remote the tag was checked on (remote.go).
+		confDir, err := os.MkdirTemp("", "box-incus-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(confDir)
+		env, err := pinRemoteIncus(confDir, r, os.Environ())
+		if err != nil {
+			return err
+		}
+		cmd.Env = env
+		return runIncusCmd(e, cmd)
+	}
 	// incus sees box's environment: the same INCUS_DIR and INCUS_SOCKET aim it at the
 	// same daemon. Where box resolved the socket from INCUS_DIR only, say so explicitly.
 	cmd.Env = os.Environ()
@@ -135,6 +149,11 @@ func runIncus(e *env, name string, rest []string) error {
 	if e.getenv("INCUS_DIR") != "" {
 		cmd.Env = append(cmd.Env, "INCUS_DIR="+e.getenv("INCUS_DIR"))
 	}
+	return runIncusCmd(e, cmd)
+}
+
+// runIncusCmd runs the incus client and passes its exit code on.
+func runIncusCmd(e *env, cmd *exec.Cmd) error {
 	// Ctrl-C reaches incus (same process group); box waits for it to finish. (Caught,
 	// not ignored: an ignored signal would stay ignored in incus.)
 	sigs := make(chan os.Signal, 1)

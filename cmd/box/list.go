@@ -44,10 +44,15 @@ stable and documented in docs/json.md.`,
 				return writeJSON(e.stdout, out)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATE\tTYPE\tIPV4\tTEMPLATE\tUSER\tCREATED")
+			// LOCATION only on a cluster: where each box lives.
+			loc := func(boxes.Summary) string { return "" }
+			if clustered(list) {
+				loc = func(s boxes.Summary) string { return "\t" + dash(s.Location) }
+			}
+			fmt.Fprintln(tw, "NAME\tSTATE\tTYPE\tIPV4\tTEMPLATE\tUSER\tCREATED"+loc(boxes.Summary{Location: "LOCATION"}))
 			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.State, shortType(s.Type), dash(s.IPv4),
-					dash(s.Template), s.User, stampTime(s.Created))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", s.Name, s.State, shortType(s.Type), dash(s.IPv4),
+					dash(s.Template), s.User, stampTime(s.Created), loc(s))
 			}
 			return tw.Flush()
 		},
@@ -61,6 +66,9 @@ stable and documented in docs/json.md.`,
 // of the placement profile's network (measured: a state call and a leases call cost
 // incusd about the same), with a state call for any running box without a lease there.
 func listBoxes(ctx context.Context, c *incus.Client, placement string) ([]boxes.Summary, error) {
+	if c.RemoteName() != "" {
+		return listRemoteBoxes(ctx, c)
+	}
 	list, err := c.ListBoxes(ctx)
 	if err != nil {
 		return nil, err
@@ -126,6 +134,31 @@ func leaseAddresses(ctx context.Context, c *incus.Client, placement string) map[
 	return m
 }
 
+// listRemoteBoxes reads every box with its state in one request (recursion=2): over
+// the network each round trip costs more than the state incusd adds to the answer.
+func listRemoteBoxes(ctx context.Context, c *incus.Client) ([]boxes.Summary, error) {
+	list, err := c.ListBoxesFull(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]boxes.Summary, len(list))
+	for i, inst := range list {
+		out[i] = boxes.Summarize(inst.Instance, inst.State)
+	}
+	boxes.SortSummaries(out)
+	return out, nil
+}
+
+// clustered reports whether any box has a cluster member as its location.
+func clustered(list []boxes.Summary) bool {
+	for _, s := range list {
+		if s.Location != "" {
+			return true
+		}
+	}
+	return false
+}
+
 func projectOf(c *incus.Client) string {
 	if c.Project == "" {
 		return "default"
@@ -155,6 +188,7 @@ type boxJSON struct {
 	OriginFrom string `json:"origin_from"`
 	Created    string `json:"created"`
 	Legacy     bool   `json:"legacy"`
+	Location   string `json:"location"` // the cluster member ("" off a cluster)
 }
 
 func newBoxJSON(s boxes.Summary) boxJSON {
@@ -164,6 +198,6 @@ func newBoxJSON(s boxes.Summary) boxJSON {
 	}
 	return boxJSON{
 		Name: s.Name, State: s.State, Type: s.Type, IPv4: s.IPv4, Template: s.Template, User: s.User,
-		Origin: s.Origin, OriginFrom: s.OriginFrom, Created: created, Legacy: s.Legacy,
+		Origin: s.Origin, OriginFrom: s.OriginFrom, Created: created, Legacy: s.Legacy, Location: s.Location,
 	}
 }

@@ -79,6 +79,7 @@ creds-free, on an isolation stack 'box setup-host' builds and 'box doctor' check
 	root.AddCommand(newNewCmd(e), newListCmd(e), newInfoCmd(e), newShellCmd(e), newExecCmd(e), newSnapshotCmd(e),
 		newRestoreCmd(e), newRenameCmd(e), newStartCmd(e), newStopCmd(e), newRmCmd(e), newIncusCmd(e),
 		newExportCmd(e), newImportCmd(e), newExposeCmd(e))
+	addRemoteFlags(root, e)
 	registerCompletions(root, e)
 	return root
 }

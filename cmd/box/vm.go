@@ -36,8 +36,17 @@ func (e *env) socketPath() string {
 	return incus.DefaultSocket
 }
 
-// client returns a client for incusd. Nothing is dialled until a verb asks.
-func (e *env) client() *incus.Client { return incus.New(e.socketPath()) }
+// client returns a client for incusd: the local socket, or the remote in force
+// (remote.go). Nothing is dialled until a verb asks; a remote that cannot be used
+// fails the verb's first request, with its reason and fix.
+func (e *env) client() *incus.Client {
+	c, err := e.remoteClient()
+	if err != nil {
+		return incus.Broken(err)
+	}
+	c.Target = e.target
+	return c
+}
 
 // vmContext is the context of one vm verb: Ctrl-C and SIGTERM cancel it (operations in
 // flight are cancelled in incusd too).
@@ -58,6 +67,9 @@ func vmErr(e *env, err error) error {
 			return &usageError{err: err}
 		}
 		return err
+	}
+	if incus.Untrusted(err) && e.remoteName() != "" {
+		return withHint(err, remoteHint(e.remoteName()))
 	}
 	var op *net.OpError
 	if errors.As(err, &op) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {

@@ -47,8 +47,10 @@ BOX_DISK="2GiB"
 
 const labUserData = "#cloud-config\n# passed to Incus verbatim\nusers:\n  - name: dev\n"
 
-func newVMRig(t *testing.T) *vmRig {
-	lab := incuslab.Start(t)
+func newVMRig(t *testing.T) *vmRig { return newVMRigOn(t, incuslab.Start(t)) }
+
+// newVMRigOn is newVMRig on a lab the caller started.
+func newVMRigOn(t *testing.T, lab *incuslab.Lab) *vmRig {
 	r := &vmRig{t: t, lab: lab, box: boxBinary(t), home: t.TempDir(), client: lab.Client}
 	var cancel context.CancelFunc
 	r.ctx, cancel = context.WithTimeout(context.Background(), 10*time.Minute)

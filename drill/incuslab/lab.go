@@ -57,6 +57,11 @@ type Options struct {
 	// to its fake internet) where incusd runs instead of a namespace of its own. The lab
 	// neither creates nor deletes it, and leaves the processes in it to its owner.
 	NetNS string
+	// HTTPSAddress, when set (HOST:PORT, HOST a documentation or private address), makes
+	// the daemon listen on HTTPS there too (core.https_address), as a remote would. HOST
+	// is added to the lab namespace's loopback: only processes in that namespace
+	// (nsenter --net=NetNS) reach it, and no packet leaves the lab.
+	HTTPSAddress string
 	// Logf receives progress lines (image build, timings); nil is silent.
 	Logf func(string, ...any)
 }
@@ -69,6 +74,8 @@ type Lab struct {
 	Socket   string
 	NetNS    string // path of the network namespace, /run/netns/Name
 	Client   *incus.Client
+	// HTTPSAddress is where the daemon listens on HTTPS ("" when it does not).
+	HTTPSAddress string
 	// Fingerprint of the imported image ("" for a Bare lab).
 	Fingerprint string
 	// Timings of setup, for reports.
@@ -192,6 +199,11 @@ func Launch(ctx context.Context, o Options) (_ *Lab, err error) {
 	start = time.Now()
 	if err := l.setup(ctx, o.Bare); err != nil {
 		return l, err
+	}
+	if o.HTTPSAddress != "" {
+		if err := l.listenHTTPS(ctx, o.HTTPSAddress); err != nil {
+			return l, err
+		}
 	}
 	l.Timings["setup"] = time.Since(start)
 	if !o.Bare {

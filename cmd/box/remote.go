@@ -1,0 +1,231 @@
+package main
+
+// Remotes: --remote R (or BOX_REMOTE, or REMOTE:NAME on a box argument) aims the vm
+// verbs at an Incus remote of the incus client's own configuration, over HTTPS with
+// its client certificate. Every verb gets its client from (e *env) client(), so the
+// tag boundary and the placement profile apply on the remote exactly as locally.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/spf13/cobra"
+)
+
+// remoteVerbs are the verbs outside the vm group that take --remote.
+var remoteVerbs = []string{"setup-host", "doctor"}
+
+// addRemoteFlags gives every vm verb (and setup-host, doctor) --remote and its
+// REMOTE:NAME box arguments, and box new --target.
+func addRemoteFlags(root *cobra.Command, e *env) {
+	for _, cmd := range root.Commands() {
+		if cmd.GroupID != groupVM && !contains(remoteVerbs, cmd.Name()) {
+			continue
+		}
+		cmd.Flags().StringVar(&e.remote, "remote", "",
+			"the Incus remote (of the incus client's configuration, 'incus remote list') to act on; default $BOX_REMOTE, else the local daemon")
+		_ = cmd.RegisterFlagCompletionFunc("remote", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		})
+		vm := cmd.GroupID == groupVM
+		cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+			if vm {
+				if err := e.remotePrefixes(cmd, args); err != nil {
+					return err
+				}
+			}
+			return e.checkRemote()
+		}
+		if cmd.Name() == "new" {
+			cmd.Flags().StringVar(&e.target, "target", "", "the cluster member to place the box on (Incus's target; a cluster remote only)")
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteName is the remote the vm verbs act on: --remote (or a REMOTE: prefix), else
+// $BOX_REMOTE, else "" (the local daemon's socket, as before remotes).
+func (e *env) remoteName() string {
+	if e.remote != "" {
+		return e.remote
+	}
+	return e.getenv("BOX_REMOTE")
+}
+
+// boxArgIndexes are the positions of a verb's arguments that name boxes (and so may
+// carry a REMOTE: prefix). Files, labels, ports and commands are never rewritten.
+func boxArgIndexes(cmd *cobra.Command, args []string) []int {
+	n := len(args)
+	if d := cmd.ArgsLenAtDash(); d >= 0 && d < n {
+		n = d
+	}
+	switch cmd.Name() {
+	case "list", "new", "import":
+		return nil
+	case "rename":
+		return []int{0, 1}[:min(2, n)]
+	default:
+		return []int{0}[:min(1, n)]
+	}
+}
+
+// remotePrefixes strips REMOTE: from a verb's box arguments (and box new's --name and
+// --from), in place, and sets the remote from it. Two different remotes in one
+// command, or a prefix that contradicts --remote, are usage errors: box never moves a
+// box between daemons.
+func (e *env) remotePrefixes(cmd *cobra.Command, args []string) error {
+	flagRemote := e.remote
+	seen := ""
+	take := func(what, v string) (string, error) {
+		r, name, ok := strings.Cut(v, ":")
+		if !ok {
+			return v, nil
+		}
+		if r == "" || name == "" {
+			return "", usagef("write REMOTE:NAME, e.g. lab:work, or --remote lab work", "%s %q: an empty remote or name", what, v)
+		}
+		switch {
+		case flagRemote != "" && r != flagRemote:
+			return "", usagef("drop the prefix or the flag", "%s %q names remote %s, but --remote is %s", what, v, r, flagRemote)
+		case seen != "" && r != seen:
+			return "", usagef("box acts on one daemon at a time; copy between remotes with incus itself", "%s %q names remote %s, another argument remote %s", what, v, r, seen)
+		}
+		seen = r
+		return name, nil
+	}
+	for _, i := range boxArgIndexes(cmd, args) {
+		v, err := take("box", args[i])
+		if err != nil {
+			return err
+		}
+		args[i] = v
+	}
+	if cmd.Name() == "new" {
+		for _, name := range []string{"name", "from"} {
+			f := cmd.Flags().Lookup(name)
+			if f == nil || f.Value.String() == "" {
+				continue
+			}
+			v, err := take("--"+name, f.Value.String())
+			if err != nil {
+				return err
+			}
+			if err := f.Value.Set(v); err != nil {
+				return err
+			}
+		}
+	}
+	if seen != "" {
+		e.remote = seen
+	}
+	return nil
+}
+
+// checkRemote reads the remote in force before the verb does anything: an unknown
+// remote is a usage error, an unusable one fails with its fix.
+func (e *env) checkRemote() error {
+	if e.remoteName() == "" {
+		return nil
+	}
+	c, err := e.remoteClient()
+	var ce *incus.RemoteConfigError
+	if errors.As(err, &ce) && ce.Unknown {
+		return &usageError{err: err}
+	}
+	if err != nil {
+		return err
+	}
+	c.Close()
+	return nil
+}
+
+// remoteClient returns the client of the remote in force: the local socket without
+// one; a unix:// remote's socket; an HTTPS remote with the incus client's certificate.
+func (e *env) remoteClient() (*incus.Client, error) {
+	name := e.remoteName()
+	if name == "" {
+		return incus.New(e.socketPath()), nil
+	}
+	r, err := incus.LoadRemote(incus.ConfigDir(e.getenv, e.home()), name)
+	if err != nil {
+		return nil, err
+	}
+	var c *incus.Client
+	if r.HTTPS() {
+		if c, err = incus.NewRemote(r); err != nil {
+			return nil, err
+		}
+	} else {
+		sock := r.Socket
+		if sock == "" {
+			sock = e.socketPath()
+		}
+		c = incus.New(sock)
+		if r.Project != "default" {
+			c.Project = r.Project
+		}
+	}
+	return c, nil
+}
+
+// remoteHint is the hint of an answer that the remote does not trust box's client
+// certificate.
+func remoteHint(remote string) string {
+	return fmt.Sprintf("remote %s does not trust this client certificate: add it on the server ('incus config trust add-certificate client.crt'), or re-add the remote with a trust token ('incus remote add %s TOKEN')",
+		remote, remote)
+}
+
+// pinRemoteIncus writes into dir an incus client configuration whose only remote, and
+// default, is r (its address, project, the client certificate and the accepted server
+// certificate copied from r's configuration), and returns environ without the
+// variables that choose a daemon, remote, project or configuration, plus the pins: the
+// incus client of 'box incus' acts on exactly the remote and project box checked.
+func pinRemoteIncus(dir string, r *incus.Remote, environ []string) ([]string, error) {
+	var server []byte
+	if p := r.PinnedCert(); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		server = b
+	}
+	cert, err := os.ReadFile(filepath.Join(r.ConfigDir, "client.crt"))
+	if err != nil {
+		return nil, err
+	}
+	key, err := os.ReadFile(filepath.Join(r.ConfigDir, "client.key"))
+	if err != nil {
+		return nil, err
+	}
+	project := r.Project
+	if project == "" {
+		project = "default"
+	}
+	cc := incus.ClientConfig{DefaultRemote: r.Name, CertPEM: cert, KeyPEM: key,
+		Remotes: map[string]incus.RemoteSpec{r.Name: {Addr: r.Addr, Project: project, ServerCertPEM: server}}}
+	if err := cc.Write(dir); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(environ)+4)
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "INCUS_CONF", "INCUS_GLOBAL_CONF", "INCUS_REMOTE", "INCUS_PROJECT", "INCUS_SOCKET", "INCUS_DIR":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "INCUS_CONF="+dir, "INCUS_GLOBAL_CONF="+dir, "INCUS_REMOTE="+r.Name, "INCUS_PROJECT="+project), nil
+}
