@@ -64,7 +64,7 @@ type Summary struct {
 	Origin     string // mint, clone; "" for a legacy box
 	OriginFrom string // the clone's source (box or box/snapshot)
 	Created    time.Time
-	Legacy     bool // minted by claudebox (user.claudebox=1 without user.box=1)
+	Legacy     bool   // minted by claudebox (user.claudebox=1 without user.box=1)
 	Location   string // the cluster member it lives on ("" off a cluster)
 }
 

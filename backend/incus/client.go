@@ -51,7 +51,7 @@ type Client struct {
 	ws     *websocket.Dialer
 	// Project, when set, scopes every request to that Incus project.
 	Project string
-	broken error // Broken's error
+	broken  error // Broken's error
 	// Target, when set, places the instances this client creates on that cluster
 	// member (the target query parameter of POST /1.0/instances).
 	Target string
