@@ -39,6 +39,10 @@ type DoctorOptions struct {
 	// Ports maps bridges to their ports (BridgePorts) for the Overreach warning; nil
 	// reads sysfs.
 	Ports map[string][]string
+	// Remote, when set, is the name of the remote c talks to: its host's addresses come
+	// through the API, and what lives on that host only (the firewall, bridge meta, port
+	// overreach, the boot unit, legacy nftables tables) is a warning, not checked here.
+	Remote string
 }
 
 // Check names, stable for scripts and tests.
@@ -107,7 +111,14 @@ func Doctor(ctx context.Context, c *incus.Client, o DoctorOptions) []Check {
 	case gwErr != nil:
 		add(CheckACL, false, "cannot plan the ACL without the bridge's address", setup)
 	default:
-		plan, err := PlanStack(Stack{Bridge: br, Gateway: gw, Resolvers: PublicResolvers, HostAddrs: LocalAddrs(), Pool: o.Pool})
+		hostAddrs := LocalAddrs()
+		if o.Remote != "" {
+			if hostAddrs, _, err = RemoteFacts(ctx, c, br); err != nil {
+				add(CheckACL, false, err.Error(), setup)
+				break
+			}
+		}
+		plan, err := PlanStack(Stack{Bridge: br, Gateway: gw, Resolvers: PublicResolvers, HostAddrs: hostAddrs, Pool: o.Pool})
 		if err != nil {
 			add(CheckACL, false, err.Error(), setup)
 			break
@@ -136,6 +147,12 @@ func Doctor(ctx context.Context, c *incus.Client, o DoctorOptions) []Check {
 		fmt.Sprintf("security.acls=%s default ingress %s, egress %s", show(n.Config["security.acls"]),
 			show(n.Config["security.acls.default.ingress.action"]), show(n.Config["security.acls.default.egress.action"])), setup)
 
+	if o.Remote != "" {
+		out = append(out, Check{Name: CheckFirewall, Status: Warn, Detail: "not checked from here", Fix: RemoteFirewallFix(o.Remote)},
+			Check{Name: CheckUnit, Status: Warn, Detail: "not checked from here", Fix: RemoteFirewallFix(o.Remote)})
+		out = append(out, boxesCheck(ctx, c))
+		return append(out, legacyIncus(ctx, c, nil))
+	}
 	conn := o.Conn
 	if conn == nil {
 		conn, err = nftables.New()
@@ -199,22 +216,30 @@ func Doctor(ctx context.Context, c *incus.Client, o DoctorOptions) []Check {
 		add(CheckUnit, true, path+": re-applies the firewall at boot", "")
 	}
 
-	if boxes, err := c.ListBoxes(ctx); err != nil {
-		add(CheckBoxes, false, err.Error(), "")
-	} else {
-		var off []string
-		for _, b := range boxes {
-			if !slices.Equal(b.Profiles, []string{ProfileName}) || hasNIC(b.Devices) {
-				off = append(off, fmt.Sprintf("%s (profiles %s)", b.Name, strings.Join(b.Profiles, ",")))
-			}
-		}
-		if len(off) > 0 {
-			add(CheckBoxes, false, "off the stack: "+strings.Join(off, ", "), "box migrate-host --box NAME, for each")
-		} else {
-			add(CheckBoxes, true, fmt.Sprintf("%d boxes, all on profile %s only", len(boxes), ProfileName), "")
+	out = append(out, boxesCheck(ctx, c))
+	return append(out, legacyIncus(ctx, c, conn))
+}
+
+// boxesCheck: every box on the placement profile only.
+func boxesCheck(ctx context.Context, c *incus.Client) Check {
+	boxes, err := c.ListBoxes(ctx)
+	if err != nil {
+		return Check{Name: CheckBoxes, Status: Fail, Detail: err.Error()}
+	}
+	var off []string
+	for _, b := range boxes {
+		if !slices.Equal(b.Profiles, []string{ProfileName}) || hasNIC(b.Devices) {
+			off = append(off, fmt.Sprintf("%s (profiles %s)", b.Name, strings.Join(b.Profiles, ",")))
 		}
 	}
+	if len(off) > 0 {
+		return Check{Name: CheckBoxes, Status: Fail, Detail: "off the stack: " + strings.Join(off, ", "), Fix: "box migrate-host --box NAME, for each"}
+	}
+	return Check{Name: CheckBoxes, Status: OK, Detail: fmt.Sprintf("%d boxes, all on profile %s only", len(boxes), ProfileName)}
+}
 
+// legacyIncus warns of claudebox's objects (its nftables table too, when conn is set).
+func legacyIncus(ctx context.Context, c *incus.Client, conn *nftables.Conn) Check {
 	var legacy []string
 	if _, err := c.Network(ctx, LegacyBridge); err == nil {
 		legacy = append(legacy, "network "+LegacyBridge)
@@ -233,12 +258,10 @@ func Doctor(ctx context.Context, c *incus.Client, o DoctorOptions) []Check {
 		}
 	}
 	if len(legacy) > 0 {
-		out = append(out, Check{Name: CheckLegacy, Status: Warn, Detail: "claudebox's stack is still here: " + strings.Join(legacy, ", "),
-			Fix: "box migrate-host --box NAME for each legacy box, then box teardown-host and box setup-host"})
-	} else {
-		out = append(out, Check{Name: CheckLegacy, Status: OK, Detail: "none of claudebox's names"})
+		return Check{Name: CheckLegacy, Status: Warn, Detail: "claudebox's stack is still here: " + strings.Join(legacy, ", "),
+			Fix: "box migrate-host --box NAME for each legacy box, then box teardown-host and box setup-host"}
 	}
-	return out
+	return Check{Name: CheckLegacy, Status: OK, Detail: "none of claudebox's names"}
 }
 
 func show(v string) string {

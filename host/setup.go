@@ -62,6 +62,10 @@ type SetupOptions struct {
 	// Conn is the netlink connection of the firewall: nil means nftables.New(), this
 	// process's own network namespace.
 	Conn *nftables.Conn
+	// Remote, when set, is the name of the remote c talks to: the host's addresses and
+	// routes are read through the API (RemoteFacts), and the host firewall and boot
+	// unit, which live on that host, are reported NotApplied with RemoteFirewallFix.
+	Remote string
 }
 
 func (o SetupOptions) bridge() string  { return orDefault(o.Bridge, BridgeName) }
@@ -91,7 +95,15 @@ func Setup(ctx context.Context, c *incus.Client, o SetupOptions) ([]Step, error)
 	case existing.Type != "bridge" || !existing.Managed:
 		return steps, fmt.Errorf("network %s exists but is not a managed bridge (type %s): rename or remove it", br, existing.Type)
 	}
-	gw, err := chooseGateway(ctx, c, br, existing, o.Subnet)
+	hostAddrs, claims := LocalAddrs(), func() ([]Claim, error) { return Claims(br) }
+	if o.Remote != "" {
+		addrs, rc, err := RemoteFacts(ctx, c, br)
+		if err != nil {
+			return steps, err
+		}
+		hostAddrs, claims = addrs, func() ([]Claim, error) { return rc, nil }
+	}
+	gw, err := chooseGateway(ctx, c, br, existing, o.Subnet, claims)
 	if err != nil {
 		return steps, err
 	}
@@ -105,7 +117,7 @@ func Setup(ctx context.Context, c *incus.Client, o SetupOptions) ([]Step, error)
 	if len(resolvers) == 0 {
 		resolvers = PublicResolvers
 	}
-	plan, err := PlanStack(Stack{Bridge: br, Gateway: gw, Resolvers: resolvers, HostAddrs: LocalAddrs(), Pool: o.Pool})
+	plan, err := PlanStack(Stack{Bridge: br, Gateway: gw, Resolvers: resolvers, HostAddrs: hostAddrs, Pool: o.Pool})
 	if err != nil {
 		return steps, err
 	}
@@ -125,6 +137,9 @@ func Setup(ctx context.Context, c *incus.Client, o SetupOptions) ([]Step, error)
 	if err != nil {
 		return steps, err
 	}
+	if o.Remote != "" {
+		return append(steps, Step{Object: "nftables, boot unit", Outcome: NotApplied, Detail: RemoteFirewallFix(o.Remote)}), nil
+	}
 	conn, err := o.conn()
 	if err != nil {
 		return steps, err
@@ -141,7 +156,7 @@ func Setup(ctx context.Context, c *incus.Client, o SetupOptions) ([]Step, error)
 
 // chooseGateway keeps the bridge's address when it exists (moving a live bridge would
 // re-address every box), unless a different subnet is pinned; else it picks a free one.
-func chooseGateway(ctx context.Context, c *incus.Client, br string, existing *incus.Network, pinned string) (netip.Prefix, error) {
+func chooseGateway(ctx context.Context, c *incus.Client, br string, existing *incus.Network, pinned string, hostClaims func() ([]Claim, error)) (netip.Prefix, error) {
 	if existing != nil {
 		if cur, err := ParseGateway(existing.Config["ipv4.address"]); err == nil {
 			if pinned == "" {
@@ -152,7 +167,7 @@ func chooseGateway(ctx context.Context, c *incus.Client, br string, existing *in
 			}
 		}
 	}
-	claims, err := Claims(br)
+	claims, err := hostClaims()
 	if err != nil {
 		return netip.Prefix{}, err
 	}

@@ -387,6 +387,9 @@ type Server struct {
 		Kernel        string `json:"kernel_version"`
 		Driver        string `json:"driver"`
 		Storage       string `json:"storage"`
+		// Addresses are where the daemon listens on HTTPS (every address of the host
+		// when it listens on all of them).
+		Addresses []string `json:"addresses"`
 	} `json:"environment"`
 }
 

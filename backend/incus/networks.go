@@ -158,3 +158,15 @@ func (c *Client) RemoveProfile(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// NetworkAddresses returns the addresses of a network's interface on the daemon's host
+// (GET /1.0/networks/{name}/state): for a remote, the only view of its host's interfaces.
+func (c *Client) NetworkAddresses(ctx context.Context, name string) ([]NetworkAddress, error) {
+	var st struct {
+		Addresses []NetworkAddress `json:"addresses"`
+	}
+	if _, err := c.get(ctx, "/networks/"+url.PathEscape(name)+"/state", nil, &st); err != nil {
+		return nil, fmt.Errorf("network %q state: %w", name, err)
+	}
+	return st.Addresses, nil
+}

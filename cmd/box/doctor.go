@@ -47,7 +47,7 @@ func runDoctor(e *env, o *doctorOptions) error {
 	defer cancel()
 	c := hostClient(e)
 	defer c.Close()
-	checks := host.Doctor(ctx, c, host.DoctorOptions{UnitDir: o.unitDir, Exe: boxExe()})
+	checks := host.Doctor(ctx, c, host.DoctorOptions{UnitDir: o.unitDir, Exe: boxExe(), Remote: c.RemoteName()})
 	checks = append(checks, exposureCheck(ctx, c))
 	if o.json {
 		enc := json.NewEncoder(e.stdout)

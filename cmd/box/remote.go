@@ -19,10 +19,32 @@ import (
 // remoteVerbs are the verbs outside the vm group that take --remote.
 var remoteVerbs = []string{"setup-host", "doctor"}
 
+// localVerbs act on this machine's stack (its firewall, its boxes probed from this
+// host): BOX_REMOTE set is refused by name, never ignored.
+var localVerbs = []string{"teardown-host", "migrate-host", "drill"}
+
+// refuseRemote refuses a local-only verb while BOX_REMOTE is set (box drill only with
+// --backend vm: the bwrap drill has nothing to do with Incus).
+func (e *env) refuseRemote(cmd *cobra.Command) error {
+	r := e.getenv("BOX_REMOTE")
+	if r == "" {
+		return nil
+	}
+	if f := cmd.Flags().Lookup("backend"); cmd.Name() == "drill" && (f == nil || f.Value.String() != "vm") {
+		return nil
+	}
+	return usagef("unset BOX_REMOTE to act on this machine, or run box "+cmd.Name()+" on "+r+"'s host",
+		"box %s acts on this machine's host stack, but BOX_REMOTE=%s is set", cmd.Name(), r)
+}
+
 // addRemoteFlags gives every vm verb (and setup-host, doctor) --remote and its
 // REMOTE:NAME box arguments, and box new --target.
 func addRemoteFlags(root *cobra.Command, e *env) {
 	for _, cmd := range root.Commands() {
+		if contains(localVerbs, cmd.Name()) {
+			cmd.PreRunE = func(cmd *cobra.Command, args []string) error { return e.refuseRemote(cmd) }
+			continue
+		}
 		if cmd.GroupID != groupVM && !contains(remoteVerbs, cmd.Name()) {
 			continue
 		}

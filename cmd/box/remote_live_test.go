@@ -1,11 +1,11 @@
 package main
 
-// box --remote for real: two incusd, each in a network namespace of its own. The
-// "local" one answers on its unix socket; the "remote" one also listens on HTTPS on a
-// documentation address (192.0.2.10) on its namespace's loopback, and trusts a client
-// certificate the test makes. box runs inside the remote's namespace (the only place
-// that address exists) with an incus client configuration the test writes: no packet
-// leaves the lab.
+// box --remote for real: two incusd, each in a network namespace of its own, joined
+// by a veth pair on a documentation subnet (192.0.2.0/24). The "local" one answers on
+// its unix socket; the "remote" one also listens on HTTPS on 192.0.2.10 and trusts a
+// client certificate the test makes. box runs in the local lab's namespace (the only
+// other place that subnet exists) with an incus client configuration the test writes:
+// no packet leaves the lab.
 
 import (
 	"encoding/json"
@@ -20,9 +20,14 @@ import (
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/drill/incuslab"
+	"github.com/heavy-duty/box/host"
 )
 
-const labRemoteAddr = "192.0.2.10:8443"
+const (
+	labLocalCIDR  = "192.0.2.1/24"
+	labRemoteCIDR = "192.0.2.10/24"
+	labRemoteAddr = "192.0.2.10:8443"
+)
 
 // remoteRig is a vmRig whose client and raw instances are the remote's, whose box runs
 // in the remote's namespace, and whose local daemon (INCUS_SOCKET) is another lab.
@@ -35,8 +40,14 @@ type remoteRig struct {
 
 func newRemoteRig(t *testing.T) *remoteRig {
 	local := incuslab.Start(t)
-	remote := incuslab.StartWith(t, incuslab.Options{HTTPSAddress: labRemoteAddr})
+	remote := incuslab.Start(t)
 	r := &remoteRig{vmRig: newVMRigOn(t, remote), local: local, remote: remote}
+	if err := local.Link(r.ctx, remote, labLocalCIDR, labRemoteCIDR); err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.ListenHTTPS(r.ctx, labRemoteAddr); err != nil {
+		t.Fatal(err)
+	}
 	// The local daemon is the other lab: box without --remote must not touch the remote.
 	env := r.env[:0:0]
 	for _, kv := range r.env {
@@ -66,14 +77,14 @@ func newRemoteRig(t *testing.T) *remoteRig {
 	cc := incus.ClientConfig{CertPEM: cert, KeyPEM: key, Remotes: map[string]incus.RemoteSpec{
 		"lab":      {Addr: addr, ServerCertPEM: serverPEM},
 		"imposter": {Addr: addr, ServerCertPEM: otherPEM},
-		"down":     {Addr: "https://192.0.2.11:8443", ServerCertPEM: serverPEM}, // no route in the namespace
+		"down":     {Addr: "https://198.51.100.1:8443", ServerCertPEM: serverPEM}, // no route in the namespace
 	}}
 	if err := cc.Write(r.conf); err != nil {
 		t.Fatal(err)
 	}
-	// box, run in the remote's network namespace.
+	// box, run in the local lab's network namespace.
 	wrapper := filepath.Join(t.TempDir(), "box-in-lab")
-	script := fmt.Sprintf("#!/bin/sh\nexec nsenter --net=%s -- %s \"$@\"\n", remote.NetNS, r.box)
+	script := fmt.Sprintf("#!/bin/sh\nexec nsenter --net=%s -- %s \"$@\"\n", local.NetNS, r.box)
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +167,7 @@ func TestRemoteLive(t *testing.T) {
 		r.fails(t, 2, []string{`names remote lab, but --remote is other`}, "info", "--remote", "other", "lab:far")
 		r.fails(t, 2, []string{"one daemon at a time"}, "rename", "lab:far", "other:far")
 		r.fails(t, 2, []string{"no such remote", "the remotes there are down, imposter, lab"}, "list", "--remote", "nope")
-		r.fails(t, 1, []string{"remote down (https://192.0.2.11:8443)", "incus info down:"}, "list", "--remote", "down")
+		r.fails(t, 1, []string{"remote down (https://198.51.100.1:8443)", "incus info down:"}, "list", "--remote", "down")
 		r.fails(t, 2, []string{"no such remote"}, "exec", "nope:far", "--", "true")
 	})
 
@@ -206,5 +217,53 @@ func TestRemoteLive(t *testing.T) {
 		if r.exists("far") {
 			t.Error("far is still on the remote")
 		}
+	})
+
+	t.Run("setup-host and doctor --remote build and check the stack there", func(t *testing.T) {
+		out := r.ok(t, "setup-host", "--remote", "lab", "--resolver", "203.0.113.10")
+		for _, want := range []string{"network boxnet", "box-isolate", "profile box-net", "not applied here", "run 'box setup-host' there as root"} {
+			if !strings.Contains(out.stdout+out.stderr, want) {
+				t.Errorf("setup-host --remote lacks %q:\n%s%s", want, out.stdout, out.stderr)
+			}
+		}
+		if _, err := r.local.Client.Network(r.ctx, host.BridgeName); !incus.IsNotFound(err) {
+			t.Errorf("the local daemon got a bridge too (%v)", err)
+		}
+		// The ACL drops the remote host's address, read through the API, not the address
+		// of the machine box runs on.
+		acl, err := c.NetworkACLByName(r.ctx, host.ACLName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dsts := ""
+		for _, rule := range acl.Egress {
+			dsts += rule.Destination + " "
+		}
+		if !strings.Contains(dsts, "192.0.2.10") || strings.Contains(dsts, "192.0.2.1/") || strings.Contains(dsts, "192.0.2.1 ") {
+			t.Errorf("ACL egress destinations %q: want the remote's 192.0.2.10, not the local 192.0.2.1", dsts)
+		}
+		r.fails(t, 2, []string{"--firewall-only applies this machine's nftables", "run 'box setup-host' there"}, "setup-host", "--remote", "lab", "--firewall-only")
+
+		// A box on the real placement profile, on the remote; doctor passes but says
+		// what it cannot check from here.
+		saved := r.env
+		r.env = append(append([]string{}, saved...), "BOX_PLACEMENT_PROFILE="+host.ProfileName)
+		r.ok(t, "new", "--remote", "lab", "--name", "stacked", "--container")
+		r.env = saved
+		inst, _, err := c.Instance(r.ctx, "stacked")
+		if err != nil || !reflect.DeepEqual(inst.Profiles, []string{host.ProfileName}) {
+			t.Errorf("stacked: %+v %v: want the remote's box-net only", inst, err)
+		}
+		doc := r.ok(t, "doctor", "--remote", "lab")
+		for _, want := range []string{"ok    acl rules", "ok    profile", "warn  firewall", "not checked from here", "ok    boxes on the stack"} {
+			if !strings.Contains(doc.stdout, want) {
+				t.Errorf("doctor --remote lacks %q:\n%s", want, doc.stdout)
+			}
+		}
+		r.ok(t, "rm", "--remote", "lab", "stacked", "--force")
+		saved = r.env
+		r.env = append(append([]string{}, saved...), "BOX_REMOTE=lab")
+		r.fails(t, 2, []string{"teardown-host acts on this machine's host stack, but BOX_REMOTE=lab is set"}, "teardown-host")
+		r.env = saved
 	})
 }

@@ -22,6 +22,9 @@ const groupHost = "host"
 // hostClient is the Incus client of the host verbs: $INCUS_SOCKET, then
 // $INCUS_DIR/unix.socket, then the packaged daemon's socket (as the incus CLI resolves it).
 func hostClient(e *env) *incus.Client {
+	if e.remoteName() != "" {
+		return e.client() // setup-host --remote, doctor --remote (remote.go)
+	}
 	if s := e.getenv("INCUS_SOCKET"); s != "" {
 		return incus.New(s)
 	}
@@ -54,6 +57,10 @@ func hostErr(c *incus.Client, err error) error {
 		return nil
 	}
 	var ie *incus.Error
+	var h interface{ Hint() string }
+	if errors.As(err, &h) && h.Hint() != "" {
+		return err // a remote's errors say which remote and what to do
+	}
 	if !errors.As(err, &ie) && !errors.Is(err, context.Canceled) {
 		return withHint(err, fmt.Sprintf("is incusd running and is %s its socket? (INCUS_SOCKET / INCUS_DIR choose another)", c.Socket()))
 	}
@@ -132,6 +139,9 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 			return usagef("for example --gateway 10.88.0.1/24", "--gateway: %s", err)
 		}
 	}
+	if r := e.remoteName(); r != "" && o.firewallOnly {
+		return usagef(host.RemoteFirewallFix(r), "--firewall-only applies this machine's nftables: it cannot reach remote %s's host", r)
+	}
 	ctx, cancel := hostContext()
 	defer cancel()
 	c := hostClient(e)
@@ -158,7 +168,7 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 	} else {
 		steps, err = host.Setup(ctx, c, host.SetupOptions{
 			Bridge: o.bridge, Subnet: o.subnet, Resolvers: resolvers, Pool: o.pool,
-			UnitDir: o.unitDir, Exe: boxExe(),
+			UnitDir: o.unitDir, Exe: boxExe(), Remote: c.RemoteName(),
 		})
 	}
 	n := map[host.Outcome]int{}
@@ -176,7 +186,9 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 		return hostErr(c, err)
 	}
 	fmt.Fprintf(e.stderr, "box: setup-host: %d created, %d already right, %d changed\n", n[host.Created], n[host.Right], n[host.Changed])
-	if !o.firewallOnly {
+	if r := c.RemoteName(); r != "" {
+		fmt.Fprintf(e.stderr, "box: note: on remote %s the stack is built but for its host firewall: %s\n", r, host.RemoteFirewallFix(r))
+	} else if !o.firewallOnly {
 		if _, err := os.Stat("/run/systemd/system"); err != nil {
 			fmt.Fprintf(e.stderr, "box: note: systemd is not running here: the boot unit is written and enabled for when it is; re-run box setup-host --firewall-only after each boot meanwhile\n")
 		}

@@ -3,30 +3,54 @@ package incuslab
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 )
 
-// listenHTTPS puts addr's host on the lab namespace's loopback and has incusd listen
-// there (core.https_address).
-func (l *Lab) listenHTTPS(ctx context.Context, addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || net.ParseIP(host) == nil {
-		return fmt.Errorf("HTTPSAddress %q: want IP:PORT", addr)
-	}
-	out, err := exec.CommandContext(ctx, "nsenter", "--net="+l.NetNS, "ip", "addr", "add", host+"/32", "dev", "lo").CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "File exists") {
-		return fmt.Errorf("lab %s: address %s on lo: %v: %s", l.Name, host, err, out)
-	}
+// ListenHTTPS has incusd listen on HTTPS on addr, IP:PORT (an address the lab's
+// namespace has: its end of Link), as a remote does (core.https_address).
+func (l *Lab) ListenHTTPS(ctx context.Context, addr string) error {
 	if err := l.Client.Query(ctx, "PATCH", "", map[string]any{"config": map[string]string{"core.https_address": addr}}, nil); err != nil {
 		return fmt.Errorf("lab %s: core.https_address=%s: %w", l.Name, addr, err)
 	}
 	l.HTTPSAddress = addr
 	return nil
 }
+
+// Link joins this lab's network namespace and peer's with a veth pair, addr on this
+// side and peerAddr on the peer's (CIDRs on one subnet, documentation or private
+// ranges): the two daemons, and box run in either namespace, reach each other, and
+// nothing else. The pair goes with the namespaces.
+func (l *Lab) Link(ctx context.Context, peer *Lab, addr, peerAddr string) error {
+	a, b := "bx"+suffix(l.Name)+"a", "bx"+suffix(l.Name)+"b"
+	steps := [][]string{
+		{"ip", "-n", nsName(l.NetNS), "link", "add", a, "type", "veth", "peer", "name", b, "netns", nsName(peer.NetNS)},
+		{"ip", "-n", nsName(l.NetNS), "addr", "add", addr, "dev", a},
+		{"ip", "-n", nsName(peer.NetNS), "addr", "add", peerAddr, "dev", b},
+		{"ip", "-n", nsName(l.NetNS), "link", "set", a, "up"},
+		{"ip", "-n", nsName(peer.NetNS), "link", "set", b, "up"},
+	}
+	for _, s := range steps {
+		if out, err := exec.CommandContext(ctx, s[0], s[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("link %s and %s: %v: %v: %s", l.Name, peer.Name, s, err, out)
+		}
+	}
+	return nil
+}
+
+// suffix is the lab name's pid-n part without dashes, short enough for an interface
+// name (15 bytes).
+func suffix(name string) string {
+	s := strings.ReplaceAll(strings.TrimPrefix(name, prefix), "-", "")
+	if len(s) > 11 {
+		s = s[len(s)-11:]
+	}
+	return s
+}
+
+func nsName(path string) string { return filepath.Base(path) }
 
 // ServerCertPEM is the daemon's server certificate (what the incus client accepts
 // into servercerts/ on 'incus remote add').

@@ -57,11 +57,6 @@ type Options struct {
 	// to its fake internet) where incusd runs instead of a namespace of its own. The lab
 	// neither creates nor deletes it, and leaves the processes in it to its owner.
 	NetNS string
-	// HTTPSAddress, when set (HOST:PORT, HOST a documentation or private address), makes
-	// the daemon listen on HTTPS there too (core.https_address), as a remote would. HOST
-	// is added to the lab namespace's loopback: only processes in that namespace
-	// (nsenter --net=NetNS) reach it, and no packet leaves the lab.
-	HTTPSAddress string
 	// Logf receives progress lines (image build, timings); nil is silent.
 	Logf func(string, ...any)
 }
@@ -200,11 +195,7 @@ func Launch(ctx context.Context, o Options) (_ *Lab, err error) {
 	if err := l.setup(ctx, o.Bare); err != nil {
 		return l, err
 	}
-	if o.HTTPSAddress != "" {
-		if err := l.listenHTTPS(ctx, o.HTTPSAddress); err != nil {
-			return l, err
-		}
-	}
+
 	l.Timings["setup"] = time.Since(start)
 	if !o.Bare {
 		start = time.Now()
