@@ -71,7 +71,7 @@ func parseDryRun(b *testing.B, out []byte) []string {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		line := strings.TrimSuffix(strings.TrimSpace(sc.Text()), " \\")
-		if line == "bwrap" || strings.HasPrefix(line, "env:") {
+		if line == "bwrap" || strings.HasPrefix(line, "env:") || strings.HasPrefix(line, "seccomp:") {
 			continue
 		}
 		for len(line) > 0 {

@@ -92,6 +92,11 @@ func Args(spec Spec, host Host) ([]string, error) {
 	if spec.BlockFD > 0 {
 		a = append(a, "--block-fd", strconv.Itoa(spec.BlockFD))
 	}
+	if spec.Seccomp != nil {
+		// Applied by bwrap to the command only, just before it is executed: bwrap's own
+		// setup and the internet tier's helpers (entering from outside) are not under it.
+		a = append(a, "--seccomp", strconv.Itoa(spec.SeccompFD))
+	}
 	a = append(a, "--")
 	return append(a, spec.Command...), nil
 }
@@ -113,6 +118,9 @@ func validate(s Spec) error {
 		}
 	default:
 		return fmt.Errorf("network %q: want none, internet or full", s.Network)
+	}
+	if s.Seccomp != nil && s.SeccompFD <= 0 {
+		return fmt.Errorf("a seccomp filter needs its fd")
 	}
 	if len(s.Command) == 0 || s.Command[0] == "" {
 		return fmt.Errorf("no command to run")

@@ -3,7 +3,11 @@
 // only place that looks at the filesystem), and a thin exec layer (Run).
 package bwrap
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
+)
 
 // Network tiers.
 const (
@@ -29,6 +33,10 @@ type Spec struct {
 	Hostname    string   // "" leaves the default
 	InfoFD      int      // > 0: bwrap --info-fd (the exec layer reads the child pid)
 	BlockFD     int      // > 0: bwrap --block-fd (the sandbox waits until released)
+	// Seccomp is the syscall filter the command runs under (nil: none); the exec layer
+	// hands its program to bwrap at SeccompFD.
+	Seccomp   *seccomp.Filter
+	SeccompFD int
 }
 
 // Mount is one extra bind.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/inet"
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
@@ -104,6 +105,9 @@ func runRun(e *env, o *runOptions) error {
 	}
 	if o.dryRun {
 		printDryRun(e, args, p.vars)
+		if p.spec.Seccomp != nil {
+			fmt.Fprintf(e.stdout, "seccomp: %s\n", p.spec.Seccomp.Describe())
+		}
 		for _, f := range p.findings {
 			fmt.Fprintf(e.stderr, "box: warning: %s: %s\n", f.Name, f.Reason)
 		}
@@ -141,6 +145,7 @@ func prepareLaunch(e *env, p *plan) ([]string, inet.Options, error) {
 		return nil, netOpts, err
 	}
 	p.spec.InfoFD = bwrap.InfoFD
+	p.spec.SeccompFD = bwrap.SeccompFD
 	if p.spec.Network == bwrap.NetInternet {
 		// The helper decides the resolver address, which the sandbox's resolv.conf
 		// (a bind, fixed before launch) must name.
@@ -192,6 +197,13 @@ func launchSandbox(p *plan, bin string, args []string, netOpts inet.Options, std
 	launch := bwrap.Launch{
 		Bwrap: bin, Args: args, Env: envaudit.Environ(p.vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,
+	}
+	if p.spec.Seccomp != nil {
+		prog, err := p.spec.Seccomp.Bytes()
+		if err != nil {
+			return 1, err
+		}
+		launch.Seccomp = prog
 	}
 	if p.spec.Network == bwrap.NetInternet {
 		if err := os.WriteFile(p.spec.ResolvConf, []byte(inet.ResolvConf(netOpts.Helper)), 0o644); err != nil {
@@ -415,10 +427,17 @@ func resolveRun(e *env, o *runOptions) (*plan, error) {
 			pl.policy.ReadOnly = append(pl.policy.ReadOnly, m.Dst)
 		}
 	}
+	filter, err := seccomp.New(prof.Syscalls)
+	if err != nil {
+		return nil, withHint(fmt.Errorf("profile %q: %w", prof.Name, err), (&seccomp.OptInError{}).Hint())
+	}
+	if len(filter.OptIn) > 0 {
+		pl.warnings = append(pl.warnings, fmt.Sprintf("profile %q turns off the syscall filter's %s group(s): the sandbox may use them", prof.Name, strings.Join(filter.OptIn, ", ")))
+	}
 	pl.spec = bwrap.Spec{
 		Workdir: wd, Home: home, InstanceDir: instanceDir,
 		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
-		Command: command, Hostname: "box",
+		Command: command, Hostname: "box", Seccomp: &filter,
 	}
 	return pl, nil
 }
