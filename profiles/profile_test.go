@@ -364,8 +364,8 @@ func TestSyscallsKey(t *testing.T) {
 		t.Fatalf("%v %v", p, err)
 	}
 	for src, why := range map[string]string{
-		`syscalls = ["mount"]`:                    "cannot be turned off",
-		`syscalls = ["nope"]`:                     "no syscall group",
+		`syscalls = ["mount"]`:                      "cannot be turned off",
+		`syscalls = ["nope"]`:                       "no syscall group",
 		"backend = \"vm\"\nsyscalls = [\"ptrace\"]": "bwrap backend",
 	} {
 		if _, err := Parse("x", "/u/x.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), why) {

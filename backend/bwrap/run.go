@@ -238,4 +238,3 @@ func readChildPid(r io.Reader) (int, error) {
 	}
 	return info.ChildPid, nil
 }
-
