@@ -79,7 +79,8 @@ var socketTargets = []socketTarget{
 	{"NETLINK_ROUTE", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE},
 }
 
-var allowedSockets = []string{"AF_UNIX", "AF_INET", "AF_INET6", "NETLINK_ROUTE"}
+// AllowedSockets are the socket targets the filter keeps.
+var AllowedSockets = []string{"AF_UNIX", "AF_INET", "AF_INET6", "NETLINK_ROUTE"}
 
 // trySocket makes and closes one socket: "" when it could be made, else the errno.
 func trySocket(name string) string {
@@ -108,7 +109,7 @@ func errnoName(err error) string {
 func HostSockets() []string {
 	var out []string
 	for _, s := range socketTargets {
-		if !slices.Contains(allowedSockets, s.name) && trySocket(s.name) == "" {
+		if !slices.Contains(AllowedSockets, s.name) && trySocket(s.name) == "" {
 			out = append(out, s.name)
 		}
 	}
@@ -215,7 +216,7 @@ func kernelProbes(in Input) []Probe {
 		add(pr)
 	}
 	add(Probe{ID: "socket:allowed", Group: "syscalls", Name: "AF_UNIX, AF_INET(6), NETLINK_ROUTE", Kind: KindSocket,
-		Targets: allowedSockets, Want: Open, Expected: "all work"})
+		Targets: AllowedSockets, Want: Open, Expected: "all work"})
 
 	ti := Probe{ID: "kernel:trace-init", Group: "kernel", Name: "ptrace the sandbox's pid 1", Kind: KindTraceInit, Want: Blocked, Expected: "refused"}
 	if optedOut("ptrace") {
@@ -357,4 +358,15 @@ func SettleTerminal(obs []Observation, stillChanged bool) []Observation {
 		}
 	}
 	return obs
+}
+
+// RefusedSockets names every socket target the filter refuses.
+func RefusedSockets() []string {
+	var out []string
+	for _, s := range socketTargets {
+		if !slices.Contains(AllowedSockets, s.name) {
+			out = append(out, s.name)
+		}
+	}
+	return out
 }

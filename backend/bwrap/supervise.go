@@ -184,9 +184,10 @@ func (c *command) lookup() bool {
 	return true
 }
 
-// signal passes s to the command's process group (the command leads its own session,
-// --new-session), as a terminal would, through its pidfd; kernels before 6.9 signal the
-// command alone. A signal that comes before the command is found waits a little for it.
+// signal passes s to the command through its pidfd: to the process group it leads, as
+// a terminal would, when it leads one (a shell's job control), else (bwrap's pid 1
+// leads the session and group; kernels before 6.9 have no group flag) to the command
+// alone. A signal that comes before the command is found waits a little for it.
 func (c *command) signal(s syscall.Signal) {
 	if c == nil {
 		return
@@ -201,7 +202,7 @@ func (c *command) signal(s syscall.Signal) {
 	if c.fd < 0 {
 		return
 	}
-	if err := unix.PidfdSendSignal(c.fd, s, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP); err == unix.EINVAL {
+	if err := unix.PidfdSendSignal(c.fd, s, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP); err != nil {
 		_ = unix.PidfdSendSignal(c.fd, s, nil, 0)
 	}
 }
