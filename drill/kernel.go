@@ -18,7 +18,7 @@ import (
 const (
 	KindFD        Kind = "fd"         // the fd the drill leaked (Targets[0]: "FD DEV:INO") open inside = seen
 	KindKeyring   Kind = "keyring"    // the session keyring is the host's (Targets[0]: its serial) = seen
-	KindSeccomp   Kind = "seccomp"    // no seccomp filter on the probe = seen
+	KindSeccomp   Kind = "seccomp"    // no seccomp filter on the probe, or one that refuses nothing = seen
 	KindSyscall   Kind = "syscall"    // any syscall of Targets not refused (EPERM; clone3 ENOSYS) = seen
 	KindSocket    Kind = "socket"     // any socket of Targets (socketTargets names) creatable = seen
 	KindTraceInit Kind = "trace-init" // the sandbox's pid 1 can be ptrace-attached (and is left stopped) = seen
@@ -265,6 +265,8 @@ func probeKeyring(targets []string) (bool, string) {
 	return false, "a keyring of its own (" + strconv.Itoa(id) + ")"
 }
 
+// probeSeccomp: a filter is loaded and it refuses unshare(0), a no-op the kernel itself
+// allows (so an allow-everything filter does not pass).
 func probeSeccomp() (bool, string, error) {
 	st, err := status("self")
 	if err != nil {
@@ -273,7 +275,11 @@ func probeSeccomp() (bool, string, error) {
 	if st["Seccomp"] != "2" {
 		return true, "no filter (Seccomp " + st["Seccomp"] + ")", nil
 	}
-	return false, "filter in force (" + st["Seccomp_filters"] + " loaded)", nil
+	d := "filter in force (" + st["Seccomp_filters"] + " loaded)"
+	if err := unix.Unshare(0); err != unix.EPERM {
+		return true, d + ", but unshare(0) is not refused: " + fmt.Sprint(err), nil
+	}
+	return false, d + ", unshare refused", nil
 }
 
 // probeSyscalls makes each syscall; the detail lists NAME=ERRNO (ok: it succeeded).

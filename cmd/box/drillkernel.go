@@ -49,9 +49,15 @@ func drillKernel(p *plan, stderr io.Writer) (drillKernelSetup, func(), error) {
 			f()
 		}
 	}
-	fd, err := unix.Open(p.spec.Home, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	low, err := unix.Open(p.spec.Home, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return k, release, fmt.Errorf("drill: opening %s for the inherited-fd probe: %w", p.spec.Home, err)
+	}
+	// Above the fds box places for bwrap (3-5), which would replace it in the child.
+	fd, err := unix.FcntlInt(uintptr(low), unix.F_DUPFD, 100)
+	unix.Close(low)
+	if err != nil {
+		return k, release, fmt.Errorf("drill: inherited-fd probe: %w", err)
 	}
 	undo = append(undo, func() { unix.Close(fd) })
 	var st unix.Stat_t
