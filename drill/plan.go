@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/policy"
 )
 
 // ProbeSubcommand is the hidden box subcommand that must call ProbeMain; ProbePath is where
@@ -43,9 +44,9 @@ const DefaultInternetURL = "http://example.com/"
 
 // Network tiers (the same names as the bwrap backend's).
 const (
-	TierNone     = "none"
-	TierInternet = "internet"
-	TierFull     = "full"
+	TierNone     = policy.NetNone
+	TierInternet = policy.NetInternet
+	TierFull     = policy.NetFull
 )
 
 // Want is what the contract says about a probe's target.
@@ -79,6 +80,7 @@ const (
 	KindHTTP       Kind = "http"         // GET Target answered = seen
 	KindTCP        Kind = "tcp"          // any of Targets (addr:port) answered (connected or refused) = seen
 	KindGateway    Kind = "gateway"      // the sandbox's own default gateway answers on Ports = seen
+	KindNixDaemon  Kind = "nix-daemon"   // a nix-daemon at Target answers the protocol's handshake = seen
 )
 
 // Probe is one row of the drill.
@@ -144,12 +146,17 @@ type Input struct {
 	// Entered are the names the allowlist lets in (base, profile, --env).
 	Entered         []string
 	AuthPassthrough bool
-	Facts           Facts
-	InternetURL     string
-	HostPort        int      // 0 = the ports Facts.Listening found
-	LANTargets      []string // extra LAN targets, ADDR:PORT
-	Nonce           string   // makes write probes' file names unique
-	Kernel          Kernel   // the kernel surface: leaked fd, opted-out filter groups, terminal
+	// NixDaemon: the profile opted in to the host's nix-daemon (nix = "daemon").
+	NixDaemon bool
+	// NixStore: the sandbox has a store of the project's own over the host's (nix =
+	// "store"): a write to /nix/store lands there, and only one reaching the host counts.
+	NixStore    bool
+	Facts       Facts
+	InternetURL string
+	HostPort    int      // 0 = the ports Facts.Listening found
+	LANTargets  []string // extra LAN targets, ADDR:PORT
+	Nonce       string   // makes write probes' file names unique
+	Kernel      Kernel   // the kernel surface: leaked fd, opted-out filter groups, terminal
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
@@ -159,33 +166,8 @@ type secretPath struct {
 	paths    []string
 }
 
-// SecretPaths are the well-known secret locations of an operator's home probed by the drill.
-var SecretPaths = []secretPath{
-	{"ssh", "SSH keys (~/.ssh)", []string{".ssh"}},
-	{"aws", "AWS credentials (~/.aws)", []string{".aws/credentials", ".aws/config", ".aws/sso"}},
-	{"gnupg", "GPG keys (~/.gnupg)", []string{".gnupg"}},
-	{"gcloud", "Google Cloud (~/.config/gcloud)", []string{".config/gcloud"}},
-	{"tailscale", "Tailscale state", []string{".local/share/tailscale", ".config/tailscale", "/var/lib/tailscale"}},
-	{"age", "age keys", []string{".config/age", ".age", ".config/sops/age"}},
-	{"netrc", "~/.netrc", []string{".netrc"}},
-	{"git-credentials", "~/.git-credentials", []string{".git-credentials", ".config/git/credentials"}},
-	{"docker", "Docker credentials", []string{".docker/config.json"}},
-	{"kube", "Kubernetes (~/.kube/config)", []string{".kube/config"}},
-	{"gh", "GitHub CLI (~/.config/gh/hosts.yml)", []string{".config/gh/hosts.yml"}},
-	{"cloud-cli", "other cloud CLIs' tokens", []string{".azure", ".config/doctl", ".oci", ".config/hcloud",
-		".terraform.d/credentials.tfrc.json", ".config/linode-cli", ".fly", ".config/heroku", ".netlify", ".config/op"}},
-	{"package-registries", "package registry tokens", []string{".npmrc", ".pypirc", ".cargo/credentials.toml", ".gem/credentials", ".m2/settings.xml"}},
-	{"password-stores", "password stores and keyrings", []string{".password-store", ".local/share/keyrings", ".pgpass", ".vault-token"}},
-	{"claude-credentials", "Claude login (~/.claude/.credentials.json)", []string{".claude/.credentials.json"}},
-}
-
-// abs makes a SecretPaths entry absolute.
-func abs(home, p string) string {
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(home, p)
-}
+// abs makes a policy.Secrets path absolute.
+func abs(home, p string) string { return policy.Abs(home, p) }
 
 // socketProbes are the agent and daemon sockets probed (absolute, after expansion).
 func socketProbes(home string, uid int, environ []string) []secretPath {
@@ -215,18 +197,25 @@ func socketProbes(home string, uid int, environ []string) []secretPath {
 	return out
 }
 
+// The host's Nix store and its daemon's socket (the daemon builds and fetches on the
+// host's network, for anyone who can connect).
+const (
+	NixStore        = "/nix/store"
+	NixDaemonSocket = "/nix/var/nix/daemon-socket/socket"
+)
+
 // Candidates lists every host path Gather must stat for BuildPlan.
 func Candidates(home string, uid int, environ []string) []string {
 	var out []string
-	for _, s := range SecretPaths {
-		for _, p := range s.paths {
+	for _, s := range policy.Secrets {
+		for _, p := range s.Paths {
 			out = append(out, abs(home, p))
 		}
 	}
 	for _, s := range socketProbes(home, uid, environ) {
 		out = append(out, s.paths...)
 	}
-	return out
+	return append(out, NixStore, NixDaemonSocket)
 }
 
 func getenv(environ []string, name string) string {
@@ -275,14 +264,14 @@ func BuildPlan(in Input) (Plan, error) {
 	}
 
 	// Secrets of the real home.
-	for _, s := range SecretPaths {
+	for _, s := range policy.Secrets {
 		var paths []string
-		for _, q := range s.paths {
+		for _, q := range s.Paths {
 			paths = append(paths, abs(in.Home, q))
 		}
-		pr := Probe{ID: "secret:" + s.id, Group: "secrets", Name: s.name, Kind: KindPath, Targets: paths,
+		pr := Probe{ID: "secret:" + s.ID, Group: "secrets", Name: s.What, Kind: KindPath, Targets: paths,
 			Want: Blocked, Expected: "invisible", HostAbsent: !exists(paths)}
-		if s.id == "claude-credentials" && in.AuthPassthrough {
+		if s.ID == "claude-credentials" && in.AuthPassthrough {
 			pr.Want, pr.Expected = Allowed, "read-only (auth_passthrough)"
 		}
 		add(pr)
@@ -335,6 +324,21 @@ func BuildPlan(in Input) (Plan, error) {
 		}
 		add(pr)
 	}
+
+	// Nix: the host's daemon is unreachable unless opted in; the store is read-only.
+	daemon := Probe{ID: "nix:daemon", Group: "nix", Name: "host nix-daemon (builds on the host's network)", Kind: KindNixDaemon,
+		Targets: []string{NixDaemonSocket}, Want: Blocked, Expected: "unreachable", HostAbsent: !in.Facts.Exists[NixDaemonSocket]}
+	if in.NixDaemon {
+		daemon.Want, daemon.Expected = Allowed, "reachable (nix = \"daemon\")"
+	}
+	add(daemon)
+	storeWrite := Probe{ID: "nix:store-write", Group: "nix", Name: "write the host's /nix/store", Kind: KindWrite,
+		Targets: []string{filepath.Join(NixStore, ".box-drill-"+in.Nonce)}, Want: Blocked, Expected: "refused",
+		HostAbsent: !in.Facts.Exists[NixStore]}
+	if in.NixStore {
+		storeWrite.Scratch, storeWrite.Expected = true, "not on host (the project's own store)"
+	}
+	add(storeWrite)
 
 	// Processes and privileges.
 	add(Probe{ID: "pids", Group: "processes", Name: "host PIDs", Kind: KindPIDs, Want: Blocked,

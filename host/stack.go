@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/policy"
 )
 
 // Names of what setup-host makes. The placement profile is the only profile a box has.
@@ -28,15 +29,9 @@ const (
 	LegacyTable   = "claudebox" // nft table inet claudebox
 )
 
-// PrivateRanges are the destinations no box may reach: RFC1918, CGNAT, link-local (cloud
-// metadata at 169.254.169.254).
-var PrivateRanges = []netip.Prefix{
-	netip.MustParsePrefix("10.0.0.0/8"),
-	netip.MustParsePrefix("172.16.0.0/12"),
-	netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("169.254.0.0/16"),
-}
+// PrivateRanges are the destinations no box may reach (policy.PrivateRanges): the ACL
+// drops them.
+var PrivateRanges = policy.PrivateRanges
 
 // IsPrivate reports whether a is in PrivateRanges, loopback, or not IPv4.
 func IsPrivate(a netip.Addr) bool {

@@ -120,7 +120,7 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range p.warnings {
+	for _, w := range p.Warnings {
 		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
 	}
 	exe, err := os.Executable()
@@ -130,10 +130,10 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return fmt.Errorf("locating the box binary for the probe runner: %w", err)
 	}
-	p.spec.Mounts = append(p.spec.Mounts, bwrap.Mount{Src: exe, Dst: drill.ProbePath})
+	p.Spec.Mounts = append(p.Spec.Mounts, bwrap.Mount{Src: exe, Dst: drill.ProbePath})
 
 	var entered []string
-	for _, v := range p.vars {
+	for _, v := range p.Vars {
 		if v.Origin != "box" {
 			entered = append(entered, v.Name)
 		}
@@ -147,10 +147,12 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	defer release()
 	plan, err := drill.BuildPlan(drill.Input{
-		Home: p.spec.Home, Workdir: p.spec.Workdir, UID: os.Getuid(),
-		Tier: p.spec.Network, Expect: o.expect,
-		Environ: environ, Entered: entered, AuthPassthrough: p.profile.AuthPassthrough,
-		Facts:       drill.Gather(p.spec.Home, os.Getuid(), environ),
+		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
+		Tier: p.Spec.Network, Expect: o.expect,
+		Environ: environ, Entered: entered, AuthPassthrough: p.Profile.AuthPassthrough,
+		NixDaemon:   p.Profile.Nix == profiles.NixDaemon,
+		NixStore:    p.Profile.Nix == profiles.NixStore,
+		Facts:       drill.Gather(p.Spec.Home, os.Getuid(), environ),
 		InternetURL: o.internetURL, HostPort: o.hostPort, LANTargets: o.lan,
 		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
 	})
@@ -162,11 +164,11 @@ func runDrill(e *env, o *drillOptions) error {
 		return err
 	}
 
-	args, netOpts, err := prepareLaunch(e, p)
+	pr, err := bwrap.Prepare(p, e.getenv("BOX_INTERNET_HELPER"))
 	if err != nil {
 		return err
 	}
-	bin, err := lookBwrap()
+	bin, err := bwrap.LookBwrap()
 	if err != nil {
 		return err
 	}
@@ -175,7 +177,7 @@ func runDrill(e *env, o *drillOptions) error {
 	if kernel.tty != nil {
 		stderr = kernel.tty.slave
 	}
-	code, err := launchSandbox(p, bin, args, netOpts, bytes.NewReader(planJSON), &out, stderr)
+	code, err := p.Start(pr, bin, bytes.NewReader(planJSON), &out, stderr)
 	stillChanged := kernel.tty.changed()
 	if err != nil {
 		return err
@@ -195,8 +197,8 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return err
 	}
-	what := fmt.Sprintf("profile %s, tier %s", p.profile.Name, p.spec.Network)
-	if o.expect != "" && o.expect != p.spec.Network {
+	what := fmt.Sprintf("profile %s, tier %s", p.Profile.Name, p.Spec.Network)
+	if o.expect != "" && o.expect != p.Spec.Network {
 		what += ", judged as " + o.expect
 	}
 	if drill.Failed(results) {

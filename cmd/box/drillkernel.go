@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/internal/pty"
 	"golang.org/x/sys/unix"
@@ -41,7 +42,7 @@ func (t *drillTTY) changed() bool {
 // drillKernel leaks an fd on the operator's home (not close-on-exec, as a leaky
 // launcher would: box must not pass it on), names the filter groups the profile turned
 // off, and opens the terminal row's pseudo-terminal. release undoes it.
-func drillKernel(p *plan, stderr io.Writer) (drillKernelSetup, func(), error) {
+func drillKernel(p *bwrap.Plan, stderr io.Writer) (drillKernelSetup, func(), error) {
 	var k drillKernelSetup
 	var undo []func()
 	release := func() {
@@ -49,9 +50,9 @@ func drillKernel(p *plan, stderr io.Writer) (drillKernelSetup, func(), error) {
 			f()
 		}
 	}
-	low, err := unix.Open(p.spec.Home, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	low, err := unix.Open(p.Spec.Home, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return k, release, fmt.Errorf("drill: opening %s for the inherited-fd probe: %w", p.spec.Home, err)
+		return k, release, fmt.Errorf("drill: opening %s for the inherited-fd probe: %w", p.Spec.Home, err)
 	}
 	// Above the fds box places for bwrap (3-5), which would replace it in the child.
 	fd, err := unix.FcntlInt(uintptr(low), unix.F_DUPFD, 100)
@@ -66,8 +67,8 @@ func drillKernel(p *plan, stderr io.Writer) (drillKernelSetup, func(), error) {
 		return k, func() {}, err
 	}
 	k.in.LeakedFD, k.in.LeakedDev, k.in.LeakedIno = fd, st.Dev, st.Ino
-	if p.spec.Seccomp != nil {
-		k.in.OptedOut = p.spec.Seccomp.OptIn
+	if p.Spec.Seccomp != nil {
+		k.in.OptedOut = p.Spec.Seccomp.OptIn
 	}
 	if m, s, err := pty.Open(); err == nil {
 		t := &drillTTY{master: m, slave: s}

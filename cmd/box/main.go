@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"github.com/heavy-duty/box/internal/errs"
 )
 
 // version is stamped at build time (-ldflags "-X main.version=..."); otherwise it comes
@@ -65,7 +67,7 @@ func report(w io.Writer, err error) int {
 		}
 	}
 	var u *usageError
-	if errors.As(err, &u) {
+	if errs.IsUsage(err) || errors.As(err, &u) {
 		return exitUsage
 	}
 	return exitFail
@@ -76,7 +78,8 @@ type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-// usageError is an error in how box was asked: exit code 2.
+// usageError is an error in how box was asked: exit code 2 (errs.UsageError is the same
+// for errors made outside package main).
 type usageError struct {
 	err  error
 	hint string
@@ -88,25 +91,10 @@ func (e *usageError) Hint() string {
 	if e.hint != "" {
 		return e.hint
 	}
-	var h interface{ Hint() string }
-	if errors.As(e.err, &h) {
-		return h.Hint()
-	}
-	return ""
+	return errs.HintOf(e.err)
 }
 
-func usagef(hint, format string, a ...any) error {
-	return &usageError{err: fmt.Errorf(format, a...), hint: hint}
-}
+// usagef and withHint are the CLI's short names for the shared error shapes.
+func usagef(hint, format string, a ...any) error { return errs.Usage(hint, format, a...) }
 
-// hintError attaches a fix to an error.
-type hintError struct {
-	err  error
-	hint string
-}
-
-func (e *hintError) Error() string { return e.err.Error() }
-func (e *hintError) Unwrap() error { return e.err }
-func (e *hintError) Hint() string  { return e.hint }
-
-func withHint(err error, hint string) error { return &hintError{err, hint} }
+func withHint(err error, hint string) error { return errs.WithHint(err, hint) }

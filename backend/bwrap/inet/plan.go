@@ -5,22 +5,12 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/heavy-duty/box/policy"
 )
 
-// Blocked are the destination ranges the internet tier never reaches: private (RFC 1918),
-// CGNAT, link-local (cloud metadata included), loopback off lo, "this network",
-// multicast and reserved (broadcast included).
-var Blocked = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("10.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("127.0.0.0/8"),
-	netip.MustParsePrefix("169.254.0.0/16"),
-	netip.MustParsePrefix("172.16.0.0/12"),
-	netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("224.0.0.0/4"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-}
+// Blocked are the destination ranges the internet tier never reaches (policy.Blocked).
+var Blocked = policy.Blocked
 
 // Names of the filter's table (family inet) and chain in the sandbox's netns.
 const (

@@ -3,6 +3,7 @@ package seccomp
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -30,6 +31,16 @@ type Filter struct {
 	OptIn []string // groups turned off, sorted
 }
 
+// Native is the Linux name of the architecture box was built for (the one its syscall
+// numbers are for), "" when the filter has no table for it.
+func Native() string {
+	info, err := arch.GetInfo("")
+	if err != nil {
+		return ""
+	}
+	return info.Name
+}
+
 // New is the filter for this machine's architecture with optIn groups turned off. It
 // refuses a group name that does not exist or may not be opted into.
 func New(optIn []string) (Filter, error) {
@@ -42,6 +53,9 @@ func New(optIn []string) (Filter, error) {
 
 // ForArch is New for a named architecture (one of Arches).
 func ForArch(archName string, optIn []string) (Filter, error) {
+	if archName == "" {
+		archName = runtime.GOARCH
+	}
 	if !slices.Contains(Arches, archName) {
 		return Filter{}, fmt.Errorf("seccomp: architecture %q: box's filter is built for %s", archName, strings.Join(Arches, " and "))
 	}

@@ -1,0 +1,147 @@
+package bwrap
+
+import (
+	"context"
+	"fmt"
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
+	"os"
+	"os/user"
+	"path/filepath"
+
+	"github.com/heavy-duty/box/backend/bwrap/nixpkg"
+	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/profiles"
+)
+
+// Outside is what the caller knows of the operator's session: its environment and the
+// directories derived from it (XDG rules live in the CLI).
+type Outside struct {
+	Home, ConfigHome, DataHome, User string
+	Environ                          []string
+}
+
+// Gather finds the facts Resolve needs for r. It is the only place the resolver's input
+// is looked up on the host: the working directory, the password database, tools on PATH,
+// mount sources and credential files.
+func Gather(r Request, o Outside) (Facts, error) {
+	f := Facts{
+		Euid: os.Geteuid(), Egid: os.Getegid(), Home: o.Home, User: o.User,
+		DataHome: o.DataHome, Environ: o.Environ,
+		Tools: map[string]ToolFact{}, Mounts: map[string]MountFact{}, Arch: seccomp.Native(),
+	}
+	if o.Home == "" {
+		return f, nil // Resolve refuses it, with the reason
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return f, fmt.Errorf("working directory: %w", err)
+	}
+	// The real path: a symlink must not smuggle a bigger tree in under a harmless name.
+	if f.Workdir, err = filepath.EvalSymlinks(wd); err != nil {
+		return f, fmt.Errorf("working directory: %w", err)
+	}
+	f.Homes = []string{resolved(o.Home)}
+	if u, err := user.Current(); err == nil && u.HomeDir != "" {
+		f.Homes = append(f.Homes, resolved(u.HomeDir))
+	}
+	for _, d := range []string{filepath.Join(o.ConfigHome, "box"), filepath.Join(o.DataHome, "box")} {
+		f.BoxDirs = append(f.BoxDirs, resolved(d))
+	}
+	pathEnv := envMap(o.Environ)["PATH"]
+	for _, name := range r.toolNames() {
+		t, err := ResolveTool(name, pathEnv)
+		f.Tools[name] = ToolFact{Tool: t, Err: err}
+	}
+	for _, m := range r.Profile.Mounts {
+		src := ExpandHome(m.Path, o.Home)
+		real, err := filepath.EvalSymlinks(src)
+		f.Mounts[src] = MountFact{Real: real, Err: err}
+	}
+	if err := gatherNix(r, o, pathEnv, &f); err != nil {
+		return f, err
+	}
+	if r.Profile.AuthPassthrough {
+		for _, rel := range ClaudeCredentials {
+			if p := filepath.Join(o.Home, rel); fileExists(p) {
+				f.AuthFiles = append(f.AuthFiles, p)
+			}
+		}
+	}
+	return f, nil
+}
+
+// nixCommands are the Nix tools a minimal PATH keeps, when the host has them.
+var nixCommands = []string{"nix", "nix-build", "nix-shell", "nix-store", "nix-instantiate", "nix-env", "nix-hash", "nix-prefetch-url", "nix-collect-garbage", "nix-channel", "nix-copy-closure", ","}
+
+// gatherNix realises the profile's packages on the host (cached) and finds the Nix tools.
+func gatherNix(r Request, o Outside, pathEnv string, f *Facts) error {
+	if fi, err := os.Stat("/nix/store"); err == nil && fi.IsDir() {
+		f.HostNixStore = true
+	}
+	nixBin := ""
+	if t, err := ResolveTool("nix", pathEnv); err == nil {
+		nixBin = t.Path
+	}
+	if r.Profile.Path == profiles.PathMinimal {
+		for _, n := range nixCommands {
+			if t, err := ResolveTool(n, pathEnv); err == nil {
+				f.NixTools = append(f.NixTools, t)
+			}
+		}
+	}
+	if len(r.Profile.Packages) == 0 {
+		return nil
+	}
+	// Before nix reads anything: a flake in a directory the sandbox can write would be
+	// evaluated on the host, as the operator.
+	for _, pk := range r.Profile.Packages {
+		if dir, local := profiles.InstallablePath(pk); local {
+			if err := refuseWritableFlake(pk, resolved(dir), append([]string{f.Workdir}, f.BoxDirs...)); err != nil {
+				return err
+			}
+		}
+	}
+	rl := nixpkg.Realiser{Nix: nixBin, CacheDir: filepath.Join(o.DataHome, "box", "packages"), Environ: o.Environ}
+	outs, _, err := rl.Realise(context.Background(), r.Profile.Packages)
+	if err != nil {
+		return err
+	}
+	f.PackageCommands = map[string]bool{}
+	for _, out := range outs {
+		bin := filepath.Join(out, "bin")
+		ents, err := os.ReadDir(bin)
+		if err != nil {
+			continue
+		}
+		f.PackageBins = append(f.PackageBins, bin)
+		for _, e := range ents {
+			f.PackageCommands[e.Name()] = true
+		}
+	}
+	return nil
+}
+
+// refuseWritableFlake refuses an installable whose flake lies in (or holds) a directory
+// the sandbox can write: the working directory, box's own directories.
+func refuseWritableFlake(installable, dir string, writable []string) error {
+	for _, w := range writable {
+		if within(dir, w) || within(w, dir) {
+			return errs.WithHint(fmt.Errorf("profile packages: %s reads %s, in or around %s, which the sandbox can write: its flake would be evaluated on the host, as you", installable, dir, w),
+				"keep the flake outside the working directory (for example ~/tools), or name a package by a registry (nixpkgs#jq)")
+		}
+	}
+	return nil
+}
+
+// resolved is p with symlinks followed, or p itself when it cannot be resolved.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

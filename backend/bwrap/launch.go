@@ -1,0 +1,133 @@
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/heavy-duty/box/backend/bwrap/inet"
+	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/internal/errs"
+)
+
+// Prepared is a plan made ready to launch: bwrap's argv and the network tier's helper.
+type Prepared struct {
+	Args []string
+	Net  inet.Options
+}
+
+// Prepare makes a resolved plan ready to launch: the network tier's helper (which
+// decides the sandbox's resolv.conf) and bwrap's argv. It starts nothing. helper is
+// $BOX_INTERNET_HELPER ("" lets box choose). box run and box drill share it, so the drill
+// probes exactly the sandbox box run builds.
+func Prepare(p *Plan, helper string) (Prepared, error) {
+	var pr Prepared
+	host, err := DetectHost()
+	if err != nil {
+		return pr, err
+	}
+	p.Spec.InfoFD = InfoFD
+	p.Spec.SeccompFD = SeccompFD
+	if p.Spec.Network == NetInternet {
+		// The helper decides the resolver address, which the sandbox's resolv.conf
+		// (a bind, fixed before launch) must name.
+		h := inet.Helper(helper)
+		if h != inet.Auto && h != inet.Pasta && h != inet.Slirp4netns {
+			return pr, errs.Usage("unset it to let box choose (pasta, else slirp4netns)", "BOX_INTERNET_HELPER=%q: want pasta or slirp4netns", helper)
+		}
+		if pr.Net, err = (inet.Options{Helper: h}).Resolve(); err != nil {
+			return pr, errs.WithHint(err, "install passt (pasta) or slirp4netns, then run 'box --check'")
+		}
+		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
+			return pr, fmt.Errorf("internet tier: listing the host's addresses: %w", err)
+		}
+		p.Spec.BlockFD = BlockFD
+		p.Spec.ResolvConf = filepath.Join(p.Spec.InstanceDir, "resolv.conf")
+	}
+	pr.Args, err = Args(p.Spec, host)
+	return pr, err
+}
+
+// RefuseRoot: user namespaces do not take root's file ownership away, so as root the
+// command could read root-only files (/etc/shadow, host keys) in the read-only binds.
+// Only --allow-root accepts that.
+func (p *Plan) RefuseRoot() error {
+	if os.Geteuid() == 0 && !p.AllowRoot {
+		return errs.WithHint(errors.New("refusing to sandbox as root: inside, the command would keep root's ownership of files (/etc/shadow, SSH host keys and other root-only files would be readable)"),
+			"run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure")
+	}
+	return nil
+}
+
+// LookBwrap finds the bwrap binary.
+func LookBwrap() (string, error) {
+	bin, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", errs.WithHint(errors.New("bwrap (bubblewrap) is not installed"), "install it: apt-get install bubblewrap (then run 'box --check')")
+	}
+	return bin, nil
+}
+
+// Start prepares the instance directory, runs bwrap (attaching the internet tier before
+// the command is released) and returns the command's exit code.
+func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if err := p.RefuseRoot(); err != nil {
+		return 1, err
+	}
+	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
+		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
+	}
+	launch := Launch{
+		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
+		Stdin: stdin, Stdout: stdout, Stderr: stderr,
+	}
+	if p.Spec.Seccomp != nil {
+		prog, err := p.Spec.Seccomp.Bytes()
+		if err != nil {
+			return 1, err
+		}
+		launch.Seccomp = prog
+	}
+	if p.Spec.NixStore != "" {
+		if err := PrepareNixStore(p.Spec.NixStore); err != nil {
+			return 1, err
+		}
+		self, err := os.Executable()
+		if err == nil {
+			self, err = filepath.EvalSymlinks(self)
+		}
+		if err != nil {
+			return 1, fmt.Errorf("per-project Nix store: locating box's own binary: %w", err)
+		}
+		launch.NixStore, launch.Self = p.Spec.NixStore, self
+	}
+	if p.Spec.Network == NetInternet {
+		if err := os.WriteFile(p.Spec.ResolvConf, []byte(inet.ResolvConf(pr.Net.Helper)), 0o644); err != nil {
+			return 1, fmt.Errorf("internet tier: %w", err)
+		}
+		// The command waits behind bwrap's block fd until networking and the egress
+		// filter are in place; if they cannot be, it never runs.
+		launch.BeforeRelease = func(pid int) (func(), error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			s, err := inet.Attach(ctx, pid, pr.Net)
+			if err != nil {
+				return nil, errs.WithHint(fmt.Errorf("internet tier: %w", err), "run 'box --check' to see what the internet tier needs here")
+			}
+			return func() { s.Close() }, nil
+		}
+	}
+	code, err := Run(launch)
+	if err != nil {
+		if errs.HintOf(err) != "" {
+			return code, err
+		}
+		return code, errs.WithHint(err, "run 'box --check' to diagnose the sandbox")
+	}
+	return code, nil
+}

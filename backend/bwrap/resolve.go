@@ -1,0 +1,354 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
+	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/policy"
+	"github.com/heavy-duty/box/profiles"
+	"github.com/heavy-duty/box/templates"
+)
+
+// Request is what the operator asked for: the loaded profile and template, and the
+// flags that override them. box run, box drill and persistent bwrap boxes all resolve
+// one.
+type Request struct {
+	Profile   *profiles.Profile
+	Template  *templates.Template
+	Network   string   // a validated tier, or "" for the profile's
+	Env       []string // --env names
+	Command   []string // argv after --, or nil for the profile's / template's
+	AllowRoot bool
+}
+
+// command is what the sandbox runs: the request's, else the profile's, else the
+// template's, else a shell.
+func (r Request) command() []string {
+	for _, c := range [][]string{r.Command, r.Profile.Command, r.Template.Command} {
+		if len(c) > 0 {
+			return c
+		}
+	}
+	return []string{"sh"}
+}
+
+// toolNames are the tools a request wants linked: the template's, the profile's, and
+// the command itself when it is a name, each once.
+func (r Request) toolNames() []string {
+	want := append(append([]string{}, r.Template.Tools...), r.Profile.Tools...)
+	if c := r.command(); !strings.Contains(c[0], "/") {
+		want = append(want, c[0])
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range want {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Facts are what the resolver knows of the host. Gather finds them; tests write them.
+type Facts struct {
+	Workdir string // the working directory, symlinks resolved
+	Euid    int
+	Egid    int
+	Home    string   // $HOME inside and out (absolute, clean)
+	Homes   []string // the home as $HOME and the password database say, resolved
+	User    string   // USER and LOGNAME inside
+	// BoxDirs are box's own configuration and data directories (resolved): never
+	// writable from inside, or the sandbox could rewrite its next run's policy.
+	BoxDirs  []string
+	DataHome string // instance directories live under it
+	Environ  []string
+	Tools    map[string]ToolFact  // every name of Request.toolNames
+	Mounts   map[string]MountFact // every profile mount's source, ~ expanded
+	// AuthFiles are the host credential files that exist, when the profile asks for
+	// auth passthrough.
+	AuthFiles []string
+	// PackageBins are the bin directories of the profile's Nix packages, realised on the
+	// host (store paths, read-only inside).
+	PackageBins []string
+	// PackageCommands are the command names those directories hold.
+	PackageCommands map[string]bool
+	// HostNixStore: the host has /nix/store (a per-project store layers over it).
+	HostNixStore bool
+	// NixTools are the host's Nix commands (nix, nix-build, ...) that exist, for a
+	// minimal PATH.
+	NixTools []Tool
+	// Arch is the architecture the syscall filter is built for (seccomp.Native).
+	Arch string
+}
+
+// ToolFact is a tool looked up on the host PATH.
+type ToolFact struct {
+	Tool Tool
+	Err  error // exec.ErrNotFound when absent
+}
+
+// MountFact is a mount source with symlinks resolved.
+type MountFact struct {
+	Real string
+	Err  error
+}
+
+// Plan is a resolved run: the sandbox, the environment that enters it and its audit,
+// what SANDBOX.md says, and warnings to print.
+type Plan struct {
+	Profile   *profiles.Profile
+	Template  *templates.Template
+	Spec      Spec
+	Vars      []envaudit.Var
+	Findings  []envaudit.Finding
+	Policy    Policy
+	Warnings  []string
+	AllowRoot bool
+}
+
+// ClaudeCredentials are the host files auth passthrough binds read-only, home-relative.
+var ClaudeCredentials = []string{".claude/.credentials.json"}
+
+// Resolve turns a request and the host's facts into a plan. It is pure.
+func Resolve(r Request, f Facts) (*Plan, error) {
+	network := r.Profile.Network
+	if r.Network != "" {
+		network = r.Network
+	}
+	p := &Plan{Profile: r.Profile, Template: r.Template, AllowRoot: r.AllowRoot}
+	if f.Euid == 0 && r.AllowRoot {
+		p.warn("running as root (--allow-root): files only root may read are readable in the sandbox")
+	}
+	if f.Home == "" {
+		return nil, errors.New("cannot tell your home directory: set HOME")
+	}
+	if err := checkWorkdir(f); err != nil {
+		return nil, err
+	}
+	wd := f.Workdir
+	instanceDir := InstanceDir(f.DataHome, wd)
+	command := r.command()
+
+	// Tools: a missing tool is a warning; a missing command is an error.
+	var tools []Tool
+	for _, name := range r.toolNames() {
+		tf, ok := f.Tools[name]
+		if !ok {
+			tf.Err = exec.ErrNotFound
+		}
+		err := tf.Err
+		if errors.Is(err, exec.ErrNotFound) && f.PackageCommands[name] {
+			continue // a profile package provides it, on PATH inside
+		}
+		if err == nil && (within(tf.Tool.Path, wd) || within(tf.Tool.Path, instanceDir)) {
+			// A PATH entry the sandbox can write (a project's bin/ added by direnv)
+			// could hold a planted link to anything: never bind through it.
+			err = fmt.Errorf("%s resolves to %s, inside a directory the sandbox can write", name, tf.Tool.Path)
+		}
+		if err != nil {
+			if name == command[0] {
+				if errors.Is(err, exec.ErrNotFound) {
+					return nil, errs.WithHint(fmt.Errorf("command %q not found on your PATH", name),
+						"install it, or name another command after --")
+				}
+				return nil, errs.WithHint(err, "run a command installed outside the working directory, or give its path inside the sandbox (./bin/...)")
+			}
+			if errors.Is(err, exec.ErrNotFound) {
+				p.warn("tool %q is not on your PATH; it will be missing in the sandbox", name)
+			} else {
+				p.warn("tool %s; not linked into the sandbox", err)
+			}
+			continue
+		}
+		tools = append(tools, tf.Tool)
+	}
+
+	var mounts []Mount
+	for _, m := range r.Profile.Mounts {
+		src, dst := ExpandHome(m.Path, f.Home), ExpandHome(m.Target, f.Home)
+		mf, ok := f.Mounts[src]
+		if !ok {
+			return nil, fmt.Errorf("profile %q mounts %s: not looked up", r.Profile.Name, src)
+		}
+		if mf.Err != nil {
+			return nil, errs.WithHint(fmt.Errorf("profile %q mounts %s: %w", r.Profile.Name, src, mf.Err), "create it, or remove the mount from the profile")
+		}
+		real := mf.Real
+		// bwrap would follow a symlink; box binds what it resolved and judges that. A
+		// link inside a directory the sandbox can write may have been planted there.
+		if real != src && (within(src, wd) || within(src, instanceDir)) {
+			return nil, errs.WithHint(fmt.Errorf("profile %q mounts %s, a symlink (to %s) inside a directory the sandbox can write", r.Profile.Name, src, real),
+				"mount the target itself, or remove the link")
+		}
+		if m.RW() {
+			if err := refuseBoxDirs(f.BoxDirs, real, "a read-write mount"); err != nil {
+				return nil, err
+			}
+		}
+		mounts = append(mounts, Mount{Src: real, Dst: dst, RW: m.RW()})
+		for _, h := range f.Homes {
+			if w := policy.SecretAt(real, h); w != "" {
+				p.warn("profile %q mounts %s, which holds %s", r.Profile.Name, real, w)
+				break
+			}
+		}
+	}
+
+	var auth []string
+	if r.Profile.AuthPassthrough {
+		auth = f.AuthFiles
+		if len(auth) == 0 {
+			p.warn("auth passthrough: no host login found (~/%s); log in inside the sandbox", ClaudeCredentials[0])
+		}
+	}
+
+	var allow envaudit.Allowlist
+	allow.Add("base", envaudit.Base...)
+	allow.Add("profile", r.Profile.Env...)
+	set := envMap(f.Environ)
+	for _, n := range r.Env {
+		if err := profiles.ValidEnvName(n); err != nil {
+			return nil, errs.Usage("--env takes a name; the value comes from your environment", "--env: %s", err)
+		}
+		allow.Add("--env", n)
+		if !strings.HasSuffix(n, "*") && set[n] == "" {
+			p.warn("--env %s: not set in your environment", n)
+		}
+	}
+	minimal := r.Profile.Path == profiles.PathMinimal
+	if minimal {
+		for _, t := range f.NixTools {
+			if !slices.ContainsFunc(tools, func(x Tool) bool { return x.Name == t.Name }) {
+				tools = append(tools, t)
+			}
+		}
+	}
+	daemon := r.Profile.Nix == profiles.NixDaemon
+	if daemon {
+		p.warn("nix = \"daemon\": the host's nix-daemon is reachable inside; what it builds and fetches runs on the host, on the host's network, outside tier %s and outside the sandbox", network)
+	}
+	boxSet := map[string]string{
+		"HOME": f.Home, "PATH": SandboxPATH(f.PackageBins, minimal), "BOX_SANDBOX": "bwrap",
+		// Claude Code keeps .claude.json in here instead of $HOME (see Args).
+		"CLAUDE_CONFIG_DIR": filepath.Join(f.Home, ".claude"),
+		"USER":              f.User, "LOGNAME": f.User,
+	}
+	if daemon {
+		boxSet["NIX_REMOTE"] = "daemon"
+	}
+	var nixStore string
+	if r.Profile.Nix == profiles.NixStore {
+		if !f.HostNixStore {
+			return nil, errs.WithHint(fmt.Errorf("profile %q: nix = \"store\" layers a store over the host's /nix/store, and this host has none", r.Profile.Name),
+				"install Nix on the host, or set nix = \"none\"")
+		}
+		nixStore = filepath.Join(instanceDir, "nix")
+		// Single-user Nix inside: no build sandbox (no user namespaces in here) and no
+		// build users; without a network, no substituters to wait for.
+		conf := "sandbox = false\nbuild-users-group =\nexperimental-features = nix-command flakes\n"
+		if network == NetNone {
+			conf += "substituters =\n"
+		}
+		boxSet["NIX_CONFIG"] = conf
+	}
+	p.Vars = allow.Filter(f.Environ, boxSet)
+	p.Findings = envaudit.Audit(p.Vars)
+
+	toolNames := make([]string, len(tools))
+	for i, t := range tools {
+		toolNames[i] = t.Name
+	}
+	p.Policy = Policy{
+		Profile: r.Profile.Name, Template: r.Template.Name, Network: network, Workdir: wd,
+		Tools: toolNames, Auth: len(auth) > 0, Notes: r.Template.Notes,
+		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
+	}
+	for _, m := range mounts {
+		if m.RW {
+			p.Policy.Writable = append(p.Policy.Writable, m.Dst)
+		} else {
+			p.Policy.ReadOnly = append(p.Policy.ReadOnly, m.Dst)
+		}
+	}
+	// The syscall filter, less the groups a user profile opted back into (Parse
+	// refuses syscalls in a built-in profile).
+	filter, err := seccomp.ForArch(f.Arch, r.Profile.Syscalls)
+	if err != nil {
+		return nil, fmt.Errorf("profile %q: %w", r.Profile.Name, err) // its hint names the groups
+	}
+	if len(filter.OptIn) > 0 {
+		p.warn("profile %q turns off the syscall filter's %s group(s): the sandbox may use them", r.Profile.Name, strings.Join(filter.OptIn, ", "))
+	}
+	p.Spec = Spec{
+		Workdir: wd, Home: f.Home, InstanceDir: instanceDir,
+		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
+		Command: command, Hostname: "box", NixDaemon: daemon,
+		NixStore: nixStore, UID: f.Euid, GID: f.Egid, Seccomp: &filter,
+	}
+	return p, nil
+}
+
+func (p *Plan) warn(format string, a ...any) {
+	p.Warnings = append(p.Warnings, fmt.Sprintf(format, a...))
+}
+
+func envMap(environ []string) map[string]string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// ExpandHome expands a leading ~/ to home and cleans p.
+func ExpandHome(p, home string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return filepath.Join(home, rest)
+	}
+	return filepath.Clean(p)
+}
+
+// within reports whether p is dir or lies below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// checkWorkdir refuses a working directory whose read-write bind would expose too much:
+// a home directory (as $HOME says and as the password database says: $HOME can be
+// overridden), a system directory, a secret directory, or box's own files.
+func checkWorkdir(f Facts) error {
+	for _, h := range f.Homes {
+		if err := CheckWorkdir(f.Workdir, h); err != nil {
+			return err
+		}
+		if w := policy.SecretAt(f.Workdir, h); w != "" {
+			return &WorkdirError{Dir: f.Workdir, Why: "it holds " + w}
+		}
+	}
+	return refuseBoxDirs(f.BoxDirs, f.Workdir, "the working directory")
+}
+
+// refuseBoxDirs refuses a writable path that holds (or lies in) box's own configuration
+// or data: from inside, the sandbox could rewrite the policy of its next run.
+func refuseBoxDirs(boxDirs []string, p, what string) error {
+	for _, d := range boxDirs {
+		if within(d, p) || within(p, d) {
+			hint := "run box from a project directory that does not contain " + d
+			if what != "the working directory" {
+				hint = "mount it read-only, or mount a directory that does not contain " + d
+			}
+			return errs.WithHint(fmt.Errorf("refusing %s %s: it holds box's own files (%s), which the sandbox could rewrite for its next run", what, p, d), hint)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package policy
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestPrivateRangesAreBlocked(t *testing.T) {
+	for _, p := range PrivateRanges {
+		found := false
+		for _, b := range Blocked {
+			if b == p {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s is a private range but not in Blocked", p)
+		}
+		if !IsBlocked(p.Addr()) {
+			t.Errorf("IsBlocked(%s) = false", p.Addr())
+		}
+	}
+	for _, s := range []string{"203.0.113.10", "1.1.1.1"} {
+		if IsBlocked(netip.MustParseAddr(s)) {
+			t.Errorf("IsBlocked(%s) = true, want a public address open", s)
+		}
+	}
+	for _, s := range []string{"::1", "fe80::1", "2001:db8::1", "::ffff:192.168.1.1"} {
+		if !IsBlocked(netip.MustParseAddr(s)) {
+			t.Errorf("IsBlocked(%s) = false", s)
+		}
+	}
+}
+
+func TestSecretAt(t *testing.T) {
+	home := "/home/u"
+	for _, s := range Secrets {
+		for _, rel := range s.Paths {
+			p := Abs(home, rel)
+			if got := SecretAt(p, home); got != s.What {
+				t.Errorf("SecretAt(%s) = %q, want %q", p, got, s.What)
+			}
+			if got := SecretAt(p+"/x", home); got == "" {
+				t.Errorf("SecretAt(%s/x) = \"\", want it named", p)
+			}
+		}
+	}
+	for p, want := range map[string]bool{"/home/u": true, "/home/u/.config": true, "/home/u/src/app": false, "/run/user/1000": true, "/srv/x.sock": true} {
+		if got := SecretAt(p, home) != ""; got != want {
+			t.Errorf("SecretAt(%s) named = %v, want %v", p, got, want)
+		}
+	}
+}
