@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,29 +26,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var (
-	unsafeOnce sync.Once
-	unsafeBox  string
-	unsafeErr  error
-)
-
 // unsafeBoxBinary builds box with -tags boxunsafe: BOX_UNSAFE_OFF=fds,keyring,seccomp,
 // terminal switches those protections off. Only tests build it.
-func unsafeBoxBinary(t *testing.T) string {
-	t.Helper()
-	safe := boxBinary(t)
-	unsafeOnce.Do(func() {
-		unsafeBox = filepath.Join(filepath.Dir(safe), "box-unsafe")
-		out, err := exec.Command("go", "build", "-tags", "boxunsafe", "-o", unsafeBox, ".").CombinedOutput()
-		if err != nil {
-			unsafeErr = fmt.Errorf("go build -tags boxunsafe: %v\n%s", err, out)
-		}
-	})
-	if unsafeErr != nil {
-		t.Fatal(unsafeErr)
-	}
-	return unsafeBox
-}
+func unsafeBoxBinary(t *testing.T) string { return boxBuild(t, "boxunsafe") }
 
 // withProtectionOff makes w run the test build with protections off (none: restore).
 func (w *world) withProtectionOff(t *testing.T, off string) {
@@ -60,19 +39,10 @@ func (w *world) withProtectionOff(t *testing.T, off string) {
 // shell runs a sh script as the world's user in the project, with $BOX the box binary.
 func (w *world) shell(script string) result {
 	w.t.Helper()
-	c := exec.Command("/bin/sh", "-c", script)
-	c.Dir, c.Env = w.proj, append(append([]string{}, w.env...), "BOX="+w.box)
-	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
-	var o, e bytes.Buffer
-	c.Stdout, c.Stderr = &o, &e
-	err := c.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		w.t.Fatal(err)
-	}
-	return result{code, o.String(), e.String()}
+	c := w.cmd()
+	c.Path, c.Args = "/bin/sh", []string{"/bin/sh", "-c", script}
+	c.Env = append(append([]string{}, w.env...), "BOX="+w.box)
+	return w.collect(c)
 }
 
 // The attack of issue 10: a launcher that leaves an fd open on the home hands the

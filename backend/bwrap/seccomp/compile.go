@@ -246,15 +246,12 @@ func errnoAction(e unix.Errno) libseccomp.Action {
 
 // refuseBlock: A holds the syscall number; any of nrs returns action, else fall through.
 func refuseBlock(nrs []uint32, action libseccomp.Action) ([]bpf.Instruction, error) {
+	if len(nrs) == 0 {
+		return nil, nil
+	}
 	p := libseccomp.NewProgram()
 	hit, next := p.NewLabel(), p.NewLabel()
-	for i, nr := range nrs {
-		if i < len(nrs)-1 {
-			p.JmpIfTrue(bpf.JumpEqual, nr, hit)
-		} else {
-			p.JmpIf(bpf.JumpEqual, nr, hit, next)
-		}
-	}
+	jumpAnyOf(&p, nrs, hit, next)
 	p.SetLabel(hit)
 	p.Ret(action)
 	p.SetLabel(next)
@@ -275,24 +272,15 @@ func ruleBlock(nr uint32, tests []Test, action libseccomp.Action) ([]bpf.Instruc
 		if ti < len(tests)-1 {
 			pass = p.NewLabel()
 		}
+		if len(t.Values) == 0 {
+			return nil, fmt.Errorf("%s with no values", t.Op)
+		}
 		p.LdLo(uint32(t.Arg))
 		switch t.Op {
 		case In:
-			for i, v := range t.Values {
-				if i < len(t.Values)-1 {
-					p.JmpIfTrue(bpf.JumpEqual, v, pass)
-				} else {
-					p.JmpIf(bpf.JumpEqual, v, pass, next)
-				}
-			}
+			jumpAnyOf(&p, t.Values, pass, next)
 		case NotIn:
-			for i, v := range t.Values {
-				if i < len(t.Values)-1 {
-					p.JmpIfTrue(bpf.JumpEqual, v, next)
-				} else {
-					p.JmpIf(bpf.JumpEqual, v, next, pass)
-				}
-			}
+			jumpAnyOf(&p, t.Values, next, pass)
 		case AnyBit:
 			if len(t.Values) != 1 {
 				return nil, fmt.Errorf("%s takes one mask", t.Op)
@@ -300,9 +288,6 @@ func ruleBlock(nr uint32, tests []Test, action libseccomp.Action) ([]bpf.Instruc
 			p.JmpIf(bpf.JumpBitsSet, t.Values[0], pass, next)
 		default:
 			return nil, fmt.Errorf("unknown test %q", t.Op)
-		}
-		if len(t.Values) == 0 {
-			return nil, fmt.Errorf("%s with no values", t.Op)
 		}
 		if pass != hit {
 			p.SetLabel(pass)
@@ -312,4 +297,15 @@ func ruleBlock(nr uint32, tests []Test, action libseccomp.Action) ([]bpf.Instruc
 	p.Ret(action)
 	p.SetLabel(next)
 	return p.Assemble()
+}
+
+// jumpAnyOf jumps to eq when A is one of vs, else to none.
+func jumpAnyOf(p *libseccomp.Program, vs []uint32, eq, none libseccomp.Label) {
+	for i, v := range vs {
+		if i < len(vs)-1 {
+			p.JmpIfTrue(bpf.JumpEqual, v, eq)
+		} else {
+			p.JmpIf(bpf.JumpEqual, v, eq, none)
+		}
+	}
 }
