@@ -254,8 +254,8 @@ func TestKernelTracedInit(t *testing.T) {
 	}
 }
 
-// A pid 1 stopped from outside (SIGSTOP) while the command runs: once the command
-// exits, box ends with its exit code instead of waiting forever.
+// A pid 1 (and bwrap) stopped from outside (SIGSTOP) while the command runs: once the
+// command exits, box ends with its exit code instead of waiting forever.
 func TestKernelStoppedInit(t *testing.T) {
 	w := newWorld(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -284,10 +284,15 @@ func TestKernelStoppedInit(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond) // waiting for the stop to be visible, not timing it
 	}
+	// bwrap itself stopped too: box's wait is for exit only, and it resumes bwrap (a
+	// stopped bwrap could never reap pid 1).
+	if err := syscall.Kill(bw, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	stdin.Write([]byte("go\n"))
 	err := c.Wait()
 	if ctx.Err() != nil {
-		t.Fatal("box hung on a stopped pid 1")
+		t.Fatal("box hung on a stopped pid 1 or bwrap")
 	}
 	if code := c.ProcessState.ExitCode(); code != 6 {
 		t.Errorf("exit %d (%v), want the command's 6", code, err)
