@@ -320,12 +320,16 @@ func probeSockets(names []string) (bool, string) {
 // probeTraceInit attaches to the sandbox's pid 1 as a debugger would and leaves it
 // stopped: box must not hang on it once the probe runner has exited (it kills a pid 1
 // left stopped after the command ended).
-func probeTraceInit() (bool, string) {
+func probeTraceInit() (bool, string, error) {
+	// Only the sandbox's own pid 1 (bwrap's): never a host's init, whatever runs this.
+	if comm, err := os.ReadFile("/proc/1/comm"); err != nil || strings.TrimSpace(string(comm)) != "bwrap" {
+		return false, "", fmt.Errorf("pid 1 is not the sandbox's (%q): not probed", strings.TrimSpace(string(comm)))
+	}
 	// ptrace ties the tracee to this thread; it stays the tracer until the runner exits.
 	runtime.LockOSThread()
 	if err := unix.PtraceAttach(1); err != nil {
 		runtime.UnlockOSThread()
-		return false, "refused: " + errnoName(err)
+		return false, "refused: " + errnoName(err), nil
 	}
 	var ws unix.WaitStatus
 	for {
@@ -333,7 +337,7 @@ func probeTraceInit() (bool, string) {
 			break
 		}
 	}
-	return true, "pid 1 attached and stopped"
+	return true, "pid 1 attached and stopped", nil
 }
 
 // probeTerminal changes the terminal's modes on stderr (echo and canonical input off),

@@ -135,7 +135,7 @@ func (r *runner) run(pr Probe) (o Observation) {
 	case KindSocket:
 		o.Seen, o.Detail = probeSockets(pr.Targets)
 	case KindTraceInit:
-		o.Seen, o.Detail = probeTraceInit()
+		o.Seen, o.Detail, err = probeTraceInit()
 	case KindTerminal:
 		o.Seen, o.Detail, err = probeTerminal()
 	case KindNixDaemon:

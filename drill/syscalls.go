@@ -1,7 +1,9 @@
 package drill
 
 import (
+	"fmt"
 	"runtime"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -138,10 +140,16 @@ type SyscallResult struct {
 // TrySyscalls makes each named syscall once, as attempts describes, on this machine's
 // architecture; a name that does not exist here is left out. It runs on one locked
 // thread (a refused call must not be retried elsewhere) and undoes what succeeded.
+//
+// It refuses to run with any effective capability: with privilege, some attempts would
+// act (acct(NULL) ends process accounting, for one); inside a sandbox there is none.
 func TrySyscalls(names []string) ([]SyscallResult, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, err
+	}
+	if st, err := status("self"); err != nil || strings.TrimLeft(st["CapEff"], "0") != "" {
+		return nil, fmt.Errorf("refusing to try privileged syscalls with capabilities (CapEff %s): run the probe inside a sandbox", st["CapEff"])
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
