@@ -284,6 +284,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("profile %q: %w", r.Profile.Name, err) // its hint names the groups
 	}
+	p.Policy.SyscallsAllowed = filter.OptIn
 	if len(filter.OptIn) > 0 {
 		p.warn("profile %q turns off the syscall filter's %s group(s): the sandbox may use them", r.Profile.Name, strings.Join(filter.OptIn, ", "))
 	}

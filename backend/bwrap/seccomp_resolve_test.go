@@ -26,6 +26,10 @@ func TestResolveSeccomp(t *testing.T) {
 	if !slices.Equal(p.Spec.Seccomp.OptIn, []string{"ptrace"}) || !strings.Contains(strings.Join(p.Warnings, "\n"), "turns off the syscall filter's ptrace group") {
 		t.Errorf("opt-in: %+v, warnings %q", p.Spec.Seccomp, p.Warnings)
 	}
+	// The agent is told what is refused, what was allowed back, and whom to ask.
+	if md := SandboxMD(p.Policy); !strings.Contains(md, "The operator opted back into: ptrace.") || !strings.Contains(md, "may allow io_uring") {
+		t.Errorf("SANDBOX.md:\n%s", md)
+	}
 	f := testFacts()
 	f.Arch = "riscv64"
 	if _, err := Resolve(testRequest(), f); err == nil || !strings.Contains(err.Error(), "riscv64") {
