@@ -114,7 +114,7 @@ func (c *command) watch(bwrapDone <-chan struct{}) {
 	deadline := time.Now().Add(initGrace)
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
 		st, err := procStat(c.init)
-		if err != nil {
+		if err != nil || len(st) == 0 {
 			return // gone
 		}
 		if st[0] == "T" || st[0] == "t" || time.Now().After(deadline) && st[0] != "Z" {
