@@ -62,6 +62,12 @@ func TestKernelInheritedFD(t *testing.T) {
 		t.Error("the sandbox wrote the real home through the fd")
 	}
 
+	// A release build has no switch: BOX_UNSAFE_OFF changes nothing.
+	w.env = append(w.env, "BOX_UNSAFE_OFF=fds,keyring,seccomp,terminal")
+	if r := w.shell(script); strings.Contains(r.stdout, "PLANTED") {
+		t.Errorf("the release build honoured BOX_UNSAFE_OFF:\n%s", r.stdout)
+	}
+
 	// The protection off: the same fd reads the key and writes the home.
 	w.withProtectionOff(t, "fds")
 	r = w.shell(script)
