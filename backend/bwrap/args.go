@@ -111,8 +111,9 @@ func Args(spec Spec, host Host) ([]string, error) {
 		a = append(a, "--block-fd", strconv.Itoa(spec.BlockFD))
 	}
 	if spec.Seccomp != nil {
-		// Applied by bwrap to the command only, just before it is executed: bwrap's own
-		// setup and the internet tier's helpers (entering from outside) are not under it.
+		// Loaded by bwrap in the sandbox's pid 1 and the command just before they run:
+		// bwrap's own setup and the internet tier's helpers (entering from outside) are
+		// not under it.
 		a = append(a, "--seccomp", strconv.Itoa(spec.SeccompFD))
 	}
 	a = append(a, "--")
