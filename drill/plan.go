@@ -126,6 +126,10 @@ type Facts struct {
 	Listening    []int           // TCP ports listening on a wildcard or a host address
 	Setuid       string          // a setuid-root binary in a system directory ("" none)
 	OuterCmdline string
+	// Sockets are the refused socket families and protocols the operator can open here;
+	// SessionKeyring is the operator's session keyring serial (0: none).
+	Sockets        []string
+	SessionKeyring int
 }
 
 // Input is everything BuildPlan needs.
@@ -152,6 +156,7 @@ type Input struct {
 	HostPort    int      // 0 = the ports Facts.Listening found
 	LANTargets  []string // extra LAN targets, ADDR:PORT
 	Nonce       string   // makes write probes' file names unique
+	Kernel      Kernel   // the kernel surface: leaked fd, opted-out filter groups, terminal
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
@@ -352,6 +357,10 @@ func BuildPlan(in Input) (Plan, error) {
 	add(setuid)
 	add(Probe{ID: "priv:userns", Group: "privileges", Name: "new user namespace", Kind: KindUserns, Want: Blocked,
 		Expected: "refused"})
+
+	for _, pr := range kernelProbes(in) {
+		add(pr)
+	}
 
 	// Writes: the working directory is writable; nothing else reaches the host.
 	name := ".box-drill-" + in.Nonce

@@ -124,6 +124,20 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail = r.probeTCP(pr.Targets)
 	case KindGateway:
 		o.Seen, o.Detail = r.probeGateway(pr.Ports)
+	case KindFD:
+		o.Seen, o.Detail, err = probeFD(pr.Targets)
+	case KindKeyring:
+		o.Seen, o.Detail = probeKeyring(pr.Targets)
+	case KindSeccomp:
+		o.Seen, o.Detail, err = probeSeccomp()
+	case KindSyscall:
+		o.Seen, o.Detail, err = probeSyscalls(pr.Targets)
+	case KindSocket:
+		o.Seen, o.Detail = probeSockets(pr.Targets)
+	case KindTraceInit:
+		o.Seen, o.Detail, err = probeTraceInit()
+	case KindTerminal:
+		o.Seen, o.Detail, err = probeTerminal()
 	case KindNixDaemon:
 		o.Seen, o.Detail = r.probeNixDaemon(pr.Targets)
 	default:

@@ -11,6 +11,7 @@ import (
 	"github.com/heavy-duty/box/policy"
 	"strings"
 
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/templates"
 )
 
@@ -44,6 +45,9 @@ type Profile struct {
 	CPU             string   `toml:"cpu"`
 	Memory          string   `toml:"memory"`
 	Disk            string   `toml:"disk"`
+	// Syscalls names groups of the bwrap sandbox's syscall filter to turn off (a
+	// debugger needs "ptrace"); only a profile in the user's config directory may.
+	Syscalls []string `toml:"syscalls"`
 	// Nix (bwrap): installables box realises on the host at launch and puts on PATH,
 	// the PATH shape, and whether the host's nix-daemon is reachable inside.
 	Packages []string `toml:"packages"`
@@ -222,6 +226,14 @@ func (p *Profile) Validate() error {
 	for _, a := range p.Command {
 		if strings.ContainsRune(a, 0) {
 			return fmt.Errorf("command: an argument contains a NUL byte")
+		}
+	}
+	if len(p.Syscalls) > 0 {
+		if p.Backend != BackendBwrap {
+			return fmt.Errorf("syscalls: the syscall filter is the bwrap backend's; a vm box has its own kernel")
+		}
+		if err := seccomp.CheckOptIn(p.Syscalls); err != nil {
+			return err
 		}
 	}
 	for i, pk := range p.Packages {
