@@ -16,8 +16,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// remoteVerbs are the verbs outside the vm group that take --remote.
-var remoteVerbs = []string{"setup-host", "doctor"}
+// remoteVerbs are the verbs that take --remote: every vm verb (a test holds this list
+// to the vm group), setup-host and doctor. Looked up by name: walking root.Commands()
+// would sort the tree and change which verb a typo is told it meant.
+var remoteVerbs = []string{"new", "list", "info", "shell", "tmux", "exec", "snapshot", "restore", "rename",
+	"start", "stop", "rm", "incus", "export", "import", "expose", "setup-host", "doctor"}
 
 // localVerbs act on this machine's stack (its firewall, its boxes probed from this
 // host): BOX_REMOTE set is refused by name, never ignored.
@@ -40,12 +43,21 @@ func (e *env) refuseRemote(cmd *cobra.Command) error {
 // addRemoteFlags gives every vm verb (and setup-host, doctor) --remote and its
 // REMOTE:NAME box arguments, and box new --target.
 func addRemoteFlags(root *cobra.Command, e *env) {
-	for _, cmd := range root.Commands() {
-		if contains(localVerbs, cmd.Name()) {
-			cmd.PreRunE = func(cmd *cobra.Command, args []string) error { return e.refuseRemote(cmd) }
-			continue
+	find := func(name string) *cobra.Command {
+		cmd, _, err := root.Find([]string{name})
+		if err != nil || cmd == root || cmd.Name() != name {
+			return nil // not on this build
 		}
-		if cmd.GroupID != groupVM && !contains(remoteVerbs, cmd.Name()) {
+		return cmd
+	}
+	for _, name := range localVerbs {
+		if cmd := find(name); cmd != nil {
+			cmd.PreRunE = func(cmd *cobra.Command, args []string) error { return e.refuseRemote(cmd) }
+		}
+	}
+	for _, name := range remoteVerbs {
+		cmd := find(name)
+		if cmd == nil {
 			continue
 		}
 		cmd.Flags().StringVar(&e.remote, "remote", "",
