@@ -214,11 +214,17 @@ func (c *Client) Exec(ctx context.Context, name string, e Exec) (int, error) {
 func (c *Client) websocket(ctx context.Context, opID, secret string) (*websocket.Conn, error) {
 	u := "ws" + strings.TrimPrefix(c.base, "http") + "/1.0/operations/" + url.PathEscape(opID) + "/websocket?secret=" + url.QueryEscape(secret)
 	cn, resp, err := c.ws.DialContext(ctx, u, nil)
+	detail := ""
 	if resp != nil && resp.Body != nil {
+		if err != nil { // say what incusd answered instead of upgrading
+			var e envelope
+			_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&e)
+			detail = fmt.Sprintf(" (HTTP %d: %s)", resp.StatusCode, e.Error)
+		}
 		resp.Body.Close()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("websocket: %w", err)
+		return nil, fmt.Errorf("websocket%s: %w", detail, err)
 	}
 	return cn, nil
 }
