@@ -49,6 +49,9 @@ type Options struct {
 	// Bare leaves out the network, profile and image: a daemon with a storage pool
 	// only, for tests that install their own stack.
 	Bare bool
+	// Empty leaves out everything, the storage pool too: a fresh daemon, as a cluster
+	// join wants it (JoinCluster).
+	Empty bool
 	// PoolSize is the tmpfs size of the storage pool (default 6g). Each container of the
 	// dir driver costs a full copy of the image (about 200 MB).
 	PoolSize string
@@ -164,7 +167,7 @@ func Launch(ctx context.Context, o Options) (_ *Lab, err error) {
 
 	// Build or find the image first: it is the long pole and needs no daemon.
 	var img Image
-	if !o.Bare {
+	if !o.Bare && !o.Empty {
 		start := time.Now()
 		img, err = EnsureImage(ctx, BookwormRecipe(), logf)
 		if err != nil {
@@ -192,6 +195,9 @@ func Launch(ctx context.Context, o Options) (_ *Lab, err error) {
 	l.Timings["daemon"] = time.Since(start)
 
 	start = time.Now()
+	if o.Empty {
+		return l, nil
+	}
 	if err := l.setup(ctx, o.Bare); err != nil {
 		return l, err
 	}
