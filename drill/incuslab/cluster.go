@@ -45,4 +45,3 @@ func JoinCluster(ctx context.Context, leader *Lab, leaderName, leaderAddr string
 	member.HTTPSAddress = memberAddr
 	return nil
 }
-
