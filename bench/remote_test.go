@@ -3,8 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -46,12 +44,7 @@ func BenchmarkRemote(b *testing.B) {
 	c := lab.Client
 
 	dir := b.TempDir()
-	box := filepath.Join(dir, "box")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", box, "../cmd/box")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	box := buildBox(b, dir)
 	cert, key, err := incus.NewClientCert("box-bench")
 	if err != nil {
 		b.Fatal(err)
@@ -79,31 +72,7 @@ func BenchmarkRemote(b *testing.B) {
 		}
 	}
 
-	req, err := incus.MintRequest(incus.Mint{Name: "bench", Profile: incuslab.Profile, Image: incuslab.ImageAlias,
-		CPU: "1", Memory: "256MiB", Disk: "1GiB", Pool: incuslab.Pool, Template: "blank", User: "dev", Created: time.Now()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Create(ctx, req); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Start(ctx, "bench"); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := c.WaitIPv4(ctx, "bench", "eth0"); err != nil {
-		b.Fatal(err)
-	}
-	if code, err := c.Exec(ctx, "bench", incus.Exec{Command: []string{"useradd", "-m", "dev"}}); err != nil || code != 0 {
-		b.Fatal(code, err)
-	}
-	for i := range 49 {
-		req := incus.InstancesPost{Name: fmt.Sprintf("list%02d", i), Type: incus.TypeContainer, Source: incus.InstanceSource{Type: "none"},
-			Profiles: []string{incuslab.Profile},
-			Config:   map[string]string{incus.KeyBox: "1", incus.KeyUser: "dev", incus.KeyTemplate: "blank"}}
-		if err := c.Create(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-	}
+	seedBoxes(b, ctx, c)
 
 	b.Run("list/box-list", func(b *testing.B) {
 		for b.Loop() {

@@ -36,12 +36,7 @@ func BenchmarkVM(b *testing.B) {
 	c := lab.Client
 
 	dir := b.TempDir()
-	box := filepath.Join(dir, "box")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", box, "../cmd/box")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	box := buildBox(b, dir)
 	env := append([]string{"HOME=" + dir, "PATH=/usr/bin:/bin", "BOX_PLACEMENT_PROFILE=" + incuslab.Profile}, lab.Env()...)
 	run := func(b *testing.B, name string, args ...string) {
 		cmd := exec.Command(name, args...)
@@ -53,33 +48,8 @@ func BenchmarkVM(b *testing.B) {
 		}
 	}
 
-	// One running box with its user, for exec and for list's state call.
-	req, err := incus.MintRequest(incus.Mint{Name: "bench", Profile: incuslab.Profile, Image: incuslab.ImageAlias,
-		CPU: "1", Memory: "256MiB", Disk: "1GiB", Pool: incuslab.Pool, Template: "blank", User: "dev", Created: time.Now()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Create(ctx, req); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Start(ctx, "bench"); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := c.WaitIPv4(ctx, "bench", "eth0"); err != nil {
-		b.Fatal(err)
-	}
-	if code, err := c.Exec(ctx, "bench", incus.Exec{Command: []string{"useradd", "-m", "dev"}}); err != nil || code != 0 {
-		b.Fatal(code, err)
-	}
-	// 49 more boxes: empty instances (source none) cost the database only.
-	for i := range 49 {
-		req := incus.InstancesPost{Name: fmt.Sprintf("list%02d", i), Type: incus.TypeContainer, Source: incus.InstanceSource{Type: "none"},
-			Profiles: []string{incuslab.Profile},
-			Config:   map[string]string{incus.KeyBox: "1", incus.KeyUser: "dev", incus.KeyTemplate: "blank"}}
-		if err := c.Create(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-	}
+	// One running box with its user, for exec and for list's state call; 49 more.
+	seedBoxes(b, ctx, c)
 
 	raw := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
@@ -139,4 +109,48 @@ func BenchmarkVM(b *testing.B) {
 			run(b, "incus", "exec", "bench", "--", "true")
 		}
 	})
+}
+
+// buildBox builds the box binary into dir.
+func buildBox(b *testing.B, dir string) string {
+	b.Helper()
+	box := filepath.Join(dir, "box")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", box, "../cmd/box")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return box
+}
+
+// seedBoxes makes the benchmarks' boxes on a lab: "bench", running, with its user (for
+// exec and list's state call), and 49 empty ones (source none: the database only).
+func seedBoxes(b *testing.B, ctx context.Context, c *incus.Client) {
+	b.Helper()
+	// One running box with its user, for exec and for list's state call.
+	req, err := incus.MintRequest(incus.Mint{Name: "bench", Profile: incuslab.Profile, Image: incuslab.ImageAlias,
+		CPU: "1", Memory: "256MiB", Disk: "1GiB", Pool: incuslab.Pool, Template: "blank", User: "dev", Created: time.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Create(ctx, req); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Start(ctx, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.WaitIPv4(ctx, "bench", "eth0"); err != nil {
+		b.Fatal(err)
+	}
+	if code, err := c.Exec(ctx, "bench", incus.Exec{Command: []string{"useradd", "-m", "dev"}}); err != nil || code != 0 {
+		b.Fatal(code, err)
+	}
+	for i := range 49 {
+		req := incus.InstancesPost{Name: fmt.Sprintf("list%02d", i), Type: incus.TypeContainer, Source: incus.InstanceSource{Type: "none"},
+			Profiles: []string{incuslab.Profile},
+			Config:   map[string]string{incus.KeyBox: "1", incus.KeyUser: "dev", incus.KeyTemplate: "blank"}}
+		if err := c.Create(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -116,16 +116,18 @@ func (c *Client) ListInstancesFull(ctx context.Context) ([]InstanceFull, error) 
 // filters cannot say "user.box=1 or user.claudebox=1".
 func (c *Client) ListBoxes(ctx context.Context) ([]Instance, error) {
 	all, err := c.ListInstances(ctx)
-	if err != nil {
-		return nil, err
-	}
+	return onlyBoxes(all, func(i Instance) Instance { return i }), err
+}
+
+// onlyBoxes keeps the elements whose instance IsBox, in place.
+func onlyBoxes[T any](all []T, inst func(T) Instance) []T {
 	out := all[:0]
 	for _, i := range all {
-		if IsBox(i) {
+		if IsBox(inst(i)) {
 			out = append(out, i)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // ListBoxesFull is ListBoxes with each box's state and snapshots, in one request
@@ -133,16 +135,7 @@ func (c *Client) ListBoxes(ctx context.Context) ([]Instance, error) {
 // incusd's extra work.
 func (c *Client) ListBoxesFull(ctx context.Context) ([]InstanceFull, error) {
 	all, err := c.ListInstancesFull(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := all[:0]
-	for _, i := range all {
-		if IsBox(i.Instance) {
-			out = append(out, i)
-		}
-	}
-	return out, nil
+	return onlyBoxes(all, func(i InstanceFull) Instance { return i.Instance }), err
 }
 
 // Instance returns one instance and its ETag.
