@@ -7,6 +7,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,12 @@ func TestClusterLive(t *testing.T) {
 		if len(lines) != 3 || !strings.HasSuffix(strings.TrimSpace(lines[0]), "LOCATION") ||
 			!strings.HasSuffix(strings.TrimSpace(lines[1]), "m1") || !strings.HasSuffix(strings.TrimSpace(lines[2]), "m2") {
 			t.Errorf("box list:\n%s", table)
+		}
+		if out := r.ok(t, "info", "west").stdout; !regexp.MustCompile(`(?m)^location: +m2$`).MatchString(out) {
+			t.Errorf("info west:\n%s", out)
+		}
+		if info := r.info(t, "west"); info.Location != "m2" {
+			t.Errorf("info west --json: location %q", info.Location)
 		}
 		var list []boxJSON
 		if err := json.Unmarshal([]byte(r.ok(t, "list", "--json").stdout), &list); err != nil {

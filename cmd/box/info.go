@@ -57,6 +57,9 @@ With --json, one JSON object; the field names are stable and documented in docs/
 			row("state", info.State)
 			row("type", info.Type)
 			row("ipv4", dash(info.IPv4))
+			if info.Location != "" {
+				row("location", info.Location) // its cluster member
+			}
 			row("template", dash(info.Template))
 			row("user", info.User)
 			origin := dash(info.Origin)
