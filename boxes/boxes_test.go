@@ -188,3 +188,21 @@ func TestEntryScript(t *testing.T) {
 		}
 	}
 }
+
+func TestSameInstance(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := incus.Instance{Name: "work", CreatedAt: at, Config: map[string]string{KeyUUID: "u1"}}
+	renamed := a
+	renamed.Name = "other"
+	if !SameInstance(a, renamed) {
+		t.Error("a renamed instance is the same instance")
+	}
+	for _, b := range []incus.Instance{
+		{Name: "work", CreatedAt: at, Config: map[string]string{KeyUUID: "u2"}},
+		{Name: "work", CreatedAt: at.Add(time.Second), Config: map[string]string{KeyUUID: "u1"}},
+	} {
+		if SameInstance(a, b) {
+			t.Errorf("%+v is another instance than %+v", b, a)
+		}
+	}
+}

@@ -45,8 +45,9 @@ exec never read the template again.
 
 A clone (--from BOX or --from BOX/SNAPSHOT) keeps its source's stamp and resources and
 records where it came from; it refuses --template, --profile, --vm/--container and the
-resource flags. A clone gets its own /etc/machine-id (emptied before its first
-boot; systemd makes a new one), so clones never share a DHCP client identity.
+resource flags. Every box gets its own machine ID: /etc/machine-id is emptied and
+Debian's second copy (/var/lib/dbus/machine-id) made a link to it before the first
+boot, so systemd makes a new one and clones never share a DHCP client identity.
 
 The launch is time-boxed (--timeout): the box must be running with an IPv4 lease, and
 cloud-init (when the template has user-data and the image runs it) must have finished
@@ -207,12 +208,14 @@ func runNew(e *env, o *newOptions, given []string) error {
 		discard(c, o.Name)
 		return launchErr(e, o, "create", err)
 	}
-	// A clone gets its own machine ID before its first boot: systemd-networkd's DHCP
-	// client identity derives from it, so two clones would otherwise share a lease.
-	// A container's file system is written while it is stopped; a VM's only through its
-	// agent, so a VM clone is started, emptied, and restarted once.
+	// Every box gets its own machine ID before its first boot: systemd-networkd's DHCP
+	// client identity derives from it, so two clones (or two mints of an image that
+	// keeps a copy in /var/lib/dbus) would otherwise share a lease. A container's file
+	// system is written while it is stopped; a VM's only through its agent, so a VM
+	// clone is started, reset, and restarted once (a VM mint keeps what its image
+	// gives: a restart per mint is not worth an image's mistake).
 	vmClone := false
-	if plan.clone != nil {
+	if plan.clone != nil || !mint.VM {
 		inst, _, err := c.Instance(ctx, o.Name)
 		if err != nil {
 			discard(c, o.Name)

@@ -33,7 +33,8 @@ without --force it refuses.`,
 			defer stop()
 			c := e.client()
 			defer c.Close()
-			if _, err := resolve(ctx, e, c, name); err != nil {
+			inst, err := resolve(ctx, e, c, name)
+			if err != nil {
 				return err
 			}
 			if err := needSnapshot(ctx, e, c, name, snap); err != nil {
@@ -41,6 +42,16 @@ without --force it refuses.`,
 			}
 			if err := ask(e, force, fmt.Sprintf("roll box %s back to %s? everything since is lost", name, snap), "not restored"); err != nil {
 				return err
+			}
+			if !force {
+				// Roll back the box the question was about (and its snapshot), not
+				// whatever has the name now.
+				if _, err := resolveAgain(ctx, e, c, inst); err != nil {
+					return err
+				}
+				if err := needSnapshot(ctx, e, c, name, snap); err != nil {
+					return err
+				}
 			}
 			p := newProgress(e)
 			p.Step("restoring %s to %s", name, snap)
