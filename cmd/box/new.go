@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,8 +40,8 @@ an existing box or one of its snapshots with --from.
 The box is attached to the placement profile only ($` + boxes.PlacementEnv + `, default
 "` + boxes.DefaultPlacement + `"): its NIC and root disk. Templates never choose the network.
 The template's image, user and cloud-init user-data (verbatim) go into the box;
-resources come from the flag, then the profile (--profile names a vm profile), then the
-template, then the defaults (` + boxes.DefaultCPU + ` CPU, ` + boxes.DefaultMemory + `, ` + boxes.DefaultDisk + `). The template's metadata is
+resources come from the flag, then the environment (BOX_CPU, BOX_MEMORY, BOX_DISK), then
+the profile (--profile names a vm profile), then the template, then the defaults (` + boxes.DefaultCPU + ` CPU, ` + boxes.DefaultMemory + `, ` + boxes.DefaultDisk + `). The template's metadata is
 stamped on the box (user.box=1, user.box.template, user.box.user, ...), so shell and
 exec never read the template again.
 
@@ -49,7 +51,12 @@ resource flags. Every box gets its own machine ID: /etc/machine-id is emptied an
 Debian's second copy (/var/lib/dbus/machine-id) made a link to it before the first
 boot, so systemd makes a new one and clones never share a DHCP client identity.
 
-The launch is time-boxed (--timeout): the box must be running with an IPv4 lease, and
+A template's autostart (BOX_AUTOSTART) sets boot.autostart: the box comes back after a
+host reboot. Its user-data's @RIG_REPO@ and @RIG_REF@ are resolved from $RIG_REPO and
+$RIG_REF (default heavy-duty/rig and main) and stamped. A template naming a bootstrap
+role (BOX_BOOTSTRAP_ROLE) is refused: box runs no rig role after a mint.
+
+The launch is time-boxed (--timeout, else $BOX_LAUNCH_TIMEOUT in seconds): the box must be running with an IPv4 lease, and
 cloud-init (when the template has user-data and the image runs it) must have finished
 without error. On a terminal a progress line shows meanwhile (-q: none, and no
 "ready" line). On failure the half-made box is deleted, except when only the lease
@@ -98,13 +105,28 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 	if err := incus.ValidateName(o.Name); err != nil {
 		return nil, usagef("box names are letters, digits and hyphens, starting with a letter", "%s", err)
 	}
+	if v := e.getenv(boxes.EnvLaunchTimeout); v != "" && !slices.Contains(given, "timeout") {
+		d, err := launchTimeout(v)
+		if err != nil {
+			return nil, err
+		}
+		o.timeout = d
+	}
 	if o.timeout <= 0 {
 		return nil, usagef("for example --timeout 10m", "--timeout must be positive")
 	}
+	o.FromEnv(e.getenv)
 	placement := boxes.Placement(e.getenv)
 	if o.from != "" {
 		if err := boxes.CloneRefusals(given); err != nil {
 			return nil, vmErr(e, err)
+		}
+		// Refused by name, not silently dropped: the scripting form of the resource
+		// flags does not reach a clone, which keeps its source's resources.
+		for _, kv := range [][2]string{{boxes.EnvCPU, o.EnvCPU}, {boxes.EnvMemory, o.EnvMemory}, {boxes.EnvDisk, o.EnvDisk}} {
+			if kv[1] != "" {
+				note(e, "%s=%s is not applied to a clone: it keeps its source's resources ('box incus %s -- config set limits.*' changes them)", kv[0], kv[1], o.Name)
+			}
 		}
 		src, snap, err := boxes.ParseFrom(o.from)
 		if err != nil {
@@ -267,6 +289,18 @@ func runNew(e *env, o *newOptions, given []string) error {
 	note(e, "%s is ready (%s, %s, user %s, %s): box shell %s",
 		o.Name, s.Type, ip, s.User, p.Elapsed().Round(100*time.Millisecond), o.Name)
 	return nil
+}
+
+// launchTimeout reads $BOX_LAUNCH_TIMEOUT: whole seconds (upstream's form), or a
+// duration such as 10m.
+func launchTimeout(v string) (time.Duration, error) {
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, usagef("for example BOX_LAUNCH_TIMEOUT=600 (seconds) or 10m", "%s=%q: want a positive number of seconds or a duration", boxes.EnvLaunchTimeout, v)
 }
 
 // launchErr words a failed launch; the box has been deleted.

@@ -19,7 +19,12 @@ func TestTeardownAllOrNothing(t *testing.T) {
 	h := startHostLab(t)
 	ctx := context.Background()
 	c := h.incus.Client
+	// BOX_SUBNET stands in for --subnet (upstream's scripting form).
+	t.Setenv("BOX_SUBNET", "10.93.7.0/24")
 	h.setup(t)
+	if n, err := c.Network(ctx, host.BridgeName); err != nil || n.Config["ipv4.address"] != "10.93.7.1/24" {
+		t.Errorf("BOX_SUBNET=10.93.7.0/24: bridge %+v, %v", n, err)
+	}
 	for name, cfg := range map[string]map[string]string{
 		"keep":    {incus.KeyBox: "1"},
 		"payroll": {"user.owner": "finance"},
