@@ -55,8 +55,8 @@ type InstanceSource struct {
 	Protocol string `json:"protocol,omitempty"`
 	Mode     string `json:"mode,omitempty"`
 	Source   string `json:"source,omitempty"` // type copy: "inst" or "inst/snap"
-	// InstanceOnly copies the instance without its snapshots: a clone starts its own
-	// history.
+	// InstanceOnly copies the instance without its snapshots. A clone of a box keeps
+	// them, as incus copy does ('pristine' among them); a copy of a snapshot has none.
 	InstanceOnly bool `json:"instance_only,omitempty"`
 }
 
@@ -219,7 +219,7 @@ func CloneRequest(c Clone) (InstancesPost, error) {
 	}
 	return InstancesPost{
 		Name:   c.Name,
-		Source: InstanceSource{Type: "copy", Source: from, InstanceOnly: true},
+		Source: InstanceSource{Type: "copy", Source: from, InstanceOnly: c.Snapshot != ""},
 		Config: map[string]string{
 			KeyCreated:    stamp(c.Created),
 			KeyOrigin:     OriginClone,

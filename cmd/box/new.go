@@ -56,6 +56,11 @@ host reboot. Its user-data's @RIG_REPO@ and @RIG_REF@ are resolved from $RIG_REP
 $RIG_REF (default heavy-duty/rig and main) and stamped. A template naming a bootstrap
 role (BOX_BOOTSTRAP_ROLE) is refused: box runs no rig role after a mint.
 
+A fresh mint takes a snapshot named pristine once it is up (after cloud-init): 'box
+restore BOX pristine' undoes everything since. It is skipped on a dir storage pool,
+where a snapshot is a full copy of the disk ($BOX_SNAPSHOT_PRISTINE=1 takes it there
+too, =0 never); a clone takes none of its own.
+
 The launch is time-boxed (--timeout, else $BOX_LAUNCH_TIMEOUT in seconds): the box must be running with an IPv4 lease, and
 cloud-init (when the template has user-data and the image runs it) must have finished
 without error. On a terminal a progress line shows meanwhile (-q: none, and no
@@ -159,6 +164,9 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 			return nil, err
 		}
 		return nil, withHint(err, "fix or remove the template named above")
+	}
+	if _, _, err := pristinePolicy(e.getenv(envSnapshotPristine), ""); err != nil {
+		return nil, err
 	}
 	mint, err := boxes.MintPlan(o.NewOptions, prof, tmpl, placement, "", now)
 	if err != nil {
@@ -283,6 +291,9 @@ func runNew(e *env, o *newOptions, given []string) error {
 			discard(c, o.Name)
 			return launchErr(e, o, "provision", err)
 		}
+	}
+	if plan.clone == nil {
+		takePristine(ctx, e, c, p, o.Name, mint.Pool)
 	}
 	p.Done()
 	s := boxes.Summarize(*inst, nil)
