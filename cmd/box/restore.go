@@ -55,7 +55,13 @@ without --force it refuses.`,
 			}
 			p := newProgress(e)
 			p.Step("restoring %s to %s", name, snap)
-			err = c.Restore(ctx, name, req)
+			if inheritedSnapshot(*inst, snapOf(ctx, c, name, snap)) {
+				// The snapshot came from the clone's source, and its identity with it.
+				p.Step("restoring %s to %s (inherited from its source: keeping its own identity)", name, snap)
+				err = restoreInherited(ctx, c, name, req)
+			} else {
+				err = c.Restore(ctx, name, req)
+			}
 			p.Done()
 			if err != nil {
 				return vmErr(e, err)

@@ -38,6 +38,7 @@ type ptySession struct {
 	out  syncBuf
 	tty  *os.File
 	done chan error
+	read chan struct{} // closed when the terminal has nothing more to show
 }
 
 func startOnPty(t *testing.T, r *vmRig, env []string, args ...string) *ptySession {
@@ -52,8 +53,9 @@ func startOnPty(t *testing.T, r *vmRig, env []string, args ...string) *ptySessio
 		t.Fatal(err)
 	}
 	slave.Close()
-	s := &ptySession{t: t, cmd: cmd, tty: master, done: make(chan error, 1)}
+	s := &ptySession{t: t, cmd: cmd, tty: master, done: make(chan error, 1), read: make(chan struct{})}
 	go func() {
+		defer close(s.read)
 		buf := make([]byte, 4096)
 		for {
 			n, err := master.Read(buf)
@@ -101,6 +103,11 @@ func (s *ptySession) exit() int {
 	case <-time.After(60 * time.Second):
 		_ = s.cmd.Process.Kill()
 		s.t.Fatalf("box did not end; the terminal showed %q", s.out.String())
+	}
+	// Everything box wrote before it ended, read to the end (EIO once it is gone).
+	select {
+	case <-s.read:
+	case <-time.After(10 * time.Second):
 	}
 	return s.cmd.ProcessState.ExitCode()
 }
@@ -218,13 +225,32 @@ func TestVMBugsLive(t *testing.T) {
 		if res := r.ok(t, "snapshot", "p1", "authed"); res.stdout != "authed\n" {
 			t.Errorf("snapshot p1 authed: stdout %q", res.stdout)
 		}
+		idP1 := strings.TrimSpace(r.rootExec("p1", "cat", "/etc/machine-id"))
 		r.ok(t, "restore", "p1", "pristine", "--force")
+		if id := strings.TrimSpace(r.rootExec("p1", "cat", "/etc/machine-id")); id != idP1 {
+			t.Errorf("a rollback to p1's own snapshot changed its machine ID: %s -> %s", idP1, id)
+		}
 		if res := r.run(t, "", "incus", "p1", "--", "exec", "{}", "--", "test", "-e", "/root/state"); res.code != 1 {
 			t.Errorf("after restore to pristine, /root/state: exit %d", res.code)
 		}
 		r.ok(t, "new", "--name", "p1c", "--from", "p1")
 		if s := snapNames(r.info(t, "p1c")); !slices.Equal(s, []string{"pristine", "authed"}) {
 			t.Errorf("a clone of p1 has snapshots %v, want pristine authed", s)
+		}
+		// Rolling the clone back to a snapshot it inherited brings the source's disk, not
+		// its identity: the machine ID is reset again.
+		r.ok(t, "restore", "p1c", "authed", "--force")
+		if _, err := c.WaitIPv4(r.ctx, "p1c", "eth0"); err != nil {
+			t.Fatal(err)
+		}
+		if info := r.info(t, "p1c"); info.Origin != "clone" || info.OriginFrom != "p1" {
+			t.Errorf("p1c's stamp after the restore: %+v", info)
+		}
+		if id := strings.TrimSpace(r.rootExec("p1c", "cat", "/etc/machine-id")); len(id) != 32 || id == idP1 {
+			t.Errorf("p1c restored to an inherited snapshot has machine ID %q (p1's is %s)", id, idP1)
+		}
+		if info := r.info(t, "p1c"); info.State != "Running" || info.IPv4 == "" || info.IPv4 == r.info(t, "p1").IPv4 {
+			t.Errorf("p1c after the restore: %+v", info)
 		}
 		r.ok(t, "new", "--name", "p1s", "--from", "p1/authed")
 		if s := snapNames(r.info(t, "p1s")); len(s) != 0 {
