@@ -155,6 +155,13 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 	ipA, ipB := ips[0], ips[1]
 	logf("drill: boxes %s (%s) and %s (%s) up in %s", a, ipA, b, ipB, time.Since(start).Round(time.Millisecond))
 
+	// A's resolver first: a box just up may not have the lease-given DNS server yet,
+	// and a name probe that fails for that would pass for "blocked". The public name
+	// resolving is the control (its own row says when it never does).
+	if dnsName != "" {
+		_, _, _ = execSh(ctx, c, a, "for i in $(seq 40); do getent hosts "+shellQuote(dnsName)+" >/dev/null && exit 0; sleep 0.5; done; exit 1")
+	}
+
 	// B listens, for the sibling and host-to-box probes; proven from inside B, so a
 	// blocked probe means blocked, not "nothing listening".
 	listenErr := listen(ctx, c, b, SiblingPort)
@@ -187,7 +194,10 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 
 	add(vmProbe{id: "net:internet-http", group: "internet", name: "box → the internet over HTTP",
 		targets: []string{o.InternetURL}, want: Open, expected: "reachable",
-		run: sh("curl -fsS -o /dev/null -w 'HTTP %{http_code}' --max-time 8 " + shellQuote(o.InternetURL))})
+		// Asked a few times, as the DNS probe is: a box just up may not have its
+		// resolver's lease-given server yet.
+		run: sh("for i in 1 2 3 4 5; do out=$(curl -fsS -o /dev/null -w 'HTTP %{http_code}' --max-time 8 " + shellQuote(o.InternetURL) +
+			" 2>&1) && { echo \"$out\"; exit 0; }; sleep 1; done; echo \"$out\"; exit 1")})
 	if dnsName != "" {
 		add(vmProbe{id: "net:internet-dns", group: "internet", name: "box → DNS of a public name (" + dnsName + ")",
 			targets: []string{dnsName}, want: Open, expected: "resolves",
