@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
@@ -70,11 +71,12 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.backend, "backend", "", "backend to drill: bwrap, or vm (the host stack, two boxes probed live, every verb against an instance box did not mint)")
-	f.StringVar(&o.image, "image", "images:debian/12/cloud", "with --backend vm: the image of the two drill boxes")
+	f.StringVar(&o.image, "image", "", "removed: the vm drill mints from a template (--template), as box new does")
+	_ = f.MarkHidden("image")
 	f.StringVar(&o.unitDir, "unit-dir", "/etc/systemd/system", "with --backend vm: where setup-host wrote the boot unit")
 	_ = f.MarkHidden("unit-dir")
 	f.StringVarP(&o.profile, "profile", "p", "", "profile whose sandbox is drilled (default $BOX_PROFILE, else \"default\")")
-	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's)")
+	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's; with --backend vm: the boxes' template, default "+boxes.DefaultTemplate+")")
 	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: none, internet or full (default: the profile's)")
 	f.StringVar(&o.expect, "expect", "", "judge against this tier's contract: none, internet or full (default: the sandbox's tier)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter, as box run --env does (repeatable)")
