@@ -135,16 +135,24 @@ func (r Rule) exprs() []expr.Any {
 		cmp([]byte{unix.NFPROTO_IPV6})
 	}
 	if r.Daddr.IsValid() {
-		// In an inet table "ip daddr" depends on the packet being IPv4.
-		e = append(e, &expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1})
-		cmp([]byte{unix.NFPROTO_IPV4})
-		e = append(e, &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4})
-		addr := r.Daddr.Masked().Addr().As4()
-		if bits := r.Daddr.Bits(); bits < 32 {
-			mask := net.CIDRMask(bits, 32)
-			e = append(e, &expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: mask, Xor: make([]byte, 4)})
+		// In an inet table "ip daddr" depends on the packet being IPv4 ("ip6": IPv6).
+		proto, off, n := byte(unix.NFPROTO_IPV4), uint32(16), uint32(4)
+		if r.Daddr.Addr().Is6() {
+			proto, off, n = unix.NFPROTO_IPV6, 24, 16
 		}
-		cmp(addr[:])
+		e = append(e, &expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1})
+		cmp([]byte{proto})
+		e = append(e, &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n})
+		addr := r.Daddr.Masked().Addr().AsSlice()
+		if bits := r.Daddr.Bits(); bits < int(n)*8 {
+			mask := net.CIDRMask(bits, int(n)*8)
+			e = append(e, &expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: n, Mask: mask, Xor: make([]byte, n)})
+		}
+		op := expr.CmpOpEq
+		if r.NotDst {
+			op = expr.CmpOpNeq
+		}
+		e = append(e, &expr.Cmp{Op: op, Register: 1, Data: addr})
 	}
 	if r.Proto != "" {
 		proto := byte(unix.IPPROTO_TCP)
@@ -153,14 +161,19 @@ func (r Rule) exprs() []expr.Any {
 		}
 		e = append(e, &expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1})
 		cmp([]byte{proto})
-		e = append(e, &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2})
-		cmp(binary.BigEndian.AppendUint16(nil, r.Dport))
+		if r.Dport != 0 {
+			e = append(e, &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2})
+			cmp(binary.BigEndian.AppendUint16(nil, r.Dport))
+		}
 	}
 	switch r.Verdict {
 	case Accept:
 		e = append(e, &expr.Verdict{Kind: expr.VerdictAccept})
 	case Reject:
 		e = append(e, &expr.Reject{Type: unix.NFT_REJECT_ICMPX_UNREACH, Code: unix.NFT_REJECT_ICMPX_ADMIN_PROHIBITED})
+	case Redirect:
+		e = append(e, &expr.Immediate{Register: 1, Data: binary.BigEndian.AppendUint16(nil, r.ToPort)},
+			&expr.Redir{RegisterProtoMin: 1, Flags: unix.NF_NAT_RANGE_PROTO_SPECIFIED})
 	}
 	return e
 }
