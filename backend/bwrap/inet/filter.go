@@ -26,7 +26,8 @@ import (
 //
 // Flags: -netns-ino N (refuse to touch any other namespace, e.g. the host's if run by
 // hand) or -not-netns-ino N (any namespace but N: the --check dry run), and
-// -wait-link DURATION (0 = do not wait).
+// -wait-link DURATION (0 = do not wait). With -allowlist it sets up the allowlist tier
+// instead (allowSetup).
 func FilterMain(args []string) int {
 	if err := filterMain(args, os.Stdin); err != nil {
 		fmt.Fprintf(os.Stderr, "box %s: %v\n", FilterSubcommand, err)
@@ -40,6 +41,7 @@ func filterMain(args []string, stdin io.Reader) error {
 	ino := fs.Uint64("netns-ino", 0, "inode of the network namespace to filter")
 	notIno := fs.Uint64("not-netns-ino", 0, "filter any network namespace but this one (box --check)")
 	wait := fs.Duration("wait-link", 0, "wait this long for the helper's link")
+	allow := fs.Bool("allowlist", false, "set up the allowlist tier (table on stdin) and hand its sockets over fd 6")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -58,6 +60,9 @@ func filterMain(args []string, stdin io.Reader) error {
 		}
 	default:
 		return errors.New("exactly one of -netns-ino and -not-netns-ino is required")
+	}
+	if *allow {
+		return allowSetup(stdin)
 	}
 	var rs Ruleset
 	if err := json.NewDecoder(stdin).Decode(&rs); err != nil {
