@@ -43,6 +43,10 @@ func TestMain(m *testing.M) {
 		os.Exit(tamper())
 	case "bench":
 		os.Exit(benchRole())
+	case "allowlaunch":
+		os.Exit(allowLaunch())
+	case "allowprobe":
+		os.Exit(allowProbe())
 	case "netnsfd":
 		os.Exit(netnsFd(os.Args[1]))
 	case "check", "check-tun":
