@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/heavy-duty/box/policy"
 	"net"
 	"net/netip"
 	"os"
@@ -235,7 +236,7 @@ func (s *AllowSession) control1(line string) string {
 	if !ok {
 		return "error unknown request (want: allow ENTRY)"
 	}
-	ps, err := ParseAllow([]string{strings.TrimSpace(entry)})
+	ps, err := policy.ParseAllow([]string{strings.TrimSpace(entry)})
 	if err != nil {
 		return "error " + err.Error()
 	}

@@ -2,6 +2,7 @@ package inet
 
 import (
 	"errors"
+	"github.com/heavy-duty/box/policy"
 	"net"
 	"net/netip"
 	"sync"
@@ -81,7 +82,7 @@ func (p *Proxy) answer(q []byte) []byte {
 		return build(resp, questions, nil)
 	}
 	qq := questions[0]
-	name := NormalizeName(qq.Name.String())
+	name := policy.NormalizeName(qq.Name.String())
 	if qq.Class != dnsmessage.ClassINET || !p.Allow.Resolvable(name) {
 		p.Log.Record(Event{Kind: EventRefusedDNS, Name: name, Reason: "not in the allowlist"})
 		resp.RCode = dnsmessage.RCodeNameError

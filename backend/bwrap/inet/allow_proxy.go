@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/heavy-duty/box/policy"
 	"io"
 	"net"
 	"net/netip"
@@ -333,11 +334,11 @@ func httpHost(head []byte) string {
 
 // hostName is h normalised, or "" when it is an address or not a valid name.
 func hostName(h string) string {
-	h = NormalizeName(strings.Trim(h, "[]"))
+	h = policy.NormalizeName(strings.Trim(h, "[]"))
 	if _, err := netip.ParseAddr(h); err == nil {
 		return ""
 	}
-	if validHostname(h) != nil {
+	if policy.ValidHostname(h) != nil {
 		return ""
 	}
 	return h

@@ -14,6 +14,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"github.com/heavy-duty/box/policy"
 	"io"
 	"net"
 	"net/http"
@@ -50,7 +51,7 @@ func allowLaunch() int {
 	defer func() { json.NewEncoder(os.Stdout).Encode(rep) }()
 	fail := func(err error) int { rep.Err = err.Error(); return 3 }
 
-	ps, err := ParseAllow(testAllow)
+	ps, err := policy.ParseAllow(testAllow)
 	if err != nil {
 		return fail(err)
 	}
