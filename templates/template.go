@@ -51,7 +51,7 @@ func (e *NetworkError) Error() string {
 
 // Hint says where networking does come from.
 func (e *NetworkError) Hint() string {
-	return "the network comes from a profile's network tier or --network (none, internet, full)"
+	return "the network comes from a profile's network tier or --network (none, allowlist, internet, full)"
 }
 
 // isNetworkKey is true for keys that would let a template pick a network. They get the

@@ -56,6 +56,14 @@ func (e *env) xdg(name, fallback string) string {
 func (e *env) configHome() string { return e.xdg("XDG_CONFIG_HOME", ".config") }
 func (e *env) dataHome() string   { return e.xdg("XDG_DATA_HOME", ".local/share") }
 
+// runtimeDir is $XDG_RUNTIME_DIR when absolute, else "" (it has no fallback).
+func (e *env) runtimeDir() string {
+	if d := e.getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		return filepath.Clean(d)
+	}
+	return ""
+}
+
 // userName is the login name for USER and LOGNAME inside the sandbox.
 func (e *env) userName() string {
 	if u := e.getenv("USER"); u != "" && !strings.ContainsAny(u, "/\x00") {
