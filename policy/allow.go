@@ -103,8 +103,11 @@ func ParsePattern(entry string) (Pattern, error) {
 	if err := ValidHostname(s); err != nil {
 		return bad(err.Error())
 	}
-	if p.Wildcard && !strings.Contains(s, ".") {
-		return bad(`a wildcard needs a domain of two labels or more, as in "*.example.com"`)
+	if !strings.Contains(s, ".") {
+		if p.Wildcard {
+			return bad(`a wildcard needs a domain of two labels or more, as in "*.example.com"`)
+		}
+		return bad(`a single label is not an internet name: want a name with a dot, as in "github.com"`)
 	}
 	p.Host = s
 	return p, nil

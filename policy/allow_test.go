@@ -17,6 +17,7 @@ func TestParsePattern(t *testing.T) {
 		{"", "", "empty name"},
 		{"*", "", "wildcard"},
 		{"*.com", "", "two labels"},
+		{"localhost", "", "single label"},
 		{"a.*.com", "", "wildcard"},
 		{"github.com:0", "", "port"},
 		{"github.com:65536", "", "port"},

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -157,4 +158,34 @@ func (l *Lab) makeCA() (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// RepoBody is the README of the repository GitRepo makes.
+const RepoBody = "boxlab repo\n"
+
+// GitRepo makes a git repository with one commit (a README holding RepoBody) that the
+// fake internet serves over dumb HTTP and HTTPS at /NAME.git, on every internet name.
+func (l *Lab) GitRepo(ctx context.Context, name string) error {
+	work, err := os.MkdirTemp(l.Dir, "repo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	bare := filepath.Join(l.WWW, name+".git")
+	git := func(dir string, args ...string) error {
+		return run(ctx, "git", append([]string{"-C", dir, "-c", "user.name=boxlab", "-c", "user.email=boxlab@example.test",
+			"-c", "init.defaultBranch=main"}, args...)...)
+	}
+	if err := git(work, "init", "-q"); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(work, "README"), []byte(RepoBody), 0o644); err != nil {
+		return err
+	}
+	for _, args := range [][]string{{"add", "README"}, {"commit", "-qm", "one"}, {"clone", "-q", "--bare", work, bare}} {
+		if err := git(work, args...); err != nil {
+			return err
+		}
+	}
+	return git(bare, "update-server-info")
 }

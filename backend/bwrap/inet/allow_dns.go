@@ -5,7 +5,9 @@ import (
 	"github.com/heavy-duty/box/policy"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 )
@@ -84,7 +86,9 @@ func (p *Proxy) answer(q []byte) []byte {
 	qq := questions[0]
 	name := policy.NormalizeName(qq.Name.String())
 	if qq.Class != dnsmessage.ClassINET || !p.Allow.Resolvable(name) {
-		p.Log.Record(Event{Kind: EventRefusedDNS, Name: name, Reason: "not in the allowlist"})
+		if p.dnsNoteworthy(name) {
+			p.Log.Record(Event{Kind: EventRefusedDNS, Name: name, Reason: "not in the allowlist"})
+		}
 		resp.RCode = dnsmessage.RCodeNameError
 		return build(resp, questions, nil)
 	}
@@ -99,6 +103,30 @@ func (p *Proxy) answer(q []byte) []byte {
 	}
 	rr := &dnsmessage.AResource{A: a.As4()}
 	return build(resp, questions, rr)
+}
+
+// dnsRepeat is how long a refused name is not logged again: a resolver asks for A and
+// AAAA (and retries) at once, and one line says it.
+const dnsRepeat = time.Second
+
+// dnsNoteworthy reports whether a DNS refusal of name belongs in the log: not a bare
+// single-label name (the sandbox's own host name, search-list noise: never allowable),
+// nor a repeat within dnsRepeat.
+func (p *Proxy) dnsNoteworthy(name string) bool {
+	if !strings.Contains(name, ".") {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if p.dnsSeen == nil {
+		p.dnsSeen = map[string]time.Time{}
+	}
+	if t, ok := p.dnsSeen[name]; ok && now.Sub(t) < dnsRepeat {
+		return false
+	}
+	p.dnsSeen[name] = now
+	return true
 }
 
 func build(h dnsmessage.Header, qs []dnsmessage.Question, a *dnsmessage.AResource) []byte {

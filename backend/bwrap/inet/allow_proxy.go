@@ -40,6 +40,8 @@ type Proxy struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	done  bool
+	// dnsSeen: when each refused name was last logged (dnsNoteworthy).
+	dnsSeen map[string]time.Time
 }
 
 // How long the proxy waits for a client's first bytes, and how much it reads to find the

@@ -293,30 +293,13 @@ func ping(addr string) string {
 	return "ERR " + strings.Join(errs, "; ")
 }
 
-// dumbRepo makes a git repository the lab serves over dumb HTTP at /repo.git.
-func dumbRepo(t *testing.T, l *lab.Lab) {
-	t.Helper()
-	testenv.RequireTool(t, "git")
-	work := t.TempDir()
-	git := func(dir string, args ...string) {
-		c := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=box", "-c", "user.email=box@example.test", "-c", "init.defaultBranch=main"}, args...)...)
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-	}
-	git(work, "init", "-q")
-	os.WriteFile(filepath.Join(work, "README"), []byte("boxlab repo\n"), 0o644)
-	git(work, "add", "README")
-	git(work, "commit", "-qm", "one")
-	bare := filepath.Join(l.WWW, "repo.git")
-	git(l.WWW, "clone", "-q", "--bare", work, bare)
-	git(bare, "update-server-info")
-}
-
 func TestAllowlistTierReal(t *testing.T) {
 	requireReal(t)
 	l := lab.New(t)
-	dumbRepo(t, l)
+	testenv.RequireTool(t, "git")
+	if err := l.GitRepo(context.Background(), "repo"); err != nil {
+		t.Fatal(err)
+	}
 	exe := userExe(t)
 	uid, gid := testenv.User(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -353,7 +336,7 @@ func TestAllowlistTierReal(t *testing.T) {
 			t.Errorf("%s: the allowed name does not work: %q", k, b[k])
 		}
 	}
-	if b["git-allowed"] != "boxlab repo\n" {
+	if b["git-allowed"] != lab.RepoBody {
 		t.Errorf("git over HTTPS to the allowed name: %q", b["git-allowed"])
 	}
 	for _, k := range []string{"go-https-denied", "go-http-unlisted", "direct-ip", "direct-ip-https", "port-denied",
