@@ -29,7 +29,7 @@ var (
 )
 
 // boxBinary builds cmd/box once into a directory every user can read.
-func boxBinary(t *testing.T) string {
+func boxBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "box-bin-")
@@ -52,7 +52,7 @@ func boxBinary(t *testing.T) string {
 
 // world is a planted unprivileged user's world: a HOME with secrets and a project.
 type world struct {
-	t        *testing.T
+	t        testing.TB
 	box      string
 	uid, gid int
 	home     string
@@ -79,7 +79,7 @@ var secrets = map[string]string{
 
 const plantedToken = "ghp_PLANTEDtoken0123456789abcdefghijklmnop"
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	testenv.RequireTool(t, "bwrap")
 	uid, gid := testenv.User(t)
