@@ -174,8 +174,7 @@ func (o Options) runHelper(ctx context.Context, userns, netns *os.File, args []s
 	if len(extra) > 0 {
 		files = append(files, extra...)
 	}
-	argv := []string{"--user=/proc/self/fd/" + strconv.Itoa(fdUserns), "--net=/proc/self/fd/" + strconv.Itoa(fdNetns), "--preserve-credentials", "--"}
-	cmd := exec.CommandContext(ctx, o.NsenterPath, append(append(argv, filterCmd...), args...)...)
+	cmd := exec.CommandContext(ctx, o.NsenterPath, nsenterArgv(filterCmd, args)...)
 	cmd.ExtraFiles = files
 	cmd.Stdin = bytes.NewReader(stdin)
 	out := &tailBuffer{max: 4096}

@@ -87,23 +87,7 @@ func filterMain(args []string, stdin io.Reader) error {
 // Apply installs rs in the namespace of c in one batch, replacing any previous table of
 // the same name (re-applying is idempotent).
 func Apply(c *nftables.Conn, rs Ruleset) error {
-	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: rs.Table}
-	// add + delete + add in one transaction: succeeds whether or not the table exists.
-	c.AddTable(t)
-	c.DelTable(t)
-	c.AddTable(t)
-	policy := nftables.ChainPolicyAccept
-	ch := c.AddChain(&nftables.Chain{
-		Name: rs.Chain, Table: t, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityFilter, Policy: &policy,
-	})
-	for _, r := range rs.Rules {
-		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: r.exprs()})
-	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("install nftables table inet %s: %w", rs.Table, err)
-	}
-	return nil
+	return ApplyTable(c, Table{Name: rs.Table, Chains: []Chain{{Name: rs.Chain, Rules: rs.Rules}}})
 }
 
 // Verify checks that the table of rs is installed with its output hook and as many rules.
