@@ -61,6 +61,25 @@ func RunningAllowlists(runtimeDir, dataHome string) []string {
 	return ids
 }
 
+// createInInstance makes a fresh file name in dir, an instance directory the sandbox
+// writes: neither dir nor what is there now is followed if it is a link (a planted link
+// or fifo is replaced), and the file is created, never opened.
+func createInInstance(dir, name string) (*os.File, error) {
+	dfd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	if err := unix.Unlinkat(dfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("%s/%s: %w", dir, name, err)
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", dir, name, err)
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir, name)), nil
+}
+
 // startAllowlist readies the allowlist tier of a launch: resolv.conf, the operator's log
 // and the agent's copy, the control socket, and the BeforeRelease that attaches the proxy.
 // The cleanup it installs prints the summary on stderr.
@@ -88,13 +107,7 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 		return fmt.Errorf("allowlist tier: run log: %w", err)
 	}
 	closers = append(closers, func() { opLog.Close() })
-	// The agent's copy lives in the sandbox's ~/.claude, which the sandbox writes: what
-	// is there now may be a planted link or fifo. It is replaced, never followed.
-	agentPath := filepath.Join(p.Spec.InstanceDir, ".claude", RefusalsFile)
-	if err := os.Remove(agentPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("allowlist tier: %w", err)
-	}
-	agentLog, err := os.OpenFile(agentPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
+	agentLog, err := createInInstance(filepath.Join(p.Spec.InstanceDir, ".claude"), RefusalsFile)
 	if err != nil {
 		return fmt.Errorf("allowlist tier: %w", err)
 	}

@@ -39,6 +39,10 @@ func (e Event) String() string {
 	return fmt.Sprintf("%s %s %s %s %s", e.Time.UTC().Format(time.RFC3339), e.Kind, dash(e.Name), dash(e.Addr), e.Reason)
 }
 
+// MaxLogLines bounds what one run writes: a sandbox refused in a loop must not fill the
+// operator's disk. Later events are counted, not written.
+const MaxLogLines = 20000
+
 // Log records the tier's events to every writer (the operator's per-run log, the copy in
 // the sandbox's ~/.claude) and keeps the counts for the end-of-run summary.
 type Log struct {
@@ -47,6 +51,7 @@ type Log struct {
 	now     func() time.Time
 	refused map[string]int // name (or address) -> refusals
 	total   int
+	lines   int
 }
 
 // NewLog writes every event, one line each, to ws.
@@ -65,8 +70,15 @@ func (l *Log) Record(e Event) {
 		e.Time = l.now()
 	}
 	line := e.String() + "\n"
-	for _, w := range l.writers {
-		io.WriteString(w, line) // best effort: the sandbox may have removed its copy
+	l.lines++
+	switch {
+	case l.lines == MaxLogLines:
+		line = fmt.Sprintf("%s log-full - - %d lines written; further events are counted, not written\n", e.Time.UTC().Format(time.RFC3339), MaxLogLines-1)
+		fallthrough
+	case l.lines < MaxLogLines:
+		for _, w := range l.writers {
+			io.WriteString(w, line) // best effort: the sandbox may have removed its copy
+		}
 	}
 	if e.Kind == EventRefused || e.Kind == EventRefusedDNS {
 		key := e.Name

@@ -45,10 +45,12 @@ type Proxy struct {
 }
 
 // How long the proxy waits for a client's first bytes, and how much it reads to find the
-// name, before it gives up on a connection.
+// name, before it gives up on a connection; how many connections it holds at once (more
+// are closed at once: a sandbox cannot make box itself run out of descriptors).
 const (
 	peekTimeout = 10 * time.Second
 	peekMax     = 16 << 10
+	maxConns    = 4096
 )
 
 // Serve accepts until ln is closed.
@@ -63,7 +65,13 @@ func (p *Proxy) Serve(ln net.Listener) {
 		}
 		if !p.track(c) {
 			c.Close()
-			return
+			p.mu.Lock()
+			done := p.done
+			p.mu.Unlock()
+			if done {
+				return
+			}
+			continue
 		}
 		p.wg.Add(1)
 		go func() {
@@ -77,7 +85,7 @@ func (p *Proxy) Serve(ln net.Listener) {
 func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.done {
+	if p.done || len(p.conns) >= maxConns {
 		return false
 	}
 	if p.conns == nil {

@@ -153,3 +153,20 @@ func mustAllow(t *testing.T, entries ...string) []policy.Pattern {
 }
 
 func netipFrom4(a [4]byte) netip.Addr { return netip.AddrFrom4(a) }
+
+// A sandbox refused in a loop cannot fill the operator's disk: the log stops at
+// MaxLogLines (saying so) and keeps counting.
+func TestLogBounded(t *testing.T) {
+	var b strings.Builder
+	lg := NewLog(&b)
+	for i := 0; i < MaxLogLines+50; i++ {
+		lg.Record(Event{Kind: EventRefused, Name: "loop.test", Addr: "198.18.0.1:443", Reason: "x"})
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != MaxLogLines || !strings.Contains(lines[len(lines)-1], "log-full") {
+		t.Errorf("%d lines, last %q", len(lines), lines[len(lines)-1])
+	}
+	if lg.Refused() != MaxLogLines+50 {
+		t.Errorf("counted %d", lg.Refused())
+	}
+}
