@@ -34,10 +34,7 @@ func allowSetup(stdin io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("loopback: %w", err)
 	}
-	if lo.Flags&net.FlagUp == 0 {
-		return errors.New("loopback is down (bwrap --unshare-net brings it up)")
-	}
-	if err := addrAndRoute(lo.Index); err != nil {
+	if err := addrAndRoute(lo.Index, lo.Flags&net.FlagUp == 0); err != nil {
 		return err
 	}
 	c, err := nftables.New()
@@ -73,9 +70,10 @@ func allowSetup(stdin io.Reader) error {
 	return nil
 }
 
-// addrAndRoute puts LocalAddr/32 on lo (index) and a default route through lo from it,
-// with rtnetlink (no ip(8)).
-func addrAndRoute(index int) error {
+// addrAndRoute brings lo (index) up when it is down (bwrap --unshare-net has), puts
+// LocalAddr/32 on it and a default route through it from that address, with rtnetlink
+// (no ip(8)).
+func addrAndRoute(index int, up bool) error {
 	c, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
 	if err != nil {
 		return fmt.Errorf("rtnetlink: %w", err)
@@ -83,6 +81,17 @@ func addrAndRoute(index int) error {
 	defer c.Close()
 	local := LocalAddr.As4()
 	flags := netlink.Request | netlink.Acknowledge | netlink.Create | netlink.Excl
+	if up {
+		// struct ifinfomsg: family, pad, type, index, flags, change.
+		ifi := make([]byte, 16)
+		binary.NativeEndian.PutUint32(ifi[4:], uint32(index))
+		binary.NativeEndian.PutUint32(ifi[8:], unix.IFF_UP)
+		binary.NativeEndian.PutUint32(ifi[12:], unix.IFF_UP)
+		if _, err := c.Execute(netlink.Message{Header: netlink.Header{Type: unix.RTM_NEWLINK, Flags: netlink.Request | netlink.Acknowledge},
+			Data: ifi}); err != nil {
+			return fmt.Errorf("bring lo up: %w", err)
+		}
+	}
 
 	// struct ifaddrmsg: family, prefixlen, flags, scope, index.
 	ifa := []byte{unix.AF_INET, 32, 0, unix.RT_SCOPE_UNIVERSE, 0, 0, 0, 0}

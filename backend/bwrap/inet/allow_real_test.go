@@ -382,3 +382,17 @@ func TestAllowlistTierReal(t *testing.T) {
 		t.Errorf("summary lacks denied.test: %q", rep.Sum)
 	}
 }
+
+// The allowlist tier's check runs its real setup as the unprivileged user, and fails when
+// the helper cannot run.
+func TestCheckAllowlistReal(t *testing.T) {
+	requireReal(t)
+	l := lab.New(t)
+	exe := userExe(t)
+	uid, gid := testenv.User(t)
+	cmd := l.UserCommand(context.Background(), uid, gid, exe)
+	cmd.Env = append(cmd.Env, "BOXINET_ROLE=checkallow")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("check as user: %v\n%s", err, out)
+	}
+}

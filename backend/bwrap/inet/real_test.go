@@ -51,6 +51,17 @@ func TestMain(m *testing.M) {
 		os.Exit(netnsFd(os.Args[1]))
 	case "check", "check-tun":
 		os.Exit(checkRole(os.Getenv("BOXINET_ROLE")))
+	case "checkallow":
+		if err := CheckAllowlist(nil); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		// A helper that cannot run is reported, not taken for success.
+		if err := CheckAllowlist([]string{"/nonexistent/box"}); err == nil {
+			fmt.Println("a missing helper passed the check")
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
