@@ -41,7 +41,9 @@ type allowReport struct {
 	Before map[string]string `json:"before,omitempty"` // probes with the proxy up
 	After  map[string]string `json:"after,omitempty"`  // probes after the proxy closed
 	Log    string            `json:"log,omitempty"`
-	Sum    string            `json:"summary,omitempty"`
+	// ChildAlive: the sandbox's pid 1 outlived a failed AttachAllow.
+	ChildAlive bool   `json:"child_alive,omitempty"`
+	Sum        string `json:"summary,omitempty"`
 }
 
 func allowLaunch() int {
@@ -99,8 +101,13 @@ func allowLaunch() int {
 		return fail(fmt.Errorf("info fd: %v: %s", err, stderr.String()))
 	}
 	lg := NewLog(logf)
-	sess, err := AttachAllow(ctx, info.ChildPid, AllowOptions{Allow: NewAllowlist(ps), Log: lg, HostAddrs: hostAddrs})
+	var filterCmd []string
+	if h := os.Getenv("BOXALLOW_HELPER"); h != "" {
+		filterCmd = []string{h} // a setup helper that fails: the sandbox must never run
+	}
+	sess, err := AttachAllow(ctx, info.ChildPid, AllowOptions{Allow: NewAllowlist(ps), Log: lg, HostAddrs: hostAddrs, FilterCommand: filterCmd})
 	if err != nil {
+		rep.ChildAlive = alive(info.ChildPid)
 		cmd.Process.Kill()
 		cmd.Wait()
 		return fail(err)
@@ -383,16 +390,34 @@ func TestAllowlistTierReal(t *testing.T) {
 	}
 }
 
-// The allowlist tier's check runs its real setup as the unprivileged user, and fails when
-// the helper cannot run.
-func TestCheckAllowlistReal(t *testing.T) {
+// Fail closed: when the setup helper fails, AttachAllow kills the sandbox before its
+// command runs.
+func TestAttachAllowFailsClosed(t *testing.T) {
 	requireReal(t)
 	l := lab.New(t)
 	exe := userExe(t)
 	uid, gid := testenv.User(t)
-	cmd := l.UserCommand(context.Background(), uid, gid, exe)
-	cmd.Env = append(cmd.Env, "BOXINET_ROLE=checkallow")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("check as user: %v\n%s", err, out)
+	for _, helper := range []string{"/bin/false", "/nonexistent/box"} {
+		before := nsPids(t, l)
+		cmd := l.UserCommand(context.Background(), uid, gid, exe)
+		cmd.Env = append(cmd.Env, "BOXINET_ROLE=allowlaunch", "BOXLAB_DIR="+l.Dir, "BOXLAB_CA="+l.CAFile, "BOXALLOW_HELPER="+helper)
+		out, err := cmd.Output()
+		var rep allowReport
+		json.Unmarshal(out, &rep)
+		if err == nil || rep.Err == "" || rep.Before != nil {
+			t.Fatalf("%s: the sandbox ran: %v %+v", helper, err, rep)
+		}
+		if rep.ChildAlive {
+			t.Errorf("%s: the sandbox outlived the failed setup", helper)
+		}
+		t.Logf("%s: %s", helper, rep.Err)
+		after := nsPids(t, l)
+		for i := 0; i < 50 && after != before; i++ {
+			time.Sleep(20 * time.Millisecond)
+			after = nsPids(t, l)
+		}
+		if after != before {
+			t.Errorf("%s: processes left: before %q after %q", helper, before, after)
+		}
 	}
 }

@@ -547,6 +547,13 @@ func TestCheckReal(t *testing.T) {
 		t.Fatalf("check as user: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
+	// The allowlist tier's check: its real setup, as the user; a helper that cannot run
+	// fails it (checkallow).
+	cmd = l.UserCommand(ctx, uid, gid, exe)
+	cmd.Env = append(cmd.Env, "BOXINET_ROLE=checkallow")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("allowlist check as user: %v\n%s", err, out)
+	}
 	// Outside the lab's private mounts, as the user, the machine's 0600 tun is reported.
 	if fi, err := os.Stat("/dev/net/tun"); err == nil && fi.Mode().Perm()&0o006 != 0o006 {
 		cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(uid), "--regid="+strconv.Itoa(gid), "--clear-groups", exe)
