@@ -3,6 +3,7 @@ package bwrap
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +33,24 @@ func TestCreateInInstance(t *testing.T) {
 	os.Symlink(claude, link)
 	if _, err := createInInstance(link, RefusalsFile); err == nil {
 		t.Errorf("created through a directory link")
+	}
+}
+
+// SANDBOX.md tells the agent what the allowlist allows, where refusals are written and
+// how to ask for more.
+func TestSandboxMDAllowlist(t *testing.T) {
+	md := SandboxMD(Policy{Profile: "p", Template: "t", Network: NetAllowlist, Workdir: "/w",
+		Allow: []string{"github.com", "*.githubusercontent.com", "api.anthropic.com:443"}, RunID: "0123abcd"})
+	for _, want := range []string{"allowlist: only the host names below", "`github.com`, `*.githubusercontent.com`, `api.anthropic.com:443`",
+		"~/.claude/" + RefusalsFile, "box allow --run 0123abcd NAME"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("SANDBOX.md lacks %q:\n%s", want, md)
+		}
+	}
+	if md := SandboxMD(Policy{Network: NetAllowlist}); !strings.Contains(md, "Allowed: nothing.") {
+		t.Errorf("empty allowlist not said:\n%s", md)
+	}
+	if md := SandboxMD(Policy{Network: NetInternet}); strings.Contains(md, RefusalsFile) {
+		t.Errorf("tier internet names the allowlist's file")
 	}
 }

@@ -191,6 +191,7 @@ func allowProbe() int {
 		res["curl-denied"+suffix] = run("curl", "-sS", "--max-time", "5", "--cacert", ca, "https://denied.test/")
 		res["udp-echo"+suffix] = udpEcho(lab.Internet.String() + ":7")
 		res["icmp"+suffix] = ping(lab.Internet.String())
+		res["ipv6-out"+suffix] = get("http://[2001:db8::10]/", "allowed.test")
 	}
 	all("")
 	// A name not allowed, smuggled: the allowed name's address, the other name's SNI or
@@ -347,7 +348,7 @@ func TestAllowlistTierReal(t *testing.T) {
 		t.Errorf("git over HTTPS to the allowed name: %q", b["git-allowed"])
 	}
 	for _, k := range []string{"go-https-denied", "go-http-unlisted", "direct-ip", "direct-ip-https", "port-denied",
-		"rebind-lan", "rebind-metadata", "curl-denied", "udp-echo", "icmp", "sni-denied", "host-denied", "git-denied", "tamper-self"} {
+		"rebind-lan", "rebind-metadata", "curl-denied", "udp-echo", "icmp", "ipv6-out", "sni-denied", "host-denied", "git-denied", "tamper-self"} {
 		if !strings.HasPrefix(b[k], "ERR") {
 			t.Errorf("BREACH %s: %q", k, b[k])
 		}
