@@ -15,7 +15,7 @@
       # The NAR hash of `go mod vendor` (what buildGoModule's goModules derivation
       # hashes). Never edit by hand: scripts/vendorhash.sh --write; CI runs
       # scripts/check-flake.sh, which fails when this is stale.
-      vendorHash = "sha256-iNSlE12/pN/y7UXVdLwt7KlCneerJq8maBet4GLPiVk=";
+      vendorHash = "sha256-UcjS6ru1DAG6D4in2RfbqJXYepnTU6Q3VZoKcF+rRas=";
 
       # What box runs: bubblewrap for sandboxes, pasta (passt) and slirp4netns for their
       # network tiers, the incus client for vm boxes ('box incus').
