@@ -45,15 +45,15 @@ func TestSandboxAllowlistTier(t *testing.T) {
 		name, cmd string
 		reach     bool
 	}{
-		{"curl allowed https", "curl -sS --max-time 5 --cacert " + ca + " https://allowed.test/", true},
-		{"curl allowed http", "curl -sS --max-time 5 http://allowed.test/", true},
+		{"curl allowed https", "curl -sS --max-time 20 --cacert " + ca + " https://allowed.test/", true},
+		{"curl allowed http", "curl -sS --max-time 20 http://allowed.test/", true},
 		{"git allowed https", "git clone -q https://allowed.test/repo.git /tmp/r1 && cat /tmp/r1/README", true},
-		{"curl denied", "curl -sS --max-time 5 --cacert " + ca + " https://denied.test/", false},
+		{"curl denied", "curl -sS --max-time 20 --cacert " + ca + " https://denied.test/", false},
 		{"git denied", "git clone -q https://denied.test/repo.git /tmp/r2", false},
-		{"curl by address", "curl -sS --max-time 5 http://" + lab.Internet.String() + "/", false},
-		{"curl by address, allowed Host", "curl -sS --max-time 5 -H 'Host: allowed.test' http://" + lab.Internet.String() + "/", true},
-		{"rebinding to the LAN", "curl -sS --max-time 5 http://" + lab.LANName + "/", false},
-		{"rebinding to metadata", "curl -sS --max-time 5 http://" + lab.MetadataName + "/", false},
+		{"curl by address", "curl -sS --max-time 20 http://" + lab.Internet.String() + "/", false},
+		{"curl by address, allowed Host", "curl -sS --max-time 20 -H 'Host: allowed.test' http://" + lab.Internet.String() + "/", true},
+		{"rebinding to the LAN", "curl -sS --max-time 20 http://" + lab.LANName + "/", false},
+		{"rebinding to metadata", "curl -sS --max-time 20 http://" + lab.MetadataName + "/", false},
 	}
 	var script strings.Builder
 	script.WriteString("export GIT_SSL_CAINFO=" + ca + " GIT_TERMINAL_PROMPT=0\n")
@@ -63,7 +63,7 @@ func TestSandboxAllowlistTier(t *testing.T) {
 	script.WriteString("grep -c " + bwrap.RefusalsFile + " ~/.claude/SANDBOX.md | sed 's/^/sandbox-md /'\n")
 	script.WriteString("cp ~/.claude/" + bwrap.RefusalsFile + " ./inside-before.log\n")
 	script.WriteString("touch ready; while [ ! -e allowed ]; do sleep 0.05; done\n")
-	fmt.Fprintf(&script, "if out=$(curl -sS --max-time 5 --cacert %s https://denied.test/ 2>&1); then echo \"live OK $out\"; else echo \"live FAIL $out\"; fi\n", ca)
+	fmt.Fprintf(&script, "if out=$(curl -sS --max-time 20 --cacert %s https://denied.test/ 2>&1); then echo \"live OK $out\"; else echo \"live FAIL $out\"; fi\n", ca)
 	script.WriteString("cp ~/.claude/" + bwrap.RefusalsFile + " ./inside-after.log\n")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

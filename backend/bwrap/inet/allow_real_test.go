@@ -151,7 +151,7 @@ func allowProbe() int {
 	// Proxy: nil. This program knows nothing of proxies; whatever reaches the internet
 	// does so because the netns sends it to box.
 	tr := &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}
-	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	client := &http.Client{Transport: tr, Timeout: 20 * time.Second} // a bound, not a measure: refusals are immediate
 	get := func(url, host string) string {
 		req, _ := http.NewRequest("GET", url, nil)
 		if host != "" {
@@ -187,8 +187,8 @@ func allowProbe() int {
 		res["port-denied"+suffix] = get("http://allowed.test:8080/", "")
 		res["rebind-lan"+suffix] = get("http://"+lab.LANName+"/", "")
 		res["rebind-metadata"+suffix] = get("http://"+lab.MetadataName+"/", "")
-		res["curl-allowed"+suffix] = run("curl", "-sS", "--max-time", "5", "--cacert", ca, "https://allowed.test/")
-		res["curl-denied"+suffix] = run("curl", "-sS", "--max-time", "5", "--cacert", ca, "https://denied.test/")
+		res["curl-allowed"+suffix] = run("curl", "-sS", "--max-time", "20", "--cacert", ca, "https://allowed.test/")
+		res["curl-denied"+suffix] = run("curl", "-sS", "--max-time", "20", "--cacert", ca, "https://denied.test/")
 		res["udp-echo"+suffix] = udpEcho(lab.Internet.String() + ":7")
 		res["icmp"+suffix] = ping(lab.Internet.String())
 		res["ipv6-out"+suffix] = get("http://[2001:db8::10]/", "allowed.test")
@@ -239,7 +239,7 @@ func allowProbe() int {
 }
 
 func tlsTo(addr, sni string, pool *x509.CertPool) string {
-	d := &net.Dialer{Timeout: 5 * time.Second}
+	d := &net.Dialer{Timeout: 20 * time.Second}
 	c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{ServerName: sni, RootCAs: pool, InsecureSkipVerify: sni == ""})
 	if err != nil {
 		return "ERR " + err.Error()
