@@ -412,12 +412,7 @@ func TestAttachAllowFailsClosed(t *testing.T) {
 			t.Errorf("%s: the sandbox outlived the failed setup", helper)
 		}
 		t.Logf("%s: %s", helper, rep.Err)
-		after := nsPids(t, l)
-		for i := 0; i < 50 && after != before; i++ {
-			time.Sleep(20 * time.Millisecond)
-			after = nsPids(t, l)
-		}
-		if after != before {
+		if after := settledPids(t, l, before); after != before {
 			t.Errorf("%s: processes left: before %q after %q", helper, before, after)
 		}
 	}

@@ -486,17 +486,25 @@ func TestAttachFailsClosed(t *testing.T) {
 				t.Errorf("error %q lacks %q", rep.AttachErr, c.want)
 			}
 			t.Logf("error: %s", rep.AttachErr)
-			after := nsPids(t, l)
-			for i := 0; i < 50 && after != before; i++ { // a killed process takes a moment to go
-				time.Sleep(20 * time.Millisecond)
-				after = nsPids(t, l)
-			}
+			after := settledPids(t, l, before)
 			if after != before {
 				ps, _ := exec.Command("ps", "-o", "pid,ppid,user,stat,args", "-p", strings.ReplaceAll(after, " ", ",")).CombinedOutput()
 				t.Errorf("processes left in the host netns: before %q after %q\n%s", before, after, ps)
 			}
 		})
 	}
+}
+
+// settledPids is nsPids once it is back to before, or after a second: a killed process
+// takes a moment to go.
+func settledPids(t *testing.T, l *lab.Lab, before string) string {
+	t.Helper()
+	after := nsPids(t, l)
+	for i := 0; i < 50 && after != before; i++ {
+		time.Sleep(20 * time.Millisecond)
+		after = nsPids(t, l)
+	}
+	return after
 }
 
 // nsPids lists the processes in the lab's host netns (the lab's own are not processes).
