@@ -73,7 +73,7 @@ creds-free, on an isolation stack 'box setup-host' builds and 'box doctor' check
 		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
 	root.SetHelpCommandGroupID(groupOther)
-	root.AddCommand(newRunCmd(e), newDrillCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
+	root.AddCommand(newRunCmd(e), newAllowCmd(e), newDrillCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
 	root.AddCommand(newCompletionCmd(e), newManCmd(e))
 	root.AddCommand(newSetupHostCmd(e), newTeardownHostCmd(e), newMigrateHostCmd(e), newDoctorCmd(e))
 	root.AddCommand(newNewCmd(e), newListCmd(e), newInfoCmd(e), newShellCmd(e), newTmuxCmd(e), newExecCmd(e), newSnapshotCmd(e),
