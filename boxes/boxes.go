@@ -106,3 +106,14 @@ const Iface = "eth0"
 func SortSummaries(s []Summary) {
 	sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
 }
+
+// SameInstance reports whether after is the very instance before was: the same
+// volatile.uuid (Incus gives every instance its own, kept across rename, new for a copy)
+// and creation time. A name alone is not an identity: between a question and the
+// answer, a box may be renamed and another instance take its name.
+func SameInstance(before, after incus.Instance) bool {
+	return before.Config[KeyUUID] == after.Config[KeyUUID] && before.CreatedAt.Equal(after.CreatedAt)
+}
+
+// KeyUUID is the instance's own UUID, set by Incus at creation.
+const KeyUUID = "volatile.uuid"

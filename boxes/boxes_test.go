@@ -18,7 +18,8 @@ func tmpl() *templates.Template {
 	return &templates.Template{Name: "blank", Image: "box/debian-13", User: "dev", CPU: "2", Memory: "2GiB", Disk: "20GiB", UserData: "#cloud-config\n"}
 }
 
-// Resource precedence: the flag, then the profile, then the template, then the defaults.
+// Resource precedence: the flag, then the environment, then the profile, then the
+// template, then the defaults.
 func TestResourcePrecedence(t *testing.T) {
 	vmProf := &profiles.Profile{Name: "big", Backend: profiles.BackendVM, CPU: "8", Memory: "16GiB"}
 	bare := &templates.Template{Name: "bare", Image: "x", User: "u"}
@@ -34,6 +35,8 @@ func TestResourcePrecedence(t *testing.T) {
 		{"profile over template", NewOptions{}, vmProf, tmpl(), Resource{"8", "profile"}, Resource{"16GiB", "profile"}, Resource{"20GiB", "template"}},
 		{"flag over all", NewOptions{CPU: "3", Disk: "30GiB"}, vmProf, tmpl(), Resource{"3", "flag"}, Resource{"16GiB", "profile"}, Resource{"30GiB", "flag"}},
 		{"flag over default", NewOptions{Memory: "1GiB"}, nil, bare, Resource{"4", "default"}, Resource{"1GiB", "flag"}, Resource{"60GiB", "default"}},
+		{"environment over profile and template", NewOptions{EnvCPU: "5", EnvDisk: "9GiB"}, vmProf, tmpl(), Resource{"5", "environment"}, Resource{"16GiB", "profile"}, Resource{"9GiB", "environment"}},
+		{"flag over environment", NewOptions{CPU: "3", EnvCPU: "5", EnvMemory: "3GiB"}, nil, tmpl(), Resource{"3", "flag"}, Resource{"3GiB", "environment"}, Resource{"20GiB", "template"}},
 	}
 	for _, c := range cases {
 		cpu, mem, dsk, err := Resources(c.o, c.prof, c.tmpl)
@@ -44,7 +47,7 @@ func TestResourcePrecedence(t *testing.T) {
 			t.Errorf("%s: got %v %v %v, want %v %v %v", c.name, cpu, mem, dsk, c.cpu, c.mem, c.dsk)
 		}
 	}
-	for _, o := range []NewOptions{{CPU: "lots"}, {CPU: "0"}, {Memory: "8 gigs"}, {Disk: "-1GiB"}} {
+	for _, o := range []NewOptions{{CPU: "lots"}, {CPU: "0"}, {Memory: "8 gigs"}, {Disk: "-1GiB"}, {EnvCPU: "many"}, {EnvMemory: "1 GiB"}, {EnvDisk: "big"}} {
 		if _, _, _, err := Resources(o, nil, tmpl()); err == nil {
 			t.Errorf("Resources(%+v) accepted", o)
 		} else if u := (*UsageError)(nil); !errors.As(err, &u) {
@@ -77,6 +80,9 @@ func TestMintPlan(t *testing.T) {
 		{NewOptions{Name: "w", Container: true}, nil, &templates.Template{Name: "k", Image: "x", User: "u", RequireVM: true}, "requires a VM"},
 		{NewOptions{Name: "w"}, &profiles.Profile{Name: "default", Backend: "bwrap"}, tmpl(), "bwrap backend, not vm"},
 		{NewOptions{Name: "w"}, nil, &templates.Template{Name: "tools"}, "no image"},
+		{NewOptions{Name: "w"}, nil, &templates.Template{Name: "rigged", Image: "x", User: "u", BootstrapRole: "claude-box"}, "(BOX_BOOTSTRAP_ROLE=claude-box): box does not run rig roles"},
+		{NewOptions{Name: "w", RigRepo: "x; rm -rf /"}, nil, &templates.Template{Name: "t", Image: "x", User: "u", UserData: "runcmd: [ @RIG_REPO@ ]"}, "RIG_REPO="},
+		{NewOptions{Name: "w", RigRef: "main\nrm"}, nil, &templates.Template{Name: "t", Image: "x", User: "u", UserData: "@RIG_REF@"}, "RIG_REF="},
 	}
 	for _, b := range bad {
 		if _, err := MintPlan(b.o, b.prof, b.tmpl, "box-net", "", now); err == nil || !strings.Contains(err.Error(), b.want) {
@@ -186,5 +192,46 @@ func TestEntryScript(t *testing.T) {
 		if out, code := run("nobody", false, "id", "-un"); code != 0 || out != "nobody\n" {
 			t.Errorf("nobody: %q (exit %d)", out, code)
 		}
+	}
+}
+
+func TestSameInstance(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := incus.Instance{Name: "work", CreatedAt: at, Config: map[string]string{KeyUUID: "u1"}}
+	renamed := a
+	renamed.Name = "other"
+	if !SameInstance(a, renamed) {
+		t.Error("a renamed instance is the same instance")
+	}
+	for _, b := range []incus.Instance{
+		{Name: "work", CreatedAt: at, Config: map[string]string{KeyUUID: "u2"}},
+		{Name: "work", CreatedAt: at.Add(time.Second), Config: map[string]string{KeyUUID: "u1"}},
+	} {
+		if SameInstance(a, b) {
+			t.Errorf("%+v is another instance than %+v", b, a)
+		}
+	}
+}
+
+// A template's autostart and rig tokens are honoured, never dropped.
+func TestMintPlanHonours(t *testing.T) {
+	tp := tmpl()
+	tp.Autostart = true
+	tp.UserData = "#cloud-config\nruncmd:\n  - curl https://example.test/@RIG_REPO@/@RIG_REF@/install.sh | RIG_REF=@RIG_REF@ bash\n"
+	m, err := MintPlan(NewOptions{Name: "w"}, nil, tp, "box-net", "", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Autostart || m.RigRepo != DefaultRigRepo || m.RigRef != DefaultRigRef ||
+		m.UserData != "#cloud-config\nruncmd:\n  - curl https://example.test/heavy-duty/rig/main/install.sh | RIG_REF=main bash\n" {
+		t.Errorf("mint %+v", m)
+	}
+	m, err = MintPlan(NewOptions{Name: "w", RigRepo: "me/rig-fork", RigRef: "feature/x"}, nil, tp, "box-net", "", now)
+	if err != nil || !strings.Contains(m.UserData, "me/rig-fork/feature/x/") || m.RigRepo != "me/rig-fork" || m.RigRef != "feature/x" {
+		t.Errorf("pinned: %+v, %v", m, err)
+	}
+	// Without tokens nothing is stamped and user-data is verbatim.
+	if m, _ := MintPlan(NewOptions{Name: "w", RigRepo: "me/x"}, nil, tmpl(), "box-net", "", now); m.RigRepo != "" || m.UserData != tmpl().UserData {
+		t.Errorf("no tokens: %+v", m)
 	}
 }

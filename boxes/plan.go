@@ -24,7 +24,27 @@ const (
 	DefaultPlacement = "box-net"
 )
 
-// NewOptions is what `box new` was asked, flags as given ("" when not given).
+// The environment's stand-ins for the resource flags (the scripting form, as upstream
+// documents them): below the flags, above the profile, the template and the defaults.
+const (
+	EnvCPU    = "BOX_CPU"
+	EnvMemory = "BOX_MEMORY"
+	EnvDisk   = "BOX_DISK"
+	// EnvLaunchTimeout stands in for --timeout: seconds, or a duration such as 10m.
+	EnvLaunchTimeout = "BOX_LAUNCH_TIMEOUT"
+	// EnvRigRepo and EnvRigRef resolve a template's @RIG_REPO@ and @RIG_REF@ tokens.
+	EnvRigRepo = "RIG_REPO"
+	EnvRigRef  = "RIG_REF"
+)
+
+// Defaults of the rig pin tokens, upstream's.
+const (
+	DefaultRigRepo = "heavy-duty/rig"
+	DefaultRigRef  = "main"
+)
+
+// NewOptions is what `box new` was asked, flags as given ("" when not given), and the
+// environment variables that stand in for flags.
 type NewOptions struct {
 	Name      string
 	Template  string
@@ -33,6 +53,16 @@ type NewOptions struct {
 	Disk      string
 	VM        bool // --vm
 	Container bool // --container
+
+	// From the environment: BOX_CPU, BOX_MEMORY, BOX_DISK, RIG_REPO, RIG_REF.
+	EnvCPU, EnvMemory, EnvDisk string
+	RigRepo, RigRef            string
+}
+
+// FromEnv fills the environment's fields of o with getenv.
+func (o *NewOptions) FromEnv(getenv func(string) string) {
+	o.EnvCPU, o.EnvMemory, o.EnvDisk = getenv(EnvCPU), getenv(EnvMemory), getenv(EnvDisk)
+	o.RigRepo, o.RigRef = getenv(EnvRigRepo), getenv(EnvRigRef)
 }
 
 // UsageError is a mistake in how box was asked (the CLI exits 2).
@@ -69,25 +99,31 @@ func CheckProfile(prof *profiles.Profile) error {
 // default), for messages.
 type Resource struct{ Value, From string }
 
-// Resources resolves CPU, memory and disk: the flag, then the profile, then the
-// template, then the defaults. Flag values are validated like template values.
+// Resources resolves CPU, memory and disk: the flag, then the environment (BOX_CPU,
+// BOX_MEMORY, BOX_DISK), then the profile, then the template, then the defaults. Flag
+// and environment values are validated like template values.
 func Resources(o NewOptions, prof *profiles.Profile, tmpl *templates.Template) (cpu, memory, disk Resource, err error) {
-	if o.CPU != "" {
-		if err := templates.ValidCPU(o.CPU); err != nil {
-			return cpu, memory, disk, usage("--cpu takes a count, e.g. --cpu 4", "--cpu: %s", err)
-		}
-	}
-	for _, f := range []struct{ flag, v string }{{"memory", o.Memory}, {"disk", o.Disk}} {
-		if f.v != "" {
-			if err := templates.ValidSize(f.flag, f.v); err != nil {
-				return cpu, memory, disk, usage("sizes look like 8GiB or 512MiB", "--%s: %s", f.flag, err)
+	for _, c := range []struct{ name, v string }{{"--cpu", o.CPU}, {EnvCPU, o.EnvCPU}} {
+		if c.v != "" {
+			if err := templates.ValidCPU(c.v); err != nil {
+				return cpu, memory, disk, usage(c.name+" takes a count, e.g. 4", "%s: %s", c.name, err)
 			}
 		}
 	}
-	pick := func(flag, fromProfile, fromTemplate, def string) Resource {
+	for _, f := range []struct{ name, what, v string }{{"--memory", "memory", o.Memory}, {"--disk", "disk", o.Disk},
+		{EnvMemory, "memory", o.EnvMemory}, {EnvDisk, "disk", o.EnvDisk}} {
+		if f.v != "" {
+			if err := templates.ValidSize(f.what, f.v); err != nil {
+				return cpu, memory, disk, usage("sizes look like 8GiB or 512MiB", "%s: %s", f.name, err)
+			}
+		}
+	}
+	pick := func(flag, env, fromProfile, fromTemplate, def string) Resource {
 		switch {
 		case flag != "":
 			return Resource{flag, "flag"}
+		case env != "":
+			return Resource{env, "environment"}
 		case fromProfile != "":
 			return Resource{fromProfile, "profile"}
 		case fromTemplate != "":
@@ -103,8 +139,8 @@ func Resources(o NewOptions, prof *profiles.Profile, tmpl *templates.Template) (
 	if tmpl != nil {
 		t = *tmpl
 	}
-	return pick(o.CPU, p.CPU, t.CPU, DefaultCPU), pick(o.Memory, p.Memory, t.Memory, DefaultMemory),
-		pick(o.Disk, p.Disk, t.Disk, DefaultDisk), nil
+	return pick(o.CPU, o.EnvCPU, p.CPU, t.CPU, DefaultCPU), pick(o.Memory, o.EnvMemory, p.Memory, t.Memory, DefaultMemory),
+		pick(o.Disk, o.EnvDisk, p.Disk, t.Disk, DefaultDisk), nil
 }
 
 // WantVM decides the instance type: a VM unless --container; both flags, or a template
@@ -136,6 +172,9 @@ func MintPlan(o NewOptions, prof *profiles.Profile, tmpl *templates.Template, pl
 	if tmpl.User == "" {
 		return incus.Mint{}, fmt.Errorf("template %q has an image but no user", tmpl.Name)
 	}
+	if tmpl.BootstrapRole != "" {
+		return incus.Mint{}, &RoleError{Template: tmpl.Name, Role: tmpl.BootstrapRole}
+	}
 	vm, err := WantVM(o, tmpl)
 	if err != nil {
 		return incus.Mint{}, err
@@ -144,11 +183,75 @@ func MintPlan(o NewOptions, prof *profiles.Profile, tmpl *templates.Template, pl
 	if err != nil {
 		return incus.Mint{}, err
 	}
+	userData, repo, ref, err := RenderUserData(tmpl.UserData, o.RigRepo, o.RigRef)
+	if err != nil {
+		return incus.Mint{}, err
+	}
 	return incus.Mint{
 		Name: o.Name, VM: vm, Profile: placement, Image: tmpl.Image,
 		CPU: cpu.Value, Memory: mem.Value, Disk: disk.Value, Pool: pool,
-		UserData: tmpl.UserData, Template: tmpl.Name, User: tmpl.User, Created: now,
+		UserData: userData, Template: tmpl.Name, User: tmpl.User, Created: now,
+		Autostart: tmpl.Autostart, RigRepo: repo, RigRef: ref,
 	}, nil
+}
+
+// RoleError refuses a template that names a bootstrap role (BOX_BOOTSTRAP_ROLE,
+// bootstrap_role): upstream ran 'rig bootstrap ROLE' in the box after cloud-init; box
+// runs nothing of rig's, and will not mint a box that lacks what its template promised.
+type RoleError struct{ Template, Role string }
+
+func (e *RoleError) Error() string {
+	return fmt.Sprintf("template %q names a bootstrap role (BOX_BOOTSTRAP_ROLE=%s): box does not run rig roles after a mint", e.Template, e.Role)
+}
+
+// Hint says what to do instead.
+func (e *RoleError) Hint() string {
+	return "provision the box in the template's user-data (cloud-init runcmd), or run 'sudo rig bootstrap " + e.Role +
+		"' in 'box shell' yourself; then drop the key"
+}
+
+// The rig pin tokens of upstream's user-data, resolved at mint.
+const (
+	TokenRigRepo = "@RIG_REPO@"
+	TokenRigRef  = "@RIG_REF@"
+)
+
+// RenderUserData resolves the rig pin tokens in user-data, upstream's one substitution:
+// @RIG_REPO@ from $RIG_REPO (default heavy-duty/rig, owner/repo), @RIG_REF@ from $RIG_REF
+// (default main, a plain ref name). The values are checked before they touch the YAML:
+// they land in a shell line in the box. Without tokens, user-data passes verbatim and
+// repo and ref come back empty (nothing to stamp).
+func RenderUserData(data, repo, ref string) (out, usedRepo, usedRef string, err error) {
+	if !strings.Contains(data, TokenRigRepo) && !strings.Contains(data, TokenRigRef) {
+		return data, "", "", nil
+	}
+	if repo == "" {
+		repo = DefaultRigRepo
+	}
+	if ref == "" {
+		ref = DefaultRigRef
+	}
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || !rigName(owner, "") || !rigName(name, "") {
+		return "", "", "", usage("for example RIG_REPO=heavy-duty/rig", "%s=%q: want owner/repo (letters, digits, '.', '_', '-')", EnvRigRepo, repo)
+	}
+	if !rigName(ref, "/") {
+		return "", "", "", usage("for example RIG_REF=main", "%s=%q: want a plain ref name (letters, digits, '.', '_', '/', '-')", EnvRigRef, ref)
+	}
+	out = strings.ReplaceAll(data, TokenRigRepo, repo)
+	return strings.ReplaceAll(out, TokenRigRef, ref), repo, ref, nil
+}
+
+func rigName(s, extra string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-"+extra, r)) {
+			return false
+		}
+	}
+	return true
 }
 
 // ParseFrom splits --from SRC[/SNAP] and validates both names.

@@ -47,6 +47,8 @@ const (
 	TierNone     = policy.NetNone
 	TierInternet = policy.NetInternet
 	TierFull     = policy.NetFull
+	// TierAllowlist: named hosts only, through box's proxy.
+	TierAllowlist = policy.NetAllowlist
 )
 
 // Want is what the contract says about a probe's target.
@@ -81,6 +83,8 @@ const (
 	KindTCP        Kind = "tcp"          // any of Targets (addr:port) answered (connected or refused) = seen
 	KindGateway    Kind = "gateway"      // the sandbox's own default gateway answers on Ports = seen
 	KindNixDaemon  Kind = "nix-daemon"   // a nix-daemon at Target answers the protocol's handshake = seen
+	KindUDP        Kind = "udp"          // a datagram to any of Targets (addr:port) left, or was answered = seen
+	KindICMP       Kind = "icmp"         // an ICMP echo to any of Targets (addrs) left, or was answered = seen
 )
 
 // Probe is one row of the drill.
@@ -114,6 +118,9 @@ type Plan struct {
 	OuterCmdline string `json:"outer_cmdline"`
 	// TimeoutMs bounds each network attempt.
 	TimeoutMs int `json:"timeout_ms"`
+	// Proxied: every TCP connection is accepted locally (tier allowlist's transparent
+	// proxy), so a TCP target counts as reached only when it sends data back.
+	Proxied bool `json:"proxied,omitempty"`
 }
 
 // Facts are what Gather learns about the host, as the operator, outside any sandbox.
@@ -130,6 +137,9 @@ type Facts struct {
 	// SessionKeyring is the operator's session keyring serial (0: none).
 	Sockets        []string
 	SessionKeyring int
+	// InternetAddr is the address InternetURL's host resolves to on the host (invalid:
+	// unknown): tier allowlist's connection by address, UDP and ICMP target it.
+	InternetAddr netip.Addr
 }
 
 // Input is everything BuildPlan needs.
@@ -157,6 +167,12 @@ type Input struct {
 	LANTargets  []string // extra LAN targets, ADDR:PORT
 	Nonce       string   // makes write probes' file names unique
 	Kernel      Kernel   // the kernel surface: leaked fd, opted-out filter groups, terminal
+	// Tier allowlist (judged as allowlist): a URL whose name is allowed (it must work;
+	// InternetURL's name must not be allowed), allowed names that resolve to private
+	// addresses (DNS rebinding: refused), and the UDP target (default InternetAddr:123).
+	AllowedURL string
+	RebindURLs []string
+	UDPTarget  string
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
@@ -232,7 +248,7 @@ func contract(expect string) (internet, local Want, why string) {
 	switch expect {
 	case TierNone:
 		return Blocked, Blocked, ""
-	case TierInternet:
+	case TierInternet, TierAllowlist:
 		return Open, Blocked, ""
 	default: // full: the host's network, named explicitly by the operator
 		return Open, Allowed, "exposed (tier full)"
@@ -245,14 +261,14 @@ func BuildPlan(in Input) (Plan, error) {
 		in.Expect = in.Tier
 	}
 	for _, t := range []string{in.Tier, in.Expect} {
-		if t != TierNone && t != TierInternet && t != TierFull {
-			return Plan{}, fmt.Errorf("network tier %q: want none, internet or full", t)
+		if !slices.Contains(policy.Tiers, t) {
+			return Plan{}, fmt.Errorf("network tier %q: want one of %s", t, strings.Join(policy.Tiers, ", "))
 		}
 	}
 	if in.InternetURL == "" {
 		in.InternetURL = DefaultInternetURL
 	}
-	p := Plan{MaxProcs: 2, OuterCmdline: in.Facts.OuterCmdline, TimeoutMs: 3000}
+	p := Plan{MaxProcs: 2, OuterCmdline: in.Facts.OuterCmdline, TimeoutMs: 3000, Proxied: in.Tier == TierAllowlist}
 	add := func(pr Probe) { p.Probes = append(p.Probes, pr) }
 	exists := func(paths []string) bool {
 		for _, q := range paths {
@@ -395,8 +411,14 @@ func BuildPlan(in Input) (Plan, error) {
 	if in.Expect != in.Tier {
 		tag = " [tier " + in.Tier + " judged as " + in.Expect + "]"
 	}
-	add(Probe{ID: "net:internet", Group: "network", Name: "internet (HTTP GET)" + tag, Kind: KindHTTP,
-		Targets: []string{in.InternetURL}, Want: inetWant, Expected: word(inetWant, "unreachable")})
+	if in.Expect == TierAllowlist {
+		for _, pr := range allowlistProbes(in, tag) {
+			add(pr)
+		}
+	} else {
+		add(Probe{ID: "net:internet", Group: "network", Name: "internet (HTTP GET)" + tag, Kind: KindHTTP,
+			Targets: []string{in.InternetURL}, Want: inetWant, Expected: word(inetWant, "unreachable")})
+	}
 
 	hostPorts := in.Facts.Listening
 	if in.HostPort > 0 {
@@ -456,6 +478,52 @@ func BuildPlan(in Input) (Plan, error) {
 	}
 	add(ab)
 	return p, nil
+}
+
+// allowlistProbes are tier allowlist's own rows: the allowed name works; a name not
+// allowed, the same host by address, allowed names resolving to private addresses, UDP
+// and ICMP out do not.
+func allowlistProbes(in Input, tag string) []Probe {
+	pr := func(id, name string, kind Kind, targets []string, want Want, expected, skip string) Probe {
+		if skip == "" && len(targets) == 0 {
+			skip = "no target"
+		}
+		return Probe{ID: "net:" + id, Group: "network", Name: name + tag, Kind: kind, Targets: targets,
+			Want: want, Expected: expected, Skip: skip}
+	}
+	var byAddr, udp, icmp []string
+	noAddr := ""
+	if a := in.Facts.InternetAddr; a.IsValid() {
+		byAddr = []string{"http://" + netip.AddrPortFrom(a, 80).String() + "/"}
+		udp = []string{netip.AddrPortFrom(a, 123).String()}
+		icmp = []string{a.String()}
+	} else {
+		noAddr = "the --internet-url host does not resolve on the host"
+	}
+	udpSkip := noAddr
+	if in.UDPTarget != "" {
+		udp, udpSkip = []string{in.UDPTarget}, ""
+	}
+	allowedSkip := ""
+	if in.AllowedURL == "" {
+		allowedSkip = "no exact name allowed (name one with --allowed-url)"
+	}
+	rebindSkip := ""
+	if len(in.RebindURLs) == 0 {
+		rebindSkip = "name an allowed host that resolves to a private address with --rebind-url"
+	}
+	var allowed []string
+	if in.AllowedURL != "" {
+		allowed = []string{in.AllowedURL}
+	}
+	return []Probe{
+		pr("internet", "allowed name (HTTP GET)", KindHTTP, allowed, Open, "reachable", allowedSkip),
+		pr("denied-name", "name not allowed (HTTP GET)", KindHTTP, []string{in.InternetURL}, Blocked, "refused", ""),
+		pr("by-address", "same host by address, no name", KindHTTP, byAddr, Blocked, "refused", noAddr),
+		pr("rebind", "allowed name resolving to a private address", KindHTTP, in.RebindURLs, Blocked, "refused", rebindSkip),
+		pr("udp", "UDP out (not DNS)", KindUDP, udp, Blocked, "dropped", udpSkip),
+		pr("icmp", "ICMP echo out", KindICMP, icmp, Blocked, "dropped", noAddr),
+	}
 }
 
 // probeable: an address a sandbox could use to reach something outside itself. Loopback

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
 	"io"
 	"net"
 	"net/http"
@@ -65,7 +67,7 @@ func RunPlan(p Plan) []Observation {
 			continue
 		}
 		switch pr.Kind {
-		case KindHTTP, KindTCP, KindGateway, KindAbstract:
+		case KindHTTP, KindTCP, KindGateway, KindAbstract, KindUDP, KindICMP:
 			wg.Add(1)
 			go func() { defer wg.Done(); out[i] = r.run(pr) }()
 		default:
@@ -140,6 +142,10 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeTerminal()
 	case KindNixDaemon:
 		o.Seen, o.Detail = r.probeNixDaemon(pr.Targets)
+	case KindUDP:
+		o.Seen, o.Detail = r.probeUDP(pr.Targets)
+	case KindICMP:
+		o.Seen, o.Detail = r.probeICMP(pr.Targets)
 	default:
 		err = fmt.Errorf("unknown probe kind %q", pr.Kind)
 	}
@@ -428,10 +434,26 @@ func probeWrite(targets []string) (bool, string) {
 	return true, "written"
 }
 
+// probeHTTP: any of targets answering an HTTP GET is seen.
 func (r *runner) probeHTTP(targets []string) (bool, string) {
-	if len(targets) != 1 {
+	if len(targets) == 0 {
 		return false, "no URL"
 	}
+	var why []string
+	for _, t := range targets {
+		seen, detail := r.get(t)
+		if seen {
+			if len(targets) > 1 {
+				detail = t + ": " + detail
+			}
+			return true, detail
+		}
+		why = append(why, detail)
+	}
+	return false, strings.Join(why, "; ")
+}
+
+func (r *runner) get(target string) (bool, string) {
 	c := &http.Client{
 		// No proxy from the environment: the probe is about the sandbox's own reach.
 		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
@@ -440,7 +462,7 @@ func (r *runner) probeHTTP(targets []string) (bool, string) {
 			return http.ErrUseLastResponse
 		},
 	}
-	resp, err := c.Get(targets[0])
+	resp, err := c.Get(target)
 	if err != nil {
 		return false, "unreachable (" + errName(err) + ")"
 	}
@@ -496,7 +518,10 @@ func (r *runner) dial(target string) (bool, string) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", target)
 	if err == nil {
-		c.Close()
+		defer c.Close()
+		if r.plan.Proxied {
+			return proxiedReply(c, ctx)
+		}
 		return true, "(connected)"
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
@@ -506,6 +531,87 @@ func (r *runner) dial(target string) (bool, string) {
 		return true, "(refused: a host answered)"
 	}
 	return false, "(" + errName(err) + ")"
+}
+
+// proxiedReply: behind tier allowlist's proxy every connect succeeds locally; the target
+// was reached only if it answers. An HTTP request without a name is what a program
+// dialling an address sends; any byte back is an answer.
+func proxiedReply(c net.Conn, ctx context.Context) (bool, string) {
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	io.WriteString(c, "GET / HTTP/1.0\r\n\r\n")
+	b := make([]byte, 1)
+	if n, _ := c.Read(b); n > 0 {
+		return true, "(answered)"
+	}
+	return false, "(closed by the proxy)"
+}
+
+// probeUDP: a datagram that leaves the sandbox (the send is not refused locally) or is
+// answered is seen. Port 53 is DNS, which tier allowlist answers itself: not a target.
+func (r *runner) probeUDP(targets []string) (bool, string) {
+	var why []string
+	for _, t := range targets {
+		c, err := net.DialTimeout("udp", t, r.timeout)
+		if err != nil {
+			why = append(why, t+" ("+errName(err)+")")
+			continue
+		}
+		c.SetDeadline(time.Now().Add(r.timeout))
+		_, err = c.Write([]byte("box-drill"))
+		if err != nil {
+			c.Close()
+			why = append(why, t+" ("+errName(err)+")")
+			continue
+		}
+		b := make([]byte, 64)
+		n, rerr := c.Read(b)
+		c.Close()
+		if n > 0 {
+			return true, t + " answered"
+		}
+		if errors.Is(rerr, syscall.ECONNREFUSED) {
+			return true, t + " refused it (a host answered)"
+		}
+		return true, t + " sent (the datagram left the sandbox)"
+	}
+	return false, "dropped: " + strings.Join(why, ", ")
+}
+
+// probeICMP: an echo request that leaves (unprivileged ICMP socket, else raw) or is
+// answered is seen.
+func (r *runner) probeICMP(targets []string) (bool, string) {
+	var why []string
+	for _, t := range targets {
+		ip := net.ParseIP(t)
+		for _, network := range []string{"udp4", "ip4:icmp"} {
+			c, err := icmp.ListenPacket(network, "0.0.0.0")
+			if err != nil {
+				why = append(why, network+" socket: "+errName(err))
+				continue
+			}
+			msg, _ := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: 0x626f, Seq: 1, Data: []byte("box-drill")}}).Marshal(nil)
+			var dst net.Addr = &net.IPAddr{IP: ip}
+			if network == "udp4" {
+				dst = &net.UDPAddr{IP: ip}
+			}
+			c.SetDeadline(time.Now().Add(r.timeout))
+			if _, err := c.WriteTo(msg, dst); err != nil {
+				c.Close()
+				why = append(why, network+" send: "+errName(err))
+				continue
+			}
+			b := make([]byte, 512)
+			n, _, err := c.ReadFrom(b)
+			c.Close()
+			if err == nil && n > 0 {
+				return true, t + " answered the echo"
+			}
+			return true, t + " echo sent (it left the sandbox)"
+		}
+	}
+	return false, "dropped: " + strings.Join(why, ", ")
 }
 
 // probeGateway probes the sandbox's own default gateway: with user-mode networking it is

@@ -29,3 +29,20 @@ func TestDNSQuery(t *testing.T) {
 		t.Error("the query itself (QR unset) was accepted as an answer")
 	}
 }
+
+// A service on the gateway's port 53 is the DNS carve-out: reachable is a PASS (and
+// unreachable a FAIL), never the BREACH a host service on another port is.
+func TestGatewayCarveOut(t *testing.T) {
+	for _, c := range []struct {
+		port int
+		seen bool
+		want Status
+	}{
+		{53, true, Pass}, {53, false, Fail}, {22, true, Breach}, {22, false, Pass}, {8080, true, Breach},
+	} {
+		p := gatewayProbe("10.88.0.1", c.port, nil)
+		if r := p.judge(c.seen, "detail", nil); r.Status != c.want {
+			t.Errorf("gateway port %d seen=%v: %s, want %s (%s)", c.port, c.seen, r.Status, c.want, r.Probe)
+		}
+	}
+}

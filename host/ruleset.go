@@ -309,13 +309,13 @@ func Plan(in Inputs) (Ruleset, error) {
 	iif, oif := Iface{Name: br}, Iface{Out: true, Name: br}
 	input := []Rule{
 		{Name: "dhcp-broadcast", Verdict: Accept, Match: []Match{
-			iif, Addr{Dst: true, Prefix: bcast}, Port{UDP, false, 68}, Port{UDP, true, 67}}},
+			iif, Addr{Dst: true, Prefix: bcast}, Port{UDP, false, DHCPClientPort}, Port{UDP, true, DHCPServerPort}}},
 		{Name: "dhcp", Verdict: Accept, Match: []Match{
-			iif, Addr{Dst: true, Prefix: gw}, Port{UDP, false, 68}, Port{UDP, true, 67}}},
+			iif, Addr{Dst: true, Prefix: gw}, Port{UDP, false, DHCPClientPort}, Port{UDP, true, DHCPServerPort}}},
 		{Name: "dns-udp", Verdict: Accept, Match: []Match{
-			iif, Addr{Prefix: subnet}, Addr{Dst: true, Prefix: gw}, Port{UDP, true, 53}}},
+			iif, Addr{Prefix: subnet}, Addr{Dst: true, Prefix: gw}, Port{UDP, true, DNSPort}}},
 		{Name: "dns-tcp", Verdict: Accept, Match: []Match{
-			iif, Addr{Prefix: subnet}, Addr{Dst: true, Prefix: gw}, Port{TCP, true, 53}}},
+			iif, Addr{Prefix: subnet}, Addr{Dst: true, Prefix: gw}, Port{TCP, true, DNSPort}}},
 		{Name: "box-to-host", Verdict: Drop, Match: []Match{iif}},
 	}
 	forward := []Rule{
@@ -325,7 +325,7 @@ func Plan(in Inputs) (Ruleset, error) {
 	output := []Rule{
 		{Name: "output-replies", Verdict: Accept, Match: []Match{oif, CtEstablishedRelated{}}},
 		{Name: "dhcp-reply", Verdict: Accept, Match: []Match{
-			oif, Addr{Prefix: gw}, Port{UDP, false, 67}, Port{UDP, true, 68}}},
+			oif, Addr{Prefix: gw}, Port{UDP, false, DHCPServerPort}, Port{UDP, true, DHCPClientPort}}},
 		{Name: "host-to-box", Verdict: Drop, Match: []Match{oif}},
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,6 +45,35 @@ func Teardown(ctx context.Context, c *incus.Client, o TeardownOptions) ([]Step, 
 		}
 		return steps, fmt.Errorf("%w: %s", ErrBoxesExist, strings.Join(names, ", "))
 	}
+	br := orDefault(o.Bridge, BridgeName)
+	profiles := []string{ProfileName, LegacyProfile}
+	networks := []string{br, LegacyBridge}
+	acls := []string{ACLName, LegacyACL}
+
+	// Every precondition before anything is deleted: an instance box did not mint that
+	// uses the stack is never touched, so it stops the teardown while every box is
+	// still there (all or nothing).
+	usedBy := map[string][]string{}
+	for _, p := range profiles {
+		pr, err := c.Profile(ctx, p)
+		if err != nil && !incus.IsNotFound(err) {
+			return steps, err
+		} else if err == nil {
+			usedBy["profile "+p] = pr.UsedBy
+		}
+	}
+	for _, n := range networks {
+		nw, err := c.Network(ctx, n)
+		if err != nil && !incus.IsNotFound(err) {
+			return steps, err
+		} else if err == nil {
+			usedBy["network "+n] = nw.UsedBy
+		}
+	}
+	if foreign := ForeignUsers(usedBy, boxes, c.Project); len(foreign) > 0 {
+		return steps, &ForeignError{Users: foreign}
+	}
+
 	for _, b := range boxes {
 		if b.Running() {
 			if err := c.Stop(ctx, b.Name, 10*time.Second, true); err != nil {
@@ -54,37 +84,6 @@ func Teardown(ctx context.Context, c *incus.Client, o TeardownOptions) ([]Step, 
 			return steps, err
 		}
 		steps = append(steps, Step{Object: "box " + b.Name, Outcome: Removed})
-	}
-
-	br := orDefault(o.Bridge, BridgeName)
-	profiles := []string{ProfileName, LegacyProfile}
-	networks := []string{br, LegacyBridge}
-	acls := []string{ACLName, LegacyACL}
-
-	// Instances box did not mint that still use the stack: never touched, so refuse.
-	var foreign []string
-	for _, p := range profiles {
-		pr, err := c.Profile(ctx, p)
-		if err != nil {
-			continue
-		}
-		for _, u := range pr.UsedBy {
-			foreign = append(foreign, fmt.Sprintf("%s (profile %s)", usedName(u), p))
-		}
-	}
-	for _, n := range networks {
-		nw, err := c.Network(ctx, n)
-		if err != nil {
-			continue
-		}
-		for _, u := range nw.UsedBy {
-			if strings.Contains(u, "/instances/") {
-				foreign = append(foreign, fmt.Sprintf("%s (network %s)", usedName(u), n))
-			}
-		}
-	}
-	if len(foreign) > 0 {
-		return steps, fmt.Errorf("instances box did not mint use the stack: %s; box never touches them: move them off, then re-run", strings.Join(foreign, ", "))
 	}
 
 	remove := func(kind, name string, del func(context.Context, string) error) error {
@@ -156,10 +155,73 @@ func Teardown(ctx context.Context, c *incus.Client, o TeardownOptions) ([]Step, 
 	return steps, Leftovers(ctx, c, conn, br, unitDir)
 }
 
-func usedName(u string) string {
-	// /1.0/instances/NAME?project=...
-	u, _, _ = strings.Cut(u, "?")
-	return u[strings.LastIndex(u, "/")+1:]
+// ForeignError names the instances box did not mint that use the stack.
+type ForeignError struct{ Users []string }
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("instances box did not mint use the stack: %s; box never touches them, so nothing was removed", strings.Join(e.Users, ", "))
+}
+
+// Hint says how to go on.
+func (e *ForeignError) Hint() string {
+	return "move them off the stack (or delete them with incus), then re-run"
+}
+
+// ForeignUsers lists, as "NAME (profile P)", the instances in usedBy (what each stack
+// object's used_by says, keyed by "profile P" or "network N") that are not among boxes.
+// A box's snapshots count as the box; an instance of another project is never a box of
+// this one. project is the client's ("" is the default project).
+func ForeignUsers(usedBy map[string][]string, boxes []incus.Instance, project string) []string {
+	if project == "" {
+		project = "default"
+	}
+	mine := map[string]bool{}
+	for _, b := range boxes {
+		mine[b.Name] = true
+	}
+	var out []string
+	seen := map[string]bool{}
+	objs := make([]string, 0, len(usedBy))
+	for o := range usedBy {
+		objs = append(objs, o)
+	}
+	slices.Sort(objs)
+	for _, obj := range objs {
+		for _, u := range usedBy[obj] {
+			name, proj, ok := usedInstance(u)
+			if !ok || (proj == project && mine[name]) {
+				continue
+			}
+			label := name
+			if proj != project {
+				label = proj + "/" + name
+			}
+			if k := label + obj; !seen[k] {
+				seen[k] = true
+				out = append(out, fmt.Sprintf("%s (%s)", label, obj))
+			}
+		}
+	}
+	return out
+}
+
+// usedInstance reads a used_by URL, /1.0/instances/NAME[/snapshots/SNAP][?project=P]:
+// the instance, its project, and whether it is an instance at all.
+func usedInstance(u string) (name, project string, ok bool) {
+	path, query, _ := strings.Cut(u, "?")
+	rest, ok := strings.CutPrefix(path, "/1.0/instances/")
+	if !ok || rest == "" {
+		return "", "", false
+	}
+	name, _, _ = strings.Cut(rest, "/")
+	project = "default"
+	if q, err := url.ParseQuery(query); err == nil && q.Get("project") != "" {
+		project = q.Get("project")
+	}
+	if n, err := url.PathUnescape(name); err == nil {
+		name = n
+	}
+	return name, project, true
 }
 
 // Leftovers checks that nothing of the stack (current or legacy) is left.

@@ -14,10 +14,12 @@ const (
 	NetNone     = "none"
 	NetInternet = "internet"
 	NetFull     = "full"
+	// NetAllowlist: named hosts only, through box's proxy (the bwrap backend).
+	NetAllowlist = "allowlist"
 )
 
 // Tiers lists the network tiers in order of exposure.
-var Tiers = []string{NetNone, NetInternet, NetFull}
+var Tiers = []string{NetNone, NetAllowlist, NetInternet, NetFull}
 
 // Secret is one well-known secret location of an operator's home.
 type Secret struct {

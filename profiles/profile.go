@@ -23,6 +23,8 @@ const (
 	NetNone     = policy.NetNone
 	NetInternet = policy.NetInternet
 	NetFull     = policy.NetFull
+	// NetAllowlist: only the names in the profile's allow key (and --allow).
+	NetAllowlist = policy.NetAllowlist
 )
 
 // Tiers lists the network tiers in order of exposure.
@@ -37,6 +39,7 @@ type Profile struct {
 	Backend         string   `toml:"backend"`
 	Template        string   `toml:"template"`
 	Network         string   `toml:"network"`
+	Allow           []string `toml:"allow"` // network = "allowlist": names, *.names, @lists
 	Env             []string `toml:"env"`
 	Mounts          []Mount  `toml:"mounts"`
 	Tools           []string `toml:"tools"`
@@ -191,8 +194,14 @@ func (p *Profile) Validate() error {
 	if err := ValidNetwork(p.Network); err != nil {
 		return err
 	}
-	if p.Backend == BackendVM && p.Network == NetFull {
+	if p.Backend == BackendVM && (p.Network == NetFull || p.Network == NetAllowlist) {
 		return fmt.Errorf("network %q is for the bwrap backend only: a vm box is always isolated", p.Network)
+	}
+	if len(p.Allow) > 0 && p.Network != NetAllowlist {
+		return fmt.Errorf("allow is the allowlist tier's: set network = %q, or remove allow", NetAllowlist)
+	}
+	if _, err := policy.ParseAllow(p.Allow); err != nil {
+		return err
 	}
 	for _, e := range p.Env {
 		if err := ValidEnvName(e); err != nil {

@@ -170,6 +170,10 @@ func TestParseValidation(t *testing.T) {
 		{"backend = \"vm\"\npackages = [\"nixpkgs#jq\"]", `packages: the vm backend does not honour it`},
 		{"backend = \"vm\"\npath = \"minimal\"", `path: the vm backend does not honour it`},
 		{"backend = \"vm\"\nnix = \"daemon\"", `nix: the vm backend does not honour it`},
+		{`allow = ["github.com"]`, `allow is the allowlist tier's`},
+		{"network = \"allowlist\"\nallow = [\"*\"]", `allow "*": a wildcard`},
+		{"network = \"allowlist\"\nallow = [\"@nope\"]", `no such built-in list`},
+		{"network = \"allowlist\"\nallow = [\"10.0.0.1\"]", `an address is not a name`},
 	} {
 		err := wantErr(t, tc.data, tc.want)
 		if !strings.HasPrefix(err.Error(), "/cfg/p.toml: ") {
@@ -195,7 +199,7 @@ func TestParseNetworkTiers(t *testing.T) {
 	for _, b := range []string{BackendBwrap, BackendVM} {
 		for _, n := range Tiers {
 			_, err := parse(t, "backend = \""+b+"\"\nnetwork = \""+n+"\"\n")
-			refused := b == BackendVM && n == NetFull
+			refused := b == BackendVM && (n == NetFull || n == NetAllowlist)
 			if (err != nil) != refused {
 				t.Errorf("backend %s network %s: err = %v, refused = %v", b, n, err, refused)
 			}

@@ -7,5 +7,10 @@ cd "$(dirname "$0")/.."
 gocmd=$(scripts/deps.sh | tail -n 1)
 for s in scripts/incus-install.sh scripts/test-deps.sh; do [ -x "$s" ] && "$s"; done
 export CI=${CI:-true}   # in this suite nothing real may be skipped
+# The labs' incusd, dnsmasq and their containers' systemd each take inotify instances;
+# Debian's default of 128 per user runs out when test packages run side by side.
+if [ "$(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 1024)" -lt 1024 ]; then
+	sysctl -qw fs.inotify.max_user_instances=1024 || echo "test: could not raise fs.inotify.max_user_instances" >&2
+fi
 env $gocmd vet ./...
 env $gocmd test -count=1 -timeout 60m ./... "$@"

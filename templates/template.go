@@ -51,14 +51,14 @@ func (e *NetworkError) Error() string {
 
 // Hint says where networking does come from.
 func (e *NetworkError) Hint() string {
-	return "the network comes from a profile's network tier or --network (none, internet, full)"
+	return "the network comes from a profile's network tier or --network (none, allowlist, internet, full)"
 }
 
 // isNetworkKey is true for keys that would let a template pick a network. They get the
 // NetworkError rather than a plain unknown-key error, so the reason is clear.
 func isNetworkKey(key string) bool {
 	k := strings.ToLower(strings.TrimPrefix(strings.ToUpper(key), "BOX_"))
-	for _, w := range []string{"network", "net", "nic", "bridge", "acl", "firewall", "dns", "port", "expose", "proxy", "profile"} {
+	for _, w := range []string{"network", "net", "nic", "bridge", "acl", "firewall", "dns", "port", "expose", "proxy", "profile", "allow", "allowlist", "domains"} {
 		if k == w || strings.HasPrefix(k, w+"_") || strings.HasPrefix(k, w+".") || strings.HasSuffix(k, "_"+w) {
 			return true
 		}

@@ -77,6 +77,8 @@ func TestParseManifestNetworkKeys(t *testing.T) {
 		{"network_mode = \"host\"\n", 1},
 		{"host_network = true\n", 1},
 		{"proxy = \"http://x\"\n", 1},
+		{"allow = [\"github.com\"]\n", 1},
+		{"description = \"x\"\nallowlist = [\"@github\"]\n", 2},
 		{"description = \"x\"\n\n[network]\nmode = \"lan\"\n", 3},
 		{"[[nic]]\nname = \"eth1\"\n", 1},
 		{"network.mode = \"lan\"\n", 1},
@@ -113,7 +115,7 @@ func TestNetworkErrorMessage(t *testing.T) {
 func TestIsNetworkKey(t *testing.T) {
 	for _, k := range []string{"network", "NETWORK", "BOX_NETWORK", "box_network", "BOX_NET", "BOX_BRIDGE", "BOX_ACL", "BOX_NIC",
 		"BOX_DNS", "BOX_FIREWALL", "BOX_PORT", "BOX_EXPOSE", "BOX_PROXY", "BOX_PROFILE", "NIC_NAME", "BOX_NETWORK_MODE",
-		"HOST_NETWORK", "MYNETWORKS", "BOX_HTTP_PROXY", "network.mode"} {
+		"HOST_NETWORK", "MYNETWORKS", "BOX_HTTP_PROXY", "network.mode", "allow", "BOX_ALLOW", "allowlist", "allow_domains"} {
 		if !isNetworkKey(k) {
 			t.Errorf("isNetworkKey(%q) = false", k)
 		}

@@ -20,9 +20,11 @@ func Args(spec Spec, host Host) ([]string, error) {
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
 	}
 	switch spec.Network {
-	case NetNone, NetInternet:
+	case NetNone, NetInternet, NetAllowlist:
 		// internet: a namespace of its own; the exec layer attaches user-mode
 		// networking and the egress filter before the command is released.
+		// allowlist: a namespace with no uplink; the exec layer redirects it to box's
+		// proxy before the command is released.
 		a = append(a, "--unshare-net")
 	case NetFull:
 		// the host's network, named explicitly by the operator.
@@ -131,12 +133,12 @@ func validate(s Spec) error {
 	}
 	switch s.Network {
 	case NetNone, NetFull:
-	case NetInternet:
+	case NetInternet, NetAllowlist:
 		if s.InfoFD <= 0 || s.BlockFD <= 0 || s.ResolvConf == "" {
-			return fmt.Errorf("network internet needs the info and block fds and a resolv.conf")
+			return fmt.Errorf("network %s needs the info and block fds and a resolv.conf", s.Network)
 		}
 	default:
-		return fmt.Errorf("network %q: want none, internet or full", s.Network)
+		return fmt.Errorf("network %q: want none, allowlist, internet or full", s.Network)
 	}
 	if s.Seccomp != nil && s.SeccompFD <= 0 {
 		return fmt.Errorf("a seccomp filter needs its fd")

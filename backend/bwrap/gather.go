@@ -17,6 +17,7 @@ import (
 // directories derived from it (XDG rules live in the CLI).
 type Outside struct {
 	Home, ConfigHome, DataHome, User string
+	RuntimeDir                       string // $XDG_RUNTIME_DIR, "" when unset
 	Environ                          []string
 }
 
@@ -26,7 +27,7 @@ type Outside struct {
 func Gather(r Request, o Outside) (Facts, error) {
 	f := Facts{
 		Euid: os.Geteuid(), Egid: os.Getegid(), Home: o.Home, User: o.User,
-		DataHome: o.DataHome, Environ: o.Environ,
+		DataHome: o.DataHome, Environ: o.Environ, RuntimeDir: o.RuntimeDir, RunID: NewRunID(),
 		Tools: map[string]ToolFact{}, Mounts: map[string]MountFact{}, Arch: seccomp.Native(),
 	}
 	if o.Home == "" {

@@ -48,12 +48,33 @@ type Policy struct {
 	NixStore    bool
 	// SyscallsAllowed are the filter groups the profile opted back into.
 	SyscallsAllowed []string
+	// Tier allowlist: the allowed patterns, and the run's id (for box allow --run).
+	Allow []string
+	RunID string
 }
 
+// RefusalsFile is where, in the sandbox's ~/.claude, the allowlist tier writes what it
+// refused (box's copy for the agent; the operator's is the run log).
+const RefusalsFile = "box-network.log"
+
 var tierText = map[string]string{
-	NetNone:     "none: there is no network at all (only loopback). Downloads will fail; ask the operator for what you need.",
-	NetInternet: "internet: the public internet only. The host (its addresses as of launch), the LAN, private ranges (10/8, 172.16/12, 192.168/16, 100.64/10) and the cloud metadata address (169.254.169.254) are blocked.",
-	NetFull:     "full: the host's network, as the operator chose explicitly. Be careful: the LAN and the host's services are reachable.",
+	NetNone:      "none: there is no network at all (only loopback). Downloads will fail; ask the operator for what you need.",
+	NetInternet:  "internet: the public internet only. The host (its addresses as of launch), the LAN, private ranges (10/8, 172.16/12, 192.168/16, 100.64/10) and the cloud metadata address (169.254.169.254) are blocked.",
+	NetFull:      "full: the host's network, as the operator chose explicitly. Be careful: the LAN and the host's services are reachable.",
+	NetAllowlist: "allowlist: only the host names below, on ports 80 and 443 unless a port is named, through box's proxy (it reads the TLS server name or the HTTP Host; it does not decrypt). Names not listed do not resolve, connections by address are refused, and so are UDP (except DNS), ICMP and IPv6. Proxy variables are not needed: every TCP connection goes through box whatever the program.",
+}
+
+// allowText is SANDBOX.md's part about the allowlist: what is allowed, where refusals
+// are written, and how to ask for more.
+func allowText(p Policy) string {
+	var b strings.Builder
+	if len(p.Allow) == 0 {
+		b.WriteString("Allowed: nothing.\n")
+	} else {
+		fmt.Fprintf(&b, "Allowed: `%s`.\n", strings.Join(p.Allow, "`, `"))
+	}
+	fmt.Fprintf(&b, "\nEvery refused name or connection is written, one line each (time, refused or refused-dns, name, address:port, reason), to `~/.claude/%s`. Read it when a download or an API call fails, and ask the operator for the exact name you need: they can allow it while you run (`box allow --run %s NAME`), and the change is written there too.\n", RefusalsFile, p.RunID)
+	return b.String()
 }
 
 // SandboxMD renders SANDBOX.md from the live policy. Pure.
@@ -63,6 +84,9 @@ func SandboxMD(p Policy) string {
 	fmt.Fprintf(&b, "This session runs inside `box` (bubblewrap), profile `%s`, template `%s`.\n", p.Profile, p.Template)
 	fmt.Fprintf(&b, "It is generated at every launch from the policy in force; do not edit it.\n\n")
 	fmt.Fprintf(&b, "## Network\n\n%s\n\n", tierText[p.Network])
+	if p.Network == NetAllowlist {
+		fmt.Fprintf(&b, "%s\n", allowText(p))
+	}
 	fmt.Fprintf(&b, "## Files\n\n")
 	fmt.Fprintf(&b, "- Writable: the working directory `%s`, `~/.claude` (this project's own instance directory), and scratch space that vanishes when the session ends: `/tmp`, `/var/tmp`, `/dev/shm` and `$HOME`", p.Workdir)
 	for _, w := range p.Writable {

@@ -49,6 +49,15 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 		p.Spec.BlockFD = BlockFD
 		p.Spec.ResolvConf = filepath.Join(p.Spec.InstanceDir, "resolv.conf")
 	}
+	if p.Spec.Network == NetAllowlist {
+		// No uplink: the proxy dials from box's own netns and never to the host's
+		// addresses; DNS is box's, on the sandbox's loopback.
+		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
+			return pr, fmt.Errorf("allowlist tier: listing the host's addresses: %w", err)
+		}
+		p.Spec.BlockFD = BlockFD
+		p.Spec.ResolvConf = filepath.Join(p.Spec.InstanceDir, "resolv.conf")
+	}
 	pr.Args, err = Args(p.Spec, host)
 	return pr, err
 }
@@ -120,6 +129,11 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 				return nil, errs.WithHint(fmt.Errorf("internet tier: %w", err), "run 'box --check' to see what the internet tier needs here")
 			}
 			return func() { s.Close() }, nil
+		}
+	}
+	if p.Spec.Network == NetAllowlist {
+		if err := p.startAllowlist(pr, &launch, stderr); err != nil {
+			return 1, err
 		}
 	}
 	code, err := Run(launch)

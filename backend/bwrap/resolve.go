@@ -26,6 +26,7 @@ type Request struct {
 	Env       []string // --env names
 	Command   []string // argv after --, or nil for the profile's / template's
 	AllowRoot bool
+	Allow     []string // --allow entries (tier allowlist only), added to the profile's
 }
 
 // command is what the sandbox runs: the request's, else the profile's, else the
@@ -87,6 +88,8 @@ type Facts struct {
 	NixTools []Tool
 	// Arch is the architecture the syscall filter is built for (seccomp.Native).
 	Arch string
+	// RuntimeDir is $XDG_RUNTIME_DIR ("" when unset); RunID names this run (NewRunID).
+	RuntimeDir, RunID string
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -112,6 +115,8 @@ type Plan struct {
 	Policy    Policy
 	Warnings  []string
 	AllowRoot bool
+	// Tier allowlist: the operator's run log and the control socket of box allow.
+	NetLog, Control string
 }
 
 // ClaudeCredentials are the host files auth passthrough binds read-only, home-relative.
@@ -124,6 +129,10 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		network = r.Network
 	}
 	p := &Plan{Profile: r.Profile, Template: r.Template, AllowRoot: r.AllowRoot}
+	allowed, err := p.allowlist(r, network)
+	if err != nil {
+		return nil, err
+	}
 	if f.Euid == 0 && r.AllowRoot {
 		p.warn("running as root (--allow-root): files only root may read are readable in the sandbox")
 	}
@@ -270,6 +279,15 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Profile: r.Profile.Name, Template: r.Template.Name, Network: network, Workdir: wd,
 		Tools: toolNames, Auth: len(auth) > 0, Notes: r.Template.Notes,
 		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
+		Allow: allowed,
+	}
+	if network == NetAllowlist {
+		if f.RunID == "" {
+			return nil, errors.New("allowlist tier: no run id")
+		}
+		p.Policy.RunID = f.RunID
+		p.NetLog = NetworkLog(f.DataHome, f.RunID)
+		p.Control = ControlSocket(f.RuntimeDir, f.DataHome, f.RunID)
 	}
 	for _, m := range mounts {
 		if m.RW {
@@ -290,11 +308,43 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	}
 	p.Spec = Spec{
 		Workdir: wd, Home: f.Home, InstanceDir: instanceDir,
-		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
+		Network: network, Allow: allowed, Mounts: mounts, AuthFiles: auth, Tools: tools,
 		Command: command, Hostname: "box", NixDaemon: daemon,
 		NixStore: nixStore, UID: f.Euid, GID: f.Egid, Seccomp: &filter,
 	}
 	return p, nil
+}
+
+// allowlist is the allowlist tier's patterns (lists expanded, deduplicated) for the
+// tier network: the profile's allow and --allow. --allow on another tier is refused; a
+// profile's allow that a --network override leaves unused is a warning.
+func (p *Plan) allowlist(r Request, network string) ([]string, error) {
+	if network != NetAllowlist {
+		if len(r.Allow) > 0 {
+			return nil, errs.Usage("add --network allowlist (or use a profile with network = \"allowlist\")",
+				"--allow: the network tier is %s, not allowlist", network)
+		}
+		if len(r.Profile.Allow) > 0 {
+			p.warn("network %s: the profile's allow list does not apply", network)
+		}
+		return nil, nil
+	}
+	if _, err := policy.ParseAllow(r.Allow); err != nil {
+		return nil, errs.Usage("for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github",
+			"--%s", err)
+	}
+	ps, err := policy.ParseAllow(append(append([]string{}, r.Profile.Allow...), r.Allow...))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ps))
+	for i, pt := range ps {
+		out[i] = pt.String()
+	}
+	if len(out) == 0 {
+		p.warn("network allowlist with nothing allowed: every connection will be refused (add --allow NAME, or allow = [...] in the profile)")
+	}
+	return out, nil
 }
 
 func (p *Plan) warn(format string, a ...any) {

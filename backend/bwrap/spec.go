@@ -15,6 +15,8 @@ const (
 	NetNone     = policy.NetNone
 	NetInternet = policy.NetInternet
 	NetFull     = policy.NetFull
+	// NetAllowlist: only allowed names, through box's proxy (backend/bwrap/inet).
+	NetAllowlist = policy.NetAllowlist
 )
 
 // BinDir is the sandbox directory holding a symlink per tool; it leads PATH.
@@ -25,7 +27,8 @@ type Spec struct {
 	Workdir     string   // mounted read-write at its own path; the command starts here
 	Home        string   // $HOME inside: an empty tmpfs at the operator's home path
 	InstanceDir string   // host dir whose .claude/ stands in for ~/.claude
-	Network     string   // NetNone, NetInternet or NetFull
+	Network     string   // NetNone, NetAllowlist, NetInternet or NetFull
+	Allow       []string // NetAllowlist: the allowed patterns, lists expanded (policy.Pattern)
 	Mounts      []Mount  // extra binds a profile names
 	AuthFiles   []string // host credential files, bound read-only at the same path
 	Tools       []Tool   // linked into BinDir

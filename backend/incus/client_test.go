@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -133,9 +135,30 @@ func TestResetMachineID(t *testing.T) {
 	mux.HandleFunc("POST /1.0/instances/gone/files", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusNotFound, map[string]any{"type": "error", "error": "Instance not found", "error_code": 404})
 	})
+	mux.HandleFunc("DELETE /1.0/instances/b/files", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, http.StatusNotFound, map[string]any{"type": "error", "error": "Not found", "error_code": 404})
+	})
+	// d keeps the dbus copy: it is deleted, then made a symlink to /etc/machine-id.
+	var dCalls []string
+	mux.HandleFunc("DELETE /1.0/instances/d/files", func(w http.ResponseWriter, r *http.Request) {
+		dCalls = append(dCalls, "DELETE "+r.URL.Query().Get("path"))
+		reply(w, http.StatusOK, map[string]any{"type": "sync", "status": "Success", "status_code": 200})
+	})
+	mux.HandleFunc("POST /1.0/instances/d/files", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		dCalls = append(dCalls, fmt.Sprintf("POST %s %s %q", r.URL.Query().Get("path"), r.Header.Get("X-Incus-type"), b))
+		reply(w, http.StatusOK, map[string]any{"type": "sync", "status": "Success", "status_code": 200})
+	})
 	c := fakeIncusd(t, mux)
 	if err := c.ResetMachineID(context.Background(), "b"); err != nil {
 		t.Fatal(err)
+	}
+	if err := c.ResetMachineID(context.Background(), "d"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`POST /etc/machine-id file ""`, "DELETE /var/lib/dbus/machine-id", `POST /var/lib/dbus/machine-id symlink "/etc/machine-id"`}
+	if !reflect.DeepEqual(dCalls, want) {
+		t.Errorf("with a dbus copy: %q\nwant %q", dCalls, want)
 	}
 	if got.URL.Query().Get("path") != "/etc/machine-id" || len(body) != 0 {
 		t.Errorf("path %q, body %q", got.URL.Query().Get("path"), body)

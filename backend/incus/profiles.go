@@ -39,3 +39,14 @@ func (c *Client) RootPool(ctx context.Context, profile string) (string, error) {
 	}
 	return "", fmt.Errorf("profile %q: %w", profile, errors.New("no root disk device with a pool"))
 }
+
+// PoolDriver returns the storage driver of a pool (dir, btrfs, zfs, lvm, ...).
+func (c *Client) PoolDriver(ctx context.Context, pool string) (string, error) {
+	var p struct {
+		Driver string `json:"driver"`
+	}
+	if _, err := c.get(ctx, "/storage-pools/"+url.PathEscape(pool), nil, &p); err != nil {
+		return "", fmt.Errorf("storage pool %q: %w", pool, err)
+	}
+	return p.Driver, nil
+}

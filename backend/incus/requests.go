@@ -17,6 +17,10 @@ const (
 	KeyCreated    = "user.box.created"
 	KeyOrigin     = "user.box.origin"
 	KeyOriginFrom = "user.box.origin.from"
+	KeyRigRepo    = "user.box.rig.repo"
+	KeyRigRef     = "user.box.rig.ref"
+	// KeyAutostart starts the instance when incusd starts (a host reboot).
+	KeyAutostart = "boot.autostart"
 	// KeyLegacy tags boxes minted by claudebox, box's predecessor.
 	KeyLegacy = "user.claudebox"
 
@@ -51,8 +55,8 @@ type InstanceSource struct {
 	Protocol string `json:"protocol,omitempty"`
 	Mode     string `json:"mode,omitempty"`
 	Source   string `json:"source,omitempty"` // type copy: "inst" or "inst/snap"
-	// InstanceOnly copies the instance without its snapshots: a clone starts its own
-	// history.
+	// InstanceOnly copies the instance without its snapshots. A clone of a box keeps
+	// them, as incus copy does ('pristine' among them); a copy of a snapshot has none.
 	InstanceOnly bool `json:"instance_only,omitempty"`
 }
 
@@ -70,6 +74,11 @@ type Mint struct {
 	Template string
 	User     string
 	Created  time.Time
+	// Autostart sets boot.autostart (the template's BOX_AUTOSTART): the box comes back
+	// after a host reboot. A clone keeps it (Incus copies the config).
+	Autostart bool
+	// RigRepo and RigRef are stamped when the user-data's rig pin tokens were resolved.
+	RigRepo, RigRef string
 }
 
 // ImageFingerprint reports whether s looks like an image fingerprint (or a prefix of
@@ -160,6 +169,12 @@ func MintRequest(m Mint) (InstancesPost, error) {
 	if m.UserData != "" {
 		cfg[KeyUserData] = m.UserData
 	}
+	if m.Autostart {
+		cfg[KeyAutostart] = "true"
+	}
+	if m.RigRepo != "" {
+		cfg[KeyRigRepo], cfg[KeyRigRef] = m.RigRepo, m.RigRef
+	}
 	return InstancesPost{
 		Name:     m.Name,
 		Type:     typ,
@@ -204,7 +219,7 @@ func CloneRequest(c Clone) (InstancesPost, error) {
 	}
 	return InstancesPost{
 		Name:   c.Name,
-		Source: InstanceSource{Type: "copy", Source: from, InstanceOnly: true},
+		Source: InstanceSource{Type: "copy", Source: from, InstanceOnly: c.Snapshot != ""},
 		Config: map[string]string{
 			KeyCreated:    stamp(c.Created),
 			KeyOrigin:     OriginClone,

@@ -56,6 +56,18 @@ func TestGoldenMintVM(t *testing.T) {
 	golden(t, "mint-vm", req)
 }
 
+// A VM of a server-class template (BOX_AUTOSTART) with a rig pin: boot.autostart and
+// the pin's stamp are in the request.
+func TestGoldenMintVMAutostart(t *testing.T) {
+	m := mint(true)
+	m.Autostart, m.RigRepo, m.RigRef = true, "heavy-duty/rig", "main"
+	req, err := MintRequest(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "mint-vm-autostart", req)
+}
+
 func TestGoldenMintContainer(t *testing.T) {
 	req, err := MintRequest(mint(false))
 	if err != nil {

@@ -47,7 +47,18 @@ func bwrapChecks() []checkResult {
 	out = append(out, userNSCheck(bin))
 	out = append(out, seccompCheck(bin))
 	out = append(out, nixCheck())
-	return append(out, internetChecks()...)
+	out = append(out, internetChecks()...)
+	return append(out, allowlistCheck())
+}
+
+// allowlistCheck: the allowlist tier's setup, really run in a throwaway namespace. Not
+// fatal: only that tier needs it.
+func allowlistCheck() checkResult {
+	if err := inet.CheckAllowlist(nil); err != nil {
+		return checkResult{name: "allowlist tier", detail: "setup failed in a throwaway namespace: " + err.Error(),
+			fix: "user namespaces and nftables (nat included) in them must be available"}
+	}
+	return checkResult{name: "allowlist tier", ok: true, detail: "usable: route, redirect table and sockets (tried in a throwaway namespace)"}
 }
 
 // internetChecks: what the internet tier needs. It really installs the egress filter in

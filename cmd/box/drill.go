@@ -2,17 +2,23 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/heavy-duty/box/policy"
 	"io"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
@@ -29,6 +35,10 @@ type drillOptions struct {
 	internetURL string
 	hostPort    int
 	lan         []string
+	allow       []string // tier allowlist, as box run --allow
+	allowedURL  string
+	rebindURLs  []string
+	udp         string
 	image       string // --backend vm
 	unitDir     string // --backend vm
 }
@@ -48,7 +58,9 @@ secret-looking environment variables, /run/user, agent sockets and docker.sock, 
 abstract unix sockets, host PIDs, privilege escalation (no_new_privs, capabilities, a
 setuid-root binary, user namespaces), writes outside the working directory, and per
 network tier: the internet, the LAN, the host's own addresses, the sandbox's gateway and
-the cloud metadata address.
+the cloud metadata address. Tier allowlist adds: an allowed name works (--allowed-url); a
+name not allowed (--internet-url), the same host by address, allowed names that resolve
+to private addresses (--rebind-url), UDP (--udp) and ICMP out are refused.
 
 Verdicts: PASS; BREACH (something the contract blocks was seen); FAIL (something the
 contract promises does not work); WARN (exposed by your own choice: an allowlisted
@@ -62,7 +74,8 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 		Example: `  box drill --backend bwrap                        # the default profile
   box drill --profile claude                       # the sandbox Claude Code gets
   box drill --network internet --json              # for machines (fields: docs/json.md)
-  box drill --network full --expect internet       # what tier full exposes, as breaches`,
+  box drill --network full --expect internet       # what tier full exposes, as breaches
+  box drill -n allowlist --allow @github --internet-url http://example.com/`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDrill(e, o)
@@ -70,18 +83,23 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.backend, "backend", "", "backend to drill: bwrap, or vm (the host stack, two boxes probed live, every verb against an instance box did not mint)")
-	f.StringVar(&o.image, "image", "images:debian/12/cloud", "with --backend vm: the image of the two drill boxes")
+	f.StringVar(&o.image, "image", "", "removed: the vm drill mints from a template (--template), as box new does")
+	_ = f.MarkHidden("image")
 	f.StringVar(&o.unitDir, "unit-dir", "/etc/systemd/system", "with --backend vm: where setup-host wrote the boot unit")
 	_ = f.MarkHidden("unit-dir")
 	f.StringVarP(&o.profile, "profile", "p", "", "profile whose sandbox is drilled (default $BOX_PROFILE, else \"default\")")
-	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's)")
-	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: none, internet or full (default: the profile's)")
-	f.StringVar(&o.expect, "expect", "", "judge against this tier's contract: none, internet or full (default: the sandbox's tier)")
+	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's; with --backend vm: the boxes' template, default "+boxes.DefaultTemplate+")")
+	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: none, allowlist, internet or full (default: the profile's)")
+	f.StringVar(&o.expect, "expect", "", "judge against this tier's contract: none, allowlist, internet or full (default: the sandbox's tier)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter, as box run --env does (repeatable)")
 	f.BoolVar(&o.json, "json", false, "print the results as a JSON array (fields: docs/json.md)")
 	f.StringVar(&o.internetURL, "internet-url", drill.DefaultInternetURL, "URL the internet probe fetches")
 	f.IntVar(&o.hostPort, "host-port", 0, "TCP port of a host service for the host-address probe (default: the ports the host listens on)")
 	f.StringArrayVar(&o.lan, "lan", nil, "a LAN host to probe, ADDR:PORT (repeatable; the gateway and ARP neighbours are probed anyway)")
+	f.StringArrayVar(&o.allow, "allow", nil, "with --network allowlist: allow NAME, as box run --allow does (repeatable)")
+	f.StringVar(&o.allowedURL, "allowed-url", "", "tier allowlist: a URL whose host is allowed, which must work (default: https://FIRST-ALLOWED-NAME/)")
+	f.StringArrayVar(&o.rebindURLs, "rebind-url", nil, "tier allowlist: a URL of an allowed host that resolves to a private address, which must be refused (repeatable)")
+	f.StringVar(&o.udp, "udp", "", "tier allowlist: ADDR:PORT a UDP datagram is sent to (default: the --internet-url host, port 123)")
 	return cmd
 }
 
@@ -96,7 +114,7 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	if o.expect != "" {
 		if err := profiles.ValidNetwork(o.expect); err != nil {
-			return usagef("the tiers are none, internet and full", "--expect: %s", err)
+			return usagef("the tiers are none, allowlist, internet and full", "--expect: %s", err)
 		}
 	}
 	if u, err := url.Parse(o.internetURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -111,11 +129,22 @@ func runDrill(e *env, o *drillOptions) error {
 		}
 	}
 
+	for _, u := range append([]string{o.allowedURL}, o.rebindURLs...) {
+		if pu, err := url.Parse(u); u != "" && (err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "") {
+			return usagef("for example --allowed-url https://github.com/", "%q: want an http or https URL", u)
+		}
+	}
+	if o.udp != "" {
+		if ap, err := netip.ParseAddrPort(o.udp); err != nil || ap.Port() == 53 {
+			return usagef("for example --udp 203.0.113.10:123 (not port 53: tier allowlist answers DNS itself)", "--udp %q: want ADDR:PORT", o.udp)
+		}
+	}
+
 	// The sandbox is box run's, with one addition: the box binary, read-only, as the
 	// probe runner, and the runner as the command.
 	p, err := resolveRun(e, &runOptions{
 		profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
-		command: []string{drill.ProbePath, drill.ProbeSubcommand},
+		allow: o.allow, command: []string{drill.ProbePath, drill.ProbeSubcommand},
 	})
 	if err != nil {
 		return err
@@ -146,16 +175,21 @@ func runDrill(e *env, o *drillOptions) error {
 		return err
 	}
 	defer release()
-	plan, err := drill.BuildPlan(drill.Input{
+	facts := drill.Gather(p.Spec.Home, os.Getuid(), environ)
+	in := drill.Input{
 		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
 		Tier: p.Spec.Network, Expect: o.expect,
 		Environ: environ, Entered: entered, AuthPassthrough: p.Profile.AuthPassthrough,
 		NixDaemon:   p.Profile.Nix == profiles.NixDaemon,
 		NixStore:    p.Profile.Nix == profiles.NixStore,
-		Facts:       drill.Gather(p.Spec.Home, os.Getuid(), environ),
+		Facts:       facts,
 		InternetURL: o.internetURL, HostPort: o.hostPort, LANTargets: o.lan,
 		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
-	})
+	}
+	if err := allowlistInput(&in, p.Spec, o); err != nil {
+		return err
+	}
+	plan, err := drill.BuildPlan(in)
 	if err != nil {
 		return err
 	}
@@ -206,4 +240,58 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	fmt.Fprintf(e.stderr, "box: drill (%s): %s\n", what, drill.Summary(results))
 	return nil
+}
+
+// allowlistInput fills what tier allowlist's rows need when the drill judges as
+// allowlist: the allowed URL (default: the first exact name allowed), the address the
+// --internet-url host has on the host, and the rebind and UDP targets. The --internet-url
+// host must be one the allowlist refuses.
+func allowlistInput(in *drill.Input, spec bwrap.Spec, o *drillOptions) error {
+	expect := o.expect
+	if expect == "" {
+		expect = spec.Network
+	}
+	if expect != drill.TierAllowlist {
+		if o.allowedURL != "" || len(o.rebindURLs) > 0 || o.udp != "" {
+			return usagef("add --network allowlist, or --expect allowlist", "--allowed-url, --rebind-url and --udp are for the allowlist contract")
+		}
+		return nil
+	}
+	u, _ := url.Parse(o.internetURL)
+	ps, err := policy.ParseAllow(spec.Allow)
+	if err != nil {
+		return err
+	}
+	for _, pt := range ps {
+		if pt.Matches(policy.NormalizeName(u.Hostname()), portOf(u)) {
+			return usagef("give --internet-url a host the allowlist refuses (it is the 'name not allowed' probe)",
+				"--internet-url %s: %s is allowed", o.internetURL, u.Hostname())
+		}
+	}
+	in.AllowedURL, in.RebindURLs, in.UDPTarget = o.allowedURL, o.rebindURLs, o.udp
+	if in.AllowedURL == "" {
+		for _, pt := range ps {
+			if !pt.Wildcard && (pt.Port == 0 || pt.Port == 443) {
+				in.AllowedURL = "https://" + pt.Host + "/"
+				break
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", u.Hostname()); err == nil && len(addrs) > 0 {
+		in.Facts.InternetAddr = addrs[0]
+	}
+	return nil
+}
+
+// portOf is u's port, or its scheme's.
+func portOf(u *url.URL) uint16 {
+	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		return uint16(p)
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
 }

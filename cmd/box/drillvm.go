@@ -10,9 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/templates"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,9 +43,15 @@ func runDrillVM(e *env, o *drillOptions) error {
 	if err != nil {
 		return fmt.Errorf("locating the box binary for the verbs probe: %w", err)
 	}
+	tmpl, err := drillTemplate(e, o)
+	if err != nil {
+		return err
+	}
+	run := verbRunner(exe, e.environ())
 	results, err := drill.RunVM(ctx, drill.VMOptions{
-		Client: c, Image: o.image, UnitDir: o.unitDir, InternetURL: o.internetURL,
-		HostPorts: ports, LAN: o.lan, Verbs: verbRunner(exe, e.environ()),
+		Client: c, Image: tmpl.Image, UnitDir: o.unitDir, InternetURL: o.internetURL,
+		Mint: drillMint(run, tmpl.Name), Profile: boxes.Placement(e.getenv),
+		HostPorts: ports, LAN: o.lan, Verbs: run,
 		Logf: func(f string, a ...any) { fmt.Fprintf(e.stderr, "box: "+f+"\n", a...) },
 	})
 	if err != nil && len(results) == 0 {
@@ -58,12 +68,50 @@ func runDrillVM(e *env, o *drillOptions) error {
 	if err != nil {
 		return hostErr(c, err)
 	}
-	what := "vm, image " + o.image + ", host ports " + fmt.Sprint(ports)
+	what := "vm, template " + tmpl.Name + " (image " + tmpl.Image + "), host ports " + fmt.Sprint(ports)
 	if drill.Failed(results) {
 		return fmt.Errorf("drill (%s): %s", what, drill.Summary(results))
 	}
 	fmt.Fprintf(e.stderr, "box: drill (%s): %s\n", what, drill.Summary(results))
 	return nil
+}
+
+// drillTemplate loads the template the drill's boxes are minted from (--template, else
+// box new's default) and checks, as box new would, that it can mint one.
+func drillTemplate(e *env, o *drillOptions) (*templates.Template, error) {
+	if o.image != "" {
+		return nil, usagef("name a template whose BOX_IMAGE is that image: box drill --backend vm --template NAME",
+			"--image is gone: the vm drill mints its boxes from a template, as box new does")
+	}
+	name := boxes.TemplateName(o.template, nil)
+	tmpl, err := templates.Load(name, templates.Dir(e.configHome()))
+	if err != nil {
+		if errors.Is(err, templates.ErrNotFound) || templates.ValidName(name) != nil {
+			return nil, usagef("run 'box templates' to list them", "%s", err)
+		}
+		return nil, err
+	}
+	// The drill's boxes are containers (they are probed through exec either way).
+	if _, err := boxes.MintPlan(boxes.NewOptions{Name: "drill", Container: true}, nil, tmpl, boxes.Placement(e.getenv), "", time.Now()); err != nil {
+		return nil, vmErr(e, err)
+	}
+	return tmpl, nil
+}
+
+// drillMint mints a drill box by running 'box new' itself: the boxes the drill probes
+// are made exactly as the user's are (template, placement profile, machine ID, launch
+// checks), as containers, without the pristine snapshot.
+func drillMint(run drill.VerbRunner, template string) func(ctx context.Context, name string) error {
+	return func(ctx context.Context, name string) error {
+		out := run(ctx, []string{"new", "--name", name, "--template", template, "--container", "--timeout", "5m", "--quiet"}, false)
+		switch {
+		case out.Err != nil:
+			return fmt.Errorf("box new --name %s: %w", name, out.Err)
+		case out.Code != 0:
+			return fmt.Errorf("box new --name %s --template %s: exit %d: %s", name, template, out.Code, strings.TrimSpace(out.Stderr))
+		}
+		return nil
+	}
 }
 
 // verbRunner runs the box binary exe with args in environ, stdin and stdout on a fresh
@@ -74,7 +122,7 @@ func verbRunner(exe string, environ []string) drill.VerbRunner {
 		out := drill.VerbOutcome{Args: args}
 		cmd := exec.CommandContext(ctx, exe, args...)
 		cmd.Args[0] = "box"
-		cmd.Env = environ
+		cmd.Env = append(slices.Clone(environ), envSnapshotPristine+"=0")
 		cmd.WaitDelay = 5 * time.Second
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

@@ -59,6 +59,20 @@ func (e *env) xdg(name, fallback string) string {
 func (e *env) configHome() string { return e.xdg("XDG_CONFIG_HOME", ".config") }
 func (e *env) dataHome() string   { return e.xdg("XDG_DATA_HOME", ".local/share") }
 
+// runtimeDir is $XDG_RUNTIME_DIR when it is an existing directory, else "" (box then
+// keeps its sockets under the data directory). box run and box allow both read it here,
+// so they agree on where a run's control socket is.
+func (e *env) runtimeDir() string {
+	d := e.getenv("XDG_RUNTIME_DIR")
+	if !filepath.IsAbs(d) {
+		return ""
+	}
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return filepath.Clean(d)
+}
+
 // userName is the login name for USER and LOGNAME inside the sandbox.
 func (e *env) userName() string {
 	if u := e.getenv("USER"); u != "" && !strings.ContainsAny(u, "/\x00") {

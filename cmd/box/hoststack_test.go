@@ -30,6 +30,7 @@ type hostLab struct {
 	incus   *incuslab.Lab
 	box     string // the box binary (this test binary, as testscript installs it)
 	unitDir string
+	config  string         // XDG_CONFIG_HOME of the box runs: its blank template names the lab image
 	conn    *nftables.Conn // the lab host namespace's nftables
 }
 
@@ -60,7 +61,16 @@ func startHostLab(t *testing.T) *hostLab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &hostLab{net: nl, incus: il, box: box, unitDir: filepath.Join(t.TempDir(), "systemd"), conn: conn}
+	// The host's templates name a local image, as on a host without an image server: the
+	// drill must mint from them (the user's blank), as box new does.
+	config := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(config, "box", "templates", "blank"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(config, "box", "templates", "blank", "box.env"), []byte(labBoxEnv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &hostLab{net: nl, incus: il, box: box, unitDir: filepath.Join(t.TempDir(), "systemd"), config: config, conn: conn}
 }
 
 // run runs the box binary in the lab's host namespace (with its own sysfs, as on a real
@@ -70,7 +80,7 @@ func (h *hostLab) run(t *testing.T, args ...string) (string, string, int) {
 	argv := append([]string{"-m", "--propagation", "private", "nsenter", "--net=" + h.net.HostNS(),
 		"sh", "-c", `mount -t sysfs sysfs /sys && exec "$@"`, "sh", h.box}, args...)
 	cmd := exec.Command("unshare", argv...)
-	cmd.Env = append(os.Environ(), h.incus.Env()...)
+	cmd.Env = append(append(os.Environ(), h.incus.Env()...), "XDG_CONFIG_HOME="+h.config)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
@@ -140,7 +150,7 @@ func rootRuleset(t *testing.T) string {
 }
 
 func drillArgs(h *hostLab) []string {
-	return []string{"drill", "--backend", "vm", "--json", "--image", incuslab.ImageAlias,
+	return []string{"drill", "--backend", "vm", "--json",
 		"--internet-url", "http://" + lab.InternetName + "/", "--lan", lab.LANHost.String() + ":80",
 		"--host-port", "8080", "--unit-dir", h.unitDir}
 }

@@ -21,6 +21,7 @@ func newListCmd(e *env) *cobra.Command {
 		GroupID: groupVM,
 		Long: `List the boxes: Incus instances tagged user.box=1 (or user.claudebox=1, by box's
 predecessor). Other instances are not shown: box never touches what it did not mint.
+With no box, it says so (on stderr) and how to mint one.
 
 With --json, a JSON array of objects, one per box, sorted by name; the field names are
 stable and documented in docs/json.md.`,
@@ -42,6 +43,11 @@ stable and documented in docs/json.md.`,
 					out = append(out, newBoxJSON(s))
 				}
 				return writeJSON(e.stdout, out)
+			}
+			if len(list) == 0 {
+				// An empty table says nothing; say what is (not) there and how to go on.
+				fmt.Fprintln(e.stderr, "box: no boxes here yet: 'box new --name NAME' mints one ('box templates' lists what it can be)")
+				return nil
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			// LOCATION only on a cluster: where each box lives.

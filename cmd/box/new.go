@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,23 +39,35 @@ an existing box or one of its snapshots with --from.
 The box is attached to the placement profile only ($` + boxes.PlacementEnv + `, default
 "` + boxes.DefaultPlacement + `"): its NIC and root disk. Templates never choose the network.
 The template's image, user and cloud-init user-data (verbatim) go into the box;
-resources come from the flag, then the profile (--profile names a vm profile), then the
-template, then the defaults (` + boxes.DefaultCPU + ` CPU, ` + boxes.DefaultMemory + `, ` + boxes.DefaultDisk + `). The template's metadata is
+resources come from the flag, then the environment (BOX_CPU, BOX_MEMORY, BOX_DISK), then
+the profile (--profile names a vm profile), then the template, then the defaults (` + boxes.DefaultCPU + ` CPU, ` + boxes.DefaultMemory + `, ` + boxes.DefaultDisk + `). The template's metadata is
 stamped on the box (user.box=1, user.box.template, user.box.user, ...), so shell and
 exec never read the template again.
 
 A clone (--from BOX or --from BOX/SNAPSHOT) keeps its source's stamp and resources and
 records where it came from; it refuses --template, --profile, --vm/--container and the
-resource flags. A clone gets its own /etc/machine-id (emptied before its first
-boot; systemd makes a new one), so clones never share a DHCP client identity.
+resource flags. Every box gets its own machine ID: /etc/machine-id is emptied and
+Debian's second copy (/var/lib/dbus/machine-id) made a link to it before the first
+boot, so systemd makes a new one and clones never share a DHCP client identity.
 
-The launch is time-boxed (--timeout): the box must be running with an IPv4 lease, and
-cloud-init (when the template has user-data) must have finished without error. On a
-terminal a progress line shows meanwhile (-q: none, and no "ready" line). On failure
-the half-made box is deleted, except when only the lease timed out (the box itself is
-fine then) and when cloud-init failed or did not finish: the box is not handed over
-(exit 1), but kept, stopped, under its name, with cloud-init's report, for you to
-inspect. An image without cloud-init cannot apply user-data: box warns by name.`,
+A template's autostart (BOX_AUTOSTART) sets boot.autostart: the box comes back after a
+host reboot. Its user-data's @RIG_REPO@ and @RIG_REF@ are resolved from $RIG_REPO and
+$RIG_REF (default heavy-duty/rig and main) and stamped. A template naming a bootstrap
+role (BOX_BOOTSTRAP_ROLE) is refused: box runs no rig role after a mint.
+
+A fresh mint takes a snapshot named pristine once it is up (after cloud-init): 'box
+restore BOX pristine' undoes everything since. It is skipped on a dir storage pool,
+where a snapshot is a full copy of the disk ($BOX_SNAPSHOT_PRISTINE=1 takes it there
+too, =0 never); a clone takes none of its own.
+
+The launch is time-boxed (--timeout, else $BOX_LAUNCH_TIMEOUT in seconds): the box must
+be running with an IPv4 lease, and cloud-init (when the template has user-data) must
+have finished without error. On a terminal a progress line shows meanwhile (-q: none,
+and no "ready" line). On failure the half-made box is deleted, except when only the
+lease timed out (the box itself is fine then) and when cloud-init failed or did not
+finish: the box is not handed over (exit 1), but kept, stopped, under its name, with
+cloud-init's report, for you to inspect. An image without cloud-init cannot apply
+user-data: box warns by name.`,
 		Example: `  box new --name work                          # the blank template, as a VM
   box new --name agent --template claude --cpu 8
   box new --name scratch --container           # a container (where VMs cannot run)
@@ -98,13 +112,28 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 	if err := incus.ValidateName(o.Name); err != nil {
 		return nil, usagef("box names are letters, digits and hyphens, starting with a letter", "%s", err)
 	}
+	if v := e.getenv(boxes.EnvLaunchTimeout); v != "" && !slices.Contains(given, "timeout") {
+		d, err := launchTimeout(v)
+		if err != nil {
+			return nil, err
+		}
+		o.timeout = d
+	}
 	if o.timeout <= 0 {
 		return nil, usagef("for example --timeout 10m", "--timeout must be positive")
 	}
+	o.FromEnv(e.getenv)
 	placement := boxes.Placement(e.getenv)
 	if o.from != "" {
 		if err := boxes.CloneRefusals(given); err != nil {
 			return nil, vmErr(e, err)
+		}
+		// Refused by name, not silently dropped: the scripting form of the resource
+		// flags does not reach a clone, which keeps its source's resources.
+		for _, kv := range [][2]string{{boxes.EnvCPU, o.EnvCPU}, {boxes.EnvMemory, o.EnvMemory}, {boxes.EnvDisk, o.EnvDisk}} {
+			if kv[1] != "" {
+				note(e, "%s=%s is not applied to a clone: it keeps its source's resources ('box incus %s -- config set limits.*' changes them)", kv[0], kv[1], o.Name)
+			}
 		}
 		src, snap, err := boxes.ParseFrom(o.from)
 		if err != nil {
@@ -137,6 +166,9 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 			return nil, err
 		}
 		return nil, withHint(err, "fix or remove the template named above")
+	}
+	if _, _, err := pristinePolicy(e.getenv(envSnapshotPristine), ""); err != nil {
+		return nil, err
 	}
 	mint, err := boxes.MintPlan(o.NewOptions, prof, tmpl, placement, "", now)
 	if err != nil {
@@ -204,12 +236,14 @@ func runNew(e *env, o *newOptions, given []string) error {
 		discard(c, o.Name)
 		return launchErr(e, o, "create", err)
 	}
-	// A clone gets its own machine ID before its first boot: systemd-networkd's DHCP
-	// client identity derives from it, so two clones would otherwise share a lease.
-	// A container's file system is written while it is stopped; a VM's only through its
-	// agent, so a VM clone is started, emptied, and restarted once.
+	// Every box gets its own machine ID before its first boot: systemd-networkd's DHCP
+	// client identity derives from it, so two clones (or two mints of an image that
+	// keeps a copy in /var/lib/dbus) would otherwise share a lease. A container's file
+	// system is written while it is stopped; a VM's only through its agent, so a VM
+	// clone is started, reset, and restarted once (a VM mint keeps what its image
+	// gives: a restart per mint is not worth an image's mistake).
 	vmClone := false
-	if plan.clone != nil {
+	if plan.clone != nil || !mint.VM {
 		inst, _, err := c.Instance(ctx, o.Name)
 		if err != nil {
 			discard(c, o.Name)
@@ -265,11 +299,26 @@ func runNew(e *env, o *newOptions, given []string) error {
 			return launchErr(e, o, "provision", err)
 		}
 	}
+	if plan.clone == nil {
+		takePristine(ctx, e, c, p, o.Name, mint.Pool)
+	}
 	p.Done()
 	s := boxes.Summarize(*inst, nil)
 	note(e, "%s is ready (%s, %s, user %s, %s): box shell %s",
 		o.Name, s.Type, ip, s.User, p.Elapsed().Round(100*time.Millisecond), o.Name)
 	return nil
+}
+
+// launchTimeout reads $BOX_LAUNCH_TIMEOUT: whole seconds (upstream's form), or a
+// duration such as 10m.
+func launchTimeout(v string) (time.Duration, error) {
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, usagef("for example BOX_LAUNCH_TIMEOUT=600 (seconds) or 10m", "%s=%q: want a positive number of seconds or a duration", boxes.EnvLaunchTimeout, v)
 }
 
 // launchErr words a failed launch; the box has been deleted.

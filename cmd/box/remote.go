@@ -221,45 +221,27 @@ func remoteHint(remote string) string {
 		remote, remote)
 }
 
-// pinRemoteIncus writes into dir an incus client configuration whose only remote, and
-// default, is r (its address, project, the client certificate and the accepted server
-// certificate copied from r's configuration), and returns environ without the
-// variables that choose a daemon, remote, project or configuration, plus the pins: the
-// incus client of 'box incus' acts on exactly the remote and project box checked.
-func pinRemoteIncus(dir string, r *incus.Remote, environ []string) ([]string, error) {
+// pinRemoteIncus writes into dir the incus client configuration of 'box incus' on a
+// remote: its only remote, and the default, is r under the pinned name incusRemote (the
+// same address and project, the client certificate and the accepted server certificate
+// copied from r's configuration), so the client acts on exactly the remote box checked.
+func pinRemoteIncus(dir string, r *incus.Remote) error {
 	var server []byte
 	if p := r.PinnedCert(); p != "" {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		server = b
 	}
 	cert, err := os.ReadFile(filepath.Join(r.ConfigDir, "client.crt"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	key, err := os.ReadFile(filepath.Join(r.ConfigDir, "client.key"))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	project := r.Project
-	if project == "" {
-		project = "default"
-	}
-	cc := incus.ClientConfig{DefaultRemote: r.Name, CertPEM: cert, KeyPEM: key,
-		Remotes: map[string]incus.RemoteSpec{r.Name: {Addr: r.Addr, Project: project, ServerCertPEM: server}}}
-	if err := cc.Write(dir); err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(environ)+4)
-	for _, kv := range environ {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "INCUS_CONF", "INCUS_GLOBAL_CONF", "INCUS_REMOTE", "INCUS_PROJECT", "INCUS_SOCKET", "INCUS_DIR":
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, "INCUS_CONF="+dir, "INCUS_GLOBAL_CONF="+dir, "INCUS_REMOTE="+r.Name, "INCUS_PROJECT="+project), nil
+	return incus.ClientConfig{DefaultRemote: incusRemote, CertPEM: cert, KeyPEM: key,
+		Remotes: map[string]incus.RemoteSpec{incusRemote: {Addr: r.Addr, Project: r.Project, ServerCertPEM: server}}}.Write(dir)
 }

@@ -33,7 +33,8 @@ without --force it refuses.`,
 			defer stop()
 			c := e.client()
 			defer c.Close()
-			if _, err := resolve(ctx, e, c, name); err != nil {
+			inst, err := resolve(ctx, e, c, name)
+			if err != nil {
 				return err
 			}
 			if err := needSnapshot(ctx, e, c, name, snap); err != nil {
@@ -42,9 +43,25 @@ without --force it refuses.`,
 			if err := ask(e, force, fmt.Sprintf("roll box %s back to %s? everything since is lost", name, snap), "not restored"); err != nil {
 				return err
 			}
+			if !force {
+				// Roll back the box the question was about (and its snapshot), not
+				// whatever has the name now.
+				if _, err := resolveAgain(ctx, e, c, inst); err != nil {
+					return err
+				}
+				if err := needSnapshot(ctx, e, c, name, snap); err != nil {
+					return err
+				}
+			}
 			p := newProgress(e)
 			p.Step("restoring %s to %s", name, snap)
-			err = c.Restore(ctx, name, req)
+			if inheritedSnapshot(*inst, snapOf(ctx, c, name, snap)) {
+				// The snapshot came from the clone's source, and its identity with it.
+				p.Step("restoring %s to %s (inherited from its source: keeping its own identity)", name, snap)
+				err = restoreInherited(ctx, c, name, req)
+			} else {
+				err = c.Restore(ctx, name, req)
+			}
 			p.Done()
 			if err != nil {
 				return vmErr(e, err)

@@ -43,6 +43,12 @@ a terminal and without --force it refuses.`,
 			if err := ask(e, force, what+"?", "not deleted"); err != nil {
 				return err
 			}
+			if !force {
+				// Delete the box the question was about, not whatever has its name now.
+				if inst, err = resolveAgain(ctx, e, c, inst); err != nil {
+					return err
+				}
+			}
 			if inst.Running() {
 				if err := c.Stop(ctx, name, 0, true); err != nil {
 					return vmErr(e, err)

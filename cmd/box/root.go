@@ -73,10 +73,10 @@ creds-free, on an isolation stack 'box setup-host' builds and 'box doctor' check
 		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
 	root.SetHelpCommandGroupID(groupOther)
-	root.AddCommand(newRunCmd(e), newDrillCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
+	root.AddCommand(newRunCmd(e), newAllowCmd(e), newDrillCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
 	root.AddCommand(newCompletionCmd(e), newManCmd(e))
 	root.AddCommand(newSetupHostCmd(e), newTeardownHostCmd(e), newMigrateHostCmd(e), newDoctorCmd(e))
-	root.AddCommand(newNewCmd(e), newListCmd(e), newInfoCmd(e), newShellCmd(e), newExecCmd(e), newSnapshotCmd(e),
+	root.AddCommand(newNewCmd(e), newListCmd(e), newInfoCmd(e), newShellCmd(e), newTmuxCmd(e), newExecCmd(e), newSnapshotCmd(e),
 		newRestoreCmd(e), newRenameCmd(e), newStartCmd(e), newStopCmd(e), newRmCmd(e), newIncusCmd(e),
 		newExportCmd(e), newImportCmd(e), newExposeCmd(e))
 	addRemoteFlags(root, e)

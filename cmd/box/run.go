@@ -19,6 +19,7 @@ type runOptions struct {
 	template  string
 	network   string
 	env       []string
+	allow     []string
 	yes       bool
 	dryRun    bool
 	allowRoot bool
@@ -42,13 +43,16 @@ Only the working directory is writable. Your home directory is an empty tmpfs ex
 ~/.claude (a per-project instance directory), system directories are read-only, and
 /run/user, agent sockets and docker.sock are absent unless a profile mounts them.
 
-Network tiers: none (no network), internet (public internet only), full (the host's
-network; only when named). Templates never choose the network.`,
+Network tiers: none (no network), allowlist (only the names the profile's allow key and
+--allow list, through box's proxy, whatever the program; refusals are logged), internet
+(public internet only), full (the host's network; only when named). Templates never
+choose the network.`,
 		Example: `  box run -y                               # the default profile: a shell, no network
   box run -y -- make test                  # one command
   box run --backend bwrap -y -- claude --dangerously-skip-permissions
   box run --profile claude -y              # the claude profile's command
   box run --env GITHUB_TOKEN --network full -y -- gh pr list
+  box run -n allowlist --allow @github --allow api.anthropic.com:443 -y -- claude
   box run --dry-run -- true                # print the bwrap argv, run nothing`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,7 +66,8 @@ network; only when named). Templates never choose the network.`,
 	f.StringVarP(&o.profile, "profile", "p", "", "profile to run (default $BOX_PROFILE, else \"default\")")
 	f.StringVar(&o.backend, "backend", "", "backend: bwrap (vm boxes are made with 'box new')")
 	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's)")
-	f.StringVarP(&o.network, "network", "n", "", "network tier: none, internet or full (default: the profile's)")
+	f.StringVarP(&o.network, "network", "n", "", "network tier: none, allowlist, internet or full (default: the profile's)")
+	f.StringArrayVar(&o.allow, "allow", nil, "with --network allowlist: allow NAME, *.DOMAIN or @LIST, optionally :PORT (repeatable; adds to the profile's allow)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv and the env names it would pass; run nothing")
@@ -159,16 +164,16 @@ func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
 	}
 	if o.network != "" {
 		if err := profiles.ValidNetwork(o.network); err != nil {
-			return nil, usagef("the tiers are none, internet and full: run 'box run --help'", "--network: %s", err)
+			return nil, usagef("the tiers are none, allowlist, internet and full: run 'box run --help'", "--network: %s", err)
 		}
 	}
 	req := bwrap.Request{
 		Profile: prof, Template: tmpl, Network: o.network, Env: o.env,
-		Command: o.command, AllowRoot: o.allowRoot,
+		Command: o.command, AllowRoot: o.allowRoot, Allow: o.allow,
 	}
 	facts, err := bwrap.Gather(req, bwrap.Outside{
 		Home: e.home(), ConfigHome: e.configHome(), DataHome: e.dataHome(),
-		User: e.userName(), Environ: e.environ(),
+		User: e.userName(), Environ: e.environ(), RuntimeDir: e.runtimeDir(),
 	})
 	if err != nil {
 		return nil, err

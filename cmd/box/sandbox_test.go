@@ -28,10 +28,10 @@ var (
 )
 
 // boxBinary builds cmd/box once into a directory every user can read.
-func boxBinary(t *testing.T) string { return boxBuild(t, "") }
+func boxBinary(t testing.TB) string { return boxBuild(t, "") }
 
 // boxBuild builds cmd/box with the given build tags, once per set of tags.
-func boxBuild(t *testing.T, tags string) string {
+func boxBuild(t testing.TB, tags string) string {
 	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
@@ -60,7 +60,7 @@ func boxBuild(t *testing.T, tags string) string {
 
 // world is a planted unprivileged user's world: a HOME with secrets and a project.
 type world struct {
-	t        *testing.T
+	t        testing.TB
 	box      string
 	uid, gid int
 	home     string
@@ -87,7 +87,7 @@ var secrets = map[string]string{
 
 const plantedToken = "ghp_PLANTEDtoken0123456789abcdefghijklmnop"
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	testenv.RequireTool(t, "bwrap")
 	uid, gid := testenv.User(t)

@@ -105,13 +105,14 @@ it (and what). --firewall-only re-applies just the host firewall: the boot unit 
 that, with the bridge and gateway it carries, so it needs no incusd.`,
 		Example: `  box setup-host                         # build or correct the stack
   box setup-host --subnet 10.99.0.0/24   # pin the bridge's subnet
+  BOX_SUBNET=10.99.0.0/24 box setup-host # the same, for scripted hosts
   box setup-host --resolver 9.9.9.9      # the boxes' upstream resolver
   box setup-host --firewall-only         # what the boot unit runs`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runSetupHost(e, o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.subnet, "subnet", "", "pin the bridge's subnet (e.g. 10.99.0.0/24); refused if something else claims it")
+	f.StringVar(&o.subnet, "subnet", "", "pin the bridge's subnet (e.g. 10.99.0.0/24; else $"+envSubnet+"); refused if something else claims it")
 	f.StringArrayVar(&o.resolvers, "resolver", nil, "upstream DNS resolver of the boxes, an IPv4 address (repeatable; default: the bridge's current ones, else the host's, else 1.1.1.1 and 9.9.9.9)")
 	f.StringVar(&o.pool, "pool", host.DefaultPool, "storage pool of the boxes' root disk")
 	f.StringVar(&o.unitDir, "unit-dir", host.DefaultUnitDir, "where the boot unit is written")
@@ -122,7 +123,13 @@ that, with the bridge and gateway it carries, so it needs no incusd.`,
 	return cmd
 }
 
+// envSubnet stands in for --subnet (upstream's scripting form for pinned hosts).
+const envSubnet = "BOX_SUBNET"
+
 func runSetupHost(e *env, o *setupHostOptions) error {
+	if o.subnet == "" && !o.firewallOnly {
+		o.subnet = e.getenv(envSubnet)
+	}
 	var resolvers []netip.Addr
 	for _, r := range o.resolvers {
 		a, err := netip.ParseAddr(r)

@@ -35,11 +35,15 @@ in the same user as its source. For a root shell: box incus BOX -- exec {} -- ba
 	}
 }
 
-func runShell(e *env, name string) error {
+func runShell(e *env, name string) error { return runOnTerminal(e, "shell", name, nil) }
+
+// runOnTerminal runs cmd (nil: the user's login shell) in a box as its user, on your
+// terminal, following its size.
+func runOnTerminal(e *env, verb, name string, cmd []string) error {
 	in, inOK := e.stdin.(*os.File)
 	out, outOK := e.stdout.(*os.File)
 	if !inOK || !outOK || !term.IsTerminal(int(in.Fd())) || !term.IsTerminal(int(out.Fd())) {
-		return usagef("for a command without a terminal: box exec "+name+" -- COMMAND", "box shell needs a terminal on stdin and stdout")
+		return usagef("for a command without a terminal: box exec "+name+" -- COMMAND", "box %s needs a terminal on stdin and stdout", verb)
 	}
 	ctx := context.Background()
 	c := e.client()
@@ -78,10 +82,10 @@ func runShell(e *env, name string) error {
 
 	old, err := term.MakeRaw(int(in.Fd()))
 	if err != nil {
-		return errors.New("box shell: cannot put the terminal in raw mode: " + err.Error())
+		return errors.New("box " + verb + ": cannot put the terminal in raw mode: " + err.Error())
 	}
 	code, err := c.Exec(ctx, name, incus.Exec{
-		Command:  boxes.EntryCommand(incus.UserOf(*inst), true, nil),
+		Command:  boxes.EntryCommand(incus.UserOf(*inst), cmd == nil, cmd),
 		Env:      env,
 		Terminal: true,
 		Size:     incus.WindowSize{Width: w, Height: h},

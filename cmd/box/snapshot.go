@@ -17,7 +17,8 @@ func newSnapshotCmd(e *env) *cobra.Command {
 		GroupID: groupVM,
 		Long: `Take a snapshot of a box, named LABEL (default manual-<seconds since the epoch>).
 A snapshot holds everything in the box, logged-in state included: clone it with
-'box new --from BOX/LABEL', roll back to it with 'box restore BOX LABEL'.`,
+'box new --from BOX/LABEL', roll back to it with 'box restore BOX LABEL'. The label is
+printed on stdout (label=$(box snapshot work)), the rest on stderr.`,
 		Example: `  box snapshot work authed      # after logging in inside the box
   box new --name feature --from work/authed`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -63,6 +64,7 @@ A snapshot holds everything in the box, logged-in state included: clone it with
 				}
 				return vmErr(e, err)
 			}
+			fmt.Fprintln(e.stdout, label)
 			note(e, "snapshot %s/%s taken", args[0], label)
 			return nil
 		},

@@ -12,10 +12,12 @@ func newStopCmd(e *env) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:     "stop BOX",
-		Short:   "shut a box down",
+		Aliases: []string{"down"},
+		Short:   "shut a box down (alias: down)",
 		GroupID: groupVM,
 		Long: `Shut a box down cleanly, within --timeout; --force stops it at once (like pulling
-the plug). Stopping a stopped box does nothing.`,
+the plug). Stopping a stopped box does nothing. 'box down' is the same verb (upstream's
+name for it).`,
 		Example: `  box stop work
   box stop work --force`,
 		Args:              boxArgs(1, "one box"),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/host"
@@ -29,9 +30,10 @@ legacy names of claudebox (claude-dev, claudenet, claude-isolate, table inet cla
 It then checks that all of it is gone.
 
 It refuses while boxes exist; --force deletes them first. Instances box did not mint
-are never touched: if one still uses the stack, teardown stops and names it.
---purge-incus then removes the Incus package itself (apt-get purge incus), only for the
-system's own daemon and only when no instance is left.`,
+are never touched: if one still uses the stack, teardown stops and names it before
+deleting anything (all or nothing: the boxes are still there). --purge-incus then
+removes the Incus package itself (apt-get purge incus), only for the system's own
+daemon and only when no other instance would be left (checked first, too).`,
 		Example: `  box teardown-host
   box teardown-host --force                  # delete the boxes too
   box teardown-host --force --purge-incus    # and Incus itself`,
@@ -54,26 +56,34 @@ func runTeardownHost(e *env, o *teardownHostOptions) error {
 		return withHint(fmt.Errorf("--purge-incus: box talks to the daemon at %s, not the system's (%s)", c.Socket(), incus.DefaultSocket),
 			"unset INCUS_SOCKET and INCUS_DIR to purge the system's Incus")
 	}
+	// All or nothing: --purge-incus's own precondition (no instance box did not mint) is
+	// checked before the teardown deletes a box.
+	if o.purgeIncus {
+		all, err := c.ListInstances(ctx)
+		if err != nil {
+			return hostErr(c, err)
+		}
+		if foreign := notBoxes(all); len(foreign) > 0 {
+			return withHint(fmt.Errorf("--purge-incus: instances box did not mint would remain (%s); nothing was removed", strings.Join(foreign, ", ")),
+				"box never touches them: delete them with incus, or drop --purge-incus to keep Incus")
+		}
+	}
 	steps, err := host.Teardown(ctx, c, host.TeardownOptions{Force: o.force, UnitDir: o.unitDir})
 	for _, s := range steps {
 		fmt.Fprintln(e.stdout, s)
 	}
-	if errors.Is(err, host.ErrBoxesExist) {
+	var foreign *host.ForeignError
+	switch {
+	case errors.Is(err, host.ErrBoxesExist):
 		return withHint(err, "delete them first (box rm), or box teardown-host --force to delete them")
-	}
-	if err != nil {
+	case errors.As(err, &foreign):
+		return err
+	case err != nil:
 		return hostErr(c, err)
 	}
 	fmt.Fprintf(e.stderr, "box: teardown-host: nothing of the stack is left\n")
 	if !o.purgeIncus {
 		return nil
-	}
-	all, err := c.ListInstances(ctx)
-	if err != nil {
-		return hostErr(c, err)
-	}
-	if len(all) > 0 {
-		return fmt.Errorf("--purge-incus: %d instances box did not mint remain; box never touches them", len(all))
 	}
 	cmd := exec.Command("apt-get", "purge", "-y", "incus", "incus-client")
 	cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
@@ -83,4 +93,15 @@ func runTeardownHost(e *env, o *teardownHostOptions) error {
 	}
 	_ = os.Remove(incus.DefaultSocket)
 	return nil
+}
+
+// notBoxes names the instances that are not boxes.
+func notBoxes(all []incus.Instance) []string {
+	var out []string
+	for _, i := range all {
+		if !incus.IsBox(i) {
+			out = append(out, i.Name)
+		}
+	}
+	return out
 }

@@ -143,7 +143,6 @@ func TestNewUsageErrors(t *testing.T) {
 		{[]string{"new", "--name", "x", "--timeout", "0s"}, "--timeout must be positive"},
 		{[]string{"exec", "work"}, "exec takes a box and a command"},
 		{[]string{"exec", "1work", "--", "true"}, "invalid box name"},
-		{[]string{"incus", "work", "--", "list"}, "must name the box as {}"},
 		{[]string{"incus", "work"}, "incus takes a box and incus arguments"},
 		{[]string{"info"}, "info takes one box, got 0"},
 		{[]string{"rename", "a"}, "rename takes the old and the new name"},
@@ -178,6 +177,10 @@ func TestIncusArgs(t *testing.T) {
 	if !slices.Equal(got, []string{"file", "push", "x", "work/root/", "work"}) {
 		t.Errorf("incusArgs: %v", got)
 	}
+	// Without {}, the instance is appended.
+	if got := incusArgs("work", []string{"config", "show"}); !slices.Equal(got, []string{"config", "show", "work"}) {
+		t.Errorf("incusArgs without {}: %v", got)
+	}
 	for args, want := range map[string]string{
 		"config show work":                         "",
 		"exec work -- cat /etc/network/interfaces": "",
@@ -207,6 +210,38 @@ func TestIncusHatchElsewhere(t *testing.T) {
 		var o, e bytes.Buffer
 		if code := Main(args, strings.NewReader(""), &o, &e); code != exitUsage || !strings.Contains(e.String(), "another project or remote") {
 			t.Errorf("%q: exit %d: %s", args, code, e.String())
+		}
+	}
+}
+
+// The incus client box runs is pinned to box's socket and project, whatever the user's
+// environment says.
+func TestPinnedIncus(t *testing.T) {
+	env := pinnedIncusEnv([]string{"PATH=/bin", "INCUS_PROJECT=decoy", "INCUS_REMOTE=elsewhere", "INCUS_CONF=/home/u/.config/incus",
+		"INCUS_GLOBAL_CONF=/etc/incus", "INCUS_DIR=/other", "INCUS_SOCKET=/other.socket", "HOME=/home/u"}, "/tmp/conf", "/var/lib/incus/unix.socket", "")
+	want := []string{"PATH=/bin", "HOME=/home/u", "INCUS_CONF=/tmp/conf", "INCUS_GLOBAL_CONF=/tmp/conf", "INCUS_REMOTE=box",
+		"INCUS_PROJECT=default", "INCUS_SOCKET=/var/lib/incus/unix.socket"}
+	if !slices.Equal(env, want) {
+		t.Errorf("env %q\nwant %q", env, want)
+	}
+	conf := pinnedIncusConfig("/var/lib/incus/unix.socket", "work")
+	for _, w := range []string{"default-remote: box\n", `addr: "unix:///var/lib/incus/unix.socket"`, `project: "work"`} {
+		if !strings.Contains(conf, w) {
+			t.Errorf("config lacks %q:\n%s", w, conf)
+		}
+	}
+}
+
+func TestIdentityKeys(t *testing.T) {
+	got := identityKeys(map[string]string{"volatile.uuid": "u", "volatile.eth0.hwaddr": "m", "volatile.eth0.host_name": "veth1",
+		"user.box.origin": "clone", "user.box.origin.from": "a", "user.box.created": "t", "user.box.template": "blank", "limits.cpu": "2"})
+	want := map[string]string{"volatile.uuid": "u", "volatile.eth0.hwaddr": "m", "user.box.origin": "clone", "user.box.origin.from": "a", "user.box.created": "t"}
+	if len(got) != len(want) {
+		t.Fatalf("identityKeys = %v", got)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("identityKeys[%s] = %q, want %q", k, got[k], v)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package incuslab
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -36,6 +37,11 @@ type Recipe struct {
 	// rendered when an instance is created or copied (how a container gets its
 	// cloud-init seed).
 	Templates map[string]string `json:"templates,omitempty"`
+	// KeepDBusMachineID keeps /var/lib/dbus/machine-id as the regular file dbus's
+	// postinst wrote, as Debian's own images do: systemd then copies it into an empty
+	// /etc/machine-id at boot, so every instance starts with that one ID unless box
+	// resets both. Off (the default), the build removes it.
+	KeepDBusMachineID bool `json:"keep_dbus_machine_id,omitempty"`
 	// Bump Version when the build steps below change in a way the fields do not show.
 	Version int `json:"version"`
 }
@@ -50,7 +56,7 @@ func BookwormRecipe() Recipe {
 		Suite:   "bookworm",
 		Variant: "minbase",
 		Include: []string{"systemd-sysv", "udev", "dbus", "systemd-resolved", "iproute2",
-			"iputils-ping", "curl", "netcat-openbsd", "sudo", "ca-certificates"},
+			"iputils-ping", "curl", "netcat-openbsd", "sudo", "ca-certificates", "tmux"},
 		Files: map[string]string{
 			"/etc/systemd/network/eth0.network": "[Match]\nName=eth0\n\n[Network]\nDHCP=ipv4\n",
 		},
@@ -62,6 +68,15 @@ func BookwormRecipe() Recipe {
 		Empty:   []string{"/etc/hostname", "/etc/machine-id"},
 		Version: 1,
 	}
+}
+
+// DebianLayoutRecipe is BookwormRecipe laid out like Debian's images: the build-time
+// machine ID kept at /var/lib/dbus/machine-id (a regular file, which systemd restores
+// into an emptied /etc/machine-id), the layout where clones shared their source's ID.
+func DebianLayoutRecipe() Recipe {
+	r := BookwormRecipe()
+	r.KeepDBusMachineID = true
+	return r
 }
 
 // Hash is the cache key of the recipe.
@@ -213,7 +228,24 @@ func build(ctx context.Context, r Recipe, img Image) error {
 			return err
 		}
 	}
-	_ = os.Remove(filepath.Join(rootfs, "var/lib/dbus/machine-id"))
+	dbusID := filepath.Join(rootfs, "var/lib/dbus/machine-id")
+	if !r.KeepDBusMachineID {
+		_ = os.Remove(dbusID)
+	} else if fi, err := os.Lstat(dbusID); err != nil || !fi.Mode().IsRegular() {
+		// dbus's postinst writes it only when no valid ID was there yet: make sure the
+		// layout is the one asked for, a regular file holding an ID.
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return err
+		}
+		_ = os.Remove(dbusID)
+		if err := os.MkdirAll(filepath.Dir(dbusID), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dbusID, []byte(hex.EncodeToString(id[:])+"\n"), 0o444); err != nil {
+			return err
+		}
+	}
 	for _, d := range []string{"var/cache/apt/archives", "var/lib/apt/lists"} {
 		entries, _ := filepath.Glob(filepath.Join(rootfs, d, "*"))
 		for _, e := range entries {

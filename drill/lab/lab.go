@@ -4,7 +4,7 @@
 // none of them has a link to the machine's own network, so no packet of a test can leave
 // them. Topology:
 //
-//	inet (203.0.113.10: HTTP, DNS example.test)
+//	inet (203.0.113.10: HTTP, HTTPS (the lab's CA), UDP echo, DNS for *.test: see web.go)
 //	  |  wan0 203.0.113.1/24, masquerade
 //	router (br0 192.168.77.1/24, metadata 169.254.169.254: HTTP)
 //	  |  br0                                  |  br0
@@ -87,6 +87,9 @@ type Lab struct {
 	// Tun is a 0666 /dev/net/tun node UserCommand binds over /dev/net/tun: the machine's
 	// own node may be 0600, which an unprivileged pasta or slirp4netns cannot open.
 	Tun string
+	// CAFile is the PEM of the CA that signed the fake internet's HTTPS certificate
+	// (world-readable); WWW is the directory served under the internet's other paths.
+	CAFile, WWW string
 
 	mu        sync.Mutex
 	nss       []string // namespace names, in creation order
@@ -244,7 +247,6 @@ func (l *Lab) services(ctx context.Context) error {
 	serve := []struct {
 		role, addr, body string
 	}{
-		{RoleInet, netip.AddrPortFrom(Internet, HTTPPort).String(), InternetBody},
 		{RoleLANHost, netip.AddrPortFrom(LANHost, HTTPPort).String(), LANBody},
 		{RoleRouter, netip.AddrPortFrom(Metadata, HTTPPort).String(), MetadataBody},
 		{RoleHost, ":" + strconv.Itoa(HostPort), HostBody}, // every address, v4 and v6
@@ -253,6 +255,9 @@ func (l *Lab) services(ctx context.Context) error {
 		if err := l.ServeHTTP(s.role, s.addr, s.body); err != nil {
 			return err
 		}
+	}
+	if err := l.serveInternet(); err != nil {
+		return err
 	}
 	ul, err := Listen(l.NSPath(RoleHost), "unix", "@"+HostAbstract)
 	if err != nil {
@@ -271,11 +276,11 @@ func (l *Lab) services(ctx context.Context) error {
 	}()
 
 	// dnsmasq with --local=/#/: without it AAAA queries are refused and resolvers stall.
-	dns := exec.Command("nsenter", "--net="+l.NSPath(RoleInet), "--",
+	dns := exec.Command("nsenter", append([]string{"--net=" + l.NSPath(RoleInet), "--",
 		"dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--pid-file=",
 		"--user=nobody", "--group=nogroup",
-		"--no-resolv", "--no-hosts", "--listen-address="+Internet.String(), "--bind-interfaces",
-		"--local=/#/", "--host-record="+InternetName+","+Internet.String())
+		"--no-resolv", "--no-hosts", "--listen-address=" + Internet.String(), "--bind-interfaces",
+		"--local=/#/"}, hostRecords()...)...)
 	dns.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	l.dnsLog = &lockedBuffer{}
 	dns.Stdout, dns.Stderr = l.dnsLog, l.dnsLog

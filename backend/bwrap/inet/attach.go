@@ -68,11 +68,19 @@ func HelperArgv(h Helper) []string {
 // FilterArgv is the command line that runs the filter helper in the sandbox's user
 // namespace and netns (fds 3 and 4), as that namespace's root. Pure.
 func FilterArgv(filterCmd []string, netnsIno uint64, wait time.Duration) []string {
+	return nsenterArgv(filterCmd, filterFlags(netnsIno, wait))
+}
+
+func filterFlags(netnsIno uint64, wait time.Duration) []string {
+	return []string{"-netns-ino=" + strconv.FormatUint(netnsIno, 10), "-wait-link=" + wait.String()}
+}
+
+// nsenterArgv runs filterCmd with args in the user namespace and netns at fds 3 and 4.
+func nsenterArgv(filterCmd, args []string) []string {
 	// --preserve-credentials: the user namespace denies setgroups (so nsenter's switch to
 	// uid 0 fails), and our uid already is 0 there when bwrap maps it so (--dev).
 	argv := []string{"--user=/proc/self/fd/" + strconv.Itoa(fdUserns), "--net=/proc/self/fd/" + strconv.Itoa(fdNetns), "--preserve-credentials", "--"}
-	argv = append(argv, filterCmd...)
-	return append(argv, "-netns-ino="+strconv.FormatUint(netnsIno, 10), "-wait-link="+wait.String())
+	return append(append(argv, filterCmd...), args...)
 }
 
 // Session is an attached internet tier: the running helper. Close it when the sandbox
@@ -230,18 +238,6 @@ func (s *Session) runFilter(ctx context.Context, opts Options, userns, netns *os
 	if err != nil {
 		return fmt.Errorf("internet tier: encode ruleset: %w", err)
 	}
-	filterCmd := opts.FilterCommand
-	extra := []*os.File{userns, netns}
-	if len(filterCmd) == 0 {
-		// Open the running binary itself: nsenter's /proc/self/exe would be nsenter.
-		exe, err := os.Open("/proc/self/exe")
-		if err != nil {
-			return fmt.Errorf("internet tier: open own binary: %w", err)
-		}
-		defer exe.Close()
-		extra = append(extra, exe)
-		filterCmd = []string{"/proc/self/fd/" + strconv.Itoa(fdExe), FilterSubcommand}
-	}
 	// Leave the helper time to report before ctx kills it, so the error says why.
 	wait := DefaultLinkTimeout
 	if d, ok := ctx.Deadline(); ok {
@@ -257,21 +253,14 @@ func (s *Session) runFilter(ctx context.Context, opts Options, userns, netns *os
 		case <-ctx.Done():
 		}
 	}()
-	cmd := exec.CommandContext(ctx, opts.NsenterPath, FilterArgv(filterCmd, ino, wait)...)
-	cmd.ExtraFiles = extra
-	cmd.Stdin = bytes.NewReader(js)
-	var out tailBuffer
-	out.max = 4096
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = time.Second
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Run(); err != nil {
+	out, err := opts.runHelper(ctx, userns, netns, filterFlags(ino, wait), js)
+	if err != nil {
 		select {
 		case <-s.done:
 			return fmt.Errorf("internet tier: %s exited during setup: %s", opts.Helper, s.helperErr())
 		default:
 		}
-		msg := strings.TrimSpace(out.String())
+		msg := out
 		if ctx.Err() != nil {
 			msg = strings.TrimSpace(msg + " " + ctx.Err().Error())
 		}

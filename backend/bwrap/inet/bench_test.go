@@ -24,7 +24,8 @@ import (
 
 // cli-* run the box binary itself: `box run -y --network internet -- true`, the user's
 // whole cost (process start, audit, instance directory, Attach), against bare-*.
-var benchModes = []string{"bare-bwrap", "bare-pasta", "box-pasta", "cli-pasta", "bare-slirp4netns", "box-slirp4netns", "cli-slirp4netns"}
+// cli-allowlist is `box run -y --network allowlist --allow example.test -- true`.
+var benchModes = []string{"bare-bwrap", "bare-pasta", "box-pasta", "cli-pasta", "bare-slirp4netns", "box-slirp4netns", "cli-slirp4netns", "cli-allowlist"}
 
 func BenchmarkStartup(b *testing.B) {
 	testenv.RequireRoot(b)
@@ -116,7 +117,11 @@ func benchOnce(mode string) error {
 	if kind == "cli" {
 		proj := filepath.Join(dir, "proj")
 		os.MkdirAll(proj, 0o755)
-		cmd := exec.CommandContext(ctx, os.Getenv("BOXINET_BOX"), "run", "-y", "--network", "internet", "--", "true")
+		net := []string{"--network", "internet"}
+		if helper == "allowlist" {
+			net, helper = []string{"--network", "allowlist", "--allow", lab.InternetName}, ""
+		}
+		cmd := exec.CommandContext(ctx, os.Getenv("BOXINET_BOX"), append(append([]string{"run", "-y"}, net...), "--", "true")...)
 		cmd.Dir = proj
 		cmd.Env = append(env, "HOME="+filepath.Join(dir, "home"), "BOX_INTERNET_HELPER="+helper)
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -83,6 +83,33 @@ func Check(opts Options) []Problem {
 	return ps
 }
 
+// CheckAllowlist reports why the allowlist tier cannot run here (nil: it can). It runs
+// the real setup (route, nat and filter table, the two sockets handed over) in a
+// throwaway user and network namespace.
+func CheckAllowlist(filterCommand []string) error {
+	js, err := json.Marshal(AllowPlan())
+	if err != nil {
+		return err
+	}
+	mine, theirs, err := socketpair()
+	if err != nil {
+		return err
+	}
+	defer mine.Close()
+	err = runInScratchNetns(filterCommand, []string{"-allowlist"}, js, theirs)
+	theirs.Close()
+	if err != nil {
+		return err
+	}
+	ln, pc, err := receiveSockets(mine)
+	if err != nil {
+		return err
+	}
+	ln.Close()
+	pc.Close()
+	return nil
+}
+
 func checkTun() error {
 	f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
 	if err != nil {
@@ -111,16 +138,23 @@ func hostResolver() (netip.Addr, bool) {
 // checkFilter runs the filter helper as root of a fresh user namespace with its own
 // netns (as bwrap's outer namespace is), installing the real plan.
 func checkFilter(opts Options) error {
-	var own unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/net", &own); err != nil {
-		return err
-	}
 	js, err := json.Marshal(Plan(opts))
 	if err != nil {
 		return err
 	}
-	argv := opts.FilterCommand
-	var extra []*os.File
+	return runInScratchNetns(opts.FilterCommand, nil, js, nil)
+}
+
+// runInScratchNetns runs the filter helper (filterCommand, or this binary) with args as
+// root of a fresh user namespace with its own netns, refusing box's own netns; handoff,
+// when set, is its fd 6 (fdHandoff).
+func runInScratchNetns(filterCommand, args []string, stdin []byte, handoff *os.File) error {
+	var own unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &own); err != nil {
+		return err
+	}
+	argv := filterCommand
+	extra := []*os.File{nil, nil, nil}
 	if len(argv) == 0 {
 		exe, err := os.Open("/proc/self/exe")
 		if err != nil {
@@ -128,12 +162,15 @@ func checkFilter(opts Options) error {
 		}
 		defer exe.Close()
 		// The child is not nsentered: its fds start at 3.
-		extra = []*os.File{exe}
+		extra[0] = exe
 		argv = []string{"/proc/self/fd/3", FilterSubcommand}
 	}
-	cmd := exec.Command(argv[0], append(argv[1:], "-not-netns-ino="+strconv.FormatUint(own.Ino, 10))...)
+	if handoff != nil {
+		extra = append(extra, handoff)
+	}
+	cmd := exec.Command(argv[0], append(append(argv[1:], "-not-netns-ino="+strconv.FormatUint(own.Ino, 10)), args...)...)
 	cmd.ExtraFiles = extra
-	cmd.Stdin = bytes.NewReader(js)
+	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},

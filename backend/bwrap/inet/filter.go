@@ -26,7 +26,8 @@ import (
 //
 // Flags: -netns-ino N (refuse to touch any other namespace, e.g. the host's if run by
 // hand) or -not-netns-ino N (any namespace but N: the --check dry run), and
-// -wait-link DURATION (0 = do not wait).
+// -wait-link DURATION (0 = do not wait). With -allowlist it sets up the allowlist tier
+// instead (allowSetup).
 func FilterMain(args []string) int {
 	if err := filterMain(args, os.Stdin); err != nil {
 		fmt.Fprintf(os.Stderr, "box %s: %v\n", FilterSubcommand, err)
@@ -40,6 +41,7 @@ func filterMain(args []string, stdin io.Reader) error {
 	ino := fs.Uint64("netns-ino", 0, "inode of the network namespace to filter")
 	notIno := fs.Uint64("not-netns-ino", 0, "filter any network namespace but this one (box --check)")
 	wait := fs.Duration("wait-link", 0, "wait this long for the helper's link")
+	allow := fs.Bool("allowlist", false, "set up the allowlist tier (table on stdin) and hand its sockets over fd 6")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -58,6 +60,9 @@ func filterMain(args []string, stdin io.Reader) error {
 		}
 	default:
 		return errors.New("exactly one of -netns-ino and -not-netns-ino is required")
+	}
+	if *allow {
+		return allowSetup(stdin)
 	}
 	var rs Ruleset
 	if err := json.NewDecoder(stdin).Decode(&rs); err != nil {
@@ -82,23 +87,7 @@ func filterMain(args []string, stdin io.Reader) error {
 // Apply installs rs in the namespace of c in one batch, replacing any previous table of
 // the same name (re-applying is idempotent).
 func Apply(c *nftables.Conn, rs Ruleset) error {
-	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: rs.Table}
-	// add + delete + add in one transaction: succeeds whether or not the table exists.
-	c.AddTable(t)
-	c.DelTable(t)
-	c.AddTable(t)
-	policy := nftables.ChainPolicyAccept
-	ch := c.AddChain(&nftables.Chain{
-		Name: rs.Chain, Table: t, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityFilter, Policy: &policy,
-	})
-	for _, r := range rs.Rules {
-		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: r.exprs()})
-	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("install nftables table inet %s: %w", rs.Table, err)
-	}
-	return nil
+	return ApplyTable(c, Table{Name: rs.Table, Chains: []Chain{{Name: rs.Chain, Rules: rs.Rules}}})
 }
 
 // Verify checks that the table of rs is installed with its output hook and as many rules.
@@ -135,16 +124,24 @@ func (r Rule) exprs() []expr.Any {
 		cmp([]byte{unix.NFPROTO_IPV6})
 	}
 	if r.Daddr.IsValid() {
-		// In an inet table "ip daddr" depends on the packet being IPv4.
-		e = append(e, &expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1})
-		cmp([]byte{unix.NFPROTO_IPV4})
-		e = append(e, &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4})
-		addr := r.Daddr.Masked().Addr().As4()
-		if bits := r.Daddr.Bits(); bits < 32 {
-			mask := net.CIDRMask(bits, 32)
-			e = append(e, &expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: mask, Xor: make([]byte, 4)})
+		// In an inet table "ip daddr" depends on the packet being IPv4 ("ip6": IPv6).
+		proto, off, n := byte(unix.NFPROTO_IPV4), uint32(16), uint32(4)
+		if r.Daddr.Addr().Is6() {
+			proto, off, n = unix.NFPROTO_IPV6, 24, 16
 		}
-		cmp(addr[:])
+		e = append(e, &expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1})
+		cmp([]byte{proto})
+		e = append(e, &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n})
+		addr := r.Daddr.Masked().Addr().AsSlice()
+		if bits := r.Daddr.Bits(); bits < int(n)*8 {
+			mask := net.CIDRMask(bits, int(n)*8)
+			e = append(e, &expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: n, Mask: mask, Xor: make([]byte, n)})
+		}
+		op := expr.CmpOpEq
+		if r.NotDst {
+			op = expr.CmpOpNeq
+		}
+		e = append(e, &expr.Cmp{Op: op, Register: 1, Data: addr})
 	}
 	if r.Proto != "" {
 		proto := byte(unix.IPPROTO_TCP)
@@ -153,14 +150,19 @@ func (r Rule) exprs() []expr.Any {
 		}
 		e = append(e, &expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1})
 		cmp([]byte{proto})
-		e = append(e, &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2})
-		cmp(binary.BigEndian.AppendUint16(nil, r.Dport))
+		if r.Dport != 0 {
+			e = append(e, &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2})
+			cmp(binary.BigEndian.AppendUint16(nil, r.Dport))
+		}
 	}
 	switch r.Verdict {
 	case Accept:
 		e = append(e, &expr.Verdict{Kind: expr.VerdictAccept})
 	case Reject:
 		e = append(e, &expr.Reject{Type: unix.NFT_REJECT_ICMPX_UNREACH, Code: unix.NFT_REJECT_ICMPX_ADMIN_PROHIBITED})
+	case Redirect:
+		e = append(e, &expr.Immediate{Register: 1, Data: binary.BigEndian.AppendUint16(nil, r.ToPort)},
+			&expr.Redir{RegisterProtoMin: 1, Flags: unix.NF_NAT_RANGE_PROTO_SPECIFIED})
 	}
 	return e
 }

@@ -26,16 +26,21 @@ const (
 	// Reject answers with ICMP administratively prohibited, so a blocked connect fails
 	// at once instead of timing out.
 	Reject
+	// Redirect (nat chains only) sends the packet to the namespace's own loopback, port
+	// Rule.ToPort: the allowlist tier's proxy and DNS listen there.
+	Redirect
 )
 
 // Rule is one rule of the output chain. Every set field must match.
 type Rule struct {
 	OifLo   bool         // oifname "lo"
 	IPv6    bool         // meta nfproto ipv6
-	Daddr   netip.Prefix // ip daddr (IPv4 only); invalid = any
-	Proto   string       // "udp" or "tcp" with Dport; "" = any
+	Daddr   netip.Prefix // ip daddr, or ip6 daddr for an IPv6 prefix; invalid = any
+	NotDst  bool         // Daddr negated: ip daddr != PREFIX
+	Proto   string       // "udp" or "tcp", with Dport (0 = any port); "" = any
 	Dport   uint16
 	Verdict Verdict
+	ToPort  uint16 // Redirect's port
 }
 
 // Ruleset is the egress filter as data: one inet table with one output-hook chain
@@ -110,12 +115,22 @@ func (r Rule) String() string {
 	}
 	if r.Daddr.IsValid() {
 		d := r.Daddr.Addr().String()
-		if r.Daddr.Bits() != 32 {
+		if r.Daddr.Bits() != r.Daddr.Addr().BitLen() {
 			d = r.Daddr.String()
 		}
-		parts = append(parts, "ip daddr "+d)
+		if r.NotDst {
+			d = "!= " + d
+		}
+		family := "ip"
+		if r.Daddr.Addr().Is6() {
+			family = "ip6"
+		}
+		parts = append(parts, family+" daddr "+d)
 	}
-	if r.Proto != "" {
+	switch {
+	case r.Proto != "" && r.Dport == 0:
+		parts = append(parts, "meta l4proto "+r.Proto)
+	case r.Proto != "":
 		parts = append(parts, fmt.Sprintf("%s dport %d", r.Proto, r.Dport))
 	}
 	switch r.Verdict {
@@ -123,6 +138,8 @@ func (r Rule) String() string {
 		parts = append(parts, "accept")
 	case Reject:
 		parts = append(parts, "reject with icmpx admin-prohibited")
+	case Redirect:
+		parts = append(parts, fmt.Sprintf("redirect to :%d", r.ToPort))
 	}
 	return strings.Join(parts, " ")
 }

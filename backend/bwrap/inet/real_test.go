@@ -43,10 +43,25 @@ func TestMain(m *testing.M) {
 		os.Exit(tamper())
 	case "bench":
 		os.Exit(benchRole())
+	case "allowlaunch":
+		os.Exit(allowLaunch())
+	case "allowprobe":
+		os.Exit(allowProbe())
 	case "netnsfd":
 		os.Exit(netnsFd(os.Args[1]))
 	case "check", "check-tun":
 		os.Exit(checkRole(os.Getenv("BOXINET_ROLE")))
+	case "checkallow":
+		if err := CheckAllowlist(nil); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		// A helper that cannot run is reported, not taken for success.
+		if err := CheckAllowlist([]string{"/nonexistent/box"}); err == nil {
+			fmt.Println("a missing helper passed the check")
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -471,17 +486,25 @@ func TestAttachFailsClosed(t *testing.T) {
 				t.Errorf("error %q lacks %q", rep.AttachErr, c.want)
 			}
 			t.Logf("error: %s", rep.AttachErr)
-			after := nsPids(t, l)
-			for i := 0; i < 50 && after != before; i++ { // a killed process takes a moment to go
-				time.Sleep(20 * time.Millisecond)
-				after = nsPids(t, l)
-			}
+			after := settledPids(t, l, before)
 			if after != before {
 				ps, _ := exec.Command("ps", "-o", "pid,ppid,user,stat,args", "-p", strings.ReplaceAll(after, " ", ",")).CombinedOutput()
 				t.Errorf("processes left in the host netns: before %q after %q\n%s", before, after, ps)
 			}
 		})
 	}
+}
+
+// settledPids is nsPids once it is back to before, or after a second: a killed process
+// takes a moment to go.
+func settledPids(t *testing.T, l *lab.Lab, before string) string {
+	t.Helper()
+	after := nsPids(t, l)
+	for i := 0; i < 50 && after != before; i++ {
+		time.Sleep(20 * time.Millisecond)
+		after = nsPids(t, l)
+	}
+	return after
 }
 
 // nsPids lists the processes in the lab's host netns (the lab's own are not processes).
@@ -532,6 +555,13 @@ func TestCheckReal(t *testing.T) {
 		t.Fatalf("check as user: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
+	// The allowlist tier's check: its real setup, as the user; a helper that cannot run
+	// fails it (checkallow).
+	cmd = l.UserCommand(ctx, uid, gid, exe)
+	cmd.Env = append(cmd.Env, "BOXINET_ROLE=checkallow")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("allowlist check as user: %v\n%s", err, out)
+	}
 	// Outside the lab's private mounts, as the user, the machine's 0600 tun is reported.
 	if fi, err := os.Stat("/dev/net/tun"); err == nil && fi.Mode().Perm()&0o006 != 0o006 {
 		cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(uid), "--regid="+strconv.Itoa(gid), "--clear-groups", exe)

@@ -1,5 +1,6 @@
-// Command box-test-image builds (or finds in the cache) the Debian container image the
-// Incus test lab imports, and prints its directory. CI runs it once before `go test` so
+// Command box-test-image builds (or finds in the cache) the Debian container images the
+// Incus test lab imports (the lab's, and the one laid out like Debian's own images), and
+// prints their directories. CI runs it once before `go test` so
 // parallel test packages do not wait on each other's build:
 //
 //	go run ./drill/incuslab/cmd/box-test-image
@@ -18,9 +19,11 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	img, err := incuslab.EnsureImage(ctx, incuslab.BookwormRecipe(), log.Printf)
-	if err != nil {
-		log.Fatal(err)
+	for _, r := range []incuslab.Recipe{incuslab.BookwormRecipe(), incuslab.DebianLayoutRecipe()} {
+		img, err := incuslab.EnsureImage(ctx, r, log.Printf)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(img.Dir)
 	}
-	fmt.Println(img.Dir)
 }

@@ -1,0 +1,153 @@
+package bwrap
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/heavy-duty/box/backend/bwrap/inet"
+	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/policy"
+	"golang.org/x/sys/unix"
+)
+
+// NewRunID is a fresh id for an allowlist run: what `box allow --run ID` names.
+func NewRunID() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NetworkLog is the operator's log of an allowlist run: every refusal and every live
+// change, one line each (docs/bwrap.md). The sandbox cannot see or write it.
+func NetworkLog(dataHome, runID string) string {
+	return filepath.Join(dataHome, "box", "network", runID+".log")
+}
+
+// ControlDir holds the control sockets of running allowlist sandboxes: $XDG_RUNTIME_DIR/box
+// (never bound into a sandbox), else the data directory's box/network.
+func ControlDir(runtimeDir, dataHome string) string {
+	if runtimeDir != "" {
+		return filepath.Join(runtimeDir, "box")
+	}
+	return filepath.Join(dataHome, "box", "network")
+}
+
+// ControlSocket is the socket `box allow --run ID` talks to.
+func ControlSocket(runtimeDir, dataHome, runID string) string {
+	return filepath.Join(ControlDir(runtimeDir, dataHome), runID+".sock")
+}
+
+// RunningAllowlists lists the run ids whose control socket answers, sorted.
+func RunningAllowlists(runtimeDir, dataHome string) []string {
+	socks, _ := filepath.Glob(filepath.Join(ControlDir(runtimeDir, dataHome), "*.sock"))
+	var ids []string
+	for _, s := range socks {
+		if c, err := net.DialTimeout("unix", s, time.Second); err == nil {
+			c.Close()
+			ids = append(ids, strings.TrimSuffix(filepath.Base(s), ".sock"))
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// createInInstance makes a fresh file name in dir, an instance directory the sandbox
+// writes: neither dir nor what is there now is followed if it is a link (a planted link
+// or fifo is replaced), and the file is created, never opened.
+func createInInstance(dir, name string) (*os.File, error) {
+	dfd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	if err := unix.Unlinkat(dfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return nil, fmt.Errorf("%s/%s: %w", dir, name, err)
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", dir, name, err)
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir, name)), nil
+}
+
+// startAllowlist readies the allowlist tier of a launch: resolv.conf, the operator's log
+// and the agent's copy, the control socket, and the BeforeRelease that attaches the proxy.
+// The cleanup it installs prints the summary on stderr.
+func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (err error) {
+	if err := os.WriteFile(p.Spec.ResolvConf, []byte(inet.AllowResolvConf), 0o644); err != nil {
+		return fmt.Errorf("allowlist tier: %w", err)
+	}
+	ps, err := policy.ParseAllow(p.Spec.Allow)
+	if err != nil {
+		return err
+	}
+	var closers []func()
+	defer func() {
+		if err != nil {
+			for _, c := range closers {
+				c()
+			}
+		}
+	}()
+	if err := os.MkdirAll(filepath.Dir(p.NetLog), 0o700); err != nil {
+		return fmt.Errorf("allowlist tier: %w", err)
+	}
+	opLog, err := os.OpenFile(p.NetLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("allowlist tier: run log: %w", err)
+	}
+	closers = append(closers, func() { opLog.Close() })
+	agentLog, err := createInInstance(filepath.Join(p.Spec.InstanceDir, ".claude"), RefusalsFile)
+	if err != nil {
+		return fmt.Errorf("allowlist tier: %w", err)
+	}
+	closers = append(closers, func() { agentLog.Close() })
+	lg := inet.NewLog(opLog, agentLog)
+
+	if err := os.MkdirAll(filepath.Dir(p.Control), 0o700); err != nil {
+		return fmt.Errorf("allowlist tier: %w", err)
+	}
+	os.Remove(p.Control) // a stale socket of a run with the same id cannot answer
+	ctl, err := net.Listen("unix", p.Control)
+	if err != nil {
+		return fmt.Errorf("allowlist tier: control socket: %w", err)
+	}
+	closers = append(closers, func() { ctl.Close(); os.Remove(p.Control) })
+
+	launch.BeforeRelease = func(pid int) (func(), error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := inet.AttachAllow(ctx, pid, inet.AllowOptions{
+			Allow: inet.NewAllowlist(ps), Log: lg, HostAddrs: pr.Net.HostAddrs,
+		})
+		if err != nil {
+			for _, c := range closers {
+				c()
+			}
+			return nil, errs.WithHint(err, "run 'box --check' to see what the sandbox needs here")
+		}
+		s.ServeControl(ctl)
+		fmt.Fprintf(stderr, "box: allowlist: run %s allows %d pattern(s); refusals are logged to %s (inside: ~/.claude/%s); allow more while it runs: box allow --run %s NAME\n",
+			p.Policy.RunID, len(ps), p.NetLog, RefusalsFile, p.Policy.RunID)
+		return func() {
+			s.Close()
+			for _, c := range closers {
+				c()
+			}
+			if sum := lg.Summary(); sum != "" {
+				fmt.Fprintf(stderr, "box: allowlist: %s (log: %s)\n", sum, p.NetLog)
+			}
+		}, nil
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package bwrap
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The agent's copy of the log is created fresh in the hostile instance directory: a
+// planted link (to an operator file) is replaced, never written through, and a directory
+// that is itself a link is refused.
+func TestCreateInInstance(t *testing.T) {
+	dir := t.TempDir()
+	claude := filepath.Join(dir, ".claude")
+	os.Mkdir(claude, 0o700)
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("operator data\n"), 0o600)
+	os.Symlink(victim, filepath.Join(claude, RefusalsFile))
+	f, err := createInInstance(claude, RefusalsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("line\n")
+	f.Close()
+	if b, _ := os.ReadFile(victim); string(b) != "operator data\n" {
+		t.Errorf("written through the planted link: %q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(claude, RefusalsFile)); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("not a fresh regular file: %v %v", fi, err)
+	}
+	link := filepath.Join(dir, "linked")
+	os.Symlink(claude, link)
+	if _, err := createInInstance(link, RefusalsFile); err == nil {
+		t.Errorf("created through a directory link")
+	}
+}
+
+// SANDBOX.md tells the agent what the allowlist allows, where refusals are written and
+// how to ask for more.
+func TestSandboxMDAllowlist(t *testing.T) {
+	md := SandboxMD(Policy{Profile: "p", Template: "t", Network: NetAllowlist, Workdir: "/w",
+		Allow: []string{"github.com", "*.githubusercontent.com", "api.anthropic.com:443"}, RunID: "0123abcd"})
+	for _, want := range []string{"allowlist: only the host names below", "`github.com`, `*.githubusercontent.com`, `api.anthropic.com:443`",
+		"~/.claude/" + RefusalsFile, "box allow --run 0123abcd NAME"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("SANDBOX.md lacks %q:\n%s", want, md)
+		}
+	}
+	if md := SandboxMD(Policy{Network: NetAllowlist}); !strings.Contains(md, "Allowed: nothing.") {
+		t.Errorf("empty allowlist not said:\n%s", md)
+	}
+	if md := SandboxMD(Policy{Network: NetInternet}); strings.Contains(md, RefusalsFile) {
+		t.Errorf("tier internet names the allowlist's file")
+	}
+}

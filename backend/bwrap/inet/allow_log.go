@@ -1,0 +1,123 @@
+package inet
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Event kinds of the allowlist tier's log.
+const (
+	EventRefused    = "refused"     // a connection the proxy did not make
+	EventRefusedDNS = "refused-dns" // a name DNS inside did not answer
+	EventAllowed    = "allowed"     // the operator allowed a pattern while the sandbox ran
+)
+
+// Event is one line of the log: when, what, the name (or "-"), the address and port the
+// sandbox asked for (or "-"), and why.
+type Event struct {
+	Time   time.Time
+	Kind   string
+	Name   string
+	Addr   string // ADDR:PORT, or "" when there is none (DNS)
+	Reason string
+}
+
+// String is the event's log line: TIME KIND NAME ADDR:PORT REASON, space separated, with
+// "-" for an empty field, so `awk '{print $3}'` lists the names.
+func (e Event) String() string {
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	return fmt.Sprintf("%s %s %s %s %s", e.Time.UTC().Format(time.RFC3339), e.Kind, dash(e.Name), dash(e.Addr), e.Reason)
+}
+
+// MaxLogLines bounds what one run writes: a sandbox refused in a loop must not fill the
+// operator's disk. Later events are counted, not written.
+const MaxLogLines = 20000
+
+// Log records the tier's events to every writer (the operator's per-run log, the copy in
+// the sandbox's ~/.claude) and keeps the counts for the end-of-run summary.
+type Log struct {
+	mu      sync.Mutex
+	writers []io.Writer
+	now     func() time.Time
+	refused map[string]int // name (or address) -> refusals
+	total   int
+	lines   int
+}
+
+// NewLog writes every event, one line each, to ws.
+func NewLog(ws ...io.Writer) *Log {
+	return &Log{writers: ws, now: time.Now, refused: map[string]int{}}
+}
+
+// Record stamps e with the time (when unset) and writes it.
+func (l *Log) Record(e Event) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.Time.IsZero() {
+		e.Time = l.now()
+	}
+	line := e.String() + "\n"
+	l.lines++
+	switch {
+	case l.lines == MaxLogLines:
+		line = fmt.Sprintf("%s log-full - - %d lines written; further events are counted, not written\n", e.Time.UTC().Format(time.RFC3339), MaxLogLines-1)
+		fallthrough
+	case l.lines < MaxLogLines:
+		for _, w := range l.writers {
+			io.WriteString(w, line) // best effort: the sandbox may have removed its copy
+		}
+	}
+	if e.Kind == EventRefused || e.Kind == EventRefusedDNS {
+		key := e.Name
+		if key == "" {
+			key = e.Addr
+		}
+		l.refused[key]++
+		l.total++
+	}
+}
+
+// Refused is how many refusals were recorded.
+func (l *Log) Refused() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
+}
+
+// Summary is the end-of-run line: how many refusals, for which names, most first (empty
+// when there were none).
+func (l *Log) Summary() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.total == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(l.refused))
+	for k := range l.refused {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if a, b := l.refused[keys[i]], l.refused[keys[j]]; a != b {
+			return a > b
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " (" + strconv.Itoa(l.refused[k]) + ")"
+	}
+	return fmt.Sprintf("refused %d: %s", l.total, strings.Join(parts, ", "))
+}
