@@ -98,6 +98,9 @@ func (e *env) remoteName() string {
 	return e.getenv("BOX_REMOTE")
 }
 
+// boxFlags are the flags that name boxes (and so may carry a REMOTE: prefix).
+var boxFlags = map[string][]string{"new": {"name", "from"}, "import": {"name"}}
+
 // boxArgIndexes are the positions of a verb's arguments that name boxes (and so may
 // carry a REMOTE: prefix). Files, labels, ports and commands are never rewritten.
 func boxArgIndexes(cmd *cobra.Command, args []string) []int {
@@ -115,8 +118,7 @@ func boxArgIndexes(cmd *cobra.Command, args []string) []int {
 	}
 }
 
-// remotePrefixes strips REMOTE: from a verb's box arguments (and box new's --name and
-// --from), in place, and sets the remote from it. Two different remotes in one
+// remotePrefixes strips REMOTE: from a verb's box arguments (and boxFlags), in place, and sets the remote from it. Two different remotes in one
 // command, or a prefix that contradicts --remote, are usage errors: box never moves a
 // box between daemons.
 func (e *env) remotePrefixes(cmd *cobra.Command, args []string) error {
@@ -146,8 +148,8 @@ func (e *env) remotePrefixes(cmd *cobra.Command, args []string) error {
 		}
 		args[i] = v
 	}
-	if cmd.Name() == "new" {
-		for _, name := range []string{"name", "from"} {
+	if flags := boxFlags[cmd.Name()]; flags != nil {
+		for _, name := range flags {
 			f := cmd.Flags().Lookup(name)
 			if f == nil || f.Value.String() == "" {
 				continue

@@ -74,3 +74,20 @@ func TestRemotePrefixOnNewFlags(t *testing.T) {
 		t.Errorf("name %q from %q remote %q", n, f, e.remote)
 	}
 }
+
+func TestRemotePrefixOnImportName(t *testing.T) {
+	e := newEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	e.getenv = func(string) string { return "" }
+	root := newRoot(e)
+	cmd, rest, _ := root.Find([]string{"import", "lab:file.tar", "--name", "lab:x"})
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Fatal(err)
+	}
+	args := cmd.Flags().Args()
+	if err := e.remotePrefixes(cmd, args); err != nil {
+		t.Fatal(err)
+	}
+	if n := cmd.Flags().Lookup("name").Value.String(); n != "x" || e.remote != "lab" || args[0] != "lab:file.tar" {
+		t.Errorf("name %q remote %q file %q: the file is never rewritten", n, e.remote, args[0])
+	}
+}
