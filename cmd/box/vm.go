@@ -200,6 +200,10 @@ func splitDash(cmd *cobra.Command, args []string, needDash bool) (box string, re
 func placementPool(ctx context.Context, e *env, c *incus.Client, placement string) (string, error) {
 	pool, err := c.RootPool(ctx, placement)
 	if err != nil {
+		if incus.IsNotFound(err) && c.RemoteName() != "" {
+			return "", withHint(fmt.Errorf("placement profile %q does not exist on remote %s", placement, c.RemoteName()),
+				"build the stack there with 'box setup-host --remote "+c.RemoteName()+"', or name an existing profile in $"+boxes.PlacementEnv)
+		}
 		if incus.IsNotFound(err) {
 			return "", withHint(fmt.Errorf("placement profile %q does not exist in incusd", placement),
 				"set up the host with 'box setup-host', or name an existing profile in $"+boxes.PlacementEnv)
