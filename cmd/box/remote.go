@@ -52,7 +52,13 @@ func addRemoteFlags(root *cobra.Command, e *env) {
 	}
 	for _, name := range localVerbs {
 		if cmd := find(name); cmd != nil {
-			cmd.PreRunE = func(cmd *cobra.Command, args []string) error { return e.refuseRemote(cmd) }
+			prev := cmd.PreRunE
+			cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
+				if err := e.refuseRemote(cmd); err != nil || prev == nil {
+					return err
+				}
+				return prev(cmd, args)
+			}
 		}
 	}
 	for _, name := range remoteVerbs {
@@ -66,13 +72,17 @@ func addRemoteFlags(root *cobra.Command, e *env) {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		})
 		vm := cmd.GroupID == groupVM
+		prev := cmd.PreRunE // a verb's own, kept
 		cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
 			if vm {
 				if err := e.remotePrefixes(cmd, args); err != nil {
 					return err
 				}
 			}
-			return e.checkRemote()
+			if err := e.checkRemote(); err != nil || prev == nil {
+				return err
+			}
+			return prev(cmd, args)
 		}
 		if cmd.Name() == "new" {
 			cmd.Flags().StringVar(&e.target, "target", "", "the cluster member to place the box on (Incus's target; a cluster remote only)")
