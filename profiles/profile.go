@@ -44,7 +44,17 @@ type Profile struct {
 	CPU             string   `toml:"cpu"`
 	Memory          string   `toml:"memory"`
 	Disk            string   `toml:"disk"`
+	// Pids bounds the processes and threads of a box (bwrap: the sandbox; vm:
+	// limits.processes of a container). nil: the default.
+	Pids *int `toml:"pids"`
 }
+
+// Pids bounds: fewer than MinPids tasks cannot run a shell and its tools; MaxPids is the
+// kernel's own ceiling (PID_MAX_LIMIT).
+const (
+	MinPids = 16
+	MaxPids = 4194304
+)
 
 // Mount is an extra host path made visible in a bwrap sandbox.
 type Mount struct {
@@ -179,6 +189,9 @@ func (p *Profile) Validate() error {
 		if err := templates.ValidSize("disk", p.Disk); err != nil {
 			return err
 		}
+	}
+	if p.Pids != nil && (*p.Pids < MinPids || *p.Pids > MaxPids) {
+		return fmt.Errorf("pids %d: want a number of processes from %d to %d", *p.Pids, MinPids, MaxPids)
 	}
 	return nil
 }

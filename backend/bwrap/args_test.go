@@ -29,6 +29,9 @@ func baseSpec() Spec {
 		Tools:       []Tool{{Name: "bash", Path: "/usr/bin/bash"}},
 		Hostname:    "box",
 		InfoFD:      InfoFD,
+		BlockFD:     BlockFD,
+		Limits:      Limits{Pids: DefaultPids, Memory: 8 << 30},
+		Tmpfs:       TmpfsFor(8 << 30),
 	}
 }
 
@@ -37,7 +40,7 @@ func TestArgsGolden(t *testing.T) {
 		"none": func(s *Spec) {},
 		"full": func(s *Spec) { s.Network = NetFull },
 		"internet": func(s *Spec) {
-			s.Network, s.BlockFD, s.ResolvConf = NetInternet, BlockFD, "/home/op/.local/share/box/run/resolv.conf"
+			s.Network, s.ResolvConf = NetInternet, "/home/op/.local/share/box/run/resolv.conf"
 		},
 		"mounts-tools-auth": func(s *Spec) {
 			s.Mounts = []Mount{{Src: "/home/op/data", Dst: "/data"}, {Src: "/home/op/cache", Dst: "/home/op/cache", RW: true}}

@@ -51,6 +51,10 @@ func Gather(r Request, o Outside) (Facts, error) {
 		real, err := filepath.EvalSymlinks(src)
 		f.Mounts[src] = MountFact{Real: real, Err: err}
 	}
+	if f.MemTotal, err = HostMemory(); err != nil {
+		return f, fmt.Errorf("limits: %w", err)
+	}
+	f.Cgroup = DetectCgroup(f.Euid)
 	if r.Profile.AuthPassthrough {
 		for _, rel := range ClaudeCredentials {
 			if p := filepath.Join(o.Home, rel); fileExists(p) {

@@ -72,6 +72,8 @@ type Facts struct {
 	// AuthFiles are the host credential files that exist, when the profile asks for
 	// auth passthrough.
 	AuthFiles []string
+	MemTotal  int64  // the host's RAM, bytes: the default memory limit is half of it
+	Cgroup    Cgroup // where the user may make cgroups (DetectCgroup)
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -95,6 +97,7 @@ type Plan struct {
 	Vars      []envaudit.Var
 	Findings  []envaudit.Finding
 	Policy    Policy
+	Enforce   Enforcement // how Spec.Limits are held here
 	Warnings  []string
 	AllowRoot bool
 }
@@ -234,6 +237,12 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
 		Command: command, Hostname: "box",
 	}
+	var err error
+	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Cgroup, f.Euid); err != nil {
+		return nil, err
+	}
+	p.Spec.Tmpfs = TmpfsFor(p.Spec.Limits.Memory)
+	p.Warnings = append(p.Warnings, p.Enforce.Unenforced...)
 	return p, nil
 }
 

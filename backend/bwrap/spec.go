@@ -33,6 +33,10 @@ type Spec struct {
 	Hostname    string   // "" leaves the default
 	InfoFD      int      // > 0: bwrap --info-fd (the exec layer reads the child pid)
 	BlockFD     int      // > 0: bwrap --block-fd (the sandbox waits until released)
+	// Limits are applied by the exec layer to the sandbox's pid 1 before it is released
+	// (so BlockFD is required); Tmpfs sizes every scratch mount (bwrap --size).
+	Limits Limits
+	Tmpfs  Tmpfs
 }
 
 // Mount is one extra bind.
