@@ -100,6 +100,8 @@ type Probe struct {
 	// Scratch (writes): the target lies in the sandbox's own scratch space (a tmpfs), where
 	// a write may succeed; only a write that reaches the host is a breach.
 	Scratch bool `json:"scratch,omitempty"`
+	// Limit is the bound a limits probe pushes past (tasks or bytes).
+	Limit int64 `json:"limit,omitempty"`
 }
 
 // Plan is what the inside runs. It holds names, paths and addresses, never a value of the
@@ -146,6 +148,7 @@ type Input struct {
 	HostPort        int      // 0 = the ports Facts.Listening found
 	LANTargets      []string // extra LAN targets, ADDR:PORT
 	Nonce           string   // makes write probes' file names unique
+	Limits          Limits   // the sandbox's pids, memory and tmpfs bounds (none: no rows)
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
@@ -418,6 +421,11 @@ func BuildPlan(in Input) (Plan, error) {
 		ab.Skip = "no listening abstract socket on host"
 	}
 	add(ab)
+
+	// Limits: what a tenant does to take the host's pids, memory and RAM-backed disk.
+	for _, pr := range limitProbes(in.Limits, in.Nonce) {
+		add(pr)
+	}
 	return p, nil
 }
 

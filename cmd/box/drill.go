@@ -146,7 +146,8 @@ func runDrill(e *env, o *drillOptions) error {
 		Environ: environ, Entered: entered, AuthPassthrough: p.Profile.AuthPassthrough,
 		Facts:       drill.Gather(p.Spec.Home, os.Getuid(), environ),
 		InternetURL: o.internetURL, HostPort: o.hostPort, LANTargets: o.lan,
-		Nonce: hex.EncodeToString(nonce),
+		Nonce:  hex.EncodeToString(nonce),
+		Limits: drillLimits(p.Spec),
 	})
 	if err != nil {
 		return err
@@ -192,4 +193,12 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	fmt.Fprintf(e.stderr, "box: drill (%s): %s\n", what, drill.Summary(results))
 	return nil
+}
+
+// drillLimits are the bounds of the drilled sandbox, as the resolver set them.
+func drillLimits(s bwrap.Spec) drill.Limits {
+	return drill.Limits{Pids: s.Limits.Pids, Memory: s.Limits.Memory, Tmpfs: []drill.TmpfsBound{
+		{Path: "/tmp", Size: s.Tmpfs.Tmp}, {Path: "/var/tmp", Size: s.Tmpfs.VarTmp},
+		{Path: "/dev/shm", Size: s.Tmpfs.Shm}, {Path: s.Home, Size: s.Tmpfs.Home},
+	}}
 }

@@ -10,6 +10,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/internal/testenv"
 )
 
@@ -295,6 +297,27 @@ func TestLimitsCgroup(t *testing.T) {
 	if r.code != 137 || strings.Contains(r.stdout, "allocated") ||
 		!strings.Contains(r.stderr, "box: warning: the sandbox reached its memory limit (256MiB): the kernel killed 1 process(es)") {
 		t.Errorf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The drill, in the same cgroup: its limits rows hold, the memory one by the OOM
+	// killer (the mapping itself is not refused: no RLIMIT_DATA under a cgroup).
+	r = rig.run(w, "drill", "--backend", "bwrap", "-p", "small", "--json")
+	var rows []drill.Result
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatalf("drill: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	seen := 0
+	for _, x := range rows {
+		if x.Group != "limits" {
+			continue
+		}
+		seen++
+		t.Logf("drill in the cgroup: %s %s %q", x.ID, x.Status, x.Observed)
+		if x.Status != drill.Pass || x.ID == "limits:memory" && !strings.Contains(x.Observed, "killed") {
+			t.Errorf("%s: %s %q", x.ID, x.Status, x.Observed)
+		}
+	}
+	if seen != 6 {
+		t.Errorf("%d limits rows, want 6", seen)
 	}
 	// tmpfs pages are memory too: they are charged to the sandbox's cgroup, and the
 	// tmpfs sizes still hold.
