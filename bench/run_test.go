@@ -71,7 +71,7 @@ func parseDryRun(b *testing.B, out []byte) []string {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		line := strings.TrimSuffix(strings.TrimSpace(sc.Text()), " \\")
-		if line == "bwrap" || strings.HasPrefix(line, "env:") {
+		if line == "bwrap" || strings.HasPrefix(line, "env:") || strings.HasPrefix(line, "limits:") {
 			continue
 		}
 		for len(line) > 0 {
@@ -103,20 +103,27 @@ func parseDryRun(b *testing.B, out []byte) []string {
 	return args
 }
 
-// runBare runs bwrap with box's own argv, giving it the info fd that argv names.
+// runBare runs bwrap with box's own argv, giving it the info and block fds that argv
+// names (the block fd already released: bare bwrap applies no limits).
 func (r *rig) runBare(b *testing.B) {
 	rd, wr, _ := os.Pipe()
+	br, bw, _ := os.Pipe()
+	bw.Write([]byte{1})
+	bw.Close()
 	c := r.cmd("bwrap", r.bareArgs...)
-	c.ExtraFiles = []*os.File{wr}
+	c.ExtraFiles = []*os.File{wr, br}
 	if err := c.Run(); err != nil {
 		b.Fatal(err)
 	}
 	wr.Close()
 	rd.Close()
+	br.Close()
 }
 
-func (r *rig) runBox(b *testing.B) int64 {
-	c := r.cmd(r.box, "run", "-y", "--", "true")
+func (r *rig) runBox(b *testing.B) int64 { return r.runBinary(b, r.box) }
+
+func (r *rig) runBinary(b *testing.B, box string) int64 {
+	c := r.cmd(box, "run", "-y", "--", "true")
 	if out, err := c.CombinedOutput(); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
@@ -160,4 +167,28 @@ func BenchmarkRunRatio(b *testing.B) {
 	b.ReportMetric(float64(tBare.Microseconds())/float64(b.N), "bare-µs/op")
 	b.ReportMetric(float64(tBox.Microseconds())/float64(b.N), "box-µs/op")
 	b.ReportMetric(float64(rss), "box-peak-RSS-KiB")
+}
+
+// BenchmarkRunBaseline alternates box with another build of box named by
+// $BOX_BENCH_BASELINE (e.g. main's, built the same way), to measure what a change costs:
+// box/baseline is the ratio of their wall times on the same machine in the same run.
+func BenchmarkRunBaseline(b *testing.B) {
+	base := os.Getenv("BOX_BENCH_BASELINE")
+	if base == "" {
+		b.Skip("set BOX_BENCH_BASELINE to a box binary to compare with")
+	}
+	r := setup(b)
+	var tBox, tBase time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		r.runBinary(b, base)
+		t1 := time.Now()
+		r.runBox(b)
+		tBox += time.Since(t1)
+		tBase += t1.Sub(t0)
+	}
+	b.ReportMetric(float64(tBox)/float64(tBase), "box/baseline")
+	b.ReportMetric(float64(tBase.Microseconds())/float64(b.N), "baseline-µs/op")
+	b.ReportMetric(float64(tBox.Microseconds())/float64(b.N), "box-µs/op")
 }
