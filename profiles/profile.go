@@ -51,9 +51,12 @@ type Profile struct {
 
 // Pids bounds: fewer than MinPids tasks cannot run a shell and its tools; MaxPids is the
 // kernel's own ceiling (PID_MAX_LIMIT).
+// DefaultPids is the bound when a profile names none (bwrap sandboxes and vm
+// containers alike).
 const (
-	MinPids = 16
-	MaxPids = 4194304
+	MinPids     = 16
+	MaxPids     = 4194304
+	DefaultPids = 4096
 )
 
 // Mount is an extra host path made visible in a bwrap sandbox.

@@ -3,6 +3,8 @@ package bwrap
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/heavy-duty/box/profiles"
 )
 
 // Limits bound what one sandbox can take from the host. Every field is required: a
@@ -35,7 +37,7 @@ func pageDown(n int64) int64 { return n &^ 4095 }
 
 // Defaults protect the host when a profile names no limit.
 const (
-	DefaultPids = 4096
+	DefaultPids = profiles.DefaultPids
 	// MinMemory is the smallest memory limit box accepts: below it a shell and its
 	// tools fail in ways that look like bugs of their own.
 	MinMemory = 64 << 20
