@@ -63,8 +63,12 @@ func DetectCgroup(uid int) Cgroup {
 	return detectCgroup(self, mounts, uid, owned)
 }
 
-// owned reports whether dir and its cgroup.procs belong to uid.
+// owned reports whether dir and its cgroup.procs belong to uid, and dir can be written
+// (a cgroupfs mounted read-only, as in many containers, cannot take a child).
 func owned(dir string, uid int) bool {
+	if unix.Access(dir, unix.W_OK) != nil {
+		return false
+	}
 	for _, p := range []string{dir, filepath.Join(dir, "cgroup.procs")} {
 		fi, err := os.Stat(p)
 		if err != nil {

@@ -111,3 +111,14 @@ func TestParseMemTotal(t *testing.T) {
 		t.Error("no MemTotal accepted")
 	}
 }
+
+// BenchmarkLimitFacts: what finding the limit mechanism adds to every launch (reading
+// /proc/self/cgroup, mountinfo and meminfo, a few stats).
+func BenchmarkLimitFacts(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		DetectCgroup(os.Geteuid())
+		if _, err := HostMemory(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

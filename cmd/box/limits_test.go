@@ -191,10 +191,10 @@ func TestLimitsTmpfs(t *testing.T) {
 // A cgroup v1 subtree root prepares and gives to the test user, in the pids and memory
 // hierarchies, under the test's own cgroups (nothing outside them is touched).
 type cgroupRig struct {
-	dirs []string // pids, memory
+	dirs []string // one per controller, in order
 }
 
-func prepareCgroup(t *testing.T, uid, gid int) cgroupRig {
+func prepareCgroup(t *testing.T, uid, gid int, controllers ...string) cgroupRig {
 	t.Helper()
 	testenv.RequireRoot(t)
 	self, err := os.ReadFile("/proc/self/cgroup")
@@ -212,7 +212,7 @@ func prepareCgroup(t *testing.T, uid, gid int) cgroupRig {
 	}
 	var rig cgroupRig
 	name := fmt.Sprintf("box-test-%d", os.Getpid())
-	for _, c := range []string{"pids", "memory"} {
+	for _, c := range controllers {
 		mount := "/sys/fs/cgroup/" + c
 		if _, err := os.Stat(filepath.Join(mount, "cgroup.procs")); err != nil || own[c] == "" {
 			testenv.Skip(t, "needs the cgroup v1 "+c+" hierarchy at "+mount)
@@ -275,7 +275,7 @@ func (rig cgroupRig) run(w *world, args ...string) result {
 func TestLimitsCgroup(t *testing.T) {
 	testenv.RequireTool(t, "setpriv")
 	w := limitsWorld(t)
-	rig := prepareCgroup(t, w.uid, w.gid)
+	rig := prepareCgroup(t, w.uid, w.gid, "pids", "memory")
 
 	r := rig.run(w, "--check")
 	if !strings.Contains(r.stdout, "ok    limits           cgroup1 (your cgroup "+rig.dirs[0]+")") {
@@ -324,6 +324,61 @@ func TestLimitsCgroup(t *testing.T) {
 	r = rig.run(w, "run", "-y", "-p", "small", "--", "sh", "-c", `head -c 100M /dev/zero > /tmp/fill; echo "rc=$?"`)
 	if !strings.Contains(r.stdout, "rc=1") || !strings.Contains(r.stderr, "No space left on device") {
 		t.Errorf("tmpfs under the cgroup:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+// With the cpu controller delegated too, the sandbox's own cgroup holds all three
+// limits while it runs, and is gone when it has ended.
+func TestLimitsCgroupFiles(t *testing.T) {
+	testenv.RequireTool(t, "setpriv")
+	w := limitsWorld(t)
+	w.write(filepath.Join(w.home, ".config/box/profiles/cpu1.toml"), "pids = 100\nmemory = \"512MiB\"\ncpu = \"1\"\n")
+	rig := prepareCgroup(t, w.uid, w.gid, "pids", "memory", "cpu")
+	c := rig.cmd(w, "run", "-y", "-p", "cpu1", "--", "sh", "-c", "echo up; read x")
+	stdin, _ := c.StdinPipe()
+	stdout, _ := c.StdoutPipe()
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Process.Kill()
+	// The command runs only once it is under its limits: when it says "up", they hold.
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "up\n" {
+		t.Fatalf("%q %v\n%s", line, err, stderr.String())
+	}
+	want := map[string]string{"pids.max": "100", "memory.limit_in_bytes": "536870912", "cpu.cfs_quota_us": "100000", "cpu.cfs_period_us": "100000"}
+	for _, d := range rig.dirs {
+		sub, _ := filepath.Glob(filepath.Join(d, "box-*"))
+		if len(sub) != 1 {
+			t.Fatalf("%s: sandbox cgroups %v, want one", d, sub)
+		}
+		procs, _ := os.ReadFile(filepath.Join(sub[0], "cgroup.procs"))
+		if len(strings.Fields(string(procs))) < 2 {
+			t.Errorf("%s holds %q, want the sandbox's processes", sub[0], procs)
+		}
+		for f, v := range want {
+			if b, err := os.ReadFile(filepath.Join(sub[0], f)); err == nil && strings.TrimSpace(string(b)) != v {
+				t.Errorf("%s/%s = %q, want %s", sub[0], f, b, v)
+			} else if err == nil {
+				delete(want, f)
+			}
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("not written: %v", want)
+	}
+	io.WriteString(stdin, "\n")
+	if err := c.Wait(); err != nil {
+		t.Errorf("box: %v\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "not enforced") {
+		t.Errorf("a limit reported as not enforced:\n%s", stderr.String())
+	}
+	for _, d := range rig.dirs {
+		if sub, _ := filepath.Glob(filepath.Join(d, "box-*")); len(sub) != 0 {
+			t.Errorf("left behind: %v", sub)
+		}
 	}
 }
 
