@@ -55,6 +55,19 @@ func (p *Plan) LimitsLine() string {
 		l.Pids, humanBytes(l.Memory), cpu, humanBytes(t.Tmp), humanBytes(t.VarTmp), humanBytes(t.Shm), humanBytes(t.Home), humanBytes(t.Sum()), e.Describe())
 }
 
+// limitsText tells the agent its limits (SANDBOX.md): an ENOSPC in /tmp or a refused
+// fork is the sandbox's bound, not a broken machine.
+func limitsText(l Limits, t Tmpfs) string {
+	cpu := "all the host's CPUs"
+	if l.CPU > 0 {
+		cpu = strconv.Itoa(l.CPU) + " CPU(s)' worth of time"
+	}
+	return fmt.Sprintf("At most %d processes and threads at once, %s of memory, %s. The scratch space is held in memory and small: "+
+		"`/tmp` %s, `$HOME` %s, `/var/tmp` %s, `/dev/shm` %s; put large files in the working directory (on disk). "+
+		"Past these, a fork fails (EAGAIN), an allocation fails (ENOMEM) or its process is killed, a write fails (ENOSPC).",
+		l.Pids, humanBytes(l.Memory), cpu, humanBytes(t.Tmp), humanBytes(t.Home), humanBytes(t.VarTmp), humanBytes(t.Shm))
+}
+
 // humanBytes prints n in the largest binary unit that keeps one decimal honest.
 func humanBytes(n int64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}

@@ -242,6 +242,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		return nil, err
 	}
 	p.Spec.Tmpfs = TmpfsFor(p.Spec.Limits.Memory)
+	p.Policy.Limits = limitsText(p.Spec.Limits, p.Spec.Tmpfs)
 	p.Warnings = append(p.Warnings, p.Enforce.Unenforced...)
 	return p, nil
 }

@@ -169,6 +169,9 @@ func TestResolveLimits(t *testing.T) {
 	if !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "cpu = 2 is not enforced") }) {
 		t.Errorf("warnings %q", p.Warnings)
 	}
+	if !strings.Contains(SandboxMD(p.Policy), "## Limits\n\nAt most 100 processes and threads at once, 1GiB of memory, 2 CPU(s)' worth of time. The scratch space is held in memory and small: `/tmp` 256MiB") {
+		t.Errorf("SANDBOX.md:\n%s", SandboxMD(p.Policy))
+	}
 	if !strings.Contains(p.LimitsLine(), "pids 100, memory 1GiB, cpu 2") {
 		t.Errorf("line %q", p.LimitsLine())
 	}
