@@ -3,6 +3,7 @@ package bwrap
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -120,5 +121,35 @@ func BenchmarkLimitFacts(b *testing.B) {
 		if _, err := HostMemory(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The cgroup v2 files box writes, in a directory standing for a delegated subtree (this
+// machine's cgroup2 has no controllers; the v1 path runs for real in cmd/box).
+func TestEnforcerV2Files(t *testing.T) {
+	parent := t.TempDir()
+	cg := Cgroup{Version: 2, Parent: map[string]string{"pids": parent, "memory": parent, "cpu": parent}}
+	e := PlanEnforcement(Limits{Pids: 300, Memory: 1 << 30, CPU: 2}, cg, 1000)
+	if e.Mechanism != MechCgroup2 || len(e.Unenforced) != 0 {
+		t.Fatalf("%+v", e)
+	}
+	x, err := e.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(parent, "box-"+strconv.Itoa(os.Getpid()))
+	if err := x.Attach(4242); err != nil {
+		t.Fatal(err)
+	}
+	for f, want := range map[string]string{"pids.max": "300", "memory.max": "1073741824", "memory.swap.max": "0",
+		"cpu.max": "200000 100000", "cgroup.procs": "4242"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || string(b) != want {
+			t.Errorf("%s = %q (%v), want %q", f, b, err, want)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "memory.events"), []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "pids.events"), []byte("max 7\n"), 0o644)
+	if o := x.Finish(); o.OOMKills != 1 || o.PidsMax != 7 {
+		t.Errorf("outcome %+v", o)
 	}
 }
