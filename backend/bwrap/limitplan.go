@@ -41,7 +41,11 @@ func resolveLimits(prof *profiles.Profile, memTotal int64, cg Cgroup, euid int) 
 	if l.Memory < MinMemory {
 		return l, Enforcement{}, fmt.Errorf("limits: the host's RAM is unknown (%d bytes), so no default memory limit can be set", memTotal)
 	}
-	return l, PlanEnforcement(l, cg, euid), nil
+	e := PlanEnforcement(l, cg, euid)
+	if prof.Disk != "" {
+		e.Unenforced = append(e.Unenforced, fmt.Sprintf("disk = %q is not enforced: it sizes a vm box's root disk; a bwrap sandbox writes to your own disk (the working directory)", prof.Disk))
+	}
+	return l, e, nil
 }
 
 // LimitsLine is the dry run's account of a plan's limits.

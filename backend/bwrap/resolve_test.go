@@ -175,6 +175,12 @@ func TestResolveLimits(t *testing.T) {
 	if !strings.Contains(p.LimitsLine(), "pids 100, memory 1GiB, cpu 2") {
 		t.Errorf("line %q", p.LimitsLine())
 	}
+	// disk is a vm resource: said, not silently dropped.
+	r = testRequest()
+	r.Profile.Disk = "20GiB"
+	if p, _ = Resolve(r, testFacts()); !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, `disk = "20GiB" is not enforced`) }) {
+		t.Errorf("warnings %q", p.Warnings)
+	}
 	// A template's resources are the vm backend's: they do not size the sandbox.
 	r = testRequest()
 	r.Template.Memory = "2GiB"
