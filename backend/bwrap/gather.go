@@ -2,6 +2,8 @@ package bwrap
 
 import (
 	"fmt"
+
+	"golang.org/x/sys/unix"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -55,6 +57,10 @@ func Gather(r Request, o Outside) (Facts, error) {
 		return f, fmt.Errorf("limits: %w", err)
 	}
 	f.Cgroup = DetectCgroup(f.Euid)
+	var nproc unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &nproc) == nil && nproc.Cur != unix.RLIM_INFINITY {
+		f.Nproc = nproc.Cur
+	}
 	if r.Profile.AuthPassthrough {
 		for _, rel := range ClaudeCredentials {
 			if p := filepath.Join(o.Home, rel); fileExists(p) {

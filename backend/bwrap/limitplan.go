@@ -15,10 +15,21 @@ import (
 // else the defaults (all CPUs, half the host's RAM, DefaultPids tasks), and how
 // they are held here. (A template's resources are the vm backend's.) A limit that
 // cannot be applied comes back in Enforcement.Unenforced, which box reports.
-func resolveLimits(prof *profiles.Profile, memTotal int64, cg Cgroup, euid int) (Limits, Enforcement, error) {
+//
+// The sandbox's tasks also count toward the user's own RLIMIT_NPROC on the host (nproc;
+// RHEL-like systems set 4096): the default takes at most half of it, so the user's other
+// sessions keep room to fork, and a profile's pids above it is said to be capped.
+func resolveLimits(prof *profiles.Profile, memTotal int64, nproc uint64, cg Cgroup, euid int) (Limits, Enforcement, error) {
 	l := Limits{Pids: DefaultPids, Memory: DefaultMemory(memTotal)}
+	var notes []string
+	if nproc > 0 && nproc/2 < uint64(l.Pids) {
+		l.Pids = max(MinPids, int(nproc/2))
+	}
 	if prof.Pids != nil {
 		l.Pids = *prof.Pids
+		if nproc > 0 && uint64(l.Pids) >= nproc {
+			notes = append(notes, fmt.Sprintf("pids = %d is capped by your own process limit (ulimit -u %d), which the sandbox's tasks share with your other processes", l.Pids, nproc))
+		}
 	}
 	mem, cpu := prof.Memory, prof.CPU
 	if mem != "" {
@@ -42,6 +53,7 @@ func resolveLimits(prof *profiles.Profile, memTotal int64, cg Cgroup, euid int) 
 		return l, Enforcement{}, fmt.Errorf("limits: the host's RAM is unknown (%d bytes), so no default memory limit can be set", memTotal)
 	}
 	e := PlanEnforcement(l, cg, euid)
+	e.Unenforced = append(e.Unenforced, notes...)
 	if prof.Disk != "" {
 		e.Unenforced = append(e.Unenforced, fmt.Sprintf("disk = %q is not enforced: it sizes a vm box's root disk; a bwrap sandbox writes to your own disk (the working directory)", prof.Disk))
 	}

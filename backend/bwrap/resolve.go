@@ -74,6 +74,9 @@ type Facts struct {
 	AuthFiles []string
 	MemTotal  int64  // the host's RAM, bytes: the default memory limit is half of it
 	Cgroup    Cgroup // where the user may make cgroups (DetectCgroup)
+	// Nproc is box's own RLIMIT_NPROC (0: unlimited): the sandbox's tasks count toward
+	// it on the host as well.
+	Nproc uint64
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -238,7 +241,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Command: command, Hostname: "box",
 	}
 	var err error
-	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Cgroup, f.Euid); err != nil {
+	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
 		return nil, err
 	}
 	p.Spec.Tmpfs = TmpfsFor(p.Spec.Limits.Memory)

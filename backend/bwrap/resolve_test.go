@@ -175,6 +175,19 @@ func TestResolveLimits(t *testing.T) {
 	if !strings.Contains(p.LimitsLine(), "pids 100, memory 1GiB, cpu 2") {
 		t.Errorf("line %q", p.LimitsLine())
 	}
+	// A low RLIMIT_NPROC of the user's own: the default takes half; a profile's pids above
+	// it is said to be capped.
+	f := testFacts()
+	f.Nproc = 1024
+	if p, _ = Resolve(testRequest(), f); p.Spec.Limits.Pids != 512 || len(p.Warnings) != 0 {
+		t.Errorf("pids %d with ulimit -u 1024, warnings %q", p.Spec.Limits.Pids, p.Warnings)
+	}
+	r = testRequest()
+	big := 2048
+	r.Profile.Pids = &big
+	if p, _ = Resolve(r, f); p.Spec.Limits.Pids != 2048 || !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "capped by your own process limit (ulimit -u 1024)") }) {
+		t.Errorf("pids %d, warnings %q", p.Spec.Limits.Pids, p.Warnings)
+	}
 	// disk is a vm resource: said, not silently dropped.
 	r = testRequest()
 	r.Profile.Disk = "20GiB"
@@ -193,7 +206,7 @@ func TestResolveLimits(t *testing.T) {
 	if _, err := Resolve(r, testFacts()); err == nil {
 		t.Error("1MiB accepted")
 	}
-	f := testFacts()
+	f = testFacts()
 	f.MemTotal = 0
 	if _, err := Resolve(testRequest(), f); err == nil {
 		t.Error("unknown RAM accepted")
