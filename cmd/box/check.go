@@ -46,6 +46,8 @@ func bwrapChecks() []checkResult {
 		}
 	}
 	out = append(out, userNSCheck(bin), limitsCheck(bwrap.DetectCgroup(os.Geteuid()), os.Geteuid()))
+	out = append(out, userNSCheck(bin))
+	out = append(out, nixCheck())
 	return append(out, internetChecks()...)
 }
 
