@@ -139,7 +139,32 @@ func ValidInstallable(s string) error {
 	case !strings.Contains(s, "#") || strings.HasSuffix(s, "#"):
 		return fmt.Errorf("installable %q: want a flake reference with an attribute (nixpkgs#jq, path:/srv/tools#fmt) or a /nix/store path", s)
 	}
+	if p, local := InstallablePath(s); local && !strings.HasPrefix(p, "/") {
+		// Relative to where box runs: the working directory, which the sandbox writes.
+		return fmt.Errorf("installable %q: a relative path is read from the working directory, which the sandbox can write (its flake would be evaluated on the host, as you); give an absolute path outside it", s)
+	}
 	return nil
+}
+
+// localSchemes are the flake reference schemes that read a local directory.
+var localSchemes = []string{"path:", "git+file:", "hg+file:", "file:", "tarball+file:", "file+file:", "sourcehut+file:"}
+
+// InstallablePath is the local directory a flake reference reads (before '#', without
+// its scheme and query), when it reads one: "/srv/tools" for path:/srv/tools#fmt, "."
+// for .#fmt. Nix evaluates such a flake on the host, as the operator: box must never take
+// one from a directory the sandbox can write.
+func InstallablePath(s string) (string, bool) {
+	ref, _, _ := strings.Cut(s, "#")
+	ref, _, _ = strings.Cut(ref, "?")
+	for _, sc := range localSchemes {
+		if rest, ok := strings.CutPrefix(ref, sc); ok {
+			return strings.TrimPrefix(rest, "//"), true
+		}
+	}
+	if strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, ".") || strings.HasPrefix(ref, "~") {
+		return ref, true
+	}
+	return "", false
 }
 
 // applyDefaults fills what a profile left empty.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/heavy-duty/box/backend/bwrap/nixpkg"
+	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/profiles"
 	"golang.org/x/sys/unix"
 )
@@ -99,6 +100,15 @@ func gatherNix(r Request, o Outside, pathEnv string, f *Facts) error {
 	if len(r.Profile.Packages) == 0 {
 		return nil
 	}
+	// Before nix reads anything: a flake in a directory the sandbox can write would be
+	// evaluated on the host, as the operator.
+	for _, pk := range r.Profile.Packages {
+		if dir, local := profiles.InstallablePath(pk); local {
+			if err := refuseWritableFlake(pk, resolved(dir), append([]string{f.Workdir}, f.BoxDirs...)); err != nil {
+				return err
+			}
+		}
+	}
 	rl := nixpkg.Realiser{Nix: nixBin, CacheDir: filepath.Join(o.DataHome, "box", "packages"), Environ: o.Environ}
 	outs, _, err := rl.Realise(context.Background(), r.Profile.Packages)
 	if err != nil {
@@ -114,6 +124,18 @@ func gatherNix(r Request, o Outside, pathEnv string, f *Facts) error {
 		f.PackageBins = append(f.PackageBins, bin)
 		for _, e := range ents {
 			f.PackageCommands[e.Name()] = true
+		}
+	}
+	return nil
+}
+
+// refuseWritableFlake refuses an installable whose flake lies in (or holds) a directory
+// the sandbox can write: the working directory, box's own directories.
+func refuseWritableFlake(installable, dir string, writable []string) error {
+	for _, w := range writable {
+		if within(dir, w) || within(w, dir) {
+			return errs.WithHint(fmt.Errorf("profile packages: %s reads %s, in or around %s, which the sandbox can write: its flake would be evaluated on the host, as you", installable, dir, w),
+				"keep the flake outside the working directory (for example ~/tools), or name a package by a registry (nixpkgs#jq)")
 		}
 	}
 	return nil

@@ -81,6 +81,26 @@ func TestNixPackagesOnPath(t *testing.T) {
 	}
 }
 
+// A flake the sandbox can write is never evaluated on the host: the agent would edit it
+// and run code as the operator at the next launch.
+func TestNixPackagesNotFromTheWorkdir(t *testing.T) {
+	w, _ := nixWorld(t)
+	inside := filepath.Join(w.proj, "tools")
+	w.write(filepath.Join(inside, "flake.nix"), `{ outputs = { self }: { packages.x86_64-linux.fmt = builtins.readFile "/etc/hostname"; }; }
+`)
+	w.write(filepath.Join(w.home, ".config/box/profiles/bad.toml"), `packages = ["path:`+inside+`#fmt"]
+`)
+	os.Symlink(inside, filepath.Join(filepath.Dir(w.home), "via-link"))
+	w.write(filepath.Join(w.home, ".config/box/profiles/badlink.toml"), `packages = ["`+filepath.Join(filepath.Dir(w.home), "via-link")+`#fmt"]
+`)
+	for _, p := range []string{"bad", "badlink"} {
+		r := w.run("run", "-y", "--profile", p, "--", "true")
+		if r.code != 1 || !strings.Contains(r.stderr, "which the sandbox can write: its flake would be evaluated on the host") {
+			t.Errorf("profile %s: exit %d\nstderr: %s", p, r.code, r.stderr)
+		}
+	}
+}
+
 func TestNixMinimalPath(t *testing.T) {
 	w, flake := nixWorld(t)
 	w.write(filepath.Join(w.home, ".config/box/profiles/min.toml"), `packages = ["path:`+flake+`#fmt"]
