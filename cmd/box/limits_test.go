@@ -59,15 +59,9 @@ func forkRun(t *testing.T, c *exec.Cmd, check func()) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	stdin, _ := c.StdinPipe()
-	stdout, _ := c.StdoutPipe()
-	var stderr strings.Builder
-	c.Stderr = &stderr
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout, stderr := startPiped(t, c)
 	go func() { <-ctx.Done(); c.Process.Kill() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	line, err := stdout.ReadString('\n')
 	if err != nil {
 		c.Wait()
 		t.Fatalf("no report from the fork loop: %v\n%s", err, stderr.String())
@@ -81,6 +75,19 @@ func forkRun(t *testing.T, c *exec.Cmd, check func()) (int, string) {
 	var n int
 	fmt.Sscanf(line, "forked=%d", &n)
 	return n, strings.TrimSpace(line) + "\n" + stderr.String()
+}
+
+// startPiped starts c with its stdin and stdout as pipes and its stderr collected.
+func startPiped(t *testing.T, c *exec.Cmd) (io.WriteCloser, *bufio.Reader, *strings.Builder) {
+	t.Helper()
+	stdin, _ := c.StdinPipe()
+	stdout, _ := c.StdoutPipe()
+	stderr := &strings.Builder{}
+	c.Stderr = stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stdin, bufio.NewReader(stdout), stderr
 }
 
 // hostSleepers starts n processes of the test user outside any sandbox; they count
@@ -259,17 +266,7 @@ func (rig cgroupRig) cmd(w *world, args ...string) *exec.Cmd {
 
 func (rig cgroupRig) run(w *world, args ...string) result {
 	w.t.Helper()
-	c := rig.cmd(w, args...)
-	var o, e strings.Builder
-	c.Stdout, c.Stderr = &o, &e
-	err := c.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		w.t.Fatal(err)
-	}
-	return result{code, o.String(), e.String()}
+	return runResult(w.t, rig.cmd(w, args...))
 }
 
 func TestLimitsCgroup(t *testing.T) {
@@ -335,16 +332,10 @@ func TestLimitsCgroupFiles(t *testing.T) {
 	w.write(filepath.Join(w.home, ".config/box/profiles/cpu1.toml"), "pids = 100\nmemory = \"512MiB\"\ncpu = \"1\"\n")
 	rig := prepareCgroup(t, w.uid, w.gid, "pids", "memory", "cpu")
 	c := rig.cmd(w, "run", "-y", "-p", "cpu1", "--", "sh", "-c", "echo up; read x")
-	stdin, _ := c.StdinPipe()
-	stdout, _ := c.StdoutPipe()
-	var stderr strings.Builder
-	c.Stderr = &stderr
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout, stderr := startPiped(t, c)
 	defer c.Process.Kill()
 	// The command runs only once it is under its limits: when it says "up", they hold.
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "up\n" {
+	if line, err := stdout.ReadString('\n'); err != nil || line != "up\n" {
 		t.Fatalf("%q %v\n%s", line, err, stderr.String())
 	}
 	want := map[string]string{"pids.max": "100", "memory.limit_in_bytes": "536870912", "cpu.cfs_quota_us": "100000", "cpu.cfs_period_us": "100000"}

@@ -136,7 +136,13 @@ func (w *world) cmd(args ...string) *exec.Cmd {
 
 func (w *world) run(args ...string) result {
 	w.t.Helper()
-	c := w.cmd(args...)
+	return runResult(w.t, w.cmd(args...))
+}
+
+// runResult runs c to the end and returns its exit code and output; only a command that
+// could not run at all fails the test.
+func runResult(t testing.TB, c *exec.Cmd) result {
+	t.Helper()
 	var o, e bytes.Buffer
 	c.Stdout, c.Stderr = &o, &e
 	err := c.Run()
@@ -144,7 +150,7 @@ func (w *world) run(args ...string) result {
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			w.t.Fatalf("box %q: %v", args, err)
+			t.Fatalf("%q: %v", c.Args, err)
 		}
 		code = ee.ExitCode()
 	}
