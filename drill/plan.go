@@ -105,6 +105,8 @@ type Probe struct {
 	// Scratch (writes): the target lies in the sandbox's own scratch space (a tmpfs), where
 	// a write may succeed; only a write that reaches the host is a breach.
 	Scratch bool `json:"scratch,omitempty"`
+	// Limit is the bound a limits probe pushes past (tasks or bytes).
+	Limit int64 `json:"limit,omitempty"`
 }
 
 // Plan is what the inside runs. It holds names, paths and addresses, never a value of the
@@ -173,6 +175,7 @@ type Input struct {
 	AllowedURL string
 	RebindURLs []string
 	UDPTarget  string
+	Limits     Limits // the sandbox's pids, memory and tmpfs bounds (none: no rows)
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
@@ -477,6 +480,11 @@ func BuildPlan(in Input) (Plan, error) {
 		ab.Skip = "no listening abstract socket on host"
 	}
 	add(ab)
+
+	// Limits: what a tenant does to take the host's pids, memory and RAM-backed disk.
+	for _, pr := range limitProbes(in.Limits, in.Nonce) {
+		add(pr)
+	}
 	return p, nil
 }
 

@@ -60,6 +60,7 @@ func RunPlan(p Plan) []Observation {
 	for i, pr := range p.Probes {
 		index[pr.ID] = i
 	}
+	var late []Probe
 	for _, pr := range order {
 		i := index[pr.ID]
 		if pr.Skip != "" {
@@ -70,11 +71,18 @@ func RunPlan(p Plan) []Observation {
 		case KindHTTP, KindTCP, KindGateway, KindAbstract, KindUDP, KindICMP:
 			wg.Add(1)
 			go func() { defer wg.Done(); out[i] = r.run(pr) }()
+		case KindPidsBound, KindMemoryBound:
+			late = append(late, pr)
 		default:
 			out[i] = r.run(pr)
 		}
 	}
 	wg.Wait()
+	// Last and alone: at the pids or memory limit, anything else running (a thread the
+	// Go runtime starts, a probe's allocation) could fail or be killed.
+	for _, pr := range late {
+		out[index[pr.ID]] = r.run(pr)
+	}
 	return out
 }
 
@@ -140,6 +148,14 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeTraceInit()
 	case KindTerminal:
 		o.Seen, o.Detail, err = probeTerminal()
+	case KindPidsBound:
+		o.Seen, o.Detail = probePidsBound(int(pr.Limit))
+	case KindMemoryBound:
+		o.Seen, o.Detail, err = probeMemoryBound(pr.Limit)
+	case KindMemoryTouch:
+		o.Seen, o.Detail = probeMemoryTouch(pr.Limit)
+	case KindTmpfsBound:
+		o.Seen, o.Detail = probeTmpfsBound(pr.Targets, pr.Limit)
 	case KindNixDaemon:
 		o.Seen, o.Detail = r.probeNixDaemon(pr.Targets)
 	case KindUDP:
@@ -671,7 +687,7 @@ var errnoNames = map[syscall.Errno]string{
 	syscall.ENOENT: "ENOENT", syscall.EACCES: "EACCES", syscall.EPERM: "EPERM", syscall.EROFS: "EROFS",
 	syscall.EEXIST: "EEXIST", syscall.ENETUNREACH: "ENETUNREACH", syscall.EHOSTUNREACH: "EHOSTUNREACH",
 	syscall.ECONNREFUSED: "ECONNREFUSED", syscall.ETIMEDOUT: "ETIMEDOUT", syscall.ENOSPC: "ENOSPC",
-	syscall.EINVAL: "EINVAL", syscall.EADDRNOTAVAIL: "EADDRNOTAVAIL", syscall.ENOTDIR: "ENOTDIR",
+	syscall.EINVAL: "EINVAL", syscall.EAGAIN: "EAGAIN", syscall.ENOMEM: "ENOMEM", syscall.EADDRNOTAVAIL: "EADDRNOTAVAIL", syscall.ENOTDIR: "ENOTDIR",
 }
 
 func fileUID(fi os.FileInfo) int {

@@ -56,7 +56,19 @@ type Profile struct {
 	Packages []string `toml:"packages"`
 	Path     string   `toml:"path"`
 	Nix      string   `toml:"nix"`
+	// Pids bounds the processes and threads of a box (bwrap: the sandbox; vm:
+	// limits.processes of a container). nil: the default.
+	Pids *int `toml:"pids"`
 }
+
+// Pids bounds: fewer than MinPids tasks cannot run a shell and its tools; MaxPids is the
+// kernel's own ceiling (PID_MAX_LIMIT). DefaultPids is the bound when a profile names
+// none (bwrap sandboxes and vm containers alike).
+const (
+	MinPids     = 16
+	MaxPids     = 4194304
+	DefaultPids = 4096
+)
 
 // PATH shapes and Nix modes: closed sets.
 const (
@@ -280,6 +292,9 @@ func (p *Profile) Validate() error {
 		if err := templates.ValidSize("disk", p.Disk); err != nil {
 			return err
 		}
+	}
+	if p.Pids != nil && (*p.Pids < MinPids || *p.Pids > MaxPids) {
+		return fmt.Errorf("pids %d: want a number of processes from %d to %d", *p.Pids, MinPids, MaxPids)
 	}
 	return nil
 }

@@ -407,3 +407,18 @@ func TestSyscallsKey(t *testing.T) {
 		t.Errorf("built-in with syscalls: %v", err)
 	}
 }
+
+func TestParsePids(t *testing.T) {
+	p := mustParse(t, "pids = 512\n")
+	if p.Pids == nil || *p.Pids != 512 {
+		t.Errorf("pids: %v", p.Pids)
+	}
+	if p := mustParse(t, ""); p.Pids != nil {
+		t.Errorf("pids set without the key: %v", *p.Pids)
+	}
+	// 0 is refused, not read as "the default": a setting is honoured or refused.
+	for _, bad := range []string{"pids = 0\n", "pids = 15\n", "pids = -1\n", "pids = 4194305\n"} {
+		wantErr(t, bad, "pids")
+	}
+	wantErr(t, "pids = \"100\"\n", "/cfg/p.toml:1:")
+}

@@ -66,8 +66,13 @@ func Args(spec Spec, host Host) ([]string, error) {
 	// dropped, and under --allow-root that owner is the sandbox (core_pattern would run
 	// a program of its choosing as host root).
 	a = append(a, "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
-		"--dev", "/dev", "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-		"--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--dir", "/run")
+		"--dev", "/dev")
+	// Each scratch tmpfs is sized: unsized, each could hold half the host's RAM.
+	a = append(a, sized(spec.Tmpfs.Shm, "/dev/shm")...)
+	a = append(a, "--remount-ro", "/dev")
+	a = append(a, sized(spec.Tmpfs.Tmp, "/tmp")...)
+	a = append(a, sized(spec.Tmpfs.VarTmp, "/var/tmp")...)
+	a = append(a, "--dir", "/run")
 	for _, l := range host.RunLinks {
 		a = append(a, "--symlink", l.Link, l.Path)
 	}
@@ -78,7 +83,7 @@ func Args(spec Spec, host Host) ([]string, error) {
 	}
 
 	// $HOME is an empty tmpfs: nothing of the real home is there unless bound below.
-	a = append(a, "--tmpfs", spec.Home)
+	a = append(a, sized(spec.Tmpfs.Home, spec.Home)...)
 	// ~/.claude only, a directory: Claude Code replaces ~/.claude.json by rename, which
 	// fails (EBUSY) on a bind-mounted file, so the sandbox sets CLAUDE_CONFIG_DIR and the
 	// file lives inside this directory instead.
@@ -130,6 +135,13 @@ func validate(s Spec) error {
 	}
 	if err := CheckWorkdir(s.Workdir, s.Home); err != nil {
 		return err
+	}
+	if err := validateLimits(s.Limits, s.Tmpfs); err != nil {
+		return err
+	}
+	if s.InfoFD <= 0 || s.BlockFD <= 0 {
+		// The limits are put on the sandbox's pid 1 before the command is released.
+		return fmt.Errorf("the sandbox needs the info and block fds: its limits are applied before release")
 	}
 	switch s.Network {
 	case NetNone, NetFull:

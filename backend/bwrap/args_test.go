@@ -44,6 +44,9 @@ func baseSpec() Spec {
 		InfoFD:      InfoFD,
 		SeccompFD:   SeccompFD,
 		Seccomp:     &f,
+		BlockFD:     BlockFD,
+		Limits:      Limits{Pids: DefaultPids, Memory: 8 << 30},
+		Tmpfs:       TmpfsFor(8 << 30),
 	}
 }
 
@@ -52,7 +55,7 @@ func TestArgsGolden(t *testing.T) {
 		"none": func(s *Spec) {},
 		"full": func(s *Spec) { s.Network = NetFull },
 		"internet": func(s *Spec) {
-			s.Network, s.BlockFD, s.ResolvConf = NetInternet, BlockFD, "/home/op/.local/share/box/run/resolv.conf"
+			s.Network, s.ResolvConf = NetInternet, "/home/op/.local/share/box/run/resolv.conf"
 		},
 		"nix-daemon": func(s *Spec) { s.NixDaemon = true },
 		"nix-store": func(s *Spec) {

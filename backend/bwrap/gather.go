@@ -11,6 +11,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap/nixpkg"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/profiles"
+	"golang.org/x/sys/unix"
 )
 
 // Outside is what the caller knows of the operator's session: its environment and the
@@ -57,6 +58,14 @@ func Gather(r Request, o Outside) (Facts, error) {
 		src := ExpandHome(m.Path, o.Home)
 		real, err := filepath.EvalSymlinks(src)
 		f.Mounts[src] = MountFact{Real: real, Err: err}
+	}
+	if f.MemTotal, err = HostMemory(); err != nil {
+		return f, fmt.Errorf("limits: %w", err)
+	}
+	f.Cgroup = DetectCgroup(f.Euid)
+	var nproc unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &nproc) == nil && nproc.Cur != unix.RLIM_INFINITY {
+		f.Nproc = nproc.Cur
 	}
 	if err := gatherNix(r, o, pathEnv, &f); err != nil {
 		return f, err

@@ -41,6 +41,7 @@ type Policy struct {
 	Tools    []string
 	Auth     bool
 	Notes    string // the template's own notes
+	Limits   string // the sandbox's resource limits, in words
 	// Nix: the profile's packages (installables), a minimal PATH, the host daemon.
 	Packages    []string
 	MinimalPath bool
@@ -98,6 +99,9 @@ func SandboxMD(p Policy) string {
 	}
 	if p.Auth {
 		fmt.Fprintf(&b, "- The operator's Claude login is passed through read-only.\n")
+	}
+	if p.Limits != "" {
+		fmt.Fprintf(&b, "\n## Limits\n\n%s\n", p.Limits)
 	}
 	fmt.Fprintf(&b, "\n## Tools\n\n")
 	if len(p.Tools) > 0 {

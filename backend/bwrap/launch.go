@@ -31,7 +31,8 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 	if err != nil {
 		return pr, err
 	}
-	p.Spec.InfoFD = InfoFD
+	// The block fd always: the limits go on the sandbox's pid 1 before it is released.
+	p.Spec.InfoFD, p.Spec.BlockFD = InfoFD, BlockFD
 	p.Spec.SeccompFD = SeccompFD
 	if p.Spec.Network == NetInternet {
 		// The helper decides the resolver address, which the sandbox's resolv.conf
@@ -46,7 +47,6 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
 			return pr, fmt.Errorf("internet tier: listing the host's addresses: %w", err)
 		}
-		p.Spec.BlockFD = BlockFD
 		p.Spec.ResolvConf = filepath.Join(p.Spec.InstanceDir, "resolv.conf")
 	}
 	if p.Spec.Network == NetAllowlist {
@@ -136,7 +136,13 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 			return 1, err
 		}
 	}
+	limits, err := p.Enforce.Start()
+	if err != nil {
+		return 1, errs.WithHint(err, "run 'box --check' to see which limit mechanism holds here")
+	}
+	launch.BeforeRelease = limitHook(limits, launch.BeforeRelease)
 	code, err := Run(launch)
+	reportLimits(stderr, code, p.Spec.Limits, limits.Finish())
 	if err != nil {
 		if errs.HintOf(err) != "" {
 			return code, err

@@ -76,6 +76,11 @@ type Facts struct {
 	// AuthFiles are the host credential files that exist, when the profile asks for
 	// auth passthrough.
 	AuthFiles []string
+	MemTotal  int64  // the host's RAM, bytes: the default memory limit is half of it
+	Cgroup    Cgroup // where the user may make cgroups (DetectCgroup)
+	// Nproc is box's own RLIMIT_NPROC (0: unlimited): the sandbox's tasks count toward
+	// it on the host as well.
+	Nproc uint64
 	// PackageBins are the bin directories of the profile's Nix packages, realised on the
 	// host (store paths, read-only inside).
 	PackageBins []string
@@ -113,6 +118,7 @@ type Plan struct {
 	Vars      []envaudit.Var
 	Findings  []envaudit.Finding
 	Policy    Policy
+	Enforce   Enforcement // how Spec.Limits are held here
 	Warnings  []string
 	AllowRoot bool
 	// Tier allowlist: the operator's run log and the control socket of box allow.
@@ -312,6 +318,12 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Command: command, Hostname: "box", NixDaemon: daemon,
 		NixStore: nixStore, UID: f.Euid, GID: f.Egid, Seccomp: &filter,
 	}
+	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
+		return nil, err
+	}
+	p.Spec.Tmpfs = TmpfsFor(p.Spec.Limits.Memory)
+	p.Policy.Limits = limitsText(p.Spec.Limits, p.Spec.Tmpfs)
+	p.Warnings = append(p.Warnings, p.Enforce.Unenforced...)
 	return p, nil
 }
 

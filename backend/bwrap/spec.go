@@ -41,6 +41,10 @@ type Spec struct {
 	// hands its program to bwrap at SeccompFD.
 	Seccomp   *seccomp.Filter
 	SeccompFD int
+	// Limits are applied by the exec layer to the sandbox's pid 1 before it is released
+	// (so BlockFD is required); Tmpfs sizes every scratch mount (bwrap --size).
+	Limits Limits
+	Tmpfs  Tmpfs
 	// NixDaemon binds the host's nix-daemon socket (profile nix = "daemon", opted in by
 	// the operator); otherwise only /nix/store is visible, read-only.
 	NixDaemon bool

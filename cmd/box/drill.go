@@ -185,6 +185,7 @@ func runDrill(e *env, o *drillOptions) error {
 		Facts:       facts,
 		InternetURL: o.internetURL, HostPort: o.hostPort, LANTargets: o.lan,
 		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
+		Limits: drillLimits(p.Spec),
 	}
 	if err := allowlistInput(&in, p.Spec, o); err != nil {
 		return err
@@ -294,4 +295,12 @@ func portOf(u *url.URL) uint16 {
 		return 443
 	}
 	return 80
+}
+
+// drillLimits are the bounds of the drilled sandbox, as the resolver set them.
+func drillLimits(s bwrap.Spec) drill.Limits {
+	return drill.Limits{Pids: s.Limits.Pids, Memory: s.Limits.Memory, Tmpfs: []drill.TmpfsBound{
+		{Path: "/tmp", Size: s.Tmpfs.Tmp}, {Path: "/var/tmp", Size: s.Tmpfs.VarTmp},
+		{Path: "/dev/shm", Size: s.Tmpfs.Shm}, {Path: s.Home, Size: s.Tmpfs.Home},
+	}}
 }

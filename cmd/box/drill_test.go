@@ -134,6 +134,7 @@ func TestDrillLab(t *testing.T) {
 				"env:GITHUB_TOKEN", "env:AWS_SECRET_ACCESS_KEY", "env:ANTHROPIC_API_KEY", "env:unlisted",
 				"pids", "priv:no-new-privs", "priv:caps", "priv:setuid", "priv:userns", "write:workdir", "write:/etc", "write:~/",
 				"net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract", "net:sandbox-gateway",
+				"limits:pids", "limits:memory", "limits:tmpfs:/tmp", "limits:tmpfs:/var/tmp", "limits:tmpfs:/dev/shm", "limits:tmpfs:" + w.home,
 				"nix:daemon", "nix:store-write"} {
 				r.want(t, id, drill.Pass)
 			}
@@ -290,7 +291,10 @@ func TestDrillRunnerWithoutSandbox(t *testing.T) {
 	}
 	plan, err := drill.BuildPlan(drill.Input{Home: w.home, Workdir: w.proj, UID: w.uid, Tier: "none",
 		Environ: w.env, Facts: facts, InternetURL: "http://" + lab.InternetName + "/",
-		LANTargets: []string{lab.LANHost.String() + ":80"}, Nonce: "unsandboxed"})
+		LANTargets: []string{lab.LANHost.String() + ":80"}, Nonce: "unsandboxed",
+		// Limits the unsandboxed runner is not held to: the host's own /tmp and /dev/shm
+		// take more than 16MiB, 200 forks and 128MiB of touched memory succeed.
+		Limits: drill.Limits{Pids: 200, Memory: 64 << 20, Tmpfs: []drill.TmpfsBound{{Path: "/tmp", Size: 16 << 20}, {Path: "/dev/shm", Size: 16 << 20}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,8 +312,13 @@ func TestDrillRunnerWithoutSandbox(t *testing.T) {
 	t.Logf("unsandboxed runner:\n%s", dr.table())
 	for _, id := range []string{"secret:ssh", "env:GITHUB_TOKEN", "env:unlisted", "pids", "priv:no-new-privs", "priv:setuid",
 		"priv:userns", "write:~/", "net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract",
-		"nix:daemon"} {
+		"limits:pids", "limits:memory", "limits:tmpfs:/tmp", "limits:tmpfs:/dev/shm", "nix:daemon"} {
 		dr.want(t, id, drill.Breach)
+	}
+	for _, f := range []string{"/tmp", "/dev/shm"} {
+		if _, err := os.Stat(filepath.Join(f, ".box-drill-fill-unsandboxed")); err == nil {
+			t.Errorf("the tmpfs probe left its file in %s", f)
+		}
 	}
 
 	// As root, unsandboxed: capabilities held, and a write outside the working directory

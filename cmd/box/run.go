@@ -35,9 +35,16 @@ func newRunCmd(e *env) *cobra.Command {
 		Long: `Run COMMAND in a bubblewrap sandbox in the current directory.
 
 The sandbox's environment starts empty: only a small base (TERM, COLORTERM, LANG,
-LANGUAGE, LC_*, TZ, NO_COLOR), the profile's env names and --env names enter, with HOME
-and PATH set to the sandbox's. Before launch box prints every variable that enters and
-flags values that look like secrets; on a terminal it asks, -y skips the question.
+LANGUAGE, the locale categories LC_ALL, LC_CTYPE, ... by name, TZ, NO_COLOR), the
+profile's env names and --env names enter, with HOME and PATH set to the sandbox's.
+Before launch box prints every variable that enters, shortened, and flags values that
+look like secrets (a base variable's value must also fit its shape: a TZ holding a URL
+is flagged); on a terminal it asks, -y skips the question.
+
+Limits: the sandbox gets at most the profile's pids (default 4096 tasks) and memory
+(default half the host's RAM), and cpu when set; /tmp, /var/tmp, /dev/shm and the home
+tmpfs are sized from the memory limit. 'box --check' says what holds them here: a
+cgroup of yours (v2, delegated), else rlimits (weaker).
 
 Only the working directory is writable. Your home directory is an empty tmpfs except
 ~/.claude (a per-project instance directory), system directories are read-only, and
@@ -92,6 +99,7 @@ func runRun(e *env, o *runOptions) error {
 		if p.Spec.Seccomp != nil {
 			fmt.Fprintf(e.stdout, "seccomp: %s\n", p.Spec.Seccomp.Describe())
 		}
+		fmt.Fprintln(e.stdout, p.LimitsLine())
 		for _, f := range p.Findings {
 			fmt.Fprintf(e.stderr, "box: warning: %s: %s\n", f.Name, f.Reason)
 		}
