@@ -39,6 +39,15 @@ func TestArgsGolden(t *testing.T) {
 		"internet": func(s *Spec) {
 			s.Network, s.BlockFD, s.ResolvConf = NetInternet, BlockFD, "/home/op/.local/share/box/run/resolv.conf"
 		},
+		// A linked worktree whose common directory lies outside, with a nested repository.
+		"protected": func(s *Spec) {
+			s.GitBinds = []string{"/home/op/src/main/.git"}
+			s.Pins = []string{"/home/op/src/main/.git/worktrees", "/home/op/src/main/.git/worktrees/proj", "/home/op/src/proj/vendor",
+				"/home/op/src/proj/vendor/lib", "/home/op/src/proj/vendor/lib/.git"}
+			s.ReadOnly = []string{"/home/op/src/main/.git/commondir", "/home/op/src/main/.git/config", "/home/op/src/main/.git/hooks",
+				"/home/op/src/main/.git/worktrees/proj/commondir", "/home/op/src/main/.git/worktrees/proj/gitdir",
+				"/home/op/src/proj/.envrc", "/home/op/src/proj/.git", "/home/op/src/proj/vendor/lib/.git/config", "/home/op/src/proj/vendor/lib/.git/hooks"}
+		},
 		"mounts-tools-auth": func(s *Spec) {
 			s.Mounts = []Mount{{Src: "/home/op/data", Dst: "/data"}, {Src: "/home/op/cache", Dst: "/home/op/cache", RW: true}}
 			s.Tools = append(s.Tools, Tool{Name: "claude", Path: "/home/op/.local/share/claude/versions/2.0.1"}, Tool{Name: "node", Path: "/nix/store/abc-node/bin/node"})

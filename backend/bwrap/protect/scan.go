@@ -1,0 +1,296 @@
+package protect
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// The scan's bound: it reads at most MaxDirs directories, breadth-first, no deeper than
+// MaxDepth levels below the working directory. Past it, the launch goes on with what was
+// found (and a warning): the repositories nearest the top are protected, the post-run
+// audit checks the rest.
+const (
+	MaxDirs  = 8192
+	MaxDepth = 12
+)
+
+// maxModuleDepth bounds the walk of .git/modules (submodule names may hold slashes).
+const maxModuleDepth = 6
+
+// Scan learns the facts Build needs about workdir (absolute, symlinks resolved): it reads
+// directories looking only for .git entries, follows what they name, and lstats every
+// candidate path. It never follows a symbolic link while walking. refuse lists
+// directories (box's own, the home's secret locations) a git directory outside the
+// working directory must neither be nor hold, or it is not bound.
+func Scan(workdir, home string, o Options, refuse []string) Tree {
+	t := Tree{Workdir: workdir, Tops: []string{workdir}, Exists: map[string]FileKind{}}
+	gitdirs := map[string]bool{}
+	addGitDir := func(g string, linked bool) {
+		if !gitdirs[g] {
+			gitdirs[g] = true
+			t.GitDirs = append(t.GitDirs, GitDirFact{Path: g, Linked: linked})
+		}
+	}
+	var dotgits []string // .git entries found, in walk order
+	type item struct {
+		dir   string
+		depth int
+	}
+	queue := []item{{workdir, 0}}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		if t.Dirs >= MaxDirs {
+			t.Truncated = true
+			break
+		}
+		ents, err := readDir(it.dir)
+		t.Dirs++
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			p := filepath.Join(it.dir, e.name)
+			if e.name == ".git" {
+				dotgits = append(dotgits, p)
+				if it.dir != workdir {
+					t.Tops = append(t.Tops, it.dir)
+				}
+				continue
+			}
+			if e.dir {
+				if it.depth+1 > MaxDepth {
+					t.Truncated = true
+					continue
+				}
+				queue = append(queue, item{p, it.depth + 1})
+			}
+		}
+	}
+
+	for _, dg := range dotgits {
+		fi, err := os.Lstat(dg)
+		if err != nil {
+			continue
+		}
+		switch {
+		case fi.IsDir():
+			addGitDir(dg, false)
+			expand(dg, addGitDir)
+		case fi.Mode().IsRegular():
+			t.Pointers = append(t.Pointers, dg)
+			g, err := readPointer(dg)
+			if err != nil {
+				t.Notes = append(t.Notes, fmt.Sprintf("%s: %v; its git directory is not protected", dg, err))
+				continue
+			}
+			if within(g, workdir) {
+				addGitDir(g, filepath.Base(filepath.Dir(g)) == "worktrees")
+				continue
+			}
+			if filepath.Dir(dg) != workdir {
+				continue // a nested worktree's git directory outside: not visible inside
+			}
+			c, linked, why := outsideGitDir(dg, g, home, refuse)
+			if why != "" {
+				t.Notes = append(t.Notes, fmt.Sprintf("the working directory's .git names %s, which is not bound (%s): git commands inside will fail", g, why))
+				continue
+			}
+			t.Binds = append(t.Binds, c)
+			if linked {
+				addGitDir(g, true)
+			}
+			addGitDir(c, false)
+			expand(c, addGitDir)
+		default:
+			t.Notes = append(t.Notes, fmt.Sprintf("%s is a %s: not followed (box never binds through a link)", dg, kindOf(fi)))
+		}
+	}
+	if len(dotgits) == 0 || filepath.Dir(dotgits[0]) != workdir {
+		if top := containingRepo(workdir, home); top != "" {
+			t.Notes = append(t.Notes, fmt.Sprintf("the working directory lies inside the repository %s, whose .git is not visible inside: git will not find it there (run box from %s to commit inside)", top, top))
+		}
+	}
+	for _, p := range t.Candidates(o) {
+		if fi, err := os.Lstat(p); err == nil {
+			t.Exists[p] = kindOf(fi)
+		}
+	}
+	return t
+}
+
+type dirent struct {
+	name string
+	dir  bool // a real directory (never a symlink to one)
+}
+
+// readDir lists a directory in the order the kernel gives, types from getdents (no stat
+// per entry except where the filesystem does not say).
+func readDir(dir string) ([]dirent, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	out := make([]dirent, 0, len(ents))
+	for _, e := range ents {
+		out = append(out, dirent{e.Name(), e.Type().IsDir()})
+	}
+	return out, err
+}
+
+func kindOf(fi os.FileInfo) FileKind {
+	switch m := fi.Mode(); {
+	case m.IsRegular():
+		return File
+	case m.IsDir():
+		return Dir
+	case m&os.ModeSymlink != 0:
+		return Link
+	}
+	return Other
+}
+
+// expand adds the git directories under g: .git/modules/* (submodules; a directory with a
+// HEAD is one, names may hold slashes) and .git/worktrees/* (linked worktrees), and
+// theirs in turn (a submodule's own submodules, a worktree's submodules).
+func expand(g string, add func(string, bool)) {
+	expandModules(filepath.Join(g, "modules"), 0, add)
+	if ws, err := readDir(filepath.Join(g, "worktrees")); err == nil {
+		for _, w := range ws {
+			if w.dir {
+				wt := filepath.Join(g, "worktrees", w.name)
+				add(wt, true)
+				expandModules(filepath.Join(wt, "modules"), 0, add)
+			}
+		}
+	}
+}
+
+func expandModules(dir string, depth int, add func(string, bool)) {
+	if depth > maxModuleDepth {
+		return
+	}
+	ents, err := readDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.dir {
+			continue
+		}
+		p := filepath.Join(dir, e.name)
+		if fi, err := os.Lstat(filepath.Join(p, "HEAD")); err == nil && fi.Mode().IsRegular() {
+			add(p, false)
+			expand(p, add)
+		} else {
+			expandModules(p, depth+1, add)
+		}
+	}
+}
+
+// maxPointer bounds what box reads of a .git file, commondir or gitdir file.
+const maxPointer = 4096
+
+// readSmall reads a regular file (never through a link, never a fifo) of at most
+// maxPointer bytes.
+func readSmall(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPointer+1))
+	if err == nil && len(b) > maxPointer {
+		err = fmt.Errorf("longer than %d bytes", maxPointer)
+	}
+	return b, err
+}
+
+// readPath reads a one-line path file (gitdir:, commondir, gitdir) and resolves it
+// against base.
+func readPath(path, prefix, base string) (string, error) {
+	b, err := readSmall(path)
+	if err != nil {
+		return "", err
+	}
+	line := string(bytes.TrimSpace(bytes.SplitN(b, []byte("\n"), 2)[0]))
+	line, ok := strings.CutPrefix(line, prefix)
+	line = strings.TrimSpace(line)
+	if !ok || line == "" {
+		return "", fmt.Errorf("no %q line", prefix+"PATH")
+	}
+	if !filepath.IsAbs(line) {
+		line = filepath.Join(base, line)
+	}
+	return filepath.Clean(line), nil
+}
+
+func readPointer(dotgit string) (string, error) {
+	return readPath(dotgit, "gitdir:", filepath.Dir(dotgit))
+}
+
+// outsideGitDir decides whether the working directory's own .git file names a git
+// directory box may bind read-write, and returns the directory to bind (the common
+// directory) and whether g is a linked worktree's. A .git file is text the sandbox could
+// have written in an earlier run, so box binds only what proves it belongs: a linked
+// worktree whose gitdir back-link names this very .git file, or a submodule's git
+// directory inside a superproject's .git/modules. Never a directory box refuses.
+func outsideGitDir(dotgit, g, home string, refuse []string) (string, bool, string) {
+	rg, err := filepath.EvalSymlinks(g)
+	if err != nil {
+		return "", false, "it does not exist"
+	}
+	if fi, err := os.Stat(filepath.Join(rg, "HEAD")); err != nil || !fi.Mode().IsRegular() {
+		return "", false, "it is not a git directory"
+	}
+	c, linked := rg, false
+	if _, err := os.Lstat(filepath.Join(rg, "commondir")); err == nil {
+		cd, err := readPath(filepath.Join(rg, "commondir"), "", rg)
+		if err != nil {
+			return "", false, "its commondir: " + err.Error()
+		}
+		if c, err = filepath.EvalSymlinks(cd); err != nil {
+			return "", false, "its common directory does not exist"
+		}
+		back, err := readPath(filepath.Join(rg, "gitdir"), "", rg)
+		if err != nil || back != dotgit {
+			return "", false, "its gitdir back-link does not name this working directory"
+		}
+		if filepath.Dir(rg) != filepath.Join(c, "worktrees") {
+			return "", false, "it is not a worktree of its common directory"
+		}
+		linked = true
+	} else if !strings.Contains(rg, "/.git/modules/") {
+		return "", false, "it is neither a linked worktree's nor a submodule's"
+	}
+	if within(home, c) {
+		return "", false, "it holds your home directory"
+	}
+	for _, r := range refuse {
+		if within(c, r) || within(r, c) {
+			return "", false, "it holds or lies in " + r
+		}
+	}
+	return c, linked, ""
+}
+
+// containingRepo is the top of the repository whose work tree holds dir, "" if none
+// (looking no higher than the home directory's parent).
+func containingRepo(dir, home string) string {
+	for d := filepath.Dir(dir); d != "/" && d != filepath.Dir(home); d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+	}
+	return ""
+}
