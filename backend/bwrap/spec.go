@@ -32,13 +32,13 @@ type Spec struct {
 	// The protected set (package protect), bound after the working directory: GitBinds
 	// read-write (git directories outside it that commits need), then Pins onto
 	// themselves read-write (mount points cannot be renamed away), then ReadOnly.
-	GitBinds []string
-	Pins     []string
-	ReadOnly []string
-	ResolvConf  string   // host file bound at /etc/resolv.conf ("" keeps the host's)
-	Hostname    string   // "" leaves the default
-	InfoFD      int      // > 0: bwrap --info-fd (the exec layer reads the child pid)
-	BlockFD     int      // > 0: bwrap --block-fd (the sandbox waits until released)
+	GitBinds   []string
+	Pins       []string
+	ReadOnly   []string
+	ResolvConf string // host file bound at /etc/resolv.conf ("" keeps the host's)
+	Hostname   string // "" leaves the default
+	InfoFD     int    // > 0: bwrap --info-fd (the exec layer reads the child pid)
+	BlockFD    int    // > 0: bwrap --block-fd (the sandbox waits until released)
 }
 
 // Mount is one extra bind.
