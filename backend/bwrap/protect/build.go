@@ -229,7 +229,7 @@ func Build(t Tree, o Options) (Set, error) {
 	slices.Sort(s.Binds)
 	s.Warnings = append(s.Warnings, t.Notes...)
 	if t.Truncated {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("the working directory holds more than %d directories (or deeper than %d levels): repositories beyond the first %d directories read (breadth-first) are not protected during the run; the post-run audit still checks them", MaxDirs, MaxDepth, t.Dirs))
+		s.Warnings = append(s.Warnings, fmt.Sprintf("the working directory holds more than %d directories (or is deeper than %d levels): repositories beyond the first %d directories read (breadth-first) are not protected during the run", scanDirs, scanDepth, t.Dirs))
 	}
 	byPath := map[string]Path{}
 	for _, c := range t.candidates(o) {

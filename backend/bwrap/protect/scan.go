@@ -19,6 +19,9 @@ const (
 	MaxDepth = 12
 )
 
+// The bound in force (tests lower it).
+var scanDirs, scanDepth = MaxDirs, MaxDepth
+
 // maxModuleDepth bounds the walk of .git/modules (submodule names may hold slashes).
 const maxModuleDepth = 6
 
@@ -45,7 +48,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = queue[1:]
-		if t.Dirs >= MaxDirs {
+		if t.Dirs >= scanDirs {
 			t.Truncated = true
 			break
 		}
@@ -64,7 +67,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 				continue
 			}
 			if e.dir {
-				if it.depth+1 > MaxDepth {
+				if it.depth+1 > scanDepth {
 					t.Truncated = true
 					continue
 				}

@@ -1,0 +1,175 @@
+package protect
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/heavy-duty/box/internal/testenv"
+)
+
+func git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	c := exec.Command("git", append([]string{"-c", "protocol.file.allow=always", "-c", "init.defaultBranch=main"}, args...)...)
+	c.Dir = dir
+	c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t",
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("git %q: %v\n%s", args, err, out)
+	}
+}
+
+func realTemp(t *testing.T) string {
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A real tree made by git: a repository with a submodule, a nested repository, a linked
+// worktree inside, and a .git file planted to name a directory outside.
+func TestScanRealTree(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	base := realTemp(t)
+	w, lib := filepath.Join(base, "w"), filepath.Join(base, "lib")
+	for _, d := range []string{w, lib} {
+		os.MkdirAll(d, 0o755)
+		git(t, d, "init", "-q")
+		os.WriteFile(filepath.Join(d, "f"), []byte("x\n"), 0o644)
+		git(t, d, "add", "f")
+		git(t, d, "commit", "-qm", "one")
+	}
+	git(t, w, "submodule", "add", "-q", lib, "sub")
+	git(t, w, "commit", "-qm", "sub")
+	git(t, w, "worktree", "add", "-q", "wt")
+	os.MkdirAll(filepath.Join(w, "vendor", "nested"), 0o755)
+	git(t, filepath.Join(w, "vendor", "nested"), "init", "-q")
+	os.WriteFile(filepath.Join(w, ".envrc"), []byte("export A=1\n"), 0o644)
+	// A planted pointer (an earlier run could write one) naming a real repository outside.
+	os.MkdirAll(filepath.Join(w, "planted"), 0o755)
+	os.WriteFile(filepath.Join(w, "planted", ".git"), []byte("gitdir: "+filepath.Join(lib, ".git")+"\n"), 0o644)
+
+	tr := Scan(w, base, Options{}, nil)
+	var gitdirs []string
+	for _, g := range tr.GitDirs {
+		gitdirs = append(gitdirs, g.Path)
+	}
+	for _, g := range []string{w + "/.git", w + "/.git/modules/sub", w + "/.git/worktrees/wt", w + "/vendor/nested/.git"} {
+		if !slices.Contains(gitdirs, g) {
+			t.Errorf("git directory %s not found: %q", g, gitdirs)
+		}
+	}
+	if slices.Contains(gitdirs, lib+"/.git") || len(tr.Binds) != 0 {
+		t.Errorf("a nested .git file's outside directory was followed: %q binds %q", gitdirs, tr.Binds)
+	}
+	for _, p := range []string{w + "/sub/.git", w + "/wt/.git", w + "/planted/.git"} {
+		if !slices.Contains(tr.Pointers, p) {
+			t.Errorf("pointer %s not found: %q", p, tr.Pointers)
+		}
+	}
+	s, err := Build(tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{w + "/.git/config", w + "/.git/hooks", w + "/.git/modules/sub/config", w + "/.git/worktrees/wt/commondir",
+		w + "/vendor/nested/.git/config", w + "/sub/.git", w + "/wt/.git", w + "/planted/.git", w + "/.envrc", w + "/.gitmodules"} {
+		if !slices.Contains(s.ReadOnly(), p) {
+			t.Errorf("%s not bound read-only", p)
+		}
+	}
+	if tr.Truncated {
+		t.Error("truncated")
+	}
+
+	// The bound: a lower one truncates and says so.
+	scanDirs = 3
+	defer func() { scanDirs = MaxDirs }()
+	tr = Scan(w, base, Options{}, nil)
+	if s, _ := Build(tr, Options{}); !tr.Truncated || !strings.Contains(strings.Join(s.Warnings, " "), "more than 3 directories") {
+		t.Errorf("truncated %v, warnings %q", tr.Truncated, s.Warnings)
+	}
+}
+
+// The working directory is a linked worktree whose common directory lies outside: that
+// common directory is bound read-write, with its protected parts read-only. A .git file
+// naming any other directory is not bound.
+func TestScanOutsideWorktree(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	base := realTemp(t)
+	main, wt := filepath.Join(base, "main"), filepath.Join(base, "wt")
+	os.MkdirAll(main, 0o755)
+	git(t, main, "init", "-q")
+	git(t, main, "commit", "-q", "--allow-empty", "-m", "one")
+	git(t, main, "worktree", "add", "-q", wt)
+	tr := Scan(wt, base, Options{}, nil)
+	if !slices.Equal(tr.Binds, []string{main + "/.git"}) {
+		t.Fatalf("binds %q, notes %q", tr.Binds, tr.Notes)
+	}
+	s, _ := Build(tr, Options{})
+	for _, p := range []string{main + "/.git/config", main + "/.git/hooks", main + "/.git/worktrees/wt/commondir", main + "/.git/worktrees/wt/gitdir", wt + "/.git"} {
+		if !slices.Contains(s.ReadOnly(), p) {
+			t.Errorf("%s not bound read-only: %q", p, s.ReadOnly())
+		}
+	}
+	// Refused: box's own or secret directories.
+	if tr := Scan(wt, base, Options{}, []string{base}); len(tr.Binds) != 0 || len(tr.Notes) == 0 {
+		t.Errorf("refused directory bound: %q %q", tr.Binds, tr.Notes)
+	}
+	// A hostile .git file in a fresh working directory naming the main repository: the
+	// back-link names the real worktree, not this one.
+	evil := filepath.Join(base, "evil")
+	os.MkdirAll(evil, 0o755)
+	os.WriteFile(filepath.Join(evil, ".git"), []byte("gitdir: "+main+"/.git/worktrees/wt\n"), 0o644)
+	if tr := Scan(evil, base, Options{}, nil); len(tr.Binds) != 0 || !strings.Contains(strings.Join(tr.Notes, " "), "back-link") {
+		t.Errorf("planted pointer bound: %q %q", tr.Binds, tr.Notes)
+	}
+	os.WriteFile(filepath.Join(evil, ".git"), []byte("gitdir: "+main+"/.git\n"), 0o644)
+	if tr := Scan(evil, base, Options{}, nil); len(tr.Binds) != 0 {
+		t.Errorf("planted pointer to a main git directory bound: %q", tr.Binds)
+	}
+}
+
+func TestPlace(t *testing.T) {
+	d := realTemp(t)
+	os.MkdirAll(filepath.Join(d, "w", ".git"), 0o755)
+	w := filepath.Join(d, "w")
+	tr := facts(Tree{Workdir: w, Tops: []string{w}, GitDirs: []GitDirFact{{Path: w + "/.git"}}}, w+"/.git/")
+	s, _ := Build(tr, Options{})
+	lock := filepath.Join(d, "data", "lock")
+	rel1, err := Place(s, lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel2, err := Place(s, lock) // a second run on the same tree
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(w + "/.git/commondir"); string(b) != ".\n" {
+		t.Errorf("commondir placeholder %q", b)
+	}
+	if fi, err := os.Stat(w + "/.git/hooks"); err != nil || !fi.IsDir() {
+		t.Errorf("hooks placeholder: %v", err)
+	}
+	rel1()
+	if _, err := os.Stat(w + "/.git/commondir"); err != nil {
+		t.Error("commondir removed while another run holds the lock")
+	}
+	rel2()
+	if _, err := os.Stat(w + "/.git/commondir"); err == nil {
+		t.Error("commondir placeholder left after the last run")
+	}
+	if _, err := os.Stat(w + "/.git/config"); err != nil {
+		t.Error("config placeholder (permanent) removed")
+	}
+	// A commondir changed by someone is not removed.
+	rel3, _ := Place(s, lock)
+	os.WriteFile(w+"/.git/commondir", []byte("../elsewhere\n"), 0o644)
+	rel3()
+	if _, err := os.Stat(w + "/.git/commondir"); err != nil {
+		t.Error("a changed commondir was removed (the audit must see it)")
+	}
+}
