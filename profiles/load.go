@@ -38,6 +38,10 @@ func Parse(name, source string, data []byte) (*Profile, error) {
 	p.Name = name
 	if source == "built-in profile "+name {
 		p.Source = "built-in"
+		// Loosening is the operator's own, explicit choice: never a shipped default.
+		if len(p.ProtectDrop) > 0 {
+			return nil, fmt.Errorf("%s: protect_drop: a built-in profile cannot loosen the protected set", source)
+		}
 	} else {
 		p.Source = source
 	}

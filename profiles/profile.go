@@ -11,6 +11,7 @@ import (
 	"github.com/heavy-duty/box/policy"
 	"strings"
 
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/templates"
 )
 
@@ -44,6 +45,10 @@ type Profile struct {
 	CPU             string   `toml:"cpu"`
 	Memory          string   `toml:"memory"`
 	Disk            string   `toml:"disk"`
+	// The protected set (bwrap): paths added to it, entries dropped from it. Only a
+	// user's own profile may drop; box warns at every launch that does.
+	ProtectAdd  []string `toml:"protect_add"`
+	ProtectDrop []string `toml:"protect_drop"`
 }
 
 // Mount is an extra host path made visible in a bwrap sandbox.
@@ -164,6 +169,9 @@ func (p *Profile) Validate() error {
 		if strings.ContainsRune(a, 0) {
 			return fmt.Errorf("command: an argument contains a NUL byte")
 		}
+	}
+	if err := protect.CheckOptions(protect.Options{Add: p.ProtectAdd, Drop: p.ProtectDrop}); err != nil {
+		return err
 	}
 	if p.CPU != "" {
 		if err := templates.ValidCPU(p.CPU); err != nil {
