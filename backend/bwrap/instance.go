@@ -41,15 +41,16 @@ var safeChars = charclass.New("A-Za-z0-9._-")
 
 // Policy is what SANDBOX.md tells the agent about where it is.
 type Policy struct {
-	Profile  string
-	Template string
-	Network  string
-	Workdir  string
-	Writable []string // beyond the working directory and ~/.claude
-	ReadOnly []string // extra read-only mounts
-	Tools    []string
-	Auth     bool
-	Notes    string // the template's own notes
+	Profile   string
+	Template  string
+	Network   string
+	Workdir   string
+	Writable  []string // beyond the working directory and ~/.claude
+	ReadOnly  []string // extra read-only mounts
+	Tools     []string
+	Auth      bool
+	Notes     string   // the template's own notes
+	Protected []string // the protected set's read-only paths
 }
 
 var tierText = map[string]string{
@@ -71,6 +72,15 @@ func SandboxMD(p Policy) string {
 		fmt.Fprintf(&b, ", `%s`", w)
 	}
 	fmt.Fprintf(&b, ".\n- Everything else is read-only (system directories) or absent: the operator's home directory, SSH and GPG agents, cloud credentials and /run/user are not here.\n")
+	if len(p.Protected) > 0 {
+		fmt.Fprintf(&b, "- Read-only inside the working directory, because tools outside the sandbox run or obey them: git hooks and config (commits, branches, rebases work; `git config` writes, `git remote add` and `git submodule init` fail: pass settings with `git -c` or ask the operator), and:")
+		for _, r := range p.Protected {
+			if rel, err := filepath.Rel(p.Workdir, r); err == nil && !strings.HasPrefix(rel, "..") && !strings.Contains(rel, ".git/") && filepath.Base(rel) != ".git" {
+				fmt.Fprintf(&b, " `%s`", rel)
+			}
+		}
+		fmt.Fprintf(&b, ".\n")
+	}
 	if len(p.ReadOnly) > 0 {
 		fmt.Fprintf(&b, "- Also visible read-only: `%s`.\n", strings.Join(p.ReadOnly, "`, `"))
 	}

@@ -82,7 +82,10 @@ func TestPrepareInstanceHostileLinks(t *testing.T) {
 // followed.
 func TestPrepareInstanceHeals(t *testing.T) {
 	for name, plant := range map[string]func(string) error{
-		"dir":  func(p string) error { os.Mkdir(p, 0o700); return os.WriteFile(filepath.Join(p, "keep"), []byte("mine"), 0o600) },
+		"dir": func(p string) error {
+			os.Mkdir(p, 0o700)
+			return os.WriteFile(filepath.Join(p, "keep"), []byte("mine"), 0o600)
+		},
 		"link": func(p string) error { return os.Symlink("/nonexistent/target", p) },
 		"fifo": func(p string) error { return syscall.Mkfifo(p, 0o600) },
 	} {

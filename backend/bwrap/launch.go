@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap/inet"
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
 )
@@ -81,6 +82,13 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}
+	// Placeholders make the protected paths that are absent exist, so they are bound
+	// read-only too; temporary ones go when the last run on this tree ends.
+	release, err := protect.Place(p.Protect, p.ProtectLock)
+	if err != nil {
+		return 1, err
+	}
+	defer release()
 	launch := Launch{
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
@@ -72,6 +73,12 @@ type Facts struct {
 	// AuthFiles are the host credential files that exist, when the profile asks for
 	// auth passthrough.
 	AuthFiles []string
+	// Tree is what protect.Scan found in the working directory: its repositories and
+	// the protected paths there.
+	Tree protect.Tree
+	// LegacyInstance is the shared instance directory of earlier versions, when it
+	// exists ("" otherwise).
+	LegacyInstance string
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -97,6 +104,11 @@ type Plan struct {
 	Policy    Policy
 	Warnings  []string
 	AllowRoot bool
+	// Protect is the protected set, bound read-only in Spec; the post-run audit reads
+	// the same list (Protect.Paths). ProtectLock is the file Start holds while the
+	// set's placeholders are in place.
+	Protect     protect.Set
+	ProtectLock string
 }
 
 // ClaudeCredentials are the host files auth passthrough binds read-only, home-relative.
@@ -119,8 +131,19 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		return nil, err
 	}
 	wd := f.Workdir
-	instanceDir := InstanceDir(f.DataHome, wd)
+	instanceDir := InstanceDir(f.DataHome, wd, r.Profile.Name)
+	if f.LegacyInstance != "" {
+		p.warn("%s, the instance directory (~/.claude) earlier versions shared between every profile, is no longer used: each profile now has its own (%s), so one profile's sandbox cannot plant hooks another runs; copy what you want from the old one, then remove it", f.LegacyInstance, instanceDir)
+	}
 	command := r.command()
+
+	// The protected set: what host tools execute or obey, read-only inside.
+	pset, err := protect.Build(f.Tree, protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop})
+	if err != nil {
+		return nil, fmt.Errorf("profile %q: %w", r.Profile.Name, err) // OptionError carries its hint
+	}
+	p.Protect, p.ProtectLock = pset, LegacyInstanceDir(f.DataHome, wd)+".lock"
+	p.Warnings = append(p.Warnings, pset.Warnings...)
 
 	// Tools: a missing tool is a warning; a missing command is an error.
 	var tools []Tool
@@ -221,6 +244,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Policy = Policy{
 		Profile: r.Profile.Name, Template: r.Template.Name, Network: network, Workdir: wd,
 		Tools: toolNames, Auth: len(auth) > 0, Notes: r.Template.Notes,
+		Protected: pset.ReadOnly(),
 	}
 	for _, m := range mounts {
 		if m.RW {
@@ -233,6 +257,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Workdir: wd, Home: f.Home, InstanceDir: instanceDir,
 		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
 		Command: command, Hostname: "box",
+		GitBinds: pset.Binds, Pins: pset.Pins, ReadOnly: pset.ReadOnly(),
 	}
 	return p, nil
 }

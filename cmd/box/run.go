@@ -65,7 +65,7 @@ network; only when named). Templates never choose the network.`,
 	f.StringVarP(&o.network, "network", "n", "", "network tier: none, internet or full (default: the profile's)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
-	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv and the env names it would pass; run nothing")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv, the env names it would pass and the protected set; run nothing")
 	f.BoolVar(&o.allowRoot, "allow-root", false, "run the sandbox even though box runs as root (it keeps root's ownership of files)")
 	return cmd
 }
@@ -84,6 +84,7 @@ func runRun(e *env, o *runOptions) error {
 	}
 	if o.dryRun {
 		printDryRun(e, pr.Args, p.Vars)
+		p.Protect.Render(e.stdout)
 		for _, f := range p.Findings {
 			fmt.Fprintf(e.stderr, "box: warning: %s: %s\n", f.Name, f.Reason)
 		}
