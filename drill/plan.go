@@ -100,6 +100,14 @@ type Probe struct {
 	// Scratch (writes): the target lies in the sandbox's own scratch space (a tmpfs), where
 	// a write may succeed; only a write that reaches the host is a breach.
 	Scratch bool `json:"scratch,omitempty"`
+	// Plant probes (the protect group): what the inside writes, and what Settle does on
+	// the host afterwards (Host, in HostDir) and the marker only the planted command
+	// makes; Original is the target's content before the run. Never sent to a secret.
+	Plant    []PlantFile `json:"plant,omitempty"`
+	Host     string      `json:"host,omitempty"`
+	HostDir  string      `json:"host_dir,omitempty"`
+	Marker   string      `json:"marker,omitempty"`
+	Original string      `json:"original,omitempty"`
 }
 
 // Plan is what the inside runs. It holds names, paths and addresses, never a value of the
@@ -124,6 +132,7 @@ type Facts struct {
 	Addrs        []netip.Addr    // the host's own addresses
 	Listening    []int           // TCP ports listening on a wildcard or a host address
 	Setuid       string          // a setuid-root binary in a system directory ("" none)
+	Git          string          // git on the host's PATH ("" none): the protect group runs it
 	OuterCmdline string
 }
 
@@ -146,6 +155,10 @@ type Input struct {
 	HostPort        int      // 0 = the ports Facts.Listening found
 	LANTargets      []string // extra LAN targets, ADDR:PORT
 	Nonce           string   // makes write probes' file names unique
+	// Fixture is the drill's project in the working directory (nil: the protect group
+	// is skipped); Dropped are the protected entries the profile drops (WARN rows).
+	Fixture *Fixture
+	Dropped []string
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
@@ -341,6 +354,11 @@ func BuildPlan(in Input) (Plan, error) {
 	if parent := filepath.Dir(in.Workdir); parent != in.Workdir && parent != in.Home {
 		add(Probe{ID: "write:parent", Group: "writes", Name: "write parent of working dir", Kind: KindWrite,
 			Targets: []string{filepath.Join(parent, name)}, Want: Blocked, Scratch: true, Expected: "not on host"})
+	}
+
+	// Nothing the sandbox writes runs outside it.
+	for _, pr := range protectProbes(in) {
+		add(pr)
 	}
 
 	// Network, by the contract of in.Expect.

@@ -132,7 +132,9 @@ func TestDrillLab(t *testing.T) {
 				"secret:netrc", "secret:git-credentials", "secret:docker", "secret:kube", "secret:gh", "secret:claude-credentials",
 				"env:GITHUB_TOKEN", "env:AWS_SECRET_ACCESS_KEY", "env:ANTHROPIC_API_KEY", "env:unlisted",
 				"pids", "priv:no-new-privs", "priv:caps", "priv:setuid", "priv:userns", "write:workdir", "write:/etc", "write:~/",
-				"net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract", "net:sandbox-gateway"} {
+				"net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract", "net:sandbox-gateway",
+				"protect:hook", "protect:fsmonitor", "protect:hookspath", "protect:nested-config", "protect:worktree-pointer",
+				"protect:envrc", "protect:vscode-task", "protect:agent-settings"} {
 				r.want(t, id, drill.Pass)
 			}
 			if c.tier == "internet" && !strings.HasPrefix(r.rows["net:internet"].Observed, "HTTP 200") {
@@ -240,6 +242,21 @@ path = "/proc"
 `, nil, map[string]drill.Status{"pids": drill.Breach}},
 		{"auth-passthrough", `auth_passthrough = true
 `, nil, map[string]drill.Status{"secret:claude-credentials": drill.Warn}},
+		// The protected set, one class at a time: dropped, the plant lands and the host's
+		// own tool (git, direnv, VS Code, Claude Code) runs it.
+		{"drop-hooks", `protect_drop = ["git:hooks"]
+`, nil, map[string]drill.Status{"protect:hook": drill.Breach, "protect:drop:git:hooks": drill.Warn, "protect:fsmonitor": drill.Pass}},
+		{"drop-config", `protect_drop = ["git:config"]
+`, nil, map[string]drill.Status{"protect:fsmonitor": drill.Breach, "protect:hookspath": drill.Breach, "protect:nested-config": drill.Breach,
+			"protect:hook": drill.Pass, "protect:drop:git:config": drill.Warn}},
+		{"drop-pointer", `protect_drop = ["git:pointer"]
+`, nil, map[string]drill.Status{"protect:worktree-pointer": drill.Breach, "protect:fsmonitor": drill.Pass}},
+		{"drop-envrc", `protect_drop = [".envrc"]
+`, nil, map[string]drill.Status{"protect:envrc": drill.Breach, "protect:vscode-task": drill.Pass}},
+		{"drop-vscode", `protect_drop = [".vscode"]
+`, nil, map[string]drill.Status{"protect:vscode-task": drill.Breach, "protect:envrc": drill.Pass}},
+		{"drop-agent-settings", `protect_drop = [".claude/settings.json"]
+`, nil, map[string]drill.Status{"protect:agent-settings": drill.Breach, "protect:drop:.claude/settings.json": drill.Warn}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w.t = t
