@@ -71,7 +71,10 @@ func parseDryRun(b *testing.B, out []byte) []string {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		line := strings.TrimSuffix(strings.TrimSpace(sc.Text()), " \\")
-		if line == "bwrap" || strings.HasPrefix(line, "env:") {
+		if strings.HasPrefix(line, "env:") {
+			break // the protected set's listing follows
+		}
+		if line == "bwrap" {
 			continue
 		}
 		for len(line) > 0 {

@@ -50,23 +50,22 @@ const (
 	HostClaudeStart = "Claude Code session start" // SessionStart hooks run
 )
 
-// Fixture is the drill's own little project inside the working directory.
+// Fixture is the drill's own little project inside the working directory: Repo and Hp
+// are repositories whose .git is a file naming a git directory elsewhere in the fixture
+// (as a submodule's does), so box protects them part by part (hooks, config...);
+// Nested is a plain clone inside Repo (its .git read-only whole); Wt a linked worktree
+// of Repo.
 type Fixture struct {
 	Dir     string // the fixture's root, removed by Remove
 	Repo    string // a repository (its top)
+	RepoGit string // its git directory
 	Nested  string // a repository nested in Repo
-	Hp      string // another nested one, for core.hooksPath (Repo's config takes fsmonitor)
+	Hp      string // another one, for core.hooksPath (Repo's config takes fsmonitor)
+	HpGit   string
 	Wt      string // a linked worktree of Repo, inside it
 	Markers string // a host directory the sandbox cannot see
 	// Orig is each protected file's content as the fixture made it.
 	Orig map[string]string
-}
-
-func gitDirFiles(gitdir, config string) map[string]string {
-	return map[string]string{
-		filepath.Join(gitdir, "HEAD"):   "ref: refs/heads/main\n",
-		filepath.Join(gitdir, "config"): config,
-	}
 }
 
 const fixtureConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
@@ -76,32 +75,33 @@ const fixtureConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\
 func MakeFixture(workdir, nonce string) (*Fixture, error) {
 	f := &Fixture{Dir: filepath.Join(workdir, ".box-drill-fixture-"+nonce), Orig: map[string]string{}}
 	f.Repo = filepath.Join(f.Dir, "repo")
+	f.RepoGit = filepath.Join(f.Dir, "gitdirs", "repo")
 	f.Nested = filepath.Join(f.Repo, "nested")
-	f.Wt = filepath.Join(f.Repo, "wt")
 	f.Hp = filepath.Join(f.Repo, "hp")
+	f.HpGit = filepath.Join(f.Dir, "gitdirs", "hp")
+	f.Wt = filepath.Join(f.Repo, "wt")
 	m, err := os.MkdirTemp("", "box-drill-markers-")
 	if err != nil {
 		return nil, err
 	}
 	f.Markers = m
+	wtGit := filepath.Join(f.RepoGit, "worktrees", "wt")
 	files := map[string]string{
-		filepath.Join(f.Repo, ".envrc"):                               "export BOX_DRILL=1\n",
-		filepath.Join(f.Repo, ".vscode", "tasks.json"):                `{"version":"2.0.0","tasks":[]}` + "\n",
-		filepath.Join(f.Repo, ".claude", "settings.json"):             `{"permissions":{"allow":[]}}` + "\n",
-		filepath.Join(f.Wt, ".git"):                                   "gitdir: ../.git/worktrees/wt\n",
-		filepath.Join(f.Repo, ".git", "worktrees", "wt", "HEAD"):      "ref: refs/heads/wt\n",
-		filepath.Join(f.Repo, ".git", "worktrees", "wt", "commondir"): "../..\n",
-		filepath.Join(f.Repo, ".git", "worktrees", "wt", "gitdir"):    filepath.Join(f.Wt, ".git") + "\n",
-	}
-	for p, c := range gitDirFiles(filepath.Join(f.Repo, ".git"), fixtureConfig) {
-		files[p] = c
+		filepath.Join(f.Repo, ".envrc"):                   "export BOX_DRILL=1\n",
+		filepath.Join(f.Repo, ".vscode", "tasks.json"):    `{"version":"2.0.0","tasks":[]}` + "\n",
+		filepath.Join(f.Repo, ".claude", "settings.json"): `{"permissions":{"allow":[]}}` + "\n",
+		filepath.Join(f.Repo, ".git"):                     "gitdir: " + f.RepoGit + "\n",
+		filepath.Join(f.Hp, ".git"):                       "gitdir: " + f.HpGit + "\n",
+		filepath.Join(f.Wt, ".git"):                       "gitdir: " + wtGit + "\n",
+		filepath.Join(wtGit, "HEAD"):                      "ref: refs/heads/wt\n",
+		filepath.Join(wtGit, "commondir"):                 "../..\n",
+		filepath.Join(wtGit, "gitdir"):                    filepath.Join(f.Wt, ".git") + "\n",
 	}
 	var dirs []string
-	for _, r := range []string{f.Repo, f.Nested, f.Hp} {
-		for p, c := range gitDirFiles(filepath.Join(r, ".git"), fixtureConfig) {
-			files[p] = c
-		}
-		dirs = append(dirs, filepath.Join(r, ".git", "hooks"), filepath.Join(r, ".git", "objects"), filepath.Join(r, ".git", "refs", "heads"))
+	for _, g := range []string{f.RepoGit, f.HpGit, filepath.Join(f.Nested, ".git")} {
+		files[filepath.Join(g, "HEAD")] = "ref: refs/heads/main\n"
+		files[filepath.Join(g, "config")] = fixtureConfig
+		dirs = append(dirs, filepath.Join(g, "hooks"), filepath.Join(g, "objects"), filepath.Join(g, "refs", "heads"))
 	}
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -150,7 +150,7 @@ func protectProbes(in Input) []Probe {
 	}
 	mark := func(id string) string { return filepath.Join(f.Markers, id) }
 	touch := func(id string) string { return "touch '" + mark(id) + "'" }
-	repoGit := filepath.Join(f.Repo, ".git")
+	repoGit := f.RepoGit
 	cfg := func(extra string) string { return fixtureConfig + extra }
 	evilHooks := filepath.Join(f.Repo, ".box-evil-hooks")
 	evilGit := filepath.Join(f.Repo, ".box-evil-git")
@@ -170,7 +170,7 @@ func protectProbes(in Input) []Probe {
 		probe("fsmonitor", "git core.fsmonitor", HostGitStatus, f.Repo,
 			PlantFile{Path: filepath.Join(repoGit, "config"), Content: cfg("\tfsmonitor = \"" + touch("fsmonitor") + "; false\"\n")}),
 		probe("hookspath", "git core.hooksPath", HostGitCommit, f.Hp,
-			PlantFile{Path: filepath.Join(f.Hp, ".git", "config"), Content: cfg("\thooksPath = " + evilHooks + "\n")},
+			PlantFile{Path: filepath.Join(f.HpGit, "config"), Content: cfg("\thooksPath = " + evilHooks + "\n")},
 			PlantFile{Path: evilHooks, Dir: true},
 			PlantFile{Path: filepath.Join(evilHooks, "pre-commit"), Content: hook("hookspath"), Mode: 0o755}),
 		probe("nested-config", "nested repository's config", HostGitStatus, f.Nested,

@@ -20,7 +20,8 @@ func TestBuildPlanProtect(t *testing.T) {
 			t.Errorf("%s without a fixture: skip %q", id, pr.Skip)
 		}
 	}
-	in.Fixture = &Fixture{Dir: "/w/.box-drill-fixture-n0", Repo: "/w/f/repo", Nested: "/w/f/repo/nested", Hp: "/w/f/repo/hp", Wt: "/w/f/repo/wt",
+	in.Fixture = &Fixture{Dir: "/w/.box-drill-fixture-n0", Repo: "/w/f/repo", RepoGit: "/w/f/gitdirs/repo", Nested: "/w/f/repo/nested",
+		Hp: "/w/f/repo/hp", HpGit: "/w/f/gitdirs/hp", Wt: "/w/f/repo/wt",
 		Markers: "/tmp/m", Orig: map[string]string{"/w/f/repo/.envrc": "export X=1\n"}}
 	in.Facts.Git = "/usr/bin/git"
 	in.Dropped = []string{".vscode"}

@@ -247,8 +247,10 @@ path = "/proc"
 		{"drop-hooks", `protect_drop = ["git:hooks"]
 `, nil, map[string]drill.Status{"protect:hook": drill.Breach, "protect:drop:git:hooks": drill.Warn, "protect:fsmonitor": drill.Pass}},
 		{"drop-config", `protect_drop = ["git:config"]
-`, nil, map[string]drill.Status{"protect:fsmonitor": drill.Breach, "protect:hookspath": drill.Breach, "protect:nested-config": drill.Breach,
+`, nil, map[string]drill.Status{"protect:fsmonitor": drill.Breach, "protect:hookspath": drill.Breach, "protect:nested-config": drill.Pass,
 			"protect:hook": drill.Pass, "protect:drop:git:config": drill.Warn}},
+		{"drop-nested", `protect_drop = ["git:nested"]
+`, nil, map[string]drill.Status{"protect:nested-config": drill.Breach, "protect:fsmonitor": drill.Pass, "protect:drop:git:nested": drill.Warn}},
 		{"drop-pointer", `protect_drop = ["git:pointer"]
 `, nil, map[string]drill.Status{"protect:worktree-pointer": drill.Breach, "protect:fsmonitor": drill.Pass}},
 		{"drop-envrc", `protect_drop = [".envrc"]

@@ -29,6 +29,9 @@ type Tree struct {
 	GitDirs []GitDirFact
 	// Pointers are the .git files found (worktrees, submodules).
 	Pointers []string
+	// Nested are the .git directories of repositories nested in the working directory
+	// that are neither its repository's nor reached through a .git file.
+	Nested []string
 	// Binds are git directories outside the working directory that commits inside need
 	// (the common directory of the working directory's own worktree or submodule). Scan
 	// lists only directories it verified belong to the working directory's .git file.
@@ -46,6 +49,9 @@ type Tree struct {
 type GitDirFact struct {
 	Path   string
 	Linked bool // a linked worktree's (.git/worktrees/NAME)
+	// WorktreeConfig: the (common) config may set extensions.worktreeConfig, so an
+	// absent config.worktree gets a placeholder.
+	WorktreeConfig bool
 }
 
 // Options are a profile's loosening and tightening of the set.
@@ -150,6 +156,7 @@ type candidate struct {
 	path  string
 	entry Entry
 	root  string
+	gd    GitDirFact // for GitDir entries
 }
 
 // roots are the sandbox's writable trees a protected path can lie in.
@@ -171,10 +178,10 @@ func (t Tree) candidates(o Options) []candidate {
 	}
 	roots := t.roots()
 	var out []candidate
-	add := func(p string, e Entry) {
+	add := func(p string, e Entry, gd GitDirFact) {
 		p = filepath.Clean(p)
 		if r := rootOf(roots, p); r != "" {
-			out = append(out, candidate{p, e, r})
+			out = append(out, candidate{p, e, r, gd})
 		}
 	}
 	project := slices.Clone(entries)
@@ -189,16 +196,20 @@ func (t Tree) candidates(o Options) []candidate {
 		case GitDir:
 			for _, g := range t.GitDirs {
 				if e.Only == "" || (e.Only == LinkedGitDir) == g.Linked {
-					add(filepath.Join(g.Path, e.Path), e)
+					add(filepath.Join(g.Path, e.Path), e, g)
 				}
 			}
 		case Pointer:
 			for _, p := range t.Pointers {
-				add(p, e)
+				add(p, e, GitDirFact{})
+			}
+		case Nested:
+			for _, p := range t.Nested {
+				add(p, e, GitDirFact{})
 			}
 		case Project:
 			for _, top := range t.Tops {
-				add(filepath.Join(top, e.Path), e)
+				add(filepath.Join(top, e.Path), e, GitDirFact{})
 			}
 		}
 	}
@@ -258,6 +269,9 @@ func Build(t Tree, o Options) (Set, error) {
 		switch k, found := t.Exists[c.path]; {
 		case !found:
 			p.Absent, p.Placeholder = true, c.entry.Absent
+			if c.entry.Name == "git:config.worktree" && !c.gd.WorktreeConfig {
+				p.Placeholder = NoPlaceholder // git never reads it: no bind to pay for
+			}
 		case k == File || k == Dir:
 			p.Dir = k == Dir
 		default:

@@ -40,8 +40,9 @@ func plainRepo() Tree {
 	return facts(Tree{
 		Workdir:  "/w",
 		Tops:     []string{"/w", "/w/vendor/lib", "/w/sub", "/w/wt"},
-		GitDirs:  []GitDirFact{{Path: "/w/.git"}, {Path: "/w/.git/modules/sub"}, {Path: "/w/.git/worktrees/wt", Linked: true}, {Path: "/w/vendor/lib/.git"}},
+		GitDirs:  []GitDirFact{{Path: "/w/.git"}, {Path: "/w/.git/modules/sub", WorktreeConfig: true}, {Path: "/w/.git/worktrees/wt", Linked: true}},
 		Pointers: []string{"/w/sub/.git", "/w/wt/.git"},
+		Nested:   []string{"/w/vendor/lib/.git"},
 	},
 		"/w/.git/hooks/", "/w/.git/hooks/pre-commit.sample", "/w/.git/config", "/w/.git/HEAD",
 		"/w/.git/modules/sub/hooks/", "/w/.git/modules/sub/config",
@@ -123,10 +124,10 @@ func TestBuildRules(t *testing.T) {
 	}
 	ro := s.ReadOnly()
 	for _, p := range []string{"/w/.git/hooks", "/w/.git/config", "/w/.git/modules/sub/config", "/w/.git/worktrees/wt/commondir",
-		"/w/.git/worktrees/wt/gitdir", "/w/vendor/lib/.git/config", "/w/sub/.git", "/w/wt/.git", "/w/.envrc", "/w/.vscode",
+		"/w/.git/worktrees/wt/gitdir", "/w/vendor/lib/.git", "/w/sub/.git", "/w/wt/.git", "/w/.envrc", "/w/.vscode",
 		"/w/.claude/settings.json", "/w/.claude/commands", "/w/vendor/lib/.envrc",
 		// absent git paths get placeholders and are bound too
-		"/w/.git/commondir", "/w/.git/config.worktree", "/w/vendor/lib/.git/hooks", "/w/.git/modules/sub/commondir"} {
+		"/w/.git/commondir", "/w/.git/modules/sub/config.worktree", "/w/.git/modules/sub/commondir"} {
 		if !slices.Contains(ro, p) {
 			t.Errorf("%s is not bound read-only", p)
 		}
@@ -139,8 +140,9 @@ func TestBuildRules(t *testing.T) {
 	if _, ok := find(s, "/w/.git/gitdir"); ok {
 		t.Error("gitdir entry applied to a main git directory")
 	}
-	for path, want := range map[string]Placeholder{"/w/.git/commondir": SelfCommonDir, "/w/.git/config.worktree": EmptyFile,
-		"/w/vendor/lib/.git/hooks": EmptyDir, "/w/.mcp.json": NoPlaceholder} {
+	// config.worktree gets a placeholder only where the config may enable it.
+	for path, want := range map[string]Placeholder{"/w/.git/commondir": SelfCommonDir, "/w/.git/modules/sub/config.worktree": EmptyFile,
+		"/w/.git/config.worktree": NoPlaceholder, "/w/.mcp.json": NoPlaceholder} {
 		p, ok := find(s, path)
 		if !ok || !p.Absent || p.Placeholder != want {
 			t.Errorf("%s: %+v (found %v), want absent with placeholder %q", path, p, ok, want)
@@ -152,9 +154,15 @@ func TestBuildRules(t *testing.T) {
 	}
 	// Every directory holding a bound path, up to the working directory, is pinned.
 	for _, d := range []string{"/w/.git", "/w/.git/modules", "/w/.git/modules/sub", "/w/.git/worktrees", "/w/.git/worktrees/wt",
-		"/w/vendor", "/w/vendor/lib", "/w/vendor/lib/.git", "/w/sub", "/w/wt", "/w/.claude"} {
+		"/w/vendor", "/w/vendor/lib", "/w/sub", "/w/wt", "/w/.claude"} {
 		if !slices.Contains(s.Pins, d) {
 			t.Errorf("%s is not pinned: %q", d, s.Pins)
+		}
+	}
+	// A nested repository's .git is read-only whole: nothing inside it is bound again.
+	for _, p := range ro {
+		if strings.HasPrefix(p, "/w/vendor/lib/.git/") {
+			t.Errorf("%s bound inside a whole read-only .git", p)
 		}
 	}
 	if slices.Contains(s.Pins, "/w") || slices.Contains(s.Pins, "/w/.vscode") {

@@ -18,6 +18,9 @@ const (
 	GitDir Scope = "gitdir"
 	// Pointer: the .git file of a worktree or submodule (a "gitdir: PATH" line).
 	Pointer Scope = "pointer"
+	// Nested: the .git directory of a repository nested in the working directory (not
+	// a submodule or worktree of its repository): read-only as a whole.
+	Nested Scope = "nested"
 	// Project: relative to the working directory and to the top of every repository
 	// nested in it.
 	Project Scope = "project"
@@ -75,6 +78,8 @@ var entries = []Entry{
 		Why: "git runs hooks/<name> on commit, checkout, merge, rebase, push, am"},
 	{Name: "git:config", Scope: GitDir, Path: "config", Absent: EmptyFile, Only: MainGitDir,
 		Why: "git obeys it on every command: core.fsmonitor runs on each git status, core.hooksPath, core.pager, core.sshCommand, aliases, filters, diff and merge drivers, credential helpers, include.path"},
+	// Absent, it gets a placeholder only where the config enables it (Build): git
+	// never reads it otherwise, and the config is protected.
 	{Name: "git:config.worktree", Scope: GitDir, Path: "config.worktree", Absent: EmptyFile,
 		Why: "git reads it like config when extensions.worktreeConfig is set"},
 	{Name: "git:commondir", Scope: GitDir, Path: "commondir", Absent: SelfCommonDir,
@@ -83,6 +88,11 @@ var entries = []Entry{
 		Why: "a linked worktree's back-link: git worktree repair writes a .git file where it points, prune deletes by it"},
 	{Name: "git:pointer", Scope: Pointer,
 		Why: "a worktree's or submodule's .git file: git takes its config and hooks from the directory it names"},
+	// Whole, not part by part: every bind costs launch time (bwrap's mounts grow
+	// superlinearly), and a clone nested in the project (not a submodule) is rarely
+	// committed to from the agent's run; commit in it from a box run there.
+	{Name: "git:nested", Scope: Nested, Dir: true,
+		Why: "a repository nested in the working directory: git obeys its config and runs its hooks when you work in it (read-only whole inside)"},
 
 	// The project: what host tools execute or obey when the operator opens or enters it.
 	{Name: ".envrc", Scope: Project, Path: ".envrc", Why: "direnv runs it on cd (once allowed, or at once under a whitelisted prefix)"},

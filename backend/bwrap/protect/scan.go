@@ -82,9 +82,11 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 			continue
 		}
 		switch {
-		case fi.IsDir():
+		case fi.IsDir() && filepath.Dir(dg) == workdir:
 			addGitDir(dg, false)
 			expand(dg, addGitDir)
+		case fi.IsDir():
+			t.Nested = append(t.Nested, dg)
 		case fi.Mode().IsRegular():
 			t.Pointers = append(t.Pointers, dg)
 			g, err := readPointer(dg)
@@ -93,7 +95,11 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 				continue
 			}
 			if within(g, workdir) {
-				addGitDir(g, filepath.Base(filepath.Dir(g)) == "worktrees")
+				linked := filepath.Base(filepath.Dir(g)) == "worktrees"
+				addGitDir(g, linked)
+				if !linked {
+					expand(g, addGitDir)
+				}
 				continue
 			}
 			if filepath.Dir(dg) != workdir {
@@ -118,6 +124,13 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		if top := containingRepo(workdir, home); top != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("the working directory lies inside the repository %s, whose .git is not visible inside: git will not find it there (run box from %s to commit inside)", top, top))
 		}
+	}
+	for i, g := range t.GitDirs {
+		common := g.Path
+		if g.Linked {
+			common = filepath.Dir(filepath.Dir(g.Path))
+		}
+		t.GitDirs[i].WorktreeConfig = mentionsWorktreeConfig(filepath.Join(common, "config"))
 	}
 	for _, p := range t.Candidates(o) {
 		if fi, err := os.Lstat(p); err == nil {
@@ -196,6 +209,18 @@ func expandModules(dir string, depth int, add func(string, bool)) {
 			expandModules(p, depth+1, add)
 		}
 	}
+}
+
+// mentionsWorktreeConfig: the config may enable extensions.worktreeConfig (a plain
+// case-insensitive search: a false yes only costs a placeholder). Unreadable counts as yes.
+func mentionsWorktreeConfig(config string) bool {
+	f, err := os.OpenFile(config, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return !os.IsNotExist(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	return err != nil || bytes.Contains(bytes.ToLower(b), []byte("worktreeconfig"))
 }
 
 // maxPointer bounds what box reads of a .git file, commondir or gitdir file.
