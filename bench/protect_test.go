@@ -101,4 +101,3 @@ func runArgs(b *testing.B, r *rig, args []string) {
 	wr.Close()
 	rd.Close()
 }
-

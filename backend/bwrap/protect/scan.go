@@ -2,12 +2,15 @@ package protect
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The scan's bound: it reads at most MaxDirs directories, breadth-first, no deeper than
@@ -15,9 +18,13 @@ import (
 // found (and a warning): the repositories nearest the top are protected, the post-run
 // audit checks the rest.
 const (
-	MaxDirs  = 8192
-	MaxDepth = 12
+	MaxDirs  = 4096
+	MaxDepth = 10
 )
+
+// skipDirs are not descended into: tool-managed trees, huge, where no repository the
+// operator works in lives (npm strips .git from git dependencies).
+var skipDirs = map[string]bool{"node_modules": true}
 
 // The bound in force (tests lower it).
 var scanDirs, scanDepth = MaxDirs, MaxDepth
@@ -44,6 +51,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		dir   string
 		depth int
 	}
+	buf := make([]byte, 32<<10) // getdents' buffer, reused for every directory
 	queue := []item{{workdir, 0}}
 	for len(queue) > 0 {
 		it := queue[0]
@@ -52,7 +60,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 			t.Truncated = true
 			break
 		}
-		ents, err := readDir(it.dir)
+		ents, err := readDir(it.dir, buf)
 		t.Dirs++
 		if err != nil {
 			continue
@@ -66,7 +74,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 				}
 				continue
 			}
-			if e.dir {
+			if e.dir && !skipDirs[e.name] {
 				if it.depth+1 > scanDepth {
 					t.Truncated = true
 					continue
@@ -84,7 +92,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		switch {
 		case fi.IsDir() && filepath.Dir(dg) == workdir:
 			addGitDir(dg, false)
-			expand(dg, addGitDir)
+			expand(dg, addGitDir, buf)
 		case fi.IsDir():
 			t.Nested = append(t.Nested, dg)
 		case fi.Mode().IsRegular():
@@ -98,7 +106,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 				linked := filepath.Base(filepath.Dir(g)) == "worktrees"
 				addGitDir(g, linked)
 				if !linked {
-					expand(g, addGitDir)
+					expand(g, addGitDir, buf)
 				}
 				continue
 			}
@@ -115,7 +123,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 				addGitDir(g, true)
 			}
 			addGitDir(c, false)
-			expand(c, addGitDir)
+			expand(c, addGitDir, buf)
 		default:
 			t.Notes = append(t.Notes, fmt.Sprintf("%s is a %s: not followed (box never binds through a link)", dg, kindOf(fi)))
 		}
@@ -145,20 +153,43 @@ type dirent struct {
 	dir  bool // a real directory (never a symlink to one)
 }
 
-// readDir lists a directory in the order the kernel gives, types from getdents (no stat
-// per entry except where the filesystem does not say).
-func readDir(dir string) ([]dirent, error) {
-	f, err := os.Open(dir)
+// readDir lists a directory in the order the kernel gives, with the types getdents
+// reports: open, getdents, close, nothing per entry (os.ReadDir would stat and sort).
+func readDir(dir string, buf []byte) ([]dirent, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	ents, err := f.ReadDir(-1)
-	out := make([]dirent, 0, len(ents))
-	for _, e := range ents {
-		out = append(out, dirent{e.Name(), e.Type().IsDir()})
+	defer unix.Close(fd)
+	var out []dirent
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return out, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				break
+			}
+			typ, name := b[18], b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if nm := string(name); nm != "." && nm != ".." {
+				isDir := typ == unix.DT_DIR
+				if typ == unix.DT_UNKNOWN { // filesystems that do not say: ask
+					var st unix.Stat_t
+					isDir = unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+				}
+				out = append(out, dirent{nm, isDir})
+			}
+			b = b[reclen:]
+		}
 	}
-	return out, err
 }
 
 func kindOf(fi os.FileInfo) FileKind {
@@ -176,24 +207,24 @@ func kindOf(fi os.FileInfo) FileKind {
 // expand adds the git directories under g: .git/modules/* (submodules; a directory with a
 // HEAD is one, names may hold slashes) and .git/worktrees/* (linked worktrees), and
 // theirs in turn (a submodule's own submodules, a worktree's submodules).
-func expand(g string, add func(string, bool)) {
-	expandModules(filepath.Join(g, "modules"), 0, add)
-	if ws, err := readDir(filepath.Join(g, "worktrees")); err == nil {
+func expand(g string, add func(string, bool), buf []byte) {
+	expandModules(filepath.Join(g, "modules"), 0, add, buf)
+	if ws, err := readDir(filepath.Join(g, "worktrees"), buf); err == nil {
 		for _, w := range ws {
 			if w.dir {
 				wt := filepath.Join(g, "worktrees", w.name)
 				add(wt, true)
-				expandModules(filepath.Join(wt, "modules"), 0, add)
+				expandModules(filepath.Join(wt, "modules"), 0, add, buf)
 			}
 		}
 	}
 }
 
-func expandModules(dir string, depth int, add func(string, bool)) {
+func expandModules(dir string, depth int, add func(string, bool), buf []byte) {
 	if depth > maxModuleDepth {
 		return
 	}
-	ents, err := readDir(dir)
+	ents, err := readDir(dir, buf)
 	if err != nil {
 		return
 	}
@@ -204,9 +235,9 @@ func expandModules(dir string, depth int, add func(string, bool)) {
 		p := filepath.Join(dir, e.name)
 		if fi, err := os.Lstat(filepath.Join(p, "HEAD")); err == nil && fi.Mode().IsRegular() {
 			add(p, false)
-			expand(p, add)
+			expand(p, add, buf)
 		} else {
-			expandModules(p, depth+1, add)
+			expandModules(p, depth+1, add, buf)
 		}
 	}
 }
