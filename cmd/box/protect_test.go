@@ -102,7 +102,7 @@ func hostileRun(t *testing.T, drop []string) {
 	// The tricks around the binds: rename a protected path's directory away and put one
 	// of its own in its place, plant what is absent, replace by a link.
 	tricks := `# the tricks
-mv .git .git.old; mv .vscode .vscode.old; mv vendor vendor.old; mv vendor/lib vendor/lib.old
+mv .git .git.old; mv .vscode .vscode.old; mv .claude .claude.old; mv .git/modules .git/m2 2>/dev/null
 printf '../.evil/w/.git\n' > .git/commondir; rm -f .git/commondir
 printf '[core]\n\tfsmonitor = "touch %s/worktree-config; false"\n' "$M" > .git/config.worktree
 ln -sf ../.evil/w/.git/config .git/config 2>/dev/null
@@ -172,8 +172,9 @@ exit 0`
 	if log := w.mustHost(p, `git log --format=%s main`); !strings.Contains(log, "inside-commit") {
 		t.Errorf("the commit made inside is not in the history:\n%s", log)
 	}
-	// A repository created during the run cannot be protected beforehand: the post-run
-	// audit is what catches it (package postrun). Its config is the sandbox's.
+	// A repository created during the run cannot be protected beforehand, nor can a
+	// nested clone's work tree renamed away and replaced by a new one (which is the
+	// same thing): the post-run audit is what catches them (package postrun).
 	if b, _ := os.ReadFile(filepath.Join(p, "vendor/new/.git/config")); !strings.Contains(string(b), "new-nested") {
 		t.Logf("vendor/new was not created (%q)", b)
 	}

@@ -289,15 +289,36 @@ func Build(t Tree, o Options) (Set, error) {
 	}
 	slices.SortFunc(s.Protected, func(a, b Path) int { return strings.Compare(a.Path, b.Path) })
 
+	// Pins: a directory between a root and a bound path is bound onto itself, so it
+	// cannot be renamed away with a look-alike put in its place, where the path is
+	// fixed: inside and above every git directory (the host's git follows .git files and
+	// commondir to them) and above the working directory's own project files. A nested
+	// clone's or a submodule's work tree is not pinned: renaming it away and making a new
+	// one is making a new repository, which only the post-run audit can catch, and each
+	// bind costs launch time.
 	pins := map[string]bool{}
 	roots := t.roots()
+	pinnable := func(d string) bool {
+		for _, g := range t.GitDirs {
+			if within(d, g.Path) || within(g.Path, d) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, p := range s.Protected {
 		if !p.Bound() {
 			continue
 		}
+		e, builtin := Lookup(p.Entry)
+		rel := p.Entry // a protect_add entry is named by its path
+		if builtin {
+			rel = e.Path
+		}
+		topFile := (!builtin || e.Scope == Project) && filepath.Join(t.Workdir, rel) == p.Path
 		r := rootOf(roots, p.Path)
 		for d := filepath.Dir(p.Path); d != r; d = filepath.Dir(d) {
-			if !coveredBy(byPath, d) {
+			if !coveredBy(byPath, d) && (topFile || pinnable(d)) {
 				pins[d] = true
 			}
 		}
