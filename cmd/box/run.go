@@ -42,6 +42,10 @@ Only the working directory is writable. Your home directory is an empty tmpfs ex
 ~/.claude (a per-project instance directory), system directories are read-only, and
 /run/user, agent sockets and docker.sock are absent unless a profile mounts them.
 
+What your own tools would run later stays read-only inside: git hooks and config in
+every repository found, .envrc, .vscode/, .mcp.json, .claude/settings.json and the rest
+of the protected set (--dry-run lists it); commits, branches and rebases still work.
+
 Network tiers: none (no network), internet (public internet only), full (the host's
 network; only when named). Templates never choose the network.`,
 		Example: `  box run -y                               # the default profile: a shell, no network

@@ -276,3 +276,16 @@ func TestEntries(t *testing.T) {
 		}
 	}
 }
+
+// docs/bwrap.md names every entry (the doc is the set's user-facing list).
+func TestEntriesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/bwrap.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range Entries() {
+		if !strings.Contains(string(doc), "`"+e.Name+"`") && !strings.Contains(string(doc), "`"+e.Name+"/`") {
+			t.Errorf("docs/bwrap.md does not name %s", e.Name)
+		}
+	}
+}
