@@ -260,3 +260,22 @@ cd .. && git add sub && git commit -qm bump-sub && echo OK`)
 	w.mustHost(w.proj, `git status >/dev/null && git log --format=%s | grep -qx bump-sub`)
 	w.noMarkers(m, "submodule")
 }
+
+// A repository whose core.hooksPath names a directory in the project (.githooks here,
+// absent at launch): box puts an empty read-only directory there, so the sandbox cannot
+// fill it, and the host's next commit runs nothing.
+func TestProtectHooksPathDir(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	m := w.markers()
+	w.mustHost(w.proj, gitInit+`git config core.hooksPath .githooks && git add -A && git commit -qm one`)
+	r := w.sh(`mkdir -p .githooks; printf '#!/bin/sh\ntouch ` + m + `/githooks\n' > .githooks/pre-commit && chmod +x .githooks/pre-commit && echo PLANTED; rm -rf .githooks; mv .githooks .gh2 && echo MOVED; exit 0`)
+	if strings.Contains(r.stdout, "PLANTED") || strings.Contains(r.stdout, "MOVED") {
+		t.Fatalf("the hooksPath directory took a plant: %s %s", r.stdout, r.stderr)
+	}
+	w.mustHost(w.proj, `git commit -q --allow-empty -m host`)
+	w.noMarkers(m, "hooksPath")
+	if fi, err := os.Stat(filepath.Join(w.proj, ".githooks")); err != nil || !fi.IsDir() {
+		t.Errorf("the placeholder directory: %v", err)
+	}
+}

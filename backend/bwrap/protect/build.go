@@ -32,6 +32,8 @@ type Tree struct {
 	// Nested are the .git directories of repositories nested in the working directory
 	// that are neither its repository's nor reached through a .git file.
 	Nested []string
+	// HooksPaths are the directories the repositories' core.hooksPath names (absolute).
+	HooksPaths []string
 	// Binds are git directories outside the working directory that commits inside need
 	// (the common directory of the working directory's own worktree or submodule). Scan
 	// lists only directories it verified belong to the working directory's .git file.
@@ -205,6 +207,10 @@ func (t Tree) candidates(o Options) []candidate {
 			}
 		case Nested:
 			for _, p := range t.Nested {
+				add(p, e, GitDirFact{})
+			}
+		case HooksPath:
+			for _, p := range t.HooksPaths {
 				add(p, e, GitDirFact{})
 			}
 		case Project:

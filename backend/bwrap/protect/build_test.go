@@ -38,11 +38,12 @@ func facts(t Tree, paths ...string) Tree {
 // of its own inside the working directory, and some project files.
 func plainRepo() Tree {
 	return facts(Tree{
-		Workdir:  "/w",
-		Tops:     []string{"/w", "/w/vendor/lib", "/w/sub", "/w/wt"},
-		GitDirs:  []GitDirFact{{Path: "/w/.git"}, {Path: "/w/.git/modules/sub", WorktreeConfig: true}, {Path: "/w/.git/worktrees/wt", Linked: true}},
-		Pointers: []string{"/w/sub/.git", "/w/wt/.git"},
-		Nested:   []string{"/w/vendor/lib/.git"},
+		Workdir:    "/w",
+		Tops:       []string{"/w", "/w/vendor/lib", "/w/sub", "/w/wt"},
+		GitDirs:    []GitDirFact{{Path: "/w/.git"}, {Path: "/w/.git/modules/sub", WorktreeConfig: true}, {Path: "/w/.git/worktrees/wt", Linked: true}},
+		Pointers:   []string{"/w/sub/.git", "/w/wt/.git"},
+		Nested:     []string{"/w/vendor/lib/.git"},
+		HooksPaths: []string{"/w/.githooks"},
 	},
 		"/w/.git/hooks/", "/w/.git/hooks/pre-commit.sample", "/w/.git/config", "/w/.git/HEAD",
 		"/w/.git/modules/sub/hooks/", "/w/.git/modules/sub/config",
@@ -127,7 +128,7 @@ func TestBuildRules(t *testing.T) {
 		"/w/.git/worktrees/wt/gitdir", "/w/vendor/lib/.git", "/w/sub/.git", "/w/wt/.git", "/w/.envrc", "/w/.vscode",
 		"/w/.claude/settings.json", "/w/.claude/commands", "/w/vendor/lib/.envrc",
 		// absent git paths get placeholders and are bound too
-		"/w/.git/commondir", "/w/.git/modules/sub/config.worktree", "/w/.git/modules/sub/commondir"} {
+		"/w/.git/commondir", "/w/.git/modules/sub/config.worktree", "/w/.git/modules/sub/commondir", "/w/.githooks"} {
 		if !slices.Contains(ro, p) {
 			t.Errorf("%s is not bound read-only", p)
 		}

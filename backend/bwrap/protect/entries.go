@@ -21,6 +21,9 @@ const (
 	// Nested: the .git directory of a repository nested in the working directory (not
 	// a submodule or worktree of its repository): read-only as a whole.
 	Nested Scope = "nested"
+	// HooksPath: a directory a repository's core.hooksPath names inside the working
+	// directory (husky's .husky/_, a project's .githooks).
+	HooksPath Scope = "hookspath"
 	// Project: relative to the working directory and to the top of every repository
 	// nested in it.
 	Project Scope = "project"
@@ -88,6 +91,8 @@ var entries = []Entry{
 		Why: "a linked worktree's back-link: git worktree repair writes a .git file where it points, prune deletes by it"},
 	{Name: "git:pointer", Scope: Pointer,
 		Why: "a worktree's or submodule's .git file: git takes its config and hooks from the directory it names"},
+	{Name: "git:hooksPath", Scope: HooksPath, Dir: true, Absent: EmptyDir,
+		Why: "a repository's core.hooksPath names it: git runs the hooks in it (an empty directory, invisible to git status, is put where it is missing)"},
 	// Whole, not part by part: every bind costs launch time (bwrap's mounts grow
 	// superlinearly), and a clone nested in the project (not a submodule) is rarely
 	// committed to from the agent's run; commit in it from a box run there.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -84,17 +85,25 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		}
 	}
 
+	hooksPath := func(common, top string) {
+		if h := hooksPathOf(filepath.Join(common, "config"), top, home); h != "" && within(h, workdir) && h != workdir {
+			t.HooksPaths = append(t.HooksPaths, h)
+		}
+	}
 	for _, dg := range dotgits {
 		fi, err := os.Lstat(dg)
 		if err != nil {
 			continue
 		}
+		top := filepath.Dir(dg)
 		switch {
-		case fi.IsDir() && filepath.Dir(dg) == workdir:
+		case fi.IsDir() && top == workdir:
 			addGitDir(dg, false)
 			expand(dg, addGitDir, buf)
+			hooksPath(dg, top)
 		case fi.IsDir():
 			t.Nested = append(t.Nested, dg)
+			hooksPath(dg, top)
 		case fi.Mode().IsRegular():
 			t.Pointers = append(t.Pointers, dg)
 			g, err := readPointer(dg)
@@ -107,6 +116,9 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 				addGitDir(g, linked)
 				if !linked {
 					expand(g, addGitDir, buf)
+					hooksPath(g, top)
+				} else {
+					hooksPath(filepath.Dir(filepath.Dir(g)), top)
 				}
 				continue
 			}
@@ -124,6 +136,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 			}
 			addGitDir(c, false)
 			expand(c, addGitDir, buf)
+			hooksPath(c, top)
 		default:
 			t.Notes = append(t.Notes, fmt.Sprintf("%s is a %s: not followed (box never binds through a link)", dg, kindOf(fi)))
 		}
@@ -242,16 +255,59 @@ func expandModules(dir string, depth int, add func(string, bool), buf []byte) {
 	}
 }
 
+// readConfig reads a git config file (never through a link, at most 1 MiB).
+func readConfig(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 1<<20))
+}
+
 // mentionsWorktreeConfig: the config may enable extensions.worktreeConfig (a plain
 // case-insensitive search: a false yes only costs a placeholder). Unreadable counts as yes.
 func mentionsWorktreeConfig(config string) bool {
-	f, err := os.OpenFile(config, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return !os.IsNotExist(err)
+	b, err := readConfig(config)
+	if os.IsNotExist(err) {
+		return false
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
 	return err != nil || bytes.Contains(bytes.ToLower(b), []byte("worktreeconfig"))
+}
+
+// hooksPathOf is the directory core.hooksPath names in config (the last one wins;
+// relative to the work tree's top, ~/ to home), "" if none. A plain reading of the one
+// file: includes are not followed (the post-run audit reads them).
+func hooksPathOf(config, top, home string) string {
+	b, _ := readConfig(config)
+	section, val := "", ""
+	for _, line := range strings.Split(string(b), "\n") {
+		l := strings.TrimSpace(line)
+		if strings.HasPrefix(l, "[") {
+			h, rest, _ := strings.Cut(l[1:], "]")
+			section, l = strings.ToLower(strings.TrimSpace(h)), strings.TrimSpace(rest)
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || section != "core" || !strings.EqualFold(strings.TrimSpace(k), "hookspath") {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if u, err := strconv.Unquote(v); err == nil {
+			v = u
+		} else if i := strings.IndexAny(v, "#;"); i >= 0 {
+			v = strings.TrimSpace(v[:i])
+		}
+		val = v
+	}
+	switch {
+	case val == "":
+		return ""
+	case strings.HasPrefix(val, "~/"):
+		return filepath.Join(home, val[2:])
+	case filepath.IsAbs(val):
+		return filepath.Clean(val)
+	}
+	return filepath.Join(top, val)
 }
 
 // maxPointer bounds what box reads of a .git file, commondir or gitdir file.

@@ -51,6 +51,8 @@ func TestScanRealTree(t *testing.T) {
 	os.MkdirAll(filepath.Join(w, "vendor", "nested"), 0o755)
 	git(t, filepath.Join(w, "vendor", "nested"), "init", "-q")
 	os.WriteFile(filepath.Join(w, ".envrc"), []byte("export A=1\n"), 0o644)
+	git(t, w, "config", "core.hooksPath", ".githooks")
+	git(t, filepath.Join(w, "vendor", "nested"), "config", "core.hooksPath", "hooks here")
 	// A planted pointer (an earlier run could write one) naming a real repository outside.
 	os.MkdirAll(filepath.Join(w, "planted"), 0o755)
 	os.WriteFile(filepath.Join(w, "planted", ".git"), []byte("gitdir: "+filepath.Join(lib, ".git")+"\n"), 0o644)
@@ -88,6 +90,12 @@ func TestScanRealTree(t *testing.T) {
 	}
 	if tr.Truncated {
 		t.Error("truncated")
+	}
+	if !slices.Equal(tr.HooksPaths, []string{w + "/.githooks", w + "/wt/.githooks", w + "/vendor/nested/hooks here"}) {
+		t.Errorf("hooks paths %q (a linked worktree runs its common config's relative hooksPath from its own top)", tr.HooksPaths)
+	}
+	if p, ok := find(s, w+"/.githooks"); !ok || p.Placeholder != EmptyDir {
+		t.Errorf("core.hooksPath directory: %+v %v", p, ok)
 	}
 
 	// The bound: a lower one truncates and says so.
