@@ -60,6 +60,14 @@ func (w *world) noMarkers(m, when string) {
 	}
 }
 
+// sibling makes a directory of the user's beside the project.
+func (w *world) sibling(name string) string {
+	d := filepath.Join(filepath.Dir(w.proj), name)
+	os.MkdirAll(d, 0o755)
+	os.Chown(d, w.uid, w.gid)
+	return d
+}
+
 const gitInit = `git init -q -b main && git config user.name op && git config user.email op@example.com && `
 
 func TestProtectHostileRun(t *testing.T) {
@@ -216,9 +224,7 @@ func TestProtectWorktreeOutside(t *testing.T) {
 	testenv.RequireTool(t, "git")
 	w := newWorld(t)
 	m := w.markers()
-	main := filepath.Join(filepath.Dir(w.proj), "main")
-	os.MkdirAll(main, 0o755)
-	os.Chown(main, w.uid, w.gid)
+	main := w.sibling("main")
 	wt := filepath.Join(filepath.Dir(w.proj), "wt")
 	w.mustHost(main, gitInit+`git commit -q --allow-empty -m one && git worktree add -q `+wt)
 	w.proj = wt
@@ -242,9 +248,7 @@ func TestProtectSubmodule(t *testing.T) {
 	testenv.RequireTool(t, "git")
 	w := newWorld(t)
 	m := w.markers()
-	lib := filepath.Join(filepath.Dir(w.proj), "lib")
-	os.MkdirAll(lib, 0o755)
-	os.Chown(lib, w.uid, w.gid)
+	lib := w.sibling("lib")
 	w.mustHost(lib, gitInit+`git commit -q --allow-empty -m lib`)
 	w.mustHost(w.proj, gitInit+`git add -A && git commit -qm one && git -c protocol.file.allow=always submodule add -q `+lib+` sub && git commit -qm sub`)
 	r := w.sh(`set -e
