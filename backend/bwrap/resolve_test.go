@@ -185,3 +185,13 @@ func TestResolveProtected(t *testing.T) {
 		t.Errorf("bad protect_drop: %v", err)
 	}
 }
+
+func TestDropROBinds(t *testing.T) {
+	args := []string{"--bind", "/w", "/w", "--ro-bind", "/w/.git/commondir", "/w/.git/commondir", "--ro-bind", "/w/.git/config", "/w/.git/config",
+		"--", "sh", "--ro-bind", "/w/.git/commondir", "/w/.git/commondir"}
+	got := dropROBinds(args, []string{"/w/.git/commondir"})
+	want := []string{"--bind", "/w", "/w", "--ro-bind", "/w/.git/config", "/w/.git/config", "--", "sh", "--ro-bind", "/w/.git/commondir", "/w/.git/commondir"}
+	if !slices.Equal(got, want) {
+		t.Errorf("%q", got)
+	}
+}

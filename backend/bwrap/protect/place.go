@@ -24,23 +24,30 @@ func (p Placeholder) Temporary() bool { return p == SelfCommonDir }
 // out of the sandbox's reach) is held shared for the run: release removes the temporary
 // placeholders only when no other box run on the same tree still holds it (removing a
 // path another sandbox has bound would detach that sandbox's read-only mount).
-func Place(s Set, lock string) (release func(), err error) {
+//
+// A placeholder box may not create (a git directory you can read but not write) is
+// skipped and returned: the sandbox, as the same user, cannot create it either, and the
+// caller drops its bind.
+func Place(s Set, lock string) (release func(), skipped []string, err error) {
 	if err := os.MkdirAll(filepath.Dir(lock), 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lf, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("protected set: lock: %w", err)
+		return nil, nil, fmt.Errorf("protected set: lock: %w", err)
 	}
 	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_SH); err != nil {
 		lf.Close()
-		return nil, fmt.Errorf("protected set: lock: %w", err)
+		return nil, nil, fmt.Errorf("protected set: lock: %w", err)
 	}
 	var temp []Path
 	for _, p := range s.Placeholders() {
-		if err := create(p); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := create(p); errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			skipped = append(skipped, p.Path)
+			continue
+		} else if err != nil && !errors.Is(err, os.ErrExist) {
 			lf.Close()
-			return nil, fmt.Errorf("protected set: placeholder %s: %w", p.Path, err)
+			return nil, nil, fmt.Errorf("protected set: placeholder %s: %w", p.Path, err)
 		}
 		if p.Placeholder.Temporary() {
 			temp = append(temp, p)
@@ -54,7 +61,7 @@ func Place(s Set, lock string) (release func(), err error) {
 		for _, p := range temp {
 			removeIfPlaceholder(p)
 		}
-	}, nil
+	}, skipped, nil
 }
 
 func create(p Path) error {

@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/heavy-duty/box/internal/testenv"
@@ -153,11 +155,11 @@ func TestPlace(t *testing.T) {
 	tr := facts(Tree{Workdir: w, Tops: []string{w}, GitDirs: []GitDirFact{{Path: w + "/.git"}}}, w+"/.git/")
 	s, _ := Build(tr, Options{})
 	lock := filepath.Join(d, "data", "lock")
-	rel1, err := Place(s, lock)
+	rel1, _, err := Place(s, lock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel2, err := Place(s, lock) // a second run on the same tree
+	rel2, _, err := Place(s, lock) // a second run on the same tree
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +181,7 @@ func TestPlace(t *testing.T) {
 		t.Error("config placeholder (permanent) removed")
 	}
 	// A commondir changed by someone is not removed.
-	rel3, _ := Place(s, lock)
+	rel3, _, _ := Place(s, lock)
 	os.WriteFile(w+"/.git/commondir", []byte("../elsewhere\n"), 0o644)
 	rel3()
 	if _, err := os.Stat(w + "/.git/commondir"); err != nil {
@@ -206,4 +208,32 @@ func BenchmarkScan(b *testing.B) {
 			filepath.WalkDir(base, func(string, fs.DirEntry, error) error { return nil })
 		}
 	})
+}
+
+// A git directory the user cannot write: no placeholder, and it is said so the bind goes.
+func TestPlaceReadOnlyGitDir(t *testing.T) {
+	testenv.RequireRoot(t) // root is needed to take the unprivileged user's view (setfsuid)
+	uid, _ := testenv.User(t)
+	d := realTemp(t)
+	w := filepath.Join(d, "w")
+	os.MkdirAll(w+"/.git", 0o755) // owned by root: the test user cannot write it
+	tr := facts(Tree{Workdir: w, Tops: []string{w}, GitDirs: []GitDirFact{{Path: w + "/.git"}}}, w+"/.git/")
+	s, _ := Build(tr, Options{})
+	os.Chmod(d, 0o777)
+	os.Chmod(filepath.Dir(d), 0o755)
+	// The file system sees the test user (setfsuid is per thread: stay on this one).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := syscall.Setfsuid(uid); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Setfsuid(0)
+	rel, skipped, err := Place(s, filepath.Join(d, "lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel()
+	if len(skipped) != len(s.Placeholders()) {
+		t.Errorf("skipped %q of %d", skipped, len(s.Placeholders()))
+	}
 }
