@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/internal/testenv"
@@ -281,5 +282,59 @@ func TestProtectHooksPathDir(t *testing.T) {
 	w.noMarkers(m, "hooksPath")
 	if fi, err := os.Stat(filepath.Join(w.proj, ".githooks")); err != nil || !fi.IsDir() {
 		t.Errorf("the placeholder directory: %v", err)
+	}
+}
+
+// The protection holds during the run, not only after it: while the sandbox is still
+// running (it waits for the host's go-ahead), the host's git, in another "terminal", runs
+// nothing the sandbox tried to plant, including where nothing existed at launch
+// (commondir, hooks/ of a repository that had none).
+func TestProtectDuringRun(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	m := w.markers()
+	p := w.proj
+	w.mustHost(p, gitInit+`git add -A && git commit -qm one && rm -rf .git/hooks`)
+	ready, goOn := filepath.Join(p, ".ready"), filepath.Join(p, ".go")
+	c := w.cmd("run", "-y", "--", "sh", "-c", `
+mkdir -p .evil && git init -q .evil/w && git -C .evil/w config core.fsmonitor "touch `+m+`/during-commondir; false"
+printf '%s/.evil/w/.git\n' "$PWD" > .git/commondir
+mkdir -p .git/hooks; printf '#!/bin/sh\ntouch `+m+`/during-hook\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit
+git config core.fsmonitor "touch `+m+`/during-fsmonitor; false"
+touch .ready
+while [ ! -e .go ]; do sleep 0.05; done`)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	defer func() {
+		w.write(goOn, "")
+		if err := <-done; err != nil {
+			t.Errorf("box run: %v\n%s", err, out.String())
+		}
+		// After the run the temporary commondir placeholder is gone.
+		if _, err := os.Lstat(filepath.Join(p, ".git", "commondir")); err == nil {
+			t.Error("commondir left after the run")
+		}
+	}()
+	for { // wait for the condition: the sandbox says its plants are tried
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("sandbox ended early (%v):\n%s", err, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	// The sandbox is running, its plants tried: the host's git, now.
+	w.mustHost(p, `git status >/dev/null && git commit -q --allow-empty -m during && git rev-parse --git-common-dir`)
+	w.noMarkers(m, "during the run")
+	if b, _ := os.ReadFile(filepath.Join(p, ".git", "commondir")); string(b) != ".\n" {
+		t.Errorf("commondir during the run = %q, want the placeholder", b)
 	}
 }
