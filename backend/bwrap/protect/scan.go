@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -291,13 +290,7 @@ func hooksPathOf(config, top, home string) string {
 		if !ok || section != "core" || !strings.EqualFold(strings.TrimSpace(k), "hookspath") {
 			continue
 		}
-		v = strings.TrimSpace(v)
-		if u, err := strconv.Unquote(v); err == nil {
-			v = u
-		} else if i := strings.IndexAny(v, "#;"); i >= 0 {
-			v = strings.TrimSpace(v[:i])
-		}
-		val = v
+		val = gitValue(v)
 	}
 	switch {
 	case val == "":
@@ -309,6 +302,33 @@ func hooksPathOf(config, top, home string) string {
 	}
 	return filepath.Join(top, val)
 }
+
+// gitValue reads a config value as git does: quotes removed, a # or ; outside them
+// starts a comment, backslash escapes, surrounding blanks trimmed.
+func gitValue(v string) string {
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			quoted = !quoted
+		case c == '\\' && i+1 < len(v):
+			i++
+			if e, ok := gitEscapes[v[i]]; ok {
+				b.WriteByte(e)
+			} else {
+				b.WriteByte(v[i]) // git refuses an unknown escape; the character is kept
+			}
+		case !quoted && (c == '#' || c == ';'):
+			return strings.TrimSpace(b.String())
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+var gitEscapes = map[byte]byte{'n': '\n', 't': '\t', 'b': '\b', '"': '"', '\\': '\\'}
 
 // maxPointer bounds what box reads of a .git file, commondir or gitdir file.
 const maxPointer = 4096

@@ -237,3 +237,36 @@ func TestPlaceReadOnlyGitDir(t *testing.T) {
 		t.Errorf("skipped %q of %d", skipped, len(s.Placeholders()))
 	}
 }
+
+func TestHooksPathOf(t *testing.T) {
+	d := realTemp(t)
+	for cfg, want := range map[string]string{
+		"[core]\n\thooksPath = .githooks\n":                 "/top/.githooks",
+		"[CORE]\n\tHooksPath=\"a b\" ; c\n":                 "/top/a b",
+		"[core] hookspath = /abs/h # x\n":                   "/abs/h",
+		"[core]\n\thooksPath = ~/h\n[core]\n\tbare=false\n": "/home/u/h",
+		"[user]\n\thooksPath = nope\n":                      "",
+		"[core]\n\thooksPath = one\n\thooksPath = two\n":    "/top/two",
+	} {
+		f := filepath.Join(d, "config")
+		os.WriteFile(f, []byte(cfg), 0o644)
+		if got := hooksPathOf(f, "/top", "/home/u"); got != want {
+			t.Errorf("%q: %q, want %q", cfg, got, want)
+		}
+	}
+}
+
+// The reading of core.hooksPath never panics, and names a clean absolute path or nothing.
+func FuzzHooksPathOf(f *testing.F) {
+	f.Add([]byte("[core]\n\thooksPath = .githooks\n"))
+	f.Add([]byte("[core \"x\"]\nhookspath=\"\\\"\"\n"))
+	d, _ := filepath.EvalSymlinks(f.TempDir())
+	f.Fuzz(func(t *testing.T, cfg []byte) {
+		p := filepath.Join(d, "config")
+		os.WriteFile(p, cfg, 0o644)
+		got := hooksPathOf(p, "/top", "/home/u")
+		if got != "" && (!filepath.IsAbs(got) || filepath.Clean(got) != got) {
+			t.Errorf("%q -> %q", cfg, got)
+		}
+	})
+}
