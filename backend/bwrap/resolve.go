@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap/protect"
@@ -60,6 +61,7 @@ func (r Request) toolNames() []string {
 type Facts struct {
 	Workdir string // the working directory, symlinks resolved
 	Euid    int
+	Egid    int
 	Home    string   // $HOME inside and out (absolute, clean)
 	Homes   []string // the home as $HOME and the password database say, resolved
 	User    string   // USER and LOGNAME inside
@@ -79,6 +81,16 @@ type Facts struct {
 	// LegacyInstance is the shared instance directory of earlier versions, when it
 	// exists ("" otherwise).
 	LegacyInstance string
+	// PackageBins are the bin directories of the profile's Nix packages, realised on the
+	// host (store paths, read-only inside).
+	PackageBins []string
+	// PackageCommands are the command names those directories hold.
+	PackageCommands map[string]bool
+	// HostNixStore: the host has /nix/store (a per-project store layers over it).
+	HostNixStore bool
+	// NixTools are the host's Nix commands (nix, nix-build, ...) that exist, for a
+	// minimal PATH.
+	NixTools []Tool
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -153,6 +165,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 			tf.Err = exec.ErrNotFound
 		}
 		err := tf.Err
+		if errors.Is(err, exec.ErrNotFound) && f.PackageCommands[name] {
+			continue // a profile package provides it, on PATH inside
+		}
 		if err == nil && (within(tf.Tool.Path, wd) || within(tf.Tool.Path, instanceDir)) {
 			// A PATH entry the sandbox can write (a project's bin/ added by direnv)
 			// could hold a planted link to anything: never bind through it.
@@ -228,11 +243,41 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 			p.warn("--env %s: not set in your environment", n)
 		}
 	}
+	minimal := r.Profile.Path == profiles.PathMinimal
+	if minimal {
+		for _, t := range f.NixTools {
+			if !slices.ContainsFunc(tools, func(x Tool) bool { return x.Name == t.Name }) {
+				tools = append(tools, t)
+			}
+		}
+	}
+	daemon := r.Profile.Nix == profiles.NixDaemon
+	if daemon {
+		p.warn("nix = \"daemon\": the host's nix-daemon is reachable inside; what it builds and fetches runs on the host, on the host's network, outside tier %s and outside the sandbox", network)
+	}
 	boxSet := map[string]string{
-		"HOME": f.Home, "PATH": PATH(), "BOX_SANDBOX": "bwrap",
+		"HOME": f.Home, "PATH": SandboxPATH(f.PackageBins, minimal), "BOX_SANDBOX": "bwrap",
 		// Claude Code keeps .claude.json in here instead of $HOME (see Args).
 		"CLAUDE_CONFIG_DIR": filepath.Join(f.Home, ".claude"),
 		"USER":              f.User, "LOGNAME": f.User,
+	}
+	if daemon {
+		boxSet["NIX_REMOTE"] = "daemon"
+	}
+	var nixStore string
+	if r.Profile.Nix == profiles.NixStore {
+		if !f.HostNixStore {
+			return nil, errs.WithHint(fmt.Errorf("profile %q: nix = \"store\" layers a store over the host's /nix/store, and this host has none", r.Profile.Name),
+				"install Nix on the host, or set nix = \"none\"")
+		}
+		nixStore = filepath.Join(instanceDir, "nix")
+		// Single-user Nix inside: no build sandbox (no user namespaces in here) and no
+		// build users; without a network, no substituters to wait for.
+		conf := "sandbox = false\nbuild-users-group =\nexperimental-features = nix-command flakes\n"
+		if network == NetNone {
+			conf += "substituters =\n"
+		}
+		boxSet["NIX_CONFIG"] = conf
 	}
 	p.Vars = allow.Filter(f.Environ, boxSet)
 	p.Findings = envaudit.Audit(p.Vars)
@@ -245,6 +290,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Profile: r.Profile.Name, Template: r.Template.Name, Network: network, Workdir: wd,
 		Tools: toolNames, Auth: len(auth) > 0, Notes: r.Template.Notes,
 		Protected: pset.ReadOnly(),
+		Packages:  r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
 	}
 	for _, m := range mounts {
 		if m.RW {
@@ -256,8 +302,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Spec = Spec{
 		Workdir: wd, Home: f.Home, InstanceDir: instanceDir,
 		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
-		Command: command, Hostname: "box",
 		GitBinds: pset.Binds, Pins: pset.Pins, ReadOnly: pset.ReadOnly(),
+		Command: command, Hostname: "box", NixDaemon: daemon,
+		NixStore: nixStore, UID: f.Euid, GID: f.Egid,
 	}
 	return p, nil
 }
