@@ -90,6 +90,9 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	}
 	defer release()
 	pr.Args = dropROBinds(pr.Args, skipped)
+	if err := protect.Recheck(p.Protect, skipped); err != nil {
+		return 1, err
+	}
 	launch := Launch{
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,

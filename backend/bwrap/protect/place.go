@@ -91,3 +91,49 @@ func removeIfPlaceholder(p Path) {
 		os.Remove(p.Path)
 	}
 }
+
+// ChangedError: a protected path turned into something box will not bind between the
+// scan and the launch (another sandbox on the same tree can race it into a link).
+type ChangedError struct{ Path, Now string }
+
+func (e *ChangedError) Error() string {
+	return fmt.Sprintf("protected set: %s changed during the launch (now %s); not launched", e.Path, e.Now)
+}
+
+// Hint says what to do.
+func (e *ChangedError) Hint() string {
+	return "another process is changing the working directory: stop it (another box run there?) and launch again"
+}
+
+// Recheck lstats every path the set binds, right before bwrap runs: bwrap follows links
+// when it binds, so a path that became a link since the scan stops the launch. It
+// narrows the window to the exec; it cannot close it.
+func Recheck(s Set, skipped []string) error {
+	skip := map[string]bool{}
+	for _, p := range skipped {
+		skip[p] = true
+	}
+	check := func(p string) error {
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+			return &ChangedError{p, "absent"}
+		case fi.Mode()&os.ModeSymlink != 0:
+			return &ChangedError{p, "a symbolic link"}
+		case !fi.Mode().IsRegular() && !fi.IsDir():
+			return &ChangedError{p, "neither file nor directory"}
+		}
+		return nil
+	}
+	for _, l := range [][]string{s.Binds, s.Pins, s.ReadOnly()} {
+		for _, p := range l {
+			if skip[p] {
+				continue
+			}
+			if err := check(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

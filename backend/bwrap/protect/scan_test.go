@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -269,4 +270,28 @@ func FuzzHooksPathOf(f *testing.F) {
 			t.Errorf("%q -> %q", cfg, got)
 		}
 	})
+}
+
+func TestRecheck(t *testing.T) {
+	d := realTemp(t)
+	w := filepath.Join(d, "w")
+	os.MkdirAll(w+"/.git/hooks", 0o755)
+	os.WriteFile(w+"/.git/config", nil, 0o644)
+	os.WriteFile(w+"/.envrc", nil, 0o644)
+	tr := Scan(w, d, Options{}, nil)
+	s, _ := Build(tr, Options{})
+	rel, skipped, err := Place(s, filepath.Join(d, "lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rel()
+	if err := Recheck(s, skipped); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(w + "/.envrc")
+	os.Symlink("/etc/shadow", w+"/.envrc")
+	var ce *ChangedError
+	if err := Recheck(s, skipped); !errors.As(err, &ce) || ce.Path != w+"/.envrc" || ce.Hint() == "" {
+		t.Errorf("a protected path turned into a link: %v", err)
+	}
 }
