@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,15 +88,4 @@ func unprotected(args []string, wd string) []string {
 		out = append(out, args[i])
 	}
 	return out
-}
-
-func runArgs(b *testing.B, r *rig, args []string) {
-	rd, wr, _ := os.Pipe()
-	c := r.cmd("bwrap", args...)
-	c.ExtraFiles = []*os.File{wr}
-	if err := c.Run(); err != nil {
-		b.Fatal(err)
-	}
-	wr.Close()
-	rd.Close()
 }

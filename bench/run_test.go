@@ -107,9 +107,12 @@ func parseDryRun(b *testing.B, out []byte) []string {
 }
 
 // runBare runs bwrap with box's own argv, giving it the info fd that argv names.
-func (r *rig) runBare(b *testing.B) {
+func (r *rig) runBare(b *testing.B) { runArgs(b, r, r.bareArgs) }
+
+// runArgs runs bwrap with args, giving it the info fd they name.
+func runArgs(b *testing.B, r *rig, args []string) {
 	rd, wr, _ := os.Pipe()
-	c := r.cmd("bwrap", r.bareArgs...)
+	c := r.cmd("bwrap", args...)
 	c.ExtraFiles = []*os.File{wr}
 	if err := c.Run(); err != nil {
 		b.Fatal(err)
