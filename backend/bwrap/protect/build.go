@@ -34,6 +34,9 @@ type Tree struct {
 	Nested []string
 	// HooksPaths are the directories the repositories' core.hooksPath names (absolute).
 	HooksPaths []string
+	// Includes are the files the repositories' configs include (include.path,
+	// includeIf.*.path) that lie in the working directory.
+	Includes []string
 	// Binds are git directories outside the working directory that commits inside need
 	// (the common directory of the working directory's own worktree or submodule). Scan
 	// lists only directories it verified belong to the working directory's .git file.
@@ -211,6 +214,10 @@ func (t Tree) candidates(o Options) []candidate {
 			}
 		case HooksPath:
 			for _, p := range t.HooksPaths {
+				add(p, e, GitDirFact{})
+			}
+		case Include:
+			for _, p := range t.Includes {
 				add(p, e, GitDirFact{})
 			}
 		case Project:

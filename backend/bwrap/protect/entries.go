@@ -24,6 +24,8 @@ const (
 	// HooksPath: a directory a repository's core.hooksPath names inside the working
 	// directory (husky's .husky/_, a project's .githooks).
 	HooksPath Scope = "hookspath"
+	// Include: a file a repository's config includes, inside the working directory.
+	Include Scope = "include"
 	// Project: relative to the working directory and to the top of every repository
 	// nested in it.
 	Project Scope = "project"
@@ -93,6 +95,8 @@ var entries = []Entry{
 		Why: "a worktree's or submodule's .git file: git takes its config and hooks from the directory it names"},
 	{Name: "git:hooksPath", Scope: HooksPath, Dir: true, Absent: EmptyDir,
 		Why: "a repository's core.hooksPath names it: git runs the hooks in it (an empty directory, invisible to git status, is put where it is missing)"},
+	{Name: "git:include", Scope: Include, Absent: EmptyFile,
+		Why: "a repository's config includes it (include.path, includeIf): git obeys it like the config (an empty file, which sets nothing, is put where it is missing)"},
 	// Whole, not part by part: every bind costs launch time (bwrap's mounts grow
 	// superlinearly), and a clone nested in the project (not a submodule) is rarely
 	// committed to from the agent's run; commit in it from a box run there.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -85,8 +86,14 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 	}
 
 	hooksPath := func(common, top string) {
-		if h := hooksPathOf(filepath.Join(common, "config"), top, home); h != "" && within(h, workdir) && h != workdir {
+		hp, incs := readGitConfig(filepath.Join(common, "config"), home)
+		if h := resolveHooksPath(hp, top, home); h != "" && within(h, workdir) && h != workdir {
 			t.HooksPaths = append(t.HooksPaths, h)
+		}
+		for _, inc := range incs {
+			if within(inc, workdir) && inc != workdir && !slices.Contains(t.Includes, inc) {
+				t.Includes = append(t.Includes, inc)
+			}
 		}
 	}
 	for _, dg := range dotgits {
@@ -275,23 +282,13 @@ func mentionsWorktreeConfig(config string) bool {
 }
 
 // hooksPathOf is the directory core.hooksPath names in config (the last one wins;
-// relative to the work tree's top, ~/ to home), "" if none. A plain reading of the one
-// file: includes are not followed (the post-run audit reads them).
+// relative to the work tree's top, ~/ to home), "" if none.
 func hooksPathOf(config, top, home string) string {
-	b, _ := readConfig(config)
-	section, val := "", ""
-	for _, line := range strings.Split(string(b), "\n") {
-		l := strings.TrimSpace(line)
-		if strings.HasPrefix(l, "[") {
-			h, rest, _ := strings.Cut(l[1:], "]")
-			section, l = strings.ToLower(strings.TrimSpace(h)), strings.TrimSpace(rest)
-		}
-		k, v, ok := strings.Cut(l, "=")
-		if !ok || section != "core" || !strings.EqualFold(strings.TrimSpace(k), "hookspath") {
-			continue
-		}
-		val = gitValue(v)
-	}
+	val, _ := readGitConfig(config, home)
+	return resolveHooksPath(val, top, home)
+}
+
+func resolveHooksPath(val, top, home string) string {
 	switch {
 	case val == "":
 		return ""
@@ -301,6 +298,58 @@ func hooksPathOf(config, top, home string) string {
 		return filepath.Clean(val)
 	}
 	return filepath.Join(top, val)
+}
+
+// maxIncludes is git's own include depth limit.
+const maxIncludes = 10
+
+// readGitConfig reads what the protected set needs from a config file and the files it
+// includes (include.path and includeIf.*.path, whatever the condition, followed in
+// place up to git's depth): the last core.hooksPath (raw) and every included file
+// (absolute: relative to the including file's directory, ~/ to home). A plain reading:
+// the post-run audit reads configs with all of git's rules.
+func readGitConfig(config, home string) (hooksPath string, includes []string) {
+	seen := map[string]bool{}
+	var read func(file string, depth int)
+	read = func(file string, depth int) {
+		if depth > maxIncludes || seen[file] {
+			return
+		}
+		seen[file] = true
+		b, _ := readConfig(file)
+		section := ""
+		for _, line := range strings.Split(string(b), "\n") {
+			l := strings.TrimSpace(line)
+			if strings.HasPrefix(l, "[") {
+				h, rest, _ := strings.Cut(l[1:], "]")
+				section, l = strings.ToLower(strings.TrimSpace(h)), strings.TrimSpace(rest)
+			}
+			k, v, ok := strings.Cut(l, "=")
+			if !ok {
+				continue
+			}
+			k = strings.ToLower(strings.TrimSpace(k))
+			switch {
+			case section == "core" && k == "hookspath":
+				hooksPath = gitValue(v)
+			case (section == "include" || strings.HasPrefix(section, "includeif")) && k == "path":
+				inc := gitValue(v)
+				switch {
+				case inc == "":
+					continue
+				case strings.HasPrefix(inc, "~/"):
+					inc = filepath.Join(home, inc[2:])
+				case !filepath.IsAbs(inc):
+					inc = filepath.Join(filepath.Dir(file), inc)
+				}
+				inc = filepath.Clean(inc)
+				includes = append(includes, inc)
+				read(inc, depth+1)
+			}
+		}
+	}
+	read(config, 0)
+	return hooksPath, includes
 }
 
 // gitValue reads a config value as git does: quotes removed, a # or ; outside them

@@ -55,6 +55,8 @@ func TestScanRealTree(t *testing.T) {
 	git(t, filepath.Join(w, "vendor", "nested"), "init", "-q")
 	os.WriteFile(filepath.Join(w, ".envrc"), []byte("export A=1\n"), 0o644)
 	git(t, w, "config", "core.hooksPath", ".githooks")
+	git(t, w, "config", "include.path", "../shared.gitconfig")
+	os.WriteFile(filepath.Join(w, "shared.gitconfig"), []byte("[include]\n\tpath = more.gitconfig\n"), 0o644)
 	git(t, filepath.Join(w, "vendor", "nested"), "config", "core.hooksPath", "hooks here")
 	// A planted pointer (an earlier run could write one) naming a real repository outside.
 	os.MkdirAll(filepath.Join(w, "planted"), 0o755)
@@ -96,6 +98,13 @@ func TestScanRealTree(t *testing.T) {
 	}
 	if !slices.Equal(tr.HooksPaths, []string{w + "/.githooks", w + "/wt/.githooks", w + "/vendor/nested/hooks here"}) {
 		t.Errorf("hooks paths %q (a linked worktree runs its common config's relative hooksPath from its own top)", tr.HooksPaths)
+	}
+	// Included configs in the tree, followed: protected (one absent: an empty placeholder).
+	if !slices.Equal(tr.Includes, []string{w + "/shared.gitconfig", w + "/more.gitconfig"}) {
+		t.Errorf("includes %q", tr.Includes)
+	}
+	if p, ok := find(s, w+"/more.gitconfig"); !ok || !p.Absent || p.Placeholder != EmptyFile || !slices.Contains(s.ReadOnly(), w+"/shared.gitconfig") {
+		t.Errorf("included configs: %+v %v", p, ok)
 	}
 	if p, ok := find(s, w+"/.githooks"); !ok || p.Placeholder != EmptyDir {
 		t.Errorf("core.hooksPath directory: %+v %v", p, ok)
