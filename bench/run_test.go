@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/internal/testenv"
 )
 
@@ -22,6 +23,7 @@ type rig struct {
 	uid, gid             int
 	env                  []string
 	bareArgs             []string
+	filter               string // box's compiled syscall filter, for the bare run's --seccomp fd
 }
 
 func setup(b *testing.B) *rig {
@@ -54,6 +56,20 @@ func setup(b *testing.B) *rig {
 		b.Fatal(err)
 	}
 	r.bareArgs = parseDryRun(b, out)
+	// The bare run gets the same filter at the same fd: box's cost is compared with
+	// bwrap doing the same work.
+	f, err := seccomp.New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prog, err := f.Bytes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.filter = filepath.Join(dir, "filter.bpf")
+	if err := os.WriteFile(r.filter, prog, 0o644); err != nil {
+		b.Fatal(err)
+	}
 	return r
 }
 
@@ -72,7 +88,7 @@ func parseDryRun(b *testing.B, out []byte) []string {
 	for sc.Scan() {
 		line := strings.TrimSuffix(strings.TrimSpace(sc.Text()), " \\")
 		if strings.HasPrefix(line, "env:") {
-			break // the protected set's listing follows
+			break // the seccomp line and the protected set's listing follow
 		}
 		if line == "bwrap" {
 			continue
@@ -109,16 +125,22 @@ func parseDryRun(b *testing.B, out []byte) []string {
 // runBare runs bwrap with box's own argv, giving it the info fd that argv names.
 func (r *rig) runBare(b *testing.B) { runArgs(b, r, r.bareArgs) }
 
-// runArgs runs bwrap with args, giving it the info fd they name.
+// runArgs runs bwrap with args, giving it the info fd (3) and the filter's fd (5) that
+// box's argv names.
 func runArgs(b *testing.B, r *rig, args []string) {
 	rd, wr, _ := os.Pipe()
+	prog, err := os.Open(r.filter)
+	if err != nil {
+		b.Fatal(err)
+	}
 	c := r.cmd("bwrap", args...)
-	c.ExtraFiles = []*os.File{wr}
+	c.ExtraFiles = []*os.File{wr, nil, prog}
 	if err := c.Run(); err != nil {
 		b.Fatal(err)
 	}
 	wr.Close()
 	rd.Close()
+	prog.Close()
 }
 
 func (r *rig) runBox(b *testing.B) int64 {

@@ -46,6 +46,8 @@ func Gather(home string, uid int, environ []string) Facts {
 	if b, err := os.ReadFile("/proc/self/cmdline"); err == nil {
 		f.OuterCmdline = cmdline(b)
 	}
+	f.Sockets = HostSockets()
+	f.SessionKeyring = SessionKeyring()
 	return f
 }
 

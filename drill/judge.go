@@ -73,6 +73,9 @@ func Judge(p Plan, obs []Observation) []Result {
 
 func verdict(pr Probe, o Observation) (Status, string) {
 	seen, detail := o.Seen, o.Detail
+	if pr.Kind == KindTerminal {
+		seen = o.OnHost // only the outside sees whether box put the modes back
+	}
 	if pr.Kind == KindWrite {
 		switch {
 		case pr.Want == Open:

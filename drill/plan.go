@@ -135,6 +135,10 @@ type Facts struct {
 	Setuid       string          // a setuid-root binary in a system directory ("" none)
 	Git          string          // git on the host's PATH ("" none): the protect group runs it
 	OuterCmdline string
+	// Sockets are the refused socket families and protocols the operator can open here;
+	// SessionKeyring is the operator's session keyring serial (0: none).
+	Sockets        []string
+	SessionKeyring int
 }
 
 // Input is everything BuildPlan needs.
@@ -165,6 +169,7 @@ type Input struct {
 	// NixStore: the sandbox has a store of the project's own over the host's (nix =
 	// "store"): a write to /nix/store lands there, and only one reaching the host counts.
 	NixStore bool
+	Kernel   Kernel // the kernel surface: leaked fd, opted-out filter groups, terminal
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
@@ -365,6 +370,10 @@ func BuildPlan(in Input) (Plan, error) {
 	add(setuid)
 	add(Probe{ID: "priv:userns", Group: "privileges", Name: "new user namespace", Kind: KindUserns, Want: Blocked,
 		Expected: "refused"})
+
+	for _, pr := range kernelProbes(in) {
+		add(pr)
+	}
 
 	// Writes: the working directory is writable; nothing else reaches the host.
 	name := ".box-drill-" + in.Nonce

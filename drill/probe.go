@@ -128,6 +128,20 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail = probePlant(pr.Plant)
 	case KindLoosened:
 		o.Seen, o.Detail = true, "dropped from the protected set by the profile: the sandbox can change it"
+	case KindFD:
+		o.Seen, o.Detail, err = probeFD(pr.Targets)
+	case KindKeyring:
+		o.Seen, o.Detail = probeKeyring(pr.Targets)
+	case KindSeccomp:
+		o.Seen, o.Detail, err = probeSeccomp()
+	case KindSyscall:
+		o.Seen, o.Detail, err = probeSyscalls(pr.Targets)
+	case KindSocket:
+		o.Seen, o.Detail = probeSockets(pr.Targets)
+	case KindTraceInit:
+		o.Seen, o.Detail, err = probeTraceInit()
+	case KindTerminal:
+		o.Seen, o.Detail, err = probeTerminal()
 	case KindNixDaemon:
 		o.Seen, o.Detail = r.probeNixDaemon(pr.Targets)
 	default:

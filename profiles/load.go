@@ -37,6 +37,10 @@ func Parse(name, source string, data []byte) (*Profile, error) {
 	}
 	p.Name = name
 	if source == "built-in profile "+name {
+		if len(p.Syscalls) > 0 {
+			// Turning the filter off is the operator's own decision, never a default.
+			return nil, fmt.Errorf("%s: syscalls: a built-in profile may not turn syscall groups off", source)
+		}
 		p.Source = "built-in"
 		// Loosening is the operator's own, explicit choice: never a shipped default.
 		if len(p.ProtectDrop) > 0 {

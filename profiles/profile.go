@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap/protect"
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/templates"
 )
 
@@ -49,6 +50,9 @@ type Profile struct {
 	// user's own profile may drop; box warns at every launch that does.
 	ProtectAdd  []string `toml:"protect_add"`
 	ProtectDrop []string `toml:"protect_drop"`
+	// Syscalls names groups of the bwrap sandbox's syscall filter to turn off (a
+	// debugger needs "ptrace"); only a profile in the user's config directory may.
+	Syscalls []string `toml:"syscalls"`
 	// Nix (bwrap): installables box realises on the host at launch and puts on PATH,
 	// the PATH shape, and whether the host's nix-daemon is reachable inside.
 	Packages []string `toml:"packages"`
@@ -231,6 +235,14 @@ func (p *Profile) Validate() error {
 	}
 	if err := protect.CheckOptions(protect.Options{Add: p.ProtectAdd, Drop: p.ProtectDrop}); err != nil {
 		return err
+	}
+	if len(p.Syscalls) > 0 {
+		if p.Backend != BackendBwrap {
+			return fmt.Errorf("syscalls: the syscall filter is the bwrap backend's; a vm box has its own kernel")
+		}
+		if err := seccomp.CheckOptIn(p.Syscalls); err != nil {
+			return err
+		}
 	}
 	for i, pk := range p.Packages {
 		if err := ValidInstallable(pk); err != nil {

@@ -400,3 +400,24 @@ func TestProtectKeys(t *testing.T) {
 		t.Errorf("a built-in may add: %v", err)
 	}
 }
+
+// syscalls opts a user profile back into named groups of the bwrap filter; a built-in
+// may not, and a group that guards the host cannot be named.
+func TestSyscallsKey(t *testing.T) {
+	p, err := Parse("dbg", "/u/.config/box/profiles/dbg.toml", []byte(`syscalls = ["ptrace", "perf"]`))
+	if err != nil || len(p.Syscalls) != 2 {
+		t.Fatalf("%v %v", p, err)
+	}
+	for src, why := range map[string]string{
+		`syscalls = ["mount"]`:                      "cannot be turned off",
+		`syscalls = ["nope"]`:                       "no syscall group",
+		"backend = \"vm\"\nsyscalls = [\"ptrace\"]": "bwrap backend",
+	} {
+		if _, err := Parse("x", "/u/x.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%q: %v, want %q", src, err, why)
+		}
+	}
+	if _, err := Parse("dbg", "built-in profile dbg", []byte(`syscalls = ["ptrace"]`)); err == nil || !strings.Contains(err.Error(), "built-in") {
+		t.Errorf("built-in with syscalls: %v", err)
+	}
+}

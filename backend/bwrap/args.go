@@ -120,6 +120,12 @@ func Args(spec Spec, host Host) ([]string, error) {
 	if spec.BlockFD > 0 {
 		a = append(a, "--block-fd", strconv.Itoa(spec.BlockFD))
 	}
+	if spec.Seccomp != nil {
+		// Loaded by bwrap in the sandbox's pid 1 and the command just before they run:
+		// bwrap's own setup and the internet tier's helpers (entering from outside) are
+		// not under it.
+		a = append(a, "--seccomp", strconv.Itoa(spec.SeccompFD))
+	}
 	a = append(a, "--")
 	return append(a, spec.Command...), nil
 }
@@ -141,6 +147,9 @@ func validate(s Spec) error {
 		}
 	default:
 		return fmt.Errorf("network %q: want none, internet or full", s.Network)
+	}
+	if s.Seccomp != nil && s.SeccompFD <= 0 {
+		return fmt.Errorf("a seccomp filter needs its fd")
 	}
 	if s.NixStore != "" && s.NixDaemon {
 		return fmt.Errorf("a per-project Nix store and the host's nix-daemon exclude each other")

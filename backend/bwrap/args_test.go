@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -27,6 +29,10 @@ var nixosHost = Host{
 }
 
 func baseSpec() Spec {
+	f, err := seccomp.ForArch("x86_64", nil)
+	if err != nil {
+		panic(err)
+	}
 	return Spec{
 		Workdir:     "/home/op/src/proj",
 		Home:        "/home/op",
@@ -36,6 +42,8 @@ func baseSpec() Spec {
 		Tools:       []Tool{{Name: "bash", Path: "/usr/bin/bash"}},
 		Hostname:    "box",
 		InfoFD:      InfoFD,
+		SeccompFD:   SeccompFD,
+		Seccomp:     &f,
 	}
 }
 

@@ -3,6 +3,7 @@ package bwrap
 import (
 	"context"
 	"fmt"
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -28,7 +29,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 	f := Facts{
 		Euid: os.Geteuid(), Egid: os.Getegid(), Home: o.Home, User: o.User,
 		DataHome: o.DataHome, Environ: o.Environ,
-		Tools: map[string]ToolFact{}, Mounts: map[string]MountFact{},
+		Tools: map[string]ToolFact{}, Mounts: map[string]MountFact{}, Arch: seccomp.Native(),
 	}
 	if o.Home == "" {
 		return f, nil // Resolve refuses it, with the reason

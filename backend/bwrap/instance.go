@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/internal/charclass"
 	"io"
 	"os"
@@ -56,6 +57,8 @@ type Policy struct {
 	MinimalPath bool
 	NixDaemon   bool
 	NixStore    bool
+	// SyscallsAllowed are the filter groups the profile opted back into.
+	SyscallsAllowed []string
 }
 
 var tierText = map[string]string{
@@ -112,6 +115,12 @@ func SandboxMD(p Policy) string {
 		fmt.Fprintf(&b, "The Nix store is read-only here and there is no nix-daemon: `nix shell`/`nix build` cannot install anything. ")
 	}
 	fmt.Fprintf(&b, "You cannot install system packages (no root, no writes outside the working directory); if a tool is missing, install it into the working directory or ask the operator to add it to the profile's `tools` or `packages` (Nix installables such as nixpkgs#jq).\n")
+	fmt.Fprintf(&b, "\n## Kernel\n\n")
+	fmt.Fprintf(&b, "A syscall filter refuses, with \"Operation not permitted\" (EPERM): tracing other processes (gdb, strace), perf, io_uring, userfaultfd, the kernel keyring (keyctl), mounting, new namespaces, and sockets other than unix, IPv4, IPv6 and routing netlink. ")
+	if len(p.SyscallsAllowed) > 0 {
+		fmt.Fprintf(&b, "The operator opted back into: %s. ", strings.Join(p.SyscallsAllowed, ", "))
+	}
+	fmt.Fprintf(&b, "If a tool needs one of these, ask the operator: a profile of theirs may allow %s (`syscalls = [...]`).\n", strings.Join(seccomp.OptInNames(), ", "))
 	if p.Notes != "" {
 		fmt.Fprintf(&b, "\n## Notes\n\n%s\n", strings.TrimSpace(p.Notes))
 	}

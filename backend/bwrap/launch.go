@@ -33,6 +33,7 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 		return pr, err
 	}
 	p.Spec.InfoFD = InfoFD
+	p.Spec.SeccompFD = SeccompFD
 	if p.Spec.Network == NetInternet {
 		// The helper decides the resolver address, which the sandbox's resolv.conf
 		// (a bind, fixed before launch) must name.
@@ -96,6 +97,13 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	launch := Launch{
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,
+	}
+	if p.Spec.Seccomp != nil {
+		prog, err := p.Spec.Seccomp.Bytes()
+		if err != nil {
+			return 1, err
+		}
+		launch.Seccomp = prog
 	}
 	if p.Spec.NixStore != "" {
 		if err := PrepareNixStore(p.Spec.NixStore); err != nil {

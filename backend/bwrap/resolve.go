@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap/protect"
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
@@ -91,6 +92,8 @@ type Facts struct {
 	// NixTools are the host's Nix commands (nix, nix-build, ...) that exist, for a
 	// minimal PATH.
 	NixTools []Tool
+	// Arch is the architecture the syscall filter is built for (seccomp.Native).
+	Arch string
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -299,12 +302,22 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 			p.Policy.ReadOnly = append(p.Policy.ReadOnly, m.Dst)
 		}
 	}
+	// The syscall filter, less the groups a user profile opted back into (Parse
+	// refuses syscalls in a built-in profile).
+	filter, err := seccomp.ForArch(f.Arch, r.Profile.Syscalls)
+	if err != nil {
+		return nil, fmt.Errorf("profile %q: %w", r.Profile.Name, err) // its hint names the groups
+	}
+	p.Policy.SyscallsAllowed = filter.OptIn
+	if len(filter.OptIn) > 0 {
+		p.warn("profile %q turns off the syscall filter's %s group(s): the sandbox may use them", r.Profile.Name, strings.Join(filter.OptIn, ", "))
+	}
 	p.Spec = Spec{
 		Workdir: wd, Home: f.Home, InstanceDir: instanceDir,
 		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
 		GitBinds: pset.Binds, Pins: pset.Pins, ReadOnly: pset.ReadOnly(),
 		Command: command, Hostname: "box", NixDaemon: daemon,
-		NixStore: nixStore, UID: f.Euid, GID: f.Egid,
+		NixStore: nixStore, UID: f.Euid, GID: f.Egid, Seccomp: &filter,
 	}
 	return p, nil
 }

@@ -29,6 +29,7 @@ func testFacts() Facts {
 		Environ:  []string{"PATH=/usr/bin", "TERM=xterm", "AWS_SECRET_ACCESS_KEY=x", "HOME=/home/u"},
 		Tools:    map[string]ToolFact{"sh": {Tool: Tool{Name: "sh", Path: "/usr/bin/dash"}}},
 		Mounts:   map[string]MountFact{},
+		Arch:     "x86_64",
 	}
 }
 

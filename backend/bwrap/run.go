@@ -7,23 +7,23 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// The exec layer passes two pipes to bwrap: ExtraFiles[0] and [1] become these fds.
+// The exec layer passes bwrap its own fds at fixed numbers: ExtraFiles-style, these
+// become InfoFD, BlockFD (internet tier) and SeccompFD (the filter's program).
 const (
-	InfoFD  = 3
-	BlockFD = 4
+	InfoFD    = 3
+	BlockFD   = 4
+	SeccompFD = 5
 )
 
-// Launch is one bwrap run. Args must have been built with Spec.InfoFD = InfoFD and, when
-// BeforeRelease is set, Spec.BlockFD = BlockFD.
+// Launch is one bwrap run. Args must have been built with Spec.InfoFD = InfoFD, with
+// Spec.BlockFD = BlockFD when BeforeRelease is set, and with Spec.SeccompFD = SeccompFD
+// when Seccomp is.
 type Launch struct {
 	Bwrap  string   // path of the bwrap binary
 	Args   []string // from Args
@@ -31,6 +31,8 @@ type Launch struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Seccomp is the compiled filter (seccomp.Filter.Bytes) bwrap reads from SeccompFD.
+	Seccomp []byte
 	// BeforeRelease runs once the sandbox's namespaces exist and before its command
 	// starts; the internet tier attaches networking here. If it fails, bwrap is killed
 	// and the command never runs (closing the block fd would release it unfiltered).
@@ -48,6 +50,10 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 
 // Run starts bwrap, forwards signals to the command, and returns the command's exit
 // code (128+N when it died of signal N). err is set only when the sandbox could not run.
+//
+// Before the launch it marks every fd but 0-2 close-on-exec (only box's own fds reach
+// bwrap), saves the modes of the terminals on stdio (restored however the sandbox
+// ends), and forks bwrap from a thread that joined a fresh, empty session keyring.
 //
 // It uses syscall.ForkExec rather than os/exec: os/exec probes pidfd support with an
 // extra fork on first use, a cost paid on every box run.
@@ -79,19 +85,41 @@ func Run(l Launch) (int, error) {
 		return 1, err
 	}
 	defer infoR.Close()
-	files := append(stdio, infoW.Fd())
+	// Unused fixed slots are closed in the child (-1).
+	files := append(stdio, infoW.Fd(), ^uintptr(0), ^uintptr(0))
 	var blockR, blockW *os.File
 	if l.BeforeRelease != nil {
 		if blockR, blockW, err = os.Pipe(); err != nil {
 			infoW.Close()
 			return 1, err
 		}
-		files = append(files, blockR.Fd())
+		files[BlockFD] = blockR.Fd()
 		defer func() {
 			if blockW != nil {
 				blockW.Close()
 			}
 		}()
+	}
+	if l.Seccomp != nil {
+		if protectionOff(ProtSeccomp) {
+			l.Seccomp = allowAll
+		}
+		prog, err := programFile(l.Seccomp)
+		if err != nil {
+			infoW.Close()
+			return 1, err
+		}
+		defer prog.Close()
+		files[SeccompFD] = prog.Fd()
+	} else {
+		files = files[:SeccompFD]
+	}
+
+	terms := saveTerminals(stdio)
+	defer terms.restore()
+	if err := closeInherited(); err != nil {
+		infoW.Close()
+		return 1, err
 	}
 
 	sigs := make(chan os.Signal, 16)
@@ -106,7 +134,7 @@ func Run(l Launch) (int, error) {
 		prog, argv = l.Self, nixStoreArgv(l.Self, l.NixStore, l.Bwrap, l.Args)
 		nixStoreAttr(sys)
 	}
-	pid, err := syscall.ForkExec(prog, argv, &syscall.ProcAttr{Env: l.Env, Files: files, Sys: sys})
+	proc, err := spawn(prog, argv, &syscall.ProcAttr{Env: l.Env, Files: files, Sys: sys})
 	infoW.Close()
 	if blockR != nil {
 		blockR.Close()
@@ -114,24 +142,7 @@ func Run(l Launch) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("start %s: %w", l.Bwrap, err)
 	}
-
-	// Opened before anything reaps bwrap, so it can only ever name this process.
-	bwrapFd, bwrapErr := unix.PidfdOpen(pid, 0)
-	if bwrapErr == nil {
-		defer unix.Close(bwrapFd)
-	}
-
-	var ws syscall.WaitStatus
-	done := make(chan struct{})
-	go func() {
-		for {
-			_, err := syscall.Wait4(pid, &ws, 0, nil)
-			if err != syscall.EINTR {
-				break
-			}
-		}
-		close(done)
-	}()
+	defer proc.close()
 
 	child, infoErr := readChildPid(infoR)
 	var cleanup func()
@@ -149,12 +160,8 @@ func Run(l Launch) (int, error) {
 			if pfErr == nil {
 				_ = unix.PidfdSendSignal(childFd, unix.SIGKILL, nil, 0)
 			}
-			if bwrapErr == nil {
-				_ = unix.PidfdSendSignal(bwrapFd, unix.SIGKILL, nil, 0)
-			} else {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			<-done
+			proc.kill()
+			<-proc.done
 			if pfErr == nil {
 				unix.Close(childFd)
 			}
@@ -170,15 +177,22 @@ func Run(l Launch) (int, error) {
 		defer cleanup()
 	}
 
-	var target commandPid
+	var cmd *command
 	if infoErr == nil {
-		target.init = child
+		cmd = superviseCommand(child, proc.done)
+		defer cmd.close()
 	}
 	for {
 		select {
 		case s := <-sigs:
-			target.signal(s.(syscall.Signal))
-		case <-done:
+			cmd.signal(s.(syscall.Signal))
+		case <-proc.done:
+			ws := proc.status
+			if code, ok := cmd.killedInitCode(); ok {
+				// The sandbox's pid 1 was stopped after the command ended, and box
+				// killed it: the command's own exit code is the answer.
+				return code, nil
+			}
 			if ws.Signaled() {
 				return 128 + int(ws.Signal()), nil
 			}
@@ -229,41 +243,4 @@ func readChildPid(r io.Reader) (int, error) {
 		return 0, errors.New("bwrap reported no sandbox pid")
 	}
 	return info.ChildPid, nil
-}
-
-// commandPid finds the sandboxed command: the child of the sandbox's pid 1.
-type commandPid struct {
-	init int
-	pid  int
-}
-
-// lookup finds the command, waiting a little when a signal comes before it is forked;
-// a signal that still finds none is dropped, and the next one looks again.
-func (c *commandPid) lookup() {
-	if c.init == 0 || c.pid != 0 {
-		return
-	}
-	for i := 0; i < 50; i++ {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(c.init) + "/task/" + strconv.Itoa(c.init) + "/children")
-		if err != nil {
-			return
-		}
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			c.pid, _ = strconv.Atoi(f[0])
-			return
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-func (c *commandPid) signal(s syscall.Signal) {
-	c.lookup()
-	if c.pid == 0 {
-		return
-	}
-	// The command leads its own session (--new-session): signal its process group, as
-	// a terminal would, and fall back to the process alone.
-	if err := unix.Kill(-c.pid, s); err != nil {
-		_ = unix.Kill(c.pid, s)
-	}
 }

@@ -6,6 +6,7 @@ package bwrap
 import (
 	"strings"
 
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/policy"
 )
 
@@ -39,6 +40,10 @@ type Spec struct {
 	Hostname   string // "" leaves the default
 	InfoFD     int    // > 0: bwrap --info-fd (the exec layer reads the child pid)
 	BlockFD    int    // > 0: bwrap --block-fd (the sandbox waits until released)
+	// Seccomp is the syscall filter the command runs under (nil: none); the exec layer
+	// hands its program to bwrap at SeccompFD.
+	Seccomp   *seccomp.Filter
+	SeccompFD int
 	// NixDaemon binds the host's nix-daemon socket (profile nix = "daemon", opted in by
 	// the operator); otherwise only /nix/store is visible, read-only.
 	NixDaemon bool

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/netip"
 	"net/url"
 	"os"
@@ -158,6 +159,11 @@ func runDrill(e *env, o *drillOptions) error {
 		}
 	}
 	environ := e.environ()
+	kernel, release, err := drillKernel(p, e.stderr)
+	if err != nil {
+		return err
+	}
+	defer release()
 	plan, err := drill.BuildPlan(drill.Input{
 		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
 		Tier: p.Spec.Network, Expect: o.expect,
@@ -166,7 +172,7 @@ func runDrill(e *env, o *drillOptions) error {
 		NixStore:    p.Profile.Nix == profiles.NixStore,
 		Facts:       drill.Gather(p.Spec.Home, os.Getuid(), environ),
 		InternetURL: o.internetURL, HostPort: o.hostPort, LANTargets: o.lan,
-		Nonce:   hex.EncodeToString(nonce),
+		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
 		Fixture: fixture, Dropped: p.Protect.Dropped,
 	})
 	if err != nil {
@@ -186,7 +192,12 @@ func runDrill(e *env, o *drillOptions) error {
 		return err
 	}
 	var out bytes.Buffer
-	code, err := p.Start(pr, bin, bytes.NewReader(planJSON), &out, e.stderr)
+	var stderr io.Writer = e.stderr
+	if kernel.tty != nil {
+		stderr = kernel.tty.slave
+	}
+	code, err := p.Start(pr, bin, bytes.NewReader(planJSON), &out, stderr)
+	stillChanged := kernel.tty.changed()
 	if err != nil {
 		return err
 	}
@@ -195,6 +206,7 @@ func runDrill(e *env, o *drillOptions) error {
 		return withHint(fmt.Errorf("the probe runner failed inside the sandbox (exit %d)", code),
 			"run 'box --check' to diagnose the sandbox")
 	}
+	obs = drill.SettleTerminal(obs, stillChanged)
 	results := drill.Judge(plan, drill.Settle(plan, obs))
 	if o.json {
 		err = drill.RenderJSON(e.stdout, results)

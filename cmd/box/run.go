@@ -88,6 +88,9 @@ func runRun(e *env, o *runOptions) error {
 	}
 	if o.dryRun {
 		printDryRun(e, pr.Args, p.Vars)
+		if p.Spec.Seccomp != nil {
+			fmt.Fprintf(e.stdout, "seccomp: %s\n", p.Spec.Seccomp.Describe())
+		}
 		p.Protect.Render(e.stdout)
 		for _, f := range p.Findings {
 			fmt.Fprintf(e.stderr, "box: warning: %s: %s\n", f.Name, f.Reason)

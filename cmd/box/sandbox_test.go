@@ -6,7 +6,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"github.com/heavy-duty/box/internal/pty"
 	"os"
 	"os/exec"
@@ -23,31 +22,40 @@ import (
 )
 
 var (
-	buildOnce sync.Once
-	builtBox  string
-	buildErr  error
+	buildMu sync.Mutex
+	builds  = map[string]string{} // build tags -> binary
+	binDir  string
 )
 
 // boxBinary builds cmd/box once into a directory every user can read.
-func boxBinary(t *testing.T) string {
+func boxBinary(t *testing.T) string { return boxBuild(t, "") }
+
+// boxBuild builds cmd/box with the given build tags, once per set of tags.
+func boxBuild(t *testing.T, tags string) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if b, ok := builds[tags]; ok {
+		return b
+	}
+	if binDir == "" {
 		dir, err := os.MkdirTemp("", "box-bin-")
 		if err != nil {
-			buildErr = err
-			return
+			t.Fatal(err)
 		}
 		os.Chmod(dir, 0o755)
-		builtBox = filepath.Join(dir, "box")
-		out, err := exec.Command("go", "build", "-o", builtBox, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+		binDir = dir
 	}
-	return builtBox
+	bin := filepath.Join(binDir, "box")
+	if tags != "" {
+		bin += "-" + tags
+	}
+	out, err := exec.Command("go", "build", "-tags", tags, "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build -tags %q: %v\n%s", tags, err, out)
+	}
+	builds[tags] = bin
+	return bin
 }
 
 // world is a planted unprivileged user's world: a HOME with secrets and a project.
@@ -136,7 +144,12 @@ func (w *world) cmd(args ...string) *exec.Cmd {
 
 func (w *world) run(args ...string) result {
 	w.t.Helper()
-	c := w.cmd(args...)
+	return w.collect(w.cmd(args...))
+}
+
+// collect runs c and returns its exit code and output.
+func (w *world) collect(c *exec.Cmd) result {
+	w.t.Helper()
 	var o, e bytes.Buffer
 	c.Stdout, c.Stderr = &o, &e
 	err := c.Run()
@@ -144,7 +157,7 @@ func (w *world) run(args ...string) result {
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			w.t.Fatalf("box %q: %v", args, err)
+			w.t.Fatalf("%q: %v", c.Args, err)
 		}
 		code = ee.ExitCode()
 	}

@@ -1,0 +1,218 @@
+package bwrap
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// command is the sandboxed command (the child of the sandbox's pid 1), held by a pidfd
+// once found, so a signal can never reach a process that merely reused its pid.
+//
+// It also keeps box from hanging on a stopped pid 1: bwrap ends when the sandbox's pid
+// 1 does, and pid 1 ends when the command does, unless something stopped it (a tracer,
+// SIGSTOP from outside). Once the command has exited, its exit code is read from its
+// zombie, and a pid 1 found stopped is killed; Run then reports the command's code.
+type command struct {
+	init   int
+	initFd int // pidfd of the sandbox's pid 1, -1 if it could not be opened
+
+	found chan struct{} // closed when fd is set (or the search gave up)
+	ended chan struct{} // closed when watch returns
+	fd    int           // the command's pidfd, -1 if never found
+
+	mu         sync.Mutex
+	code       int
+	codeOK     bool
+	killedInit bool
+	stop       chan struct{}
+}
+
+// superviseCommand starts looking for the command of the sandbox whose pid 1 is init,
+// and watching it; bwrapDone is closed when bwrap has exited.
+func superviseCommand(init int, bwrapDone <-chan struct{}) *command {
+	c := &command{init: init, initFd: -1, fd: -1, found: make(chan struct{}), ended: make(chan struct{}), stop: make(chan struct{})}
+	if fd, err := unix.PidfdOpen(init, 0); err == nil {
+		c.initFd = fd
+	}
+	go c.watch(bwrapDone)
+	return c
+}
+
+func (c *command) close() {
+	if c == nil {
+		return
+	}
+	close(c.stop)
+	<-c.ended
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fd >= 0 {
+		unix.Close(c.fd)
+		c.fd = -1
+	}
+	if c.initFd >= 0 {
+		unix.Close(c.initFd)
+		c.initFd = -1
+	}
+}
+
+// watch finds the command, waits for it to exit, and then makes sure pid 1 follows.
+func (c *command) watch(bwrapDone <-chan struct{}) {
+	defer close(c.ended)
+	found := false
+	for wait := time.Millisecond; !found; wait = min(2*wait, 50*time.Millisecond) {
+		if found = c.lookup(); found {
+			break
+		}
+		select {
+		case <-bwrapDone:
+		case <-c.stop:
+		case <-time.After(wait):
+			continue
+		}
+		break
+	}
+	close(c.found)
+	if !found {
+		return
+	}
+	// The pidfd turns readable when the command has exited (a zombie until pid 1
+	// reaps it).
+	fds := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 200)
+		if n > 0 || err != nil && err != unix.EINTR {
+			break
+		}
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+	}
+	if st, err := procStat(c.pidOf()); err == nil && len(st) >= 50 {
+		// Field 52 of proc(5): the exit status, as wait(2) reports it.
+		if v, err := strconv.Atoi(st[49]); err == nil {
+			ws := syscall.WaitStatus(v)
+			c.mu.Lock()
+			c.code, c.codeOK = ws.ExitStatus(), true
+			if ws.Signaled() {
+				c.code = 128 + int(ws.Signal())
+			}
+			c.mu.Unlock()
+		}
+	}
+	// pid 1 ends as soon as the command has: found stopped (or traced), or still there
+	// after a grace period (the command may have rewritten its code through
+	// /proc/1/mem, which the same uid may write), it is killed.
+	deadline := time.Now().Add(initGrace)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		st, err := procStat(c.init)
+		if err != nil || len(st) == 0 {
+			return // gone
+		}
+		if st[0] == "T" || st[0] == "t" || time.Now().After(deadline) && st[0] != "Z" {
+			if c.initFd >= 0 {
+				c.mu.Lock()
+				c.killedInit = true
+				c.mu.Unlock()
+				_ = unix.PidfdSendSignal(c.initFd, unix.SIGKILL, nil, 0)
+			}
+			return
+		}
+		select {
+		case <-bwrapDone:
+			return
+		case <-c.stop:
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// initGrace is how long the sandbox's pid 1 may outlive the command before box kills it
+// (it normally exits at once: its only job left is to return the command's status).
+const initGrace = 2 * time.Second
+
+// pid is the command's pid, read back from its pidfd's fdinfo (-1 once it is gone).
+func (c *command) pidOf() int {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(c.fd))
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Pid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return -1
+}
+
+// lookup opens a pidfd on the first child of pid 1 and checks, after opening, that it
+// names a child of pid 1: a pid read from /proc may have been reused in between.
+func (c *command) lookup() bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.init) + "/task/" + strconv.Itoa(c.init) + "/children")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return false
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil {
+		return false
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return false
+	}
+	if st, err := procStat(pid); err != nil || len(st) < 2 || st[1] != strconv.Itoa(c.init) {
+		unix.Close(fd)
+		return false
+	}
+	c.mu.Lock()
+	c.fd = fd
+	c.mu.Unlock()
+	return true
+}
+
+// signal passes s to the command through its pidfd: to the process group it leads, as
+// a terminal would, when it leads one (a shell's job control), else (bwrap's pid 1
+// leads the session and group; kernels before 6.9 have no group flag) to the command
+// alone. A signal that comes before the command is found waits a little for it.
+func (c *command) signal(s syscall.Signal) {
+	if c == nil {
+		return
+	}
+	select {
+	case <-c.found:
+	case <-time.After(100 * time.Millisecond):
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fd < 0 {
+		return
+	}
+	if err := unix.PidfdSendSignal(c.fd, s, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP); err != nil {
+		_ = unix.PidfdSendSignal(c.fd, s, nil, 0)
+	}
+}
+
+// killedInitCode is the command's exit code when box had to kill a stopped pid 1.
+func (c *command) killedInitCode() (int, bool) {
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.code, c.killedInit && c.codeOK
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/internal/pty"
+	"golang.org/x/sys/unix"
+)
+
+// drillKernelSetup is what the drill's kernel rows need from outside the sandbox.
+type drillKernelSetup struct {
+	in  drill.Kernel
+	tty *drillTTY
+}
+
+// drillTTY is a pseudo-terminal the probe runner gets as stderr: the terminal row
+// changes its modes inside, and the drill checks box put them back.
+type drillTTY struct {
+	master, slave *os.File
+	before        unix.Termios
+	drained       sync.WaitGroup
+}
+
+// changed reports whether the terminal's modes differ from before the launch, and ends
+// the terminal (its output has been copied to the drill's stderr).
+func (t *drillTTY) changed() bool {
+	if t == nil {
+		return false
+	}
+	now, err := unix.IoctlGetTermios(int(t.slave.Fd()), unix.TCGETS)
+	t.slave.Close()
+	t.drained.Wait()
+	t.master.Close()
+	return err != nil || *now != t.before
+}
+
+// drillKernel leaks an fd on the operator's home (not close-on-exec, as a leaky
+// launcher would: box must not pass it on), names the filter groups the profile turned
+// off, and opens the terminal row's pseudo-terminal. release undoes it.
+func drillKernel(p *bwrap.Plan, stderr io.Writer) (drillKernelSetup, func(), error) {
+	var k drillKernelSetup
+	var undo []func()
+	release := func() {
+		for _, f := range undo {
+			f()
+		}
+	}
+	low, err := unix.Open(p.Spec.Home, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return k, release, fmt.Errorf("drill: opening %s for the inherited-fd probe: %w", p.Spec.Home, err)
+	}
+	// Above the fds box places for bwrap (3-5), which would replace it in the child.
+	fd, err := unix.FcntlInt(uintptr(low), unix.F_DUPFD, 100)
+	unix.Close(low)
+	if err != nil {
+		return k, release, fmt.Errorf("drill: inherited-fd probe: %w", err)
+	}
+	undo = append(undo, func() { unix.Close(fd) })
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		release()
+		return k, func() {}, err
+	}
+	k.in.LeakedFD, k.in.LeakedDev, k.in.LeakedIno = fd, st.Dev, st.Ino
+	if p.Spec.Seccomp != nil {
+		k.in.OptedOut = p.Spec.Seccomp.OptIn
+	}
+	if m, s, err := pty.Open(); err == nil {
+		t := &drillTTY{master: m, slave: s}
+		if b, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS); err == nil {
+			t.before = *b
+			t.drained.Add(1)
+			go func() {
+				defer t.drained.Done()
+				// Until the slave closes (EIO): the runner's own stderr, passed on.
+				_, _ = io.Copy(stderr, m)
+			}()
+			k.tty, k.in.Terminal = t, true
+			undo = append(undo, func() { s.Close(); m.Close() })
+		} else {
+			m.Close()
+			s.Close()
+		}
+	}
+	return k, release, nil
+}

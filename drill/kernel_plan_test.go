@@ -1,0 +1,83 @@
+package drill
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
+)
+
+// The kernel rows: one per filter group (those the kernel's capability checks refuse
+// first share the host row), each group's syscalls all attempted; a profile's opt-in
+// turns its rows into WARN; without a leaked fd, socket or terminal the row says why.
+func TestKernelPlan(t *testing.T) {
+	in := input()
+	in.Kernel = Kernel{LeakedFD: 100, LeakedDev: 1, LeakedIno: 2, OptedOut: []string{"ptrace"}, Terminal: true}
+	in.Facts.Sockets = []string{"AF_VSOCK", "NETLINK_SOCK_DIAG"}
+	in.Facts.SessionKeyring = 1234
+	p, err := BuildPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fd := probe(t, p, "kernel:fds"); !slices.Equal(fd.Targets, []string{"100 1:2"}) || fd.Skip != "" {
+		t.Errorf("fd row %+v", fd)
+	}
+	if kr := probe(t, p, "kernel:keyring"); !slices.Equal(kr.Targets, []string{"1234"}) {
+		t.Errorf("keyring row %+v", kr)
+	}
+	covered := map[string]bool{}
+	for _, pr := range p.Probes {
+		if pr.Kind == KindSyscall {
+			for _, n := range pr.Targets {
+				covered[n] = true
+			}
+		}
+	}
+	for _, g := range seccomp.Groups {
+		for _, n := range g.Refused {
+			if !covered[n] {
+				t.Errorf("%s (group %s) is in no drill row", n, g.Name)
+			}
+		}
+	}
+	if r := probe(t, p, "syscall:ptrace"); r.Want != Allowed {
+		t.Errorf("opted-out ptrace: %s", r.Want)
+	}
+	if r := probe(t, p, "kernel:trace-init"); r.Want != Allowed {
+		t.Errorf("opted-out trace-init: %s", r.Want)
+	}
+	if r := probe(t, p, "syscall:keyring"); r.Want != Blocked {
+		t.Errorf("keyring: %s", r.Want)
+	}
+	probe(t, p, "syscall:host") // modules and kexec are there
+	for _, id := range []string{"syscall:modules", "syscall:kexec"} {
+		for _, pr := range p.Probes {
+			if pr.ID == id {
+				t.Errorf("%s should share the host row", id)
+			}
+		}
+	}
+	if r := probe(t, p, "socket:other"); r.Skip == "" {
+		t.Errorf("socket:other without host sockets: %+v", r)
+	}
+	if r := probe(t, p, "socket:vsock"); !slices.Equal(r.Targets, []string{"AF_VSOCK"}) {
+		t.Errorf("vsock %+v", r)
+	}
+
+	in.Kernel = Kernel{}
+	in.Facts.SessionKeyring = 0
+	p, _ = BuildPlan(in)
+	for _, id := range []string{"kernel:fds", "kernel:keyring", "kernel:terminal"} {
+		if probe(t, p, id).Skip == "" {
+			t.Errorf("%s: not skipped without its fact", id)
+		}
+	}
+	// The terminal row is judged outside: only modes still changed after count.
+	pl := Plan{Probes: []Probe{{ID: "kernel:terminal", Kind: KindTerminal, Want: Blocked}}}
+	for _, still := range []bool{false, true} {
+		r := Judge(pl, SettleTerminal([]Observation{{ID: "kernel:terminal", Detail: "changed"}}, still))
+		if want := map[bool]Status{false: Pass, true: Breach}[still]; r[0].Status != want {
+			t.Errorf("still changed %v: %s", still, r[0].Status)
+		}
+	}
+}
