@@ -204,20 +204,9 @@ func (t Tree) candidates(o Options) []candidate {
 					add(filepath.Join(g.Path, e.Path), e, g)
 				}
 			}
-		case Pointer:
-			for _, p := range t.Pointers {
-				add(p, e, GitDirFact{})
-			}
-		case Nested:
-			for _, p := range t.Nested {
-				add(p, e, GitDirFact{})
-			}
-		case HooksPath:
-			for _, p := range t.HooksPaths {
-				add(p, e, GitDirFact{})
-			}
-		case Include:
-			for _, p := range t.Includes {
+		case Pointer, Nested, HooksPath, Include:
+			// Entries whose path is the fact itself.
+			for _, p := range map[Scope][]string{Pointer: t.Pointers, Nested: t.Nested, HooksPath: t.HooksPaths, Include: t.Includes}[e.Scope] {
 				add(p, e, GitDirFact{})
 			}
 		case Project:
