@@ -50,6 +50,10 @@ Only the working directory is writable. Your home directory is an empty tmpfs ex
 ~/.claude (a per-project instance directory), system directories are read-only, and
 /run/user, agent sockets and docker.sock are absent unless a profile mounts them.
 
+What your own tools would run later stays read-only inside: git hooks and config in
+every repository found, .envrc, .vscode/, .mcp.json, .claude/settings.json and the rest
+of the protected set (--dry-run lists it); commits, branches and rebases still work.
+
 Network tiers: none (no network), allowlist (only the names the profile's allow key and
 --allow list, through box's proxy, whatever the program; refusals are logged), internet
 (public internet only), full (the host's network; only when named). Templates never
@@ -77,7 +81,7 @@ choose the network.`,
 	f.StringArrayVar(&o.allow, "allow", nil, "with --network allowlist: allow NAME, *.DOMAIN or @LIST, optionally :PORT (repeatable; adds to the profile's allow)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
-	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv and the env names it would pass; run nothing")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv, the env names it would pass and the protected set; run nothing")
 	f.BoolVar(&o.allowRoot, "allow-root", false, "run the sandbox even though box runs as root (it keeps root's ownership of files)")
 	return cmd
 }
@@ -100,6 +104,7 @@ func runRun(e *env, o *runOptions) error {
 			fmt.Fprintf(e.stdout, "seccomp: %s\n", p.Spec.Seccomp.Describe())
 		}
 		fmt.Fprintln(e.stdout, p.LimitsLine())
+		p.Protect.Render(e.stdout)
 		for _, f := range p.Findings {
 			fmt.Fprintf(e.stderr, "box: warning: %s: %s\n", f.Name, f.Reason)
 		}
