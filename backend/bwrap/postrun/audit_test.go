@@ -58,6 +58,8 @@ func TestAuditRealGit(t *testing.T) {
 	must(wd, "commit", "-qm", "one")
 	must(wd, "init", "-q", "old")
 	write(filepath.Join(wd, ".envrc"), "export A=1\n", 0o644)
+	write(filepath.Join(wd, "team.cfg"), "[alias]\n\tlg = log --oneline\n", 0o644)
+	must(wd, "config", "include.path", "../team.cfg") // the user's own include
 	userConfig, _ := os.ReadFile(filepath.Join(wd, ".git/config"))
 
 	in := Input{Workdir: wd, Home: home, Protected: []Guard{
@@ -75,7 +77,12 @@ func TestAuditRealGit(t *testing.T) {
 	must(wd, "config", "alias.st", "!id >"+m("alias"))
 	must(wd, "config", "alias.co", "checkout") // not executing: stays
 	must(wd, "config", "filter.x.smudge", "id >"+m("filter"))
-	must(wd, "config", "include.path", "../planted.cfg")
+	must(wd, "config", "--add", "include.path", "../planted.cfg")
+	write(filepath.Join(wd, "team.cfg"), "[alias]\n\tlg = log --oneline\n[core]\n\tpager = id >"+m("team")+"\n", 0o644)
+	// A worktree made inside is audited key by key, not moved: commits there keep working.
+	must(wd, "worktree", "add", "-q", "wt2")
+	must(wd, "config", "extensions.worktreeConfig", "true")
+	write(filepath.Join(wd, ".git/worktrees/wt2/config.worktree"), "[core]\n\tfsmonitor = id >"+m("wt2")+"; false\n", 0o644)
 	write(filepath.Join(wd, "planted.cfg"), "[core]\n\teditor = id >"+m("include")+"\n", 0o644)
 	must(wd, "config", "branch.main.description", "agent's harmless note")
 	write(filepath.Join(wd, ".git/hooks/post-checkout"), "#!/bin/sh\nid >"+m("hook")+"\n", 0o755)
@@ -117,7 +124,7 @@ func TestAuditRealGit(t *testing.T) {
 	}
 	want := []string{
 		"config .git/config core.fsmonitor", "config .git/config alias.st", "config .git/config filter.x.smudge",
-		"config .git/config include.path", "config planted.cfg core.editor",
+		"config .git/config include.path", "config team.cfg core.pager", "config .git/worktrees/wt2/config.worktree core.fsmonitor",
 		"file .git/hooks/post-checkout ", "repo vendor/lib/.git ", "repo bare ", "repo wt/.git ",
 		"file .envrc ", "file .vscode/tasks.json ",
 	}
@@ -131,7 +138,7 @@ func TestAuditRealGit(t *testing.T) {
 	}
 
 	// The host's git, everywhere the agent touched, runs nothing.
-	for _, dir := range []string{wd, filepath.Join(wd, "vendor/lib"), filepath.Join(wd, "bare")} {
+	for _, dir := range []string{wd, filepath.Join(wd, "vendor/lib"), filepath.Join(wd, "bare"), filepath.Join(wd, "wt2")} {
 		git(dir, "status")
 		git(dir, "log", "-1")
 		git(dir, "st")
@@ -164,7 +171,21 @@ func TestAuditRealGit(t *testing.T) {
 	if log, _ := git(wd, "log", "--format=%s"); !strings.Contains(log, "agent's work") {
 		t.Errorf("the commit made during the run is gone: %q", log)
 	}
-	for _, p := range []string{"vendor/lib/code.go", "bare/notes.txt", "README", "planted.cfg"} {
+	for _, f := range r.Findings {
+		if f.Key == "include.path" && (len(f.Exec) != 1 || f.Exec[0].Name != "core.editor") {
+			t.Errorf("the new include's finding does not list what it brings in: %+v", f.Exec)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(wd, "planted.cfg")); !strings.Contains(string(b), "editor") {
+		t.Errorf("planted.cfg was edited, though removing the include neutralised it: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(wd, "team.cfg")); !strings.Contains(string(b), "lg = log --oneline") || strings.Contains(string(b), "pager") {
+		t.Errorf("team.cfg: %q", b)
+	}
+	if out, err := git(filepath.Join(wd, "wt2"), "-c", "core.fsmonitor=false", "commit", "-q", "--allow-empty", "-m", "in wt2"); err != nil {
+		t.Errorf("the worktree made inside no longer commits: %v %s", err, out)
+	}
+	for _, p := range []string{"vendor/lib/code.go", "bare/notes.txt", "README", "planted.cfg", "wt2/README"} {
 		if _, err := os.Stat(filepath.Join(wd, p)); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}

@@ -55,23 +55,29 @@ type Finding struct {
 
 // Diff compares the snapshots taken before and after a run. It is pure. Only what lies
 // in a writable root of after is a finding: nothing else could be the sandbox's doing.
+//
+// An executing entry is new when its file did not hold it before (compared file by
+// file, so a worktree that reads its main repository's config sees nothing new there).
+// An entry reached only through a new include is reported under that include, whose
+// removal neutralises it without touching the included file.
 func Diff(before, after *Snapshot) []Finding {
 	var out []Finding
+	fresh := newEntries(before, after)
+	isNew := func(e ConfigEntry) bool { return fresh[Loc{e.File, e.Start}] }
 	var newDots []string
+	seen := map[Loc]bool{}
 	for _, dot := range sortedKeys(after.Repos) {
 		a := after.Repos[dot]
 		b, existed := before.Repos[dot]
-		if !existed {
-			if after.writable(dot) {
-				newDots = append(newDots, dot)
-				out = append(out, Finding{Kind: FindRepo, Path: dot, Repo: dot, Change: "added", Exec: a.Exec,
-					Runs: repoRuns(a)})
-			}
+		if !existed && after.writable(dot) && a.Kind != RepoGitdir && !insideKnownGitdir(before, a) {
+			newDots = append(newDots, dot)
+			out = append(out, Finding{Kind: FindRepo, Path: dot, Repo: dot, Change: "added", Exec: a.Exec,
+				Runs: repoRuns(a)})
 			continue
 		}
-		if a.Kind == RepoPointer && (b.Kind != RepoPointer || a.Pointer != b.Pointer) && after.writable(dot) {
+		if existed && a.Kind == RepoPointer && (b.Kind != RepoPointer || a.Pointer != b.Pointer) && after.writable(dot) {
 			f := Finding{Kind: FindPointer, Path: dot, Repo: dot, Change: "changed",
-				Runs: fmt.Sprintf("git in %s uses %s as its repository (%d executing keys there)", filepath.Dir(dot), a.Gitdir, len(a.Exec))}
+				Runs: fmt.Sprintf("git in %s uses %s as its repository", filepath.Dir(dot), a.Gitdir)}
 			if b.Kind == RepoPointer {
 				f.pointer = b.Pointer
 			} else {
@@ -79,29 +85,32 @@ func Diff(before, after *Snapshot) []Finding {
 			}
 			out = append(out, f)
 		}
-		had := map[string]int{}
-		for _, e := range b.Exec {
-			had[entryID(e.Entry)]++
-		}
 		for _, e := range a.Exec {
-			id := entryID(e.Entry)
-			if had[id] > 0 {
-				had[id]--
+			loc := Loc{e.File, e.Start}
+			if seen[loc] || !isNew(e) || !after.writable(e.File) {
 				continue
 			}
-			if !after.writable(e.File) {
-				continue
+			if slices.ContainsFunc(e.Via, func(v Loc) bool { return fresh[v] }) {
+				continue // gone with the new include that reaches it
 			}
+			seen[loc] = true
 			k, _ := Executes(e.Entry)
 			change := "added"
-			if slices.ContainsFunc(b.Exec, func(x ConfigEntry) bool { return x.Name == e.Name }) {
+			if existed && slices.ContainsFunc(b.Exec, func(x ConfigEntry) bool { return x.Name == e.Name }) {
 				change = "changed"
 			}
-			out = append(out, Finding{Kind: FindConfig, Path: e.File, Repo: dot, Key: e.Name, Value: e.Value, Line: e.Line,
-				Change: change, Runs: k.Runs, entry: e.Entry})
+			f := Finding{Kind: FindConfig, Path: e.File, Repo: dot, Key: e.Name, Value: e.Value, Line: e.Line,
+				Change: change, Runs: k.Runs, entry: e.Entry}
+			for _, x := range a.Exec {
+				if slices.Contains(x.Via, loc) {
+					f.Exec = append(f.Exec, x) // what the include brings in
+				}
+			}
+			out = append(out, f)
 		}
 		for _, f := range a.Unparsable {
-			if !slices.Contains(b.Unparsable, f) && after.writable(f) {
+			if (!existed || !slices.Contains(b.Unparsable, f)) && after.writable(f) && !seen[Loc{f, -1}] {
+				seen[Loc{f, -1}] = true
 				out = append(out, Finding{Kind: FindUnparsable, Path: f, Repo: dot, Change: "changed",
 					Runs: "nothing: git refuses the file, so every git command in this repository fails"})
 			}
@@ -109,7 +118,7 @@ func Diff(before, after *Snapshot) []Finding {
 	}
 	for _, p := range sortedKeys(after.Files) {
 		a := after.Files[p]
-		if a.Kind == "" || a.Kind == "dir" || !after.writable(p) {
+		if a.Kind == "" || a.Kind == "dir" || !after.writable(p) || a.Hook && strings.HasSuffix(p, ".sample") {
 			continue
 		}
 		if slices.ContainsFunc(newDots, func(d string) bool { return within(p, d) }) {
@@ -126,6 +135,57 @@ func Diff(before, after *Snapshot) []Finding {
 		out = append(out, Finding{Kind: FindFile, Path: p, Change: change, Runs: a.Runs, before: b})
 	}
 	return out
+}
+
+// newEntries are the executing entries of after (by file and offset) that their file did
+// not hold in before, counted as a multiset per file.
+func newEntries(before, after *Snapshot) map[Loc]bool {
+	had := map[string]map[string]int{}
+	for _, e := range perFile(before) {
+		if had[e.File] == nil {
+			had[e.File] = map[string]int{}
+		}
+		had[e.File][entryID(e.Entry)]++
+	}
+	fresh := map[Loc]bool{}
+	for _, e := range perFile(after) {
+		if id := entryID(e.Entry); had[e.File][id] > 0 {
+			had[e.File][id]--
+			continue
+		}
+		fresh[Loc{e.File, e.Start}] = true
+	}
+	return fresh
+}
+
+// perFile lists every executing entry once per file, however many repositories read it.
+func perFile(s *Snapshot) []ConfigEntry {
+	var out []ConfigEntry
+	seen := map[Loc]bool{}
+	for _, dot := range sortedKeys(s.Repos) {
+		for _, e := range s.Repos[dot].Exec {
+			if l := (Loc{e.File, e.Start}); !seen[l] {
+				seen[l] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// insideKnownGitdir: a new pointer naming a git directory inside (or equal to) one that
+// existed before is a submodule or worktree made inside (git submodule add, git worktree
+// add); its config and hooks are audited key by key instead of moving it.
+func insideKnownGitdir(before *Snapshot, r *Repo) bool {
+	if r.Kind != RepoPointer || r.Gitdir == "" {
+		return false
+	}
+	for _, b := range before.Repos {
+		if (b.Kind == RepoDir || b.Kind == RepoBare) && within(r.Gitdir, b.Common) {
+			return true
+		}
+	}
+	return false
 }
 
 func entryID(e Entry) string {

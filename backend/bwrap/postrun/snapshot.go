@@ -92,7 +92,7 @@ type Repo struct {
 	// Dot is the .git entry (a directory, a pointer file, or a link), or a bare-looking
 	// directory (HEAD, objects/, refs/) git would take for a repository.
 	Dot     string `json:"dot"`
-	Kind    string `json:"kind"`              // RepoDir, RepoPointer, RepoBare
+	Kind    string `json:"kind"`              // RepoDir, RepoPointer, RepoBare, RepoGitdir
 	Pointer string `json:"pointer,omitempty"` // a pointer file's content
 	Gitdir  string `json:"gitdir"`
 	Common  string `json:"common"`
@@ -108,12 +108,23 @@ const (
 	RepoDir     = "dir"
 	RepoPointer = "pointer"
 	RepoBare    = "bare"
+	// RepoGitdir: a submodule's or linked worktree's git directory inside another's
+	// (.git/modules/*, .git/worktrees/*), audited key by key, never moved.
+	RepoGitdir = "gitdir"
 )
 
 // ConfigEntry is an executing entry and the file it is in.
 type ConfigEntry struct {
 	File string `json:"file"`
 	Entry
+	// Via are the include entries that led to File, outermost first.
+	Via []Loc `json:"via,omitempty"`
+}
+
+// Loc is where an entry is: its file and byte offset.
+type Loc struct {
+	File  string `json:"file"`
+	Start int    `json:"start"`
 }
 
 // File is a protected file's state.
@@ -124,6 +135,9 @@ type File struct {
 	SHA256 string `json:"sha256,omitempty"`
 	Link   string `json:"link,omitempty"`
 	Runs   string `json:"runs,omitempty"`
+	// Hook: under a hooks directory, where git runs only exact hook names (a *.sample
+	// never runs).
+	Hook bool `json:"hook,omitempty"`
 	// content is kept (within Limits.KeepBytes) to restore a changed file.
 	content []byte
 }
@@ -225,7 +239,9 @@ func (t *taker) walk(dir string, depth int) {
 }
 
 // repo records the repository whose .git entry (or bare directory) is dot.
-func (t *taker) repo(dot string) {
+func (t *taker) repo(dot string) { t.repoKind(dot, "") }
+
+func (t *taker) repoKind(dot, kind string) {
 	if _, ok := t.s.Repos[dot]; ok {
 		return
 	}
@@ -235,6 +251,8 @@ func (t *taker) repo(dot string) {
 	switch {
 	case err != nil:
 		return // a dangling .git link: git finds no repository there
+	case kind == RepoGitdir:
+		r.Kind, r.Gitdir = RepoGitdir, dot
 	case filepath.Base(dot) != ".git":
 		r.Kind, r.Gitdir = RepoBare, dot
 	case fi.IsDir():
@@ -269,13 +287,13 @@ func (t *taker) repo(dot string) {
 	}
 	files = append(files, filepath.Join(r.Gitdir, "config.worktree"))
 	for _, f := range files {
-		t.config(r, f, 0)
+		t.config(r, f, nil)
 	}
 	// Hooks, wherever they are run from.
 	runs := "git runs hooks/NAME on its event (commit, checkout, merge, push, ...)"
-	t.guard(filepath.Join(r.Common, "hooks"), runs)
+	t.guardHooks(filepath.Join(r.Common, "hooks"), runs)
 	if r.Gitdir != r.Common {
-		t.guard(filepath.Join(r.Gitdir, "hooks"), runs)
+		t.guardHooks(filepath.Join(r.Gitdir, "hooks"), runs)
 	}
 	for _, e := range r.Exec {
 		if e.Name == "core.hookspath" && e.HasValue && e.Value != "" {
@@ -283,7 +301,44 @@ func (t *taker) repo(dot string) {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(worktreeOf(r), p)
 			}
-			t.guard(filepath.Clean(p), "git runs hooks from here (core.hooksPath)")
+			t.guardHooks(filepath.Clean(p), "git runs hooks from here (core.hooksPath)")
+		}
+	}
+	// The git directories of its submodules and linked worktrees, wherever their work
+	// trees are.
+	if r.Kind == RepoDir || r.Kind == RepoBare || r.Kind == RepoGitdir {
+		t.gitdirs(filepath.Join(r.Gitdir, "modules"), 0)
+		if r.Kind != RepoGitdir || filepath.Base(filepath.Dir(r.Gitdir)) != "worktrees" {
+			if ws, err := os.ReadDir(filepath.Join(r.Gitdir, "worktrees")); err == nil {
+				for _, w := range ws {
+					if w.IsDir() {
+						t.repoKind(filepath.Join(r.Gitdir, "worktrees", w.Name()), RepoGitdir)
+					}
+				}
+			}
+		}
+	}
+}
+
+// gitdirs takes the submodule git directories under dir (a directory with a HEAD is one;
+// a submodule's name may hold slashes, so others are searched, to a bound).
+func (t *taker) gitdirs(dir string, depth int) {
+	if depth > 6 {
+		return
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if _, err := os.Lstat(filepath.Join(p, "HEAD")); err == nil {
+			t.repoKind(p, RepoGitdir)
+		} else {
+			t.gitdirs(p, depth+1)
 		}
 	}
 }
@@ -305,8 +360,10 @@ func expand(p, home string) string {
 }
 
 // config reads one config file into r, following its includes as git would (relative to
-// the including file, ~/ from Home, every condition taken as true).
-func (t *taker) config(r *Repo, file string, depth int) {
+// the including file, ~/ from Home, every condition taken as true). via are the include
+// entries that led here.
+func (t *taker) config(r *Repo, file string, via []Loc) {
+	depth := len(via)
 	b, err := readRegular(file, t.lim.ConfigBytes)
 	if errors.Is(err, errTooBig) {
 		t.incomplete(fmt.Sprintf("%s is larger than %d bytes", file, t.lim.ConfigBytes))
@@ -320,7 +377,7 @@ func (t *taker) config(r *Repo, file string, depth int) {
 	}
 	for _, e := range es {
 		if _, ok := Executes(e); ok {
-			r.Exec = append(r.Exec, ConfigEntry{File: file, Entry: e})
+			r.Exec = append(r.Exec, ConfigEntry{File: file, Entry: e, Via: via})
 		}
 		sec, _, key := e.Parts()
 		if key == "path" && (sec == "include" || sec == "includeif") && e.HasValue && e.Value != "" {
@@ -332,18 +389,22 @@ func (t *taker) config(r *Repo, file string, depth int) {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(filepath.Dir(file), p)
 			}
-			t.config(r, filepath.Clean(p), depth+1)
+			t.config(r, filepath.Clean(p), append(slices.Clip(via), Loc{file, e.Start}))
 		}
 	}
 }
 
 // guard records the protected path p and, for a directory, everything under it.
-func (t *taker) guard(p, runs string) {
+func (t *taker) guard(p, runs string) { t.guardAs(p, runs, false) }
+
+func (t *taker) guardHooks(p, runs string) { t.guardAs(p, runs, true) }
+
+func (t *taker) guardAs(p, runs string, hook bool) {
 	if _, ok := t.s.Files[p]; ok {
 		return
 	}
 	f := t.stat(p)
-	f.Runs = runs
+	f.Runs, f.Hook = runs, hook
 	t.s.Files[p] = f
 	if f.Kind != "dir" {
 		return
@@ -357,7 +418,7 @@ func (t *taker) guard(p, runs string) {
 			return filepath.SkipAll
 		}
 		g := t.stat(q)
-		g.Runs = runs
+		g.Runs, g.Hook = runs, hook
 		t.s.Files[q] = g
 		return nil
 	})
