@@ -19,8 +19,8 @@ type Entry struct {
 	// Line is the 1-based line the key starts on; Start and End are the byte span of the
 	// key through its line end (continuation lines included), which RemoveSpans cuts.
 	Line  int `json:"line"`
-	Start int `json:"-"`
-	End   int `json:"-"`
+	Start int `json:"start"`
+	End   int `json:"end"`
 }
 
 // Parts splits Name as git does: section up to the first dot, key after the last,

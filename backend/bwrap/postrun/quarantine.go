@@ -48,6 +48,20 @@ func (r *Report) Err() error {
 	return nil
 }
 
+// Audit compares the snapshots (Diff), neutralises every finding and reports, with what
+// either snapshot could not read.
+func Audit(before, after *Snapshot, quarantine string, now time.Time) *Report {
+	r := Neutralise(before, Diff(before, after), quarantine, now)
+	if r.Incomplete = before.Incomplete; r.Incomplete == "" {
+		r.Incomplete = after.Incomplete
+	}
+	if r.Quarantine != "" && r.Incomplete != "" {
+		q := &quarantineDir{dir: r.Quarantine}
+		q.manifest(r)
+	}
+	return r
+}
+
 // Neutralise moves every finding aside into a new directory under quarantine (made only
 // when there is something to keep) and writes its manifest.json. Nothing is deleted: a
 // config keeps its original copy and loses only the offending keys, a new repository or

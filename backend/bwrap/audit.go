@@ -1,0 +1,176 @@
+package bwrap
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/heavy-duty/box/backend/bwrap/postrun"
+)
+
+// Audit is the post-run audit of one launch (package postrun): BeginAudit records what
+// can make the host execute code before the sandbox starts, End compares after the
+// command ended, moves aside what the sandbox added and reports it.
+//
+// The snapshot is also kept on disk, locked, while the sandbox runs: when box itself is
+// killed (SIGKILL, a crash, a power cut) the next run in the same directory finds the
+// unlocked snapshot and audits against it first, so a planted key never becomes part of
+// the next run's "before".
+type Audit struct {
+	in         postrun.Input
+	before     *postrun.Snapshot
+	quarantine string
+	pending    *os.File
+	// Recovered is the report of an earlier run's audit that BeginAudit completed (nil
+	// when there was none).
+	Recovered []*postrun.Report
+}
+
+// AuditDirs are where the audit keeps its state under box's data directory: the pending
+// snapshots and the quarantine.
+func AuditDirs(dataHome string) (pending, quarantine string) {
+	return filepath.Join(dataHome, "box", "audit"), filepath.Join(dataHome, "box", "quarantine")
+}
+
+// AuditInput is what the audit of p's sandbox reads: its working directory, every path
+// it can write, and the protected paths.
+func (p *Plan) AuditInput() postrun.Input {
+	in := postrun.Input{Workdir: p.Spec.Workdir, Home: p.Spec.Home, Writable: []string{p.Spec.Workdir}}
+	for _, m := range p.Spec.Mounts {
+		if m.RW {
+			in.Writable = append(in.Writable, m.Src)
+		}
+	}
+	return in
+}
+
+// BeginAudit completes any audit a killed run left for this working directory, then
+// takes the snapshot of this one. dataHome is box's data home ($XDG_DATA_HOME).
+func BeginAudit(in postrun.Input, dataHome string) (*Audit, error) {
+	pdir, qdir := AuditDirs(dataHome)
+	a := &Audit{in: in, quarantine: qdir}
+	if err := os.MkdirAll(pdir, 0o700); err != nil {
+		return nil, fmt.Errorf("post-run audit: %w", err)
+	}
+	prefix := filepath.Base(InstanceDir("", in.Workdir)) + "."
+	ents, _ := os.ReadDir(pdir)
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), prefix) || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		if r, err := recoverPending(filepath.Join(pdir, e.Name()), in, qdir); err != nil {
+			return nil, err
+		} else if r != nil {
+			a.Recovered = append(a.Recovered, r)
+		}
+	}
+	a.before = postrun.Take(in)
+	b, err := json.Marshal(a.before)
+	if err != nil {
+		return nil, err
+	}
+	id := make([]byte, 6)
+	rand.Read(id)
+	f, err := os.OpenFile(filepath.Join(pdir, prefix+hex.EncodeToString(id)+".json"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("post-run audit: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("post-run audit: locking %s: %w", f.Name(), err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("post-run audit: %w", err)
+	}
+	a.pending = f
+	return a, nil
+}
+
+// recoverPending audits against a snapshot whose run is gone (its lock is free); a
+// snapshot still locked belongs to a run in progress and is left alone.
+func recoverPending(path string, in postrun.Input, qdir string) (*postrun.Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return nil, nil // a run in progress
+	}
+	var before postrun.Snapshot
+	if err := json.NewDecoder(f).Decode(&before); err != nil || before.Workdir != in.Workdir {
+		// Written but never completed (the run died while writing it): nothing to
+		// compare with; the next snapshot is all there is.
+		os.Remove(path)
+		return nil, nil
+	}
+	r := postrun.Audit(&before, postrun.Take(in), qdir, time.Now())
+	if r.Err() == nil {
+		os.Remove(path)
+	}
+	return r, nil
+}
+
+// End takes the snapshot after the run, neutralises every finding and returns the
+// report (print it with Report.Print; Report.Err says whether the audit failed).
+func (a *Audit) End() *postrun.Report {
+	r := postrun.Audit(a.before, postrun.Take(a.in), a.quarantine, time.Now())
+	if r.Err() == nil {
+		os.Remove(a.pending.Name())
+	}
+	a.pending.Close()
+	return r
+}
+
+// AuditError is a post-run audit that could not neutralise everything or could not read
+// the whole tree: the host may run what the sandbox left. box exits ExitAudit on it.
+type AuditError struct {
+	Err      error
+	Code     int // the command's own exit code
+	Manifest string
+}
+
+// ExitAudit is box run's exit code when the post-run audit failed (docs/bwrap.md).
+const ExitAudit = 125
+
+func (e *AuditError) Error() string {
+	return fmt.Sprintf("%v (the command exited %d)", e.Err, e.Code)
+}
+func (e *AuditError) Unwrap() error { return e.Err }
+func (e *AuditError) Hint() string {
+	h := "inspect the paths above before running git or opening the directory in an editor; the next box run in this directory audits again"
+	if e.Manifest != "" {
+		h += "\nwhat was moved aside is listed in " + e.Manifest
+	}
+	return h
+}
+
+// Finish prints the report and turns a failed audit into an *AuditError (nil when the
+// audit held).
+func Finish(w io.Writer, r *postrun.Report, code int) error {
+	r.Print(w)
+	if err := r.Err(); err != nil {
+		ae := &AuditError{Err: err, Code: code}
+		if r.Quarantine != "" {
+			ae.Manifest = filepath.Join(r.Quarantine, "manifest.json")
+		}
+		return ae
+	}
+	return nil
+}
+
+// IsAuditError reports whether err is a failed post-run audit.
+func IsAuditError(err error) bool {
+	var ae *AuditError
+	return errors.As(err, &ae)
+}
