@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ func Gather(home string, uid int, environ []string) Facts {
 	}
 	f.Sockets = HostSockets()
 	f.SessionKeyring = SessionKeyring()
+	f.Git, _ = exec.LookPath("git")
 	return f
 }
 

@@ -81,6 +81,10 @@ const (
 	KindTCP        Kind = "tcp"          // any of Targets (addr:port) answered (connected or refused) = seen
 	KindGateway    Kind = "gateway"      // the sandbox's own default gateway answers on Ports = seen
 	KindNixDaemon  Kind = "nix-daemon"   // a nix-daemon at Target answers the protocol's handshake = seen
+	// KindHostExec: the inside plants a repository at Targets[0] whose core.fsmonitor
+	// writes Targets[1]; Settle, outside, runs git status there as the host would. The
+	// marker appearing on the host = seen.
+	KindHostExec Kind = "host-exec"
 )
 
 // Probe is one row of the drill.
@@ -130,6 +134,7 @@ type Facts struct {
 	// SessionKeyring is the operator's session keyring serial (0: none).
 	Sockets        []string
 	SessionKeyring int
+	Git            string // the host's git ("" when not installed)
 }
 
 // Input is everything BuildPlan needs.
@@ -379,6 +384,17 @@ func BuildPlan(in Input) (Plan, error) {
 		add(Probe{ID: "write:parent", Group: "writes", Name: "write parent of working dir", Kind: KindWrite,
 			Targets: []string{filepath.Join(parent, name)}, Want: Blocked, Scratch: true, Expected: "not on host"})
 	}
+
+	// What the sandbox leaves for the host to execute: a nested repository, made inside,
+	// whose core.fsmonitor runs on the host's next git status (the post-run audit moves
+	// it aside).
+	he := Probe{ID: "host-exec:nested-fsmonitor", Group: "host-exec", Name: "nested repo with core.fsmonitor, host git status",
+		Kind: KindHostExec, Want: Blocked, Expected: "nothing runs on the host",
+		Targets: []string{filepath.Join(in.Workdir, name+"-repo"), filepath.Join(in.Workdir, name+"-ran")}}
+	if in.Facts.Git == "" {
+		he.Skip = "git not installed on the host"
+	}
+	add(he)
 
 	// Network, by the contract of in.Expect.
 	inetWant, localWant, why := contract(in.Expect)

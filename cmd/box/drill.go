@@ -11,8 +11,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/backend/bwrap/postrun"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
@@ -172,13 +175,18 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return err
 	}
-	var out bytes.Buffer
+	var out, audit bytes.Buffer
 	var stderr io.Writer = e.stderr
 	if kernel.tty != nil {
 		stderr = kernel.tty.slave
 	}
-	code, err := p.Start(pr, bin, bytes.NewReader(planJSON), &out, stderr)
+	code, rep, err := withAudit(e, &audit, p, func() (int, error) {
+		return p.Start(pr, bin, bytes.NewReader(planJSON), &out, stderr)
+	})
 	stillChanged := kernel.tty.changed()
+	if !forgetPlants(plan, rep) {
+		e.stderr.Write(audit.Bytes()) // something besides the drill's own plants
+	}
 	if err != nil {
 		return err
 	}
@@ -188,6 +196,8 @@ func runDrill(e *env, o *drillOptions) error {
 			"run 'box --check' to diagnose the sandbox")
 	}
 	obs = drill.SettleTerminal(obs, stillChanged)
+	// Settle runs the host's git where the probes planted, after the audit: as the
+	// operator would, once the run is over.
 	results := drill.Judge(plan, drill.Settle(plan, obs))
 	if o.json {
 		err = drill.RenderJSON(e.stdout, results)
@@ -206,4 +216,36 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	fmt.Fprintf(e.stderr, "box: drill (%s): %s\n", what, drill.Summary(results))
 	return nil
+}
+
+// forgetPlants removes from the quarantine what the audit moved aside of the drill's own
+// host-exec plants (Settle removes the rest of them), and the quarantine directory when
+// nothing else is in it. It reports whether the audit found only those.
+func forgetPlants(plan drill.Plan, rep *postrun.Report) bool {
+	if rep == nil || len(rep.Findings) == 0 {
+		return rep != nil && rep.Incomplete == ""
+	}
+	var planted []string
+	for _, pr := range plan.Probes {
+		if pr.Kind == drill.KindHostExec && len(pr.Targets) > 0 {
+			planted = append(planted, pr.Targets[0])
+		}
+	}
+	only := rep.Incomplete == ""
+	for _, f := range rep.Findings {
+		ours := f.Error == "" && slices.ContainsFunc(planted, func(d string) bool {
+			return f.Path == d || strings.HasPrefix(f.Path, d+"/")
+		})
+		if !ours {
+			only = false
+			continue
+		}
+		for _, k := range f.Kept {
+			os.RemoveAll(k)
+		}
+	}
+	if only && rep.Quarantine != "" {
+		os.RemoveAll(rep.Quarantine)
+	}
+	return only
 }

@@ -104,7 +104,7 @@ func runRun(e *env, o *runOptions) error {
 	if err := confirm(e, o.yes); err != nil {
 		return err
 	}
-	code, err := withAudit(e, p, func() (int, error) { return p.Start(pr, bin, e.stdin, e.stdout, e.stderr) })
+	code, _, err := withAudit(e, e.stderr, p, func() (int, error) { return p.Start(pr, bin, e.stdin, e.stdout, e.stderr) })
 	if err != nil {
 		return err
 	}

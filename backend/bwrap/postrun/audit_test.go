@@ -118,7 +118,7 @@ func TestAuditRealGit(t *testing.T) {
 	for _, f := range r.Findings {
 		rel, _ := filepath.Rel(wd, f.Path)
 		got[f.Kind+" "+rel+" "+f.Key] = true
-		if f.Kept == "" || f.Restore == "" || f.Runs == "" {
+		if len(f.Kept) == 0 || f.Restore == "" || f.Runs == "" {
 			t.Errorf("%+v: not kept, or no restore hint", f)
 		}
 	}
@@ -199,7 +199,7 @@ func TestAuditRealGit(t *testing.T) {
 		t.Fatalf("manifest: %v\n%s", err, b)
 	}
 	for _, f := range man.Findings {
-		for _, k := range strings.Fields(f.Kept) {
+		for _, k := range f.Kept {
 			if _, err := os.Lstat(k); err != nil {
 				t.Errorf("kept %s: %v", k, err)
 			}

@@ -44,7 +44,7 @@ type Finding struct {
 	// Set by Neutralise: what box did, where the original is kept, how to restore it;
 	// Error when it could not.
 	Action  string `json:"action,omitempty"`
-	Kept    string `json:"kept,omitempty"`
+	Kept    []string `json:"kept"`
 	Restore string `json:"restore,omitempty"`
 	Error   string `json:"error,omitempty"`
 

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -148,7 +149,7 @@ func (q *quarantineDir) config(all []Finding, idx []int) error {
 	path := all[idx[0]].Path
 	mark := func(action, kept, restore string) {
 		for _, i := range idx {
-			all[i].Action, all[i].Kept, all[i].Restore = action, kept, restore
+			all[i].Action, all[i].Kept, all[i].Restore = action, []string{kept}, restore
 		}
 	}
 	fi, err := os.Lstat(path)
@@ -240,14 +241,14 @@ func (q *quarantineDir) repo(f *Finding, before *Snapshot) error {
 			restore = append(restore, fmt.Sprintf("mv %s %s", shq(dst), shq(p)))
 		}
 		f.Action = "moved its HEAD, config and hooks aside"
-		f.Kept, f.Restore = strings.Join(kept, " "), strings.Join(restore, "; ")
+		f.Kept, f.Restore = kept, strings.Join(restore, "; ")
 		return nil
 	}
 	dst, err := q.move(f.Path)
 	if err != nil {
 		return err
 	}
-	f.Action, f.Kept, f.Restore = "moved the repository's .git aside", dst, fmt.Sprintf("mv %s %s", shq(dst), shq(f.Path))
+	f.Action, f.Kept, f.Restore = "moved the repository's .git aside", []string{dst}, fmt.Sprintf("mv %s %s", shq(dst), shq(f.Path))
 	return nil
 }
 
@@ -258,7 +259,7 @@ func (q *quarantineDir) moveRestore(f *Finding, old []byte, mode os.FileMode, pu
 	if err != nil {
 		return err
 	}
-	f.Kept = dst
+	f.Kept = []string{dst}
 	f.Action = "moved aside"
 	f.Restore = fmt.Sprintf("mv %s %s", shq(dst), shq(f.Path))
 	if put {
@@ -392,7 +393,7 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "box: audit: %s: git no longer reads this config\n", rel(f.Path))
 		}
 		fmt.Fprintf(w, "box: audit:   would run: %s\n", oneLine(f.Runs))
-		if f.Kept != "" && f.Kept == prev.Kept && f.Action == prev.Action {
+		if len(f.Kept) > 0 && slices.Equal(f.Kept, prev.Kept) && f.Action == prev.Action {
 			continue // one rewrite of one file: said once
 		}
 		prev = f
