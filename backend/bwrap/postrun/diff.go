@@ -30,23 +30,23 @@ type Finding struct {
 	// Path is the file, .git entry or protected path concerned; Repo the repository's
 	// .git entry (or bare directory).
 	Path string `json:"path"`
-	Repo string `json:"repo,omitempty"`
+	Repo string `json:"repo"`
 	// Key, Value and Line: the config entry (FindConfig).
-	Key   string `json:"key,omitempty"`
-	Value string `json:"value,omitempty"`
-	Line  int    `json:"line,omitempty"`
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	Line  int    `json:"line"`
 	// Change is "added" or "changed".
-	Change string `json:"change,omitempty"`
+	Change string `json:"change"`
 	// Runs says what would have run it.
 	Runs string `json:"runs"`
 	// Exec lists a new repository's executing keys (FindRepo).
-	Exec []ConfigEntry `json:"exec,omitempty"`
+	Exec []ConfigEntry `json:"exec"`
 	// Set by Neutralise: what box did, where the original is kept, how to restore it;
 	// Error when it could not.
-	Action  string `json:"action,omitempty"`
+	Action  string   `json:"action"`
 	Kept    []string `json:"kept"`
-	Restore string `json:"restore,omitempty"`
-	Error   string `json:"error,omitempty"`
+	Restore string   `json:"restore"`
+	Error   string   `json:"error"`
 
 	entry   Entry
 	before  File

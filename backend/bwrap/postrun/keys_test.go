@@ -1,6 +1,10 @@
 package postrun
 
-import "testing"
+import (
+	"os"
+	"strings"
+	"testing"
+)
 
 func TestExecutes(t *testing.T) {
 	for _, c := range []struct {
@@ -86,6 +90,19 @@ func TestExecutes(t *testing.T) {
 		}
 		if got && k.Runs == "" {
 			t.Errorf("%s: no description", k.Pattern)
+		}
+	}
+}
+
+// docs/bwrap.md lists every key of the audit, exactly as ExecKeys names it.
+func TestExecKeysDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/bwrap.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ExecKeys {
+		if !strings.Contains(string(doc), "| `"+k.Pattern+"` | "+k.Runs+" |") {
+			t.Errorf("docs/bwrap.md does not list %s (%s)", k.Pattern, k.Runs)
 		}
 	}
 }

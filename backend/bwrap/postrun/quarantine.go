@@ -27,7 +27,7 @@ type Report struct {
 	// there was nothing to keep).
 	Quarantine string `json:"quarantine"`
 	// Incomplete says which bound stopped a snapshot: what lies past it was not audited.
-	Incomplete string    `json:"incomplete,omitempty"`
+	Incomplete string    `json:"incomplete"`
 	Findings   []Finding `json:"findings"`
 }
 
@@ -342,7 +342,25 @@ func copyTree(src, dst string) error {
 }
 
 func (q *quarantineDir) manifest(r *Report) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+	// docs/json.md: every field present, a list [] when empty.
+	m := *r
+	m.Findings = make([]Finding, len(r.Findings))
+	for i, f := range r.Findings {
+		if f.Kept == nil {
+			f.Kept = []string{}
+		}
+		f.Exec = slices.Clone(f.Exec)
+		if f.Exec == nil {
+			f.Exec = []ConfigEntry{}
+		}
+		for j := range f.Exec {
+			if f.Exec[j].Via == nil {
+				f.Exec[j].Via = []Loc{}
+			}
+		}
+		m.Findings[i] = f
+	}
+	b, err := json.MarshalIndent(&m, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ type ConfigEntry struct {
 	File string `json:"file"`
 	Entry
 	// Via are the include entries that led to File, outermost first.
-	Via []Loc `json:"via,omitempty"`
+	Via []Loc `json:"via"`
 }
 
 // Loc is where an entry is: its file and byte offset.
