@@ -10,8 +10,6 @@ package postrun
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -132,7 +130,10 @@ type File struct {
 	Kind   string `json:"kind"` // "file", "dir", "link", "other"; "" absent
 	Mode   uint32 `json:"mode"`
 	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256,omitempty"`
+	// Ino and the change time (which no process can set back) tell a changed file
+	// without reading it: any write, chmod or replacement moves them.
+	Ino   uint64 `json:"ino"`
+	Ctime int64  `json:"ctime_ns"`
 	Link   string `json:"link,omitempty"`
 	Runs   string `json:"runs,omitempty"`
 	// Hook: under a hooks directory, where git runs only exact hook names (a *.sample
@@ -403,7 +404,7 @@ func (t *taker) guardAs(p, runs string, hook bool) {
 	if _, ok := t.s.Files[p]; ok {
 		return
 	}
-	f := t.stat(p)
+	f := t.stat(p, hook)
 	f.Runs, f.Hook = runs, hook
 	t.s.Files[p] = f
 	if f.Kind != "dir" {
@@ -417,19 +418,22 @@ func (t *taker) guardAs(p, runs string, hook bool) {
 			t.incomplete(fmt.Sprintf("more than %d files under protected directories", t.lim.GuardFiles))
 			return filepath.SkipAll
 		}
-		g := t.stat(q)
+		g := t.stat(q, hook)
 		g.Runs, g.Hook = runs, hook
 		t.s.Files[q] = g
 		return nil
 	})
 }
 
-func (t *taker) stat(p string) File {
+func (t *taker) stat(p string, hook bool) File {
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return File{}
 	}
 	f := File{Mode: uint32(fi.Mode()), Size: fi.Size()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		f.Ino, f.Ctime = st.Ino, st.Ctim.Nano()
+	}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		f.Kind = "link"
@@ -438,16 +442,14 @@ func (t *taker) stat(p string) File {
 		f.Kind = "dir"
 	case fi.Mode().IsRegular():
 		f.Kind = "file"
-		b, err := readRegular(p, 64<<20)
-		if err != nil {
-			f.SHA256 = "unreadable: " + err.Error()
-			break
-		}
-		h := sha256.Sum256(b)
-		f.SHA256 = hex.EncodeToString(h[:])
-		if t.kept+int64(len(b)) <= t.lim.KeepBytes {
-			t.kept += int64(len(b))
-			f.content = b
+		// A protected file's content is kept, within the bound, to put it back if the
+		// run changes it; a hook's is not (hooks only ever gain files: git init's own
+		// samples never run).
+		if !hook && t.kept+fi.Size() <= t.lim.KeepBytes {
+			if b, err := readRegular(p, fi.Size()); err == nil {
+				t.kept += int64(len(b))
+				f.content = b
+			}
 		}
 	default:
 		f.Kind = "other"
