@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap"
@@ -184,7 +183,7 @@ func runDrill(e *env, o *drillOptions) error {
 		return p.Start(pr, bin, bytes.NewReader(planJSON), &out, stderr)
 	})
 	stillChanged := kernel.tty.changed()
-	if !forgetPlants(plan, rep) {
+	if !forgetPlants(p.Spec.Workdir, hex.EncodeToString(nonce), rep) {
 		e.stderr.Write(audit.Bytes()) // something besides the drill's own plants
 	}
 	if err != nil {
@@ -219,24 +218,18 @@ func runDrill(e *env, o *drillOptions) error {
 }
 
 // forgetPlants removes from the quarantine what the audit moved aside of the drill's own
-// host-exec plants (Settle removes the rest of them), and the quarantine directory when
-// nothing else is in it. It reports whether the audit found only those.
-func forgetPlants(plan drill.Plan, rep *postrun.Report) bool {
-	if rep == nil || len(rep.Findings) == 0 {
-		return rep != nil && rep.Incomplete == ""
-	}
-	var planted []string
-	for _, pr := range plan.Probes {
-		if pr.Kind == drill.KindHostExec && len(pr.Targets) > 0 {
-			planted = append(planted, pr.Targets[0])
-		}
+// plants (every one lies under WORKDIR/.box-drill-*NONCE*; Settle removes the rest of
+// them), and the quarantine directory when nothing else is in it. It reports whether the
+// audit found only those.
+func forgetPlants(workdir, nonce string, rep *postrun.Report) bool {
+	if rep == nil {
+		return false
 	}
 	only := rep.Incomplete == ""
 	for _, f := range rep.Findings {
-		ours := f.Error == "" && slices.ContainsFunc(planted, func(d string) bool {
-			return f.Path == d || strings.HasPrefix(f.Path, d+"/")
-		})
-		if !ours {
+		rel, err := filepath.Rel(workdir, f.Path)
+		top, _, _ := strings.Cut(rel, "/")
+		if err != nil || f.Error != "" || !strings.HasPrefix(top, ".box-drill-") || !strings.Contains(top, nonce) {
 			only = false
 			continue
 		}
