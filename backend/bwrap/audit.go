@@ -115,7 +115,7 @@ func recoverPending(path string, in postrun.Input, qdir string) (*postrun.Report
 		return nil, nil
 	}
 	r := postrun.Audit(&before, postrun.Take(in), qdir, time.Now())
-	if r.Err() == nil {
+	if !r.Failed() {
 		os.Remove(path)
 	}
 	return r, nil
@@ -124,8 +124,10 @@ func recoverPending(path string, in postrun.Input, qdir string) (*postrun.Report
 // End takes the snapshot after the run, neutralises every finding and returns the
 // report (print it with Report.Print; Report.Err says whether the audit failed).
 func (a *Audit) End() *postrun.Report {
+	// The snapshot stays for the next run only when something could not be
+	// neutralised: an incomplete walk would only be incomplete again.
 	r := postrun.Audit(a.before, postrun.Take(a.in), a.quarantine, time.Now())
-	if r.Err() == nil {
+	if !r.Failed() {
 		os.Remove(a.pending.Name())
 	}
 	a.pending.Close()

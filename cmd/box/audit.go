@@ -19,8 +19,10 @@ func withAudit(e *env, w io.Writer, p *bwrap.Plan, start func() (int, error)) (i
 		return 1, nil, err
 	}
 	for _, r := range audit.Recovered {
-		fmt.Fprintf(w, "box: audit: an earlier run in %s ended before its audit (box was killed); auditing it now\n", p.Spec.Workdir)
-		if err := bwrap.Finish(w, r, 0); err != nil {
+		fmt.Fprintf(w, "box: audit: an earlier run in %s left its audit unfinished (box was killed, or the audit failed); auditing it now\n", p.Spec.Workdir)
+		// Launch only on a tree left clean: a finding still in place refuses the run;
+		// an incomplete audit is said (Finish prints it) and the run goes on.
+		if err := bwrap.Finish(w, r, 0); err != nil && r.Failed() {
 			audit.End()
 			return 1, nil, err
 		}

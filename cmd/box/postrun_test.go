@@ -214,7 +214,7 @@ func TestSandboxPostRunAuditAfterSIGKILL(t *testing.T) {
 	}
 	r := w.run("run", "-y", "--", "true")
 	t.Logf("next run (exit %d):\n%s", r.code, r.stderr)
-	if r.code != 0 || !strings.Contains(r.stderr, "ended before its audit") || !strings.Contains(r.stderr, "vendor/lib/.git: new git repository") {
+	if r.code != 0 || !strings.Contains(r.stderr, "left its audit unfinished") || !strings.Contains(r.stderr, "vendor/lib/.git: new git repository") {
 		t.Errorf("the next run did not audit the killed one: exit %d\n%s", r.code, r.stderr)
 	}
 	w.hostGit(filepath.Join(w.proj, "vendor/lib"), "status")
@@ -224,5 +224,30 @@ func TestSandboxPostRunAuditAfterSIGKILL(t *testing.T) {
 	// And a run after that one has nothing left to recover.
 	if r := w.run("run", "-y", "--", "true"); strings.Contains(r.stderr, "box: audit") {
 		t.Errorf("a third run still audits:\n%s", r.stderr)
+	}
+}
+
+// An audit that cannot neutralise a finding is never silent: box says what is left and
+// exits 125, whatever the command's code (here: the quarantine cannot be made).
+func TestSandboxPostRunAuditFailureExits125(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	marks := w.markerDir()
+	w.write(filepath.Join(w.home, ".local/share/box/quarantine"), "a file where the quarantine directory goes\n")
+	r := w.sh(plant(marks) + "exit 0")
+	if r.code != 125 {
+		t.Errorf("exit %d, want 125\n%s", r.code, r.stderr)
+	}
+	for _, s := range []string{"box: error: post-run audit: could not neutralise", "vendor/lib/.git", "(the command exited 0)", "box: hint: inspect the paths above"} {
+		if !strings.Contains(r.stderr, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+		}
+	}
+	// The failed audit's snapshot stays, so the next run (once the quarantine can be
+	// made) audits the same run again, and then succeeds.
+	os.Remove(filepath.Join(w.home, ".local/share/box/quarantine"))
+	r = w.run("run", "-y", "--", "true")
+	if r.code != 0 || !strings.Contains(r.stderr, "left its audit unfinished") || !strings.Contains(r.stderr, "vendor/lib/.git: new git repository") {
+		t.Errorf("the next run: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -43,7 +43,14 @@ Only the working directory is writable. Your home directory is an empty tmpfs ex
 /run/user, agent sockets and docker.sock are absent unless a profile mounts them.
 
 Network tiers: none (no network), internet (public internet only), full (the host's
-network; only when named). Templates never choose the network.`,
+network; only when named). Templates never choose the network.
+
+After the command ends (however it ends), box audits every git repository under the
+working directory for what the sandbox left for your own git to run: config keys that
+execute (core.fsmonitor, core.hooksPath, ! aliases, filters, ...), new nested
+repositories, new hooks. Each is moved aside into $XDG_DATA_HOME/box/quarantine/ (nothing
+is deleted) and printed with how to restore it. The exit code stays the command's; it is
+125 only when the audit could not finish.`,
 		Example: `  box run -y                               # the default profile: a shell, no network
   box run -y -- make test                  # one command
   box run --backend bwrap -y -- claude --dangerously-skip-permissions

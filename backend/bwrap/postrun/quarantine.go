@@ -31,6 +31,12 @@ type Report struct {
 	Findings   []Finding `json:"findings"`
 }
 
+// Failed reports whether a finding could not be neutralised (another audit of the same
+// run may do better; an incomplete one would only be incomplete again).
+func (r *Report) Failed() bool {
+	return slices.ContainsFunc(r.Findings, func(f Finding) bool { return f.Error != "" })
+}
+
 // Err is why the audit failed, nil when every finding was neutralised and the whole tree
 // was read. box exits non-zero on it (docs/bwrap.md).
 func (r *Report) Err() error {
