@@ -258,6 +258,16 @@ func TestAuditHostileFiles(t *testing.T) {
 	cfg := filepath.Join(wd, ".git/config")
 	os.Rename(cfg, cfg+".orig")
 	os.Symlink(outside, cfg)
+	// A link planted in the working directory to a git directory of yours outside, and a
+	// pointer through it: what lies outside is never edited or moved.
+	theirs := filepath.Join(t.TempDir(), "other.git")
+	os.MkdirAll(filepath.Join(theirs, "hooks"), 0o755)
+	os.WriteFile(filepath.Join(theirs, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(theirs, "config"), []byte("[core]\n\tpager = less\n"), 0o644)
+	os.WriteFile(filepath.Join(theirs, "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755)
+	os.Symlink(filepath.Dir(theirs), filepath.Join(wd, "link"))
+	os.MkdirAll(filepath.Join(wd, "x"), 0o755)
+	os.WriteFile(filepath.Join(wd, "x", ".git"), []byte("gitdir: ../link/other.git\n"), 0o644)
 	after := Take(Input{Workdir: wd, Writable: []string{wd}})
 	fs := Diff(before, after)
 	r := Neutralise(before, fs, t.TempDir(), time.Now())
@@ -268,7 +278,18 @@ func TestAuditHostileFiles(t *testing.T) {
 	for _, f := range r.Findings {
 		kinds[f.Kind+" "+filepath.Base(filepath.Dir(f.Path))+"/"+filepath.Base(f.Path)] = true
 	}
-	for _, w := range []string{"repo a/.git", "config .git/config"} {
+	for _, f := range r.Findings {
+		if strings.HasPrefix(f.Path, filepath.Dir(theirs)) {
+			t.Errorf("a finding outside the working directory: %+v", f)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(theirs, "config")); string(b) != "[core]\n\tpager = less\n" {
+		t.Errorf("the config outside was edited: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(theirs, "hooks", "pre-commit")); err != nil {
+		t.Errorf("the hook outside was moved: %v", err)
+	}
+	for _, w := range []string{"repo a/.git", "config .git/config", "repo x/.git"} {
 		if !kinds[w] {
 			t.Errorf("missing %q in %v", w, sortedKeys(kinds))
 		}

@@ -147,7 +147,11 @@ func (q *quarantineDir) slot(name string) (string, error) {
 		q.dir = d
 	}
 	q.n++
-	return filepath.Join(q.dir, fmt.Sprintf("%d-%s", q.n, filepath.Base(name))), nil
+	base := filepath.Base(name)
+	if len(base) > 100 {
+		base = base[:100]
+	}
+	return filepath.Join(q.dir, fmt.Sprintf("%d-%s", q.n, base)), nil
 }
 
 // config removes the findings' entries from their (one) live file, keeping the original.
@@ -207,12 +211,24 @@ func (q *quarantineDir) config(all []Finding, idx []int) error {
 	if err := os.WriteFile(kept, data, 0o600); err != nil {
 		return err
 	}
-	tmp := path + ".box-audit-tmp"
-	if err := os.WriteFile(tmp, out, fi.Mode().Perm()); err != nil {
-		os.Remove(tmp)
+	// A fresh temporary file (O_EXCL: never through a link planted beside the config),
+	// renamed over the live one.
+	tf, err := os.CreateTemp(filepath.Dir(path), ".box-audit-*")
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	tmp := tf.Name()
+	_, err = tf.Write(out)
+	if cerr := tf.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, fi.Mode().Perm())
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return err
 	}

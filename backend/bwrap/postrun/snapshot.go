@@ -211,31 +211,39 @@ func (t *taker) walk(dir string, depth int) {
 	if err != nil {
 		return
 	}
-	ents, err := f.ReadDir(-1)
+	defer f.Close()
+	var head, objects, refs bool
+	var subdirs []string
+	// In batches, so a directory of millions of entries stops at the bound, not after
+	// listing them all.
+	for {
+		ents, err := f.ReadDir(1024)
+		for _, e := range ents {
+			if t.entries++; t.entries > t.lim.Entries {
+				t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
+				return
+			}
+			switch n := e.Name(); {
+			case n == ".git":
+				t.repo(filepath.Join(dir, n))
+			case e.IsDir():
+				subdirs = append(subdirs, n)
+				objects = objects || n == "objects"
+				refs = refs || n == "refs"
+			default:
+				head = head || n == "HEAD"
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	f.Close()
-	if err != nil {
-		return
-	}
-	names := map[string]bool{}
-	for _, e := range ents {
-		names[e.Name()] = true
-	}
-	if names["HEAD"] && names["objects"] && names["refs"] && filepath.Base(dir) != ".git" {
+	if head && objects && refs {
 		t.repo(dir)
 	}
-	for _, e := range ents {
-		if t.entries++; t.entries > t.lim.Entries {
-			t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
-			return
-		}
-		p := filepath.Join(dir, e.Name())
-		if e.Name() == ".git" {
-			t.repo(p)
-			continue
-		}
-		if e.IsDir() {
-			t.walk(p, depth+1)
-		}
+	for _, n := range subdirs {
+		t.walk(filepath.Join(dir, n), depth+1)
 	}
 }
 
@@ -364,6 +372,7 @@ func expand(p, home string) string {
 // the including file, ~/ from Home, every condition taken as true). via are the include
 // entries that led here.
 func (t *taker) config(r *Repo, file string, via []Loc) {
+	file = realDir(file)
 	depth := len(via)
 	b, err := readRegular(file, t.lim.ConfigBytes)
 	if errors.Is(err, errTooBig) {
@@ -401,6 +410,7 @@ func (t *taker) guard(p, runs string) { t.guardAs(p, runs, false) }
 func (t *taker) guardHooks(p, runs string) { t.guardAs(p, runs, true) }
 
 func (t *taker) guardAs(p, runs string, hook bool) {
+	p = realDir(p)
 	if _, ok := t.s.Files[p]; ok {
 		return
 	}
@@ -455,6 +465,17 @@ func (t *taker) stat(p string, hook bool) File {
 		f.Kind = "other"
 	}
 	return f
+}
+
+// realDir is p with the links in its directory resolved (its last part is kept: a link
+// there is judged as a link). Paths are compared with the writable roots as real paths,
+// so a link planted in the working directory can never make a file outside look like one
+// inside, to be edited or moved.
+func realDir(p string) string {
+	if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(d, filepath.Base(p))
+	}
+	return p
 }
 
 var errTooBig = errors.New("too large")
