@@ -235,6 +235,46 @@ func TestAuditBound(t *testing.T) {
 	}
 }
 
+// A snapshot stopped by its bound before the run cannot tell which repositories are new;
+// the birth time can: one born during the run is moved aside, one the snapshot did not
+// reach (yours) is never touched.
+func TestAuditIncompleteBefore(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	wd := t.TempDir()
+	for _, d := range []string{"old", "a/b/c"} {
+		if out, err := exec.Command("git", "init", "-q", filepath.Join(wd, d)).CombinedOutput(); err != nil {
+			t.Fatal(err, string(out))
+		}
+	}
+	before := Take(Input{Workdir: wd, Limits: Limits{Entries: 1}})
+	if before.Incomplete == "" || len(before.Repos) > 1 {
+		t.Fatalf("before: %q, %d repos", before.Incomplete, len(before.Repos))
+	}
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(wd, "new")).CombinedOutput(); err != nil {
+		t.Fatal(err, string(out))
+	}
+	after := Take(Input{Workdir: wd})
+	if after.Repos[filepath.Join(wd, "new/.git")].Born == 0 {
+		t.Fatal("this filesystem gives no birth time")
+	}
+	r := Audit(before, after, t.TempDir(), time.Now())
+	var got []string
+	for _, f := range r.Findings {
+		got = append(got, f.Kind+" "+f.Path)
+	}
+	if len(got) != 1 || got[0] != "repo "+filepath.Join(wd, "new/.git") {
+		t.Errorf("findings %q, want only the new repository", got)
+	}
+	for _, d := range []string{"old/.git/HEAD", "a/b/c/.git/hooks"} {
+		if _, err := os.Stat(filepath.Join(wd, d)); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	if r.Err() == nil || !strings.Contains(r.Err().Error(), "incomplete") {
+		t.Errorf("Err() = %v, want incomplete", r.Err())
+	}
+}
+
 // A planted fifo or device where a config or hook should be never blocks the audit, and
 // a config that is a link is moved aside, never written through.
 func TestAuditHostileFiles(t *testing.T) {

@@ -65,11 +65,17 @@ func Diff(before, after *Snapshot) []Finding {
 	var out []Finding
 	fresh := newEntries(before, after)
 	isNew := func(e ConfigEntry) bool { return fresh[Loc{e.File, e.Start}] }
-	var newDots []string
+	var newDots, unknown []string
 	seen := map[Loc]bool{}
 	for _, dot := range sortedKeys(after.Repos) {
 		a := after.Repos[dot]
 		b, existed := before.Repos[dot]
+		if !existed && before.Incomplete != "" && (a.Born == 0 || a.Born < before.Taken) {
+			// Past the bound of an incomplete snapshot, and not born during the run:
+			// maybe yours, so never touched (the audit reports itself incomplete).
+			unknown = append(unknown, a.Dot, a.Gitdir, a.Common)
+			continue
+		}
 		if !existed && after.writable(dot) && a.Kind != RepoGitdir && !insideKnownGitdir(before, a) {
 			newDots = append(newDots, dot)
 			out = append(out, Finding{Kind: FindRepo, Path: dot, Repo: dot, Change: "added", Exec: a.Exec,
@@ -124,6 +130,9 @@ func Diff(before, after *Snapshot) []Finding {
 		}
 		if slices.ContainsFunc(newDots, func(d string) bool { return within(p, d) }) {
 			continue // moved aside with its repository
+		}
+		if slices.ContainsFunc(unknown, func(d string) bool { return d != "" && within(p, d) }) {
+			continue
 		}
 		b := before.Files[p]
 		change := "added"

@@ -19,6 +19,9 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Guard is a protected path: a file or directory some host tool executes or obeys on its
@@ -83,6 +86,8 @@ type Snapshot struct {
 	Files map[string]File `json:"files"`
 	// Incomplete says which bound stopped the snapshot ("" when it is whole).
 	Incomplete string `json:"incomplete,omitempty"`
+	// Taken is when the snapshot began (Unix nanoseconds).
+	Taken int64 `json:"taken"`
 }
 
 // Repo is one git repository as the host's git would find it.
@@ -94,6 +99,10 @@ type Repo struct {
 	Pointer string `json:"pointer,omitempty"` // a pointer file's content
 	Gitdir  string `json:"gitdir"`
 	Common  string `json:"common"`
+	// Born is Dot's birth time (statx; Unix nanoseconds, 0 when the filesystem does not
+	// say): no process can set it, so it tells a repository made during a run from one
+	// an incomplete snapshot did not reach.
+	Born int64 `json:"born"`
 	// Exec are the entries of the repository's config files (config, config.worktree and
 	// everything they include, any condition) that ExecKeys match, in git's order.
 	Exec []ConfigEntry `json:"exec"`
@@ -148,7 +157,7 @@ type File struct {
 // paths.
 func Take(in Input) *Snapshot {
 	t := &taker{in: in, lim: in.Limits.withDefaults()}
-	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}}
+	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}, Taken: time.Now().UnixNano()}
 	s.Writable = in.Writable
 	if len(s.Writable) == 0 {
 		s.Writable = []string{in.Workdir}
@@ -256,6 +265,10 @@ func (t *taker) repoKind(dot, kind string) {
 	}
 	r := &Repo{Dot: dot}
 	t.s.Repos[dot] = r
+	var sx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, dot, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &sx) == nil && sx.Mask&unix.STATX_BTIME != 0 {
+		r.Born = sx.Btime.Sec*1e9 + int64(sx.Btime.Nsec)
+	}
 	fi, err := os.Stat(dot)
 	switch {
 	case err != nil:
