@@ -95,6 +95,11 @@ func TestAuditRealGit(t *testing.T) {
 	os.MkdirAll(filepath.Join(wd, "bare/refs"), 0o755)
 	write(filepath.Join(wd, "bare/config"), "[core]\n\tpager = id >"+m("bare")+"\n", 0o644)
 	write(filepath.Join(wd, "bare/notes.txt"), "agent's notes\n", 0o644)
+	// git takes objects/ and refs/ through links as well.
+	write(filepath.Join(wd, "linked/HEAD"), "ref: refs/heads/main\n", 0o644)
+	os.Symlink(filepath.Join(wd, "bare/objects"), filepath.Join(wd, "linked/objects"))
+	os.Symlink(filepath.Join(wd, "bare/refs"), filepath.Join(wd, "linked/refs"))
+	write(filepath.Join(wd, "linked/config"), "[core]\n\tpager = id >"+m("linked")+"\n", 0o644)
 	write(filepath.Join(wd, "wt/.git"), "gitdir: ../elsewhere\n", 0o644)
 	write(filepath.Join(wd, ".envrc"), "id >"+m("envrc")+"\n", 0o644)
 	write(filepath.Join(wd, ".vscode/tasks.json"), `{"runOn":"folderOpen"}`, 0o644)
@@ -125,7 +130,7 @@ func TestAuditRealGit(t *testing.T) {
 	want := []string{
 		"config .git/config core.fsmonitor", "config .git/config alias.st", "config .git/config filter.x.smudge",
 		"config .git/config include.path", "config team.cfg core.pager", "config .git/worktrees/wt2/config.worktree core.fsmonitor",
-		"file .git/hooks/post-checkout ", "repo vendor/lib/.git ", "repo bare ", "repo wt/.git ",
+		"file .git/hooks/post-checkout ", "repo vendor/lib/.git ", "repo bare ", "repo linked ", "repo wt/.git ",
 		"file .envrc ", "file .vscode/tasks.json ",
 	}
 	for _, w := range want {
@@ -138,7 +143,7 @@ func TestAuditRealGit(t *testing.T) {
 	}
 
 	// The host's git, everywhere the agent touched, runs nothing.
-	for _, dir := range []string{wd, filepath.Join(wd, "vendor/lib"), filepath.Join(wd, "bare"), filepath.Join(wd, "wt2")} {
+	for _, dir := range []string{wd, filepath.Join(wd, "vendor/lib"), filepath.Join(wd, "bare"), filepath.Join(wd, "linked"), filepath.Join(wd, "wt2")} {
 		git(dir, "status")
 		git(dir, "log", "-1")
 		git(dir, "st")

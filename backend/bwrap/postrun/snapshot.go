@@ -86,7 +86,8 @@ type Snapshot struct {
 	Files map[string]File `json:"files"`
 	// Incomplete says which bound stopped the snapshot ("" when it is whole).
 	Incomplete string `json:"incomplete,omitempty"`
-	// Taken is when the snapshot began (Unix nanoseconds).
+	// Taken is when the snapshot began (Unix nanoseconds, the coarse clock inodes are
+	// stamped with).
 	Taken int64 `json:"taken"`
 }
 
@@ -157,7 +158,7 @@ type File struct {
 // paths.
 func Take(in Input) *Snapshot {
 	t := &taker{in: in, lim: in.Limits.withDefaults()}
-	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}, Taken: time.Now().UnixNano()}
+	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}, Taken: coarseNow()}
 	s.Writable = in.Writable
 	if len(s.Writable) == 0 {
 		s.Writable = []string{in.Workdir}
@@ -232,15 +233,15 @@ func (t *taker) walk(dir string, depth int) {
 				t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
 				return
 			}
-			switch n := e.Name(); {
+			// git takes objects/ and refs/ through links too: any entry of those names
+			// counts.
+			n := e.Name()
+			head, objects, refs = head || n == "HEAD", objects || n == "objects", refs || n == "refs"
+			switch {
 			case n == ".git":
 				t.repo(filepath.Join(dir, n))
 			case e.IsDir():
 				subdirs = append(subdirs, n)
-				objects = objects || n == "objects"
-				refs = refs || n == "refs"
-			default:
-				head = head || n == "HEAD"
 			}
 		}
 		if err != nil {
@@ -478,6 +479,16 @@ func (t *taker) stat(p string, hook bool) File {
 		f.Kind = "other"
 	}
 	return f
+}
+
+// coarseNow is the clock filesystems stamp inodes with (a tick behind the fine one): a
+// repository made after it began is born no earlier.
+func coarseNow() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts) != nil {
+		return time.Now().Add(-time.Second).UnixNano()
+	}
+	return ts.Nano()
 }
 
 // realDir is p with the links in its directory resolved (its last part is kept: a link
