@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/postrun"
@@ -28,7 +31,12 @@ func withAudit(e *env, w io.Writer, p *bwrap.Plan, start func() (int, error)) (i
 		}
 	}
 	code, err := start()
+	// A second Ctrl-C (or the terminal closing) must not stop the audit half way: it is
+	// short, and what it leaves undone would wait for the next run.
+	hold := make(chan os.Signal, 1)
+	signal.Notify(hold, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	rep := audit.End()
+	signal.Stop(hold)
 	if aerr := bwrap.Finish(w, rep, code); aerr != nil {
 		return code, rep, aerr
 	}
