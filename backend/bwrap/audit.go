@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -60,7 +61,9 @@ func BeginAudit(in postrun.Input, dataHome string) (*Audit, error) {
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return nil, fmt.Errorf("post-run audit: %w", err)
 	}
-	prefix := filepath.Base(InstanceDir("", in.Workdir)) + "."
+	// Pending snapshots are named by the working directory's hash.
+	sum := sha256.Sum256([]byte(in.Workdir))
+	prefix := hex.EncodeToString(sum[:8]) + "."
 	ents, _ := os.ReadDir(pdir)
 	for _, e := range ents {
 		if !strings.HasPrefix(e.Name(), prefix) || !strings.HasSuffix(e.Name(), ".json") {
