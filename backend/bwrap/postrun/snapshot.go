@@ -435,8 +435,8 @@ func (t *taker) guardAs(p, runs string, hook bool) {
 		return
 	}
 	filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
-		if err != nil || q == p {
-			return nil
+		if err != nil || q == p || hook && strings.HasSuffix(q, ".sample") && !d.IsDir() {
+			return nil // git runs no *.sample: not worth a stat
 		}
 		if t.guarded++; t.guarded > t.lim.GuardFiles {
 			t.incomplete(fmt.Sprintf("more than %d files under protected directories", t.lim.GuardFiles))
