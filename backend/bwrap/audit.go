@@ -22,17 +22,14 @@ import (
 // command ended, moves aside what the sandbox added and reports it.
 //
 // The snapshot is also kept on disk, locked, while the sandbox runs: when box itself is
-// killed (SIGKILL, a crash, a power cut) the next run in the same directory finds the
-// unlocked snapshot and audits against it first, so a planted key never becomes part of
-// the next run's "before".
+// killed (SIGKILL, a crash, a power cut), RecoverAudits in the next run in the same
+// directory finds the unlocked snapshot and audits against it first, so a planted key
+// never becomes part of the next run's "before".
 type Audit struct {
 	in         postrun.Input
 	before     *postrun.Snapshot
 	quarantine string
 	pending    *os.File
-	// Recovered is the report of an earlier run's audit that BeginAudit completed (nil
-	// when there was none).
-	Recovered []*postrun.Report
 }
 
 // AuditDirs are where the audit keeps its state under box's data directory: the pending
@@ -53,27 +50,67 @@ func (p *Plan) AuditInput() postrun.Input {
 	return in
 }
 
-// BeginAudit completes any audit a killed run left for this working directory, then
-// takes the snapshot of this one. dataHome is box's data home ($XDG_DATA_HOME).
+// pendingPrefix names the pending snapshots of one working directory (by its hash).
+func pendingPrefix(workdir string) string {
+	sum := sha256.Sum256([]byte(workdir))
+	return hex.EncodeToString(sum[:8]) + "."
+}
+
+// RecoverAudits completes the audits earlier runs in workdir left unfinished (box was
+// killed, or a finding could not be neutralised), against their own snapshots. Call it
+// before anything reads the tree for a new run. A snapshot still locked belongs to a run
+// in progress and is left alone.
+func RecoverAudits(workdir, dataHome string) ([]*postrun.Report, error) {
+	pdir, qdir := AuditDirs(dataHome)
+	ents, err := os.ReadDir(pdir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("post-run audit: %w", err)
+	}
+	var out []*postrun.Report
+	prefix := pendingPrefix(workdir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) && strings.HasSuffix(e.Name(), ".json") {
+			if r := recoverPending(filepath.Join(pdir, e.Name()), workdir, qdir); r != nil {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+func recoverPending(path, workdir, qdir string) *postrun.Report {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return nil // a run in progress
+	}
+	var before postrun.Snapshot
+	if err := json.NewDecoder(f).Decode(&before); err != nil || before.Workdir != workdir {
+		// Written but never completed (the run died while writing it): nothing to
+		// compare with; the next snapshot is all there is.
+		os.Remove(path)
+		return nil
+	}
+	r := postrun.Audit(&before, postrun.Take(before.Input()), qdir, time.Now())
+	if !r.Failed() {
+		os.Remove(path)
+	}
+	return r
+}
+
+// BeginAudit takes the snapshot of a run about to start in in.Workdir and keeps it,
+// locked, under dataHome ($XDG_DATA_HOME) until End.
 func BeginAudit(in postrun.Input, dataHome string) (*Audit, error) {
 	pdir, qdir := AuditDirs(dataHome)
 	a := &Audit{in: in, quarantine: qdir}
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return nil, fmt.Errorf("post-run audit: %w", err)
-	}
-	// Pending snapshots are named by the working directory's hash.
-	sum := sha256.Sum256([]byte(in.Workdir))
-	prefix := hex.EncodeToString(sum[:8]) + "."
-	ents, _ := os.ReadDir(pdir)
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), prefix) || !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		if r, err := recoverPending(filepath.Join(pdir, e.Name()), in, qdir); err != nil {
-			return nil, err
-		} else if r != nil {
-			a.Recovered = append(a.Recovered, r)
-		}
 	}
 	a.before = postrun.Take(in)
 	b, err := json.Marshal(a.before)
@@ -82,7 +119,7 @@ func BeginAudit(in postrun.Input, dataHome string) (*Audit, error) {
 	}
 	id := make([]byte, 6)
 	rand.Read(id)
-	f, err := os.OpenFile(filepath.Join(pdir, prefix+hex.EncodeToString(id)+".json"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(filepath.Join(pdir, pendingPrefix(in.Workdir)+hex.EncodeToString(id)+".json"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("post-run audit: %w", err)
 	}
@@ -97,31 +134,6 @@ func BeginAudit(in postrun.Input, dataHome string) (*Audit, error) {
 	}
 	a.pending = f
 	return a, nil
-}
-
-// recoverPending audits against a snapshot whose run is gone (its lock is free); a
-// snapshot still locked belongs to a run in progress and is left alone.
-func recoverPending(path string, in postrun.Input, qdir string) (*postrun.Report, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return nil, nil // a run in progress
-	}
-	var before postrun.Snapshot
-	if err := json.NewDecoder(f).Decode(&before); err != nil || before.Workdir != in.Workdir {
-		// Written but never completed (the run died while writing it): nothing to
-		// compare with; the next snapshot is all there is.
-		os.Remove(path)
-		return nil, nil
-	}
-	r := postrun.Audit(&before, postrun.Take(in), qdir, time.Now())
-	if !r.Failed() {
-		os.Remove(path)
-	}
-	return r, nil
 }
 
 // End takes the snapshot after the run, neutralises every finding and returns the

@@ -5,11 +5,37 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/postrun"
 )
+
+// recoverAudits finishes what earlier runs in the current directory left of their
+// audits (box was killed, or a finding could not be neutralised), before anything reads
+// the tree for this run. It refuses the run while a finding is still in place.
+func recoverAudits(e *env, w io.Writer) error {
+	wd, err := os.Getwd()
+	if err == nil {
+		wd, err = filepath.EvalSymlinks(wd)
+	}
+	if err != nil {
+		return fmt.Errorf("working directory: %w", err)
+	}
+	reps, err := bwrap.RecoverAudits(wd, e.dataHome())
+	if err != nil {
+		return err
+	}
+	for _, r := range reps {
+		fmt.Fprintf(w, "box: audit: an earlier run in %s left its audit unfinished (box was killed, or the audit failed); auditing it now\n", wd)
+		// An incomplete audit is said (Finish prints it) and the run goes on.
+		if err := bwrap.Finish(w, r, 0); err != nil && r.Failed() {
+			return err
+		}
+	}
+	return nil
+}
 
 // withAudit runs start (a sandbox launch of p) inside the post-run audit: the snapshot
 // before, and after the command ended however it ended (its code, a signal's 128+N, or
@@ -20,15 +46,6 @@ func withAudit(e *env, w io.Writer, p *bwrap.Plan, start func() (int, error)) (i
 	audit, err := bwrap.BeginAudit(p.AuditInput(), e.dataHome())
 	if err != nil {
 		return 1, nil, err
-	}
-	for _, r := range audit.Recovered {
-		fmt.Fprintf(w, "box: audit: an earlier run in %s left its audit unfinished (box was killed, or the audit failed); auditing it now\n", p.Spec.Workdir)
-		// Launch only on a tree left clean: a finding still in place refuses the run;
-		// an incomplete audit is said (Finish prints it) and the run goes on.
-		if err := bwrap.Finish(w, r, 0); err != nil && r.Failed() {
-			audit.End()
-			return 1, nil, err
-		}
 	}
 	code, err := start()
 	// A second Ctrl-C (or the terminal closing) must not stop the audit half way: it is

@@ -113,6 +113,9 @@ func runDrill(e *env, o *drillOptions) error {
 		}
 	}
 
+	if err := recoverAudits(e, e.stderr); err != nil {
+		return err
+	}
 	// The sandbox is box run's, with one addition: the box binary, read-only, as the
 	// probe runner, and the runner as the command.
 	p, err := resolveRun(e, &runOptions{

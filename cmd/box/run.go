@@ -78,6 +78,11 @@ is deleted) and printed with how to restore it. The exit code stays the command'
 }
 
 func runRun(e *env, o *runOptions) error {
+	if !o.dryRun {
+		if err := recoverAudits(e, e.stderr); err != nil {
+			return err
+		}
+	}
 	p, err := resolveRun(e, o)
 	if err != nil {
 		return err

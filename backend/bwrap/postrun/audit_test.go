@@ -351,3 +351,45 @@ func TestAuditHostileFiles(t *testing.T) {
 }
 
 func syscallMkfifo(p string) error { return syscall.Mkfifo(p, 0o644) }
+
+// A worktree pointer rewritten to name a repository the run made: the repository moves
+// whole, the pointer is put back, and nothing inside the moved repository is a finding
+// of its own (it could not be neutralised twice).
+func TestAuditPointerIntoNewRepo(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	wd := t.TempDir()
+	run := func(dir string, args ...string) {
+		t.Helper()
+		c := exec.Command("git", args...)
+		c.Dir = dir
+		c.Env = []string{"HOME=" + wd, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=u", "GIT_AUTHOR_EMAIL=u@x",
+			"GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@x"}
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %q: %v %s", args, err, out)
+		}
+	}
+	run(wd, "init", "-q")
+	run(wd, "commit", "-q", "--allow-empty", "-m", "one")
+	run(wd, "worktree", "add", "-q", "wt")
+	pointer, _ := os.ReadFile(filepath.Join(wd, "wt/.git"))
+	in := Input{Workdir: wd}
+	before := Take(in)
+	run(wd, "init", "-q", ".evil/w")
+	run(filepath.Join(wd, ".evil/w"), "config", "core.fsmonitor", "id; false")
+	os.WriteFile(filepath.Join(wd, "wt/.git"), []byte("gitdir: ../.evil/w/.git\n"), 0o644)
+	r := Audit(before, Take(in), t.TempDir(), time.Now())
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range r.Findings {
+		rel, _ := filepath.Rel(wd, f.Path)
+		got = append(got, f.Kind+" "+rel)
+	}
+	if strings.Join(got, ", ") != "repo .evil/w/.git, pointer wt/.git" {
+		t.Errorf("findings %q", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(wd, "wt/.git")); string(b) != string(pointer) {
+		t.Errorf("wt/.git = %q, want the user's %q", b, pointer)
+	}
+}

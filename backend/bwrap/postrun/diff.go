@@ -65,21 +65,33 @@ func Diff(before, after *Snapshot) []Finding {
 	var out []Finding
 	fresh := newEntries(before, after)
 	isNew := func(e ConfigEntry) bool { return fresh[Loc{e.File, e.Start}] }
+	// First the repositories that are new (moved whole: nothing in them is a finding of
+	// its own) and those an incomplete snapshot could not judge (never touched).
 	var newDots, unknown []string
+	for _, dot := range sortedKeys(after.Repos) {
+		a := after.Repos[dot]
+		if _, existed := before.Repos[dot]; existed {
+			continue
+		}
+		switch {
+		case before.Incomplete != "" && (a.Born == 0 || a.Born < before.Taken):
+			// Past the bound of an incomplete snapshot, and not born during the run:
+			// maybe yours (the audit reports itself incomplete).
+			unknown = append(unknown, a.Dot, a.Gitdir)
+		case after.writable(dot) && a.Kind != RepoGitdir && !insideKnownGitdir(before, a):
+			newDots = append(newDots, dot)
+			out = append(out, Finding{Kind: FindRepo, Path: dot, Repo: dot, Change: "added", Exec: a.Exec,
+				Runs: repoRuns(a)})
+		}
+	}
+	under := func(p string, roots []string) bool {
+		return slices.ContainsFunc(roots, func(d string) bool { return d != "" && within(p, d) })
+	}
 	seen := map[Loc]bool{}
 	for _, dot := range sortedKeys(after.Repos) {
 		a := after.Repos[dot]
 		b, existed := before.Repos[dot]
-		if !existed && before.Incomplete != "" && (a.Born == 0 || a.Born < before.Taken) {
-			// Past the bound of an incomplete snapshot, and not born during the run:
-			// maybe yours, so never touched (the audit reports itself incomplete).
-			unknown = append(unknown, a.Dot, a.Gitdir, a.Common)
-			continue
-		}
-		if !existed && after.writable(dot) && a.Kind != RepoGitdir && !insideKnownGitdir(before, a) {
-			newDots = append(newDots, dot)
-			out = append(out, Finding{Kind: FindRepo, Path: dot, Repo: dot, Change: "added", Exec: a.Exec,
-				Runs: repoRuns(a)})
+		if under(dot, newDots) || under(dot, unknown) {
 			continue
 		}
 		if existed && a.Kind == RepoPointer && (b.Kind != RepoPointer || a.Pointer != b.Pointer) && after.writable(dot) {
@@ -94,7 +106,7 @@ func Diff(before, after *Snapshot) []Finding {
 		}
 		for _, e := range a.Exec {
 			loc := Loc{e.File, e.Start}
-			if seen[loc] || !isNew(e) || !after.writable(e.File) {
+			if seen[loc] || !isNew(e) || !after.writable(e.File) || under(e.File, newDots) {
 				continue
 			}
 			if slices.ContainsFunc(e.Via, func(v Loc) bool { return fresh[v] }) {
@@ -128,11 +140,8 @@ func Diff(before, after *Snapshot) []Finding {
 		if a.Kind == "" || a.Kind == "dir" || !after.writable(p) || a.Hook && strings.HasSuffix(p, ".sample") {
 			continue
 		}
-		if slices.ContainsFunc(newDots, func(d string) bool { return within(p, d) }) {
-			continue // moved aside with its repository
-		}
-		if slices.ContainsFunc(unknown, func(d string) bool { return d != "" && within(p, d) }) {
-			continue
+		if under(p, newDots) || under(p, unknown) {
+			continue // moved aside with its repository, or not judged
 		}
 		b := before.Files[p]
 		change := "added"

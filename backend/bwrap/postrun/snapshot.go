@@ -79,7 +79,9 @@ func (l Limits) withDefaults() Limits {
 // Snapshot is what can make the host execute code, at one moment.
 type Snapshot struct {
 	Workdir  string           `json:"workdir"`
+	Home     string           `json:"home"`
 	Writable []string         `json:"writable"`
+	Guards   []Guard          `json:"guards"`
 	Repos    map[string]*Repo `json:"repos"` // by Dot
 	// Files are the protected paths and everything under protected directories, by
 	// absolute path; a path recorded absent has Kind "".
@@ -159,7 +161,7 @@ type File struct {
 func Take(in Input) *Snapshot {
 	t := &taker{in: in, lim: in.Limits.withDefaults()}
 	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}, Taken: coarseNow()}
-	s.Writable = in.Writable
+	s.Home, s.Writable, s.Guards = in.Home, in.Writable, in.Protected
 	if len(s.Writable) == 0 {
 		s.Writable = []string{in.Workdir}
 	}
@@ -172,6 +174,11 @@ func Take(in Input) *Snapshot {
 		t.guard(g.Path, g.Runs)
 	}
 	return s
+}
+
+// Input is what took s, to take its "after" again (an audit finished by a later run).
+func (s *Snapshot) Input() Input {
+	return Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Protected: s.Guards}
 }
 
 type taker struct {
