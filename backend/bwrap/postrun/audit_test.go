@@ -393,3 +393,39 @@ func TestAuditPointerIntoNewRepo(t *testing.T) {
 		t.Errorf("wt/.git = %q, want the user's %q", b, pointer)
 	}
 }
+
+// What a user profile drops from the protected set (protect_drop) the audit honours: the
+// sandbox may then install hooks or set git config, and that is no finding; a new
+// repository still is.
+func TestAuditHonoursLoosening(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	wd := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", wd).CombinedOutput(); err != nil {
+		t.Fatal(err, string(out))
+	}
+	for _, c := range []struct {
+		loosened []string
+		want     string
+	}{
+		{nil, "repo new/.git, config .git/config core.pager, file .git/hooks/pre-commit"},
+		{[]string{LooseHooks}, "repo new/.git, config .git/config core.pager"},
+		{[]string{LooseHooks, LooseConfig}, "repo new/.git"},
+	} {
+		in := Input{Workdir: wd, Loosened: c.loosened}
+		before := Take(in)
+		exec.Command("git", "-C", wd, "config", "core.pager", "less -R").Run()
+		os.WriteFile(filepath.Join(wd, ".git/hooks/pre-commit"), []byte("#!/bin/sh\n"), 0o755)
+		exec.Command("git", "init", "-q", filepath.Join(wd, "new")).Run()
+		var got []string
+		for _, f := range Diff(before, Take(in)) {
+			rel, _ := filepath.Rel(wd, f.Path)
+			got = append(got, strings.TrimSpace(f.Kind+" "+rel+" "+f.Key))
+		}
+		if strings.Join(got, ", ") != c.want {
+			t.Errorf("loosened %q: %q, want %q", c.loosened, got, c.want)
+		}
+		exec.Command("git", "-C", wd, "config", "--unset", "core.pager").Run()
+		os.Remove(filepath.Join(wd, ".git/hooks/pre-commit"))
+		os.RemoveAll(filepath.Join(wd, "new"))
+	}
+}

@@ -25,6 +25,14 @@ const (
 	FindUnparsable = "unparsable"
 )
 
+// The protected set's git entries (package protect names them so) a profile may drop.
+const (
+	LooseHooks          = "git:hooks"
+	LooseConfig         = "git:config"
+	LooseWorktreeConfig = "git:config.worktree"
+	LoosePointer        = "git:pointer"
+)
+
 // Finding is one thing the sandbox left that the host would execute.
 type Finding struct {
 	Kind string `json:"kind"`
@@ -84,6 +92,7 @@ func Diff(before, after *Snapshot) []Finding {
 				Runs: repoRuns(a)})
 		}
 	}
+	loose := func(name string) bool { return slices.Contains(before.Loosened, name) }
 	under := func(p string, roots []string) bool {
 		return slices.ContainsFunc(roots, func(d string) bool { return d != "" && within(p, d) })
 	}
@@ -94,7 +103,7 @@ func Diff(before, after *Snapshot) []Finding {
 		if under(dot, newDots) || under(dot, unknown) {
 			continue
 		}
-		if existed && a.Kind == RepoPointer && (b.Kind != RepoPointer || a.Pointer != b.Pointer) && after.writable(dot) {
+		if existed && a.Kind == RepoPointer && (b.Kind != RepoPointer || a.Pointer != b.Pointer) && after.writable(dot) && !loose(LoosePointer) {
 			f := Finding{Kind: FindPointer, Path: dot, Repo: dot, Change: "changed",
 				Runs: fmt.Sprintf("git in %s uses %s as its repository", filepath.Dir(dot), a.Gitdir)}
 			if b.Kind == RepoPointer {
@@ -108,6 +117,9 @@ func Diff(before, after *Snapshot) []Finding {
 			loc := Loc{e.File, e.Start}
 			if seen[loc] || !isNew(e) || !after.writable(e.File) || under(e.File, newDots) {
 				continue
+			}
+			if filepath.Base(e.File) == "config.worktree" && loose(LooseWorktreeConfig) || filepath.Base(e.File) != "config.worktree" && loose(LooseConfig) {
+				continue // the profile lets the sandbox change git config
 			}
 			if slices.ContainsFunc(e.Via, func(v Loc) bool { return fresh[v] }) {
 				continue // gone with the new include that reaches it
@@ -137,7 +149,7 @@ func Diff(before, after *Snapshot) []Finding {
 	}
 	for _, p := range sortedKeys(after.Files) {
 		a := after.Files[p]
-		if a.Kind == "" || a.Kind == "dir" || !after.writable(p) || a.Hook && strings.HasSuffix(p, ".sample") {
+		if a.Kind == "" || a.Kind == "dir" || !after.writable(p) || a.Hook && (strings.HasSuffix(p, ".sample") || loose(LooseHooks)) {
 			continue
 		}
 		if under(p, newDots) || under(p, unknown) {

@@ -42,9 +42,13 @@ type Input struct {
 	// gitdirs bound read-write): a change elsewhere was not the sandbox's. Empty means
 	// [Workdir].
 	Writable []string
-	// Protected are the protected paths to hash (from the protected set).
+	// Protected are the protected paths to watch (from the protected set).
 	Protected []Guard
-	Limits    Limits
+	// Loosened are the protected set's git entries a user profile dropped
+	// (protect_drop): LooseHooks, LooseConfig, LooseWorktreeConfig, LoosePointer. The
+	// audit honours them: what the profile lets the sandbox change is no finding.
+	Loosened []string
+	Limits   Limits
 }
 
 // Limits bound the audit. Past any of them the snapshot is Incomplete, and the audit
@@ -82,6 +86,7 @@ type Snapshot struct {
 	Home     string           `json:"home"`
 	Writable []string         `json:"writable"`
 	Guards   []Guard          `json:"guards"`
+	Loosened []string         `json:"loosened"`
 	Repos    map[string]*Repo `json:"repos"` // by Dot
 	// Files are the protected paths and everything under protected directories, by
 	// absolute path; a path recorded absent has Kind "".
@@ -161,7 +166,7 @@ type File struct {
 func Take(in Input) *Snapshot {
 	t := &taker{in: in, lim: in.Limits.withDefaults()}
 	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}, Taken: coarseNow()}
-	s.Home, s.Writable, s.Guards = in.Home, in.Writable, in.Protected
+	s.Home, s.Writable, s.Guards, s.Loosened = in.Home, in.Writable, in.Protected, in.Loosened
 	if len(s.Writable) == 0 {
 		s.Writable = []string{in.Workdir}
 	}
@@ -178,7 +183,7 @@ func Take(in Input) *Snapshot {
 
 // Input is what took s, to take its "after" again (an audit finished by a later run).
 func (s *Snapshot) Input() Input {
-	return Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Protected: s.Guards}
+	return Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Protected: s.Guards, Loosened: s.Loosened}
 }
 
 type taker struct {
