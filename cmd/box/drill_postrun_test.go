@@ -3,7 +3,7 @@ package main
 // The drill's host-exec row: inside, the probe plants a nested repository whose
 // core.fsmonitor writes a marker; outside, after the run, Settle runs git status there as
 // the operator's prompt would. Through box drill the post-run audit has moved it aside
-// (PASS); with the audit off, the same probe and the same settle report the BREACH.
+// (PASS); with the audit off (a test build, or the runner alone), the BREACH.
 
 import (
 	"bytes"
@@ -42,6 +42,20 @@ func TestDrillHostExec(t *testing.T) {
 	_, qdir := auditDirs(w)
 	if q, _ := os.ReadDir(qdir); len(q) != 0 {
 		t.Errorf("left in the quarantine: %v", q)
+	}
+}
+
+// The real box drill, with the audit switched off in a test build: the host's git runs
+// the plant, and the drill says BREACH (exit 1).
+func TestDrillHostExecBreachAuditOff(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w, l := labWorld(t)
+	w.withProtectionOff(t, "audit")
+	r := w.drill(l, "--network", "none")
+	t.Logf("box drill, audit off (exit %d): %s %q", r.code, r.rows[hostExecRow].Status, r.rows[hostExecRow].Observed)
+	r.want(t, hostExecRow, drill.Breach)
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1", r.code)
 	}
 }
 
