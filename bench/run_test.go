@@ -87,7 +87,10 @@ func parseDryRun(b *testing.B, out []byte) []string {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		line := strings.TrimSuffix(strings.TrimSpace(sc.Text()), " \\")
-		if line == "bwrap" || strings.HasPrefix(line, "env:") || strings.HasPrefix(line, "seccomp:") {
+		if strings.HasPrefix(line, "env:") {
+			break // the seccomp line and the protected set's listing follow
+		}
+		if line == "bwrap" {
 			continue
 		}
 		for len(line) > 0 {
@@ -119,15 +122,18 @@ func parseDryRun(b *testing.B, out []byte) []string {
 	return args
 }
 
-// runBare runs bwrap with box's own argv, giving it the info fd (3) and the filter's fd
-// (5) that argv names.
-func (r *rig) runBare(b *testing.B) {
+// runBare runs bwrap with box's own argv, giving it the info fd that argv names.
+func (r *rig) runBare(b *testing.B) { runArgs(b, r, r.bareArgs) }
+
+// runArgs runs bwrap with args, giving it the info fd (3) and the filter's fd (5) that
+// box's argv names.
+func runArgs(b *testing.B, r *rig, args []string) {
 	rd, wr, _ := os.Pipe()
 	prog, err := os.Open(r.filter)
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := r.cmd("bwrap", r.bareArgs...)
+	c := r.cmd("bwrap", args...)
 	c.ExtraFiles = []*os.File{wr, nil, prog}
 	if err := c.Run(); err != nil {
 		b.Fatal(err)

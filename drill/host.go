@@ -40,12 +40,14 @@ func Gather(home string, uid int, environ []string) Facts {
 			break
 		}
 	}
+	if g, err := exec.LookPath("git"); err == nil {
+		f.Git = g
+	}
 	if b, err := os.ReadFile("/proc/self/cmdline"); err == nil {
 		f.OuterCmdline = cmdline(b)
 	}
 	f.Sockets = HostSockets()
 	f.SessionKeyring = SessionKeyring()
-	f.Git, _ = exec.LookPath("git")
 	return f
 }
 

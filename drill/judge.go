@@ -203,11 +203,18 @@ func Settle(p Plan, obs []Observation) []Observation {
 		}
 	}
 	for _, pr := range p.Probes {
-		if pr.Kind != KindWrite || len(pr.Targets) != 1 {
+		i, ok := idx[pr.ID]
+		if !ok || pr.Skip != "" {
 			continue
 		}
-		i, ok := idx[pr.ID]
-		if !ok {
+		if pr.Kind == KindPlant {
+			onHost, detail := settlePlant(pr)
+			obs[i].OnHost = onHost
+			obs[i].Seen = obs[i].Seen || onHost
+			obs[i].Detail = "inside: " + obs[i].Detail + "; outside: " + detail
+			continue
+		}
+		if pr.Kind != KindWrite || len(pr.Targets) != 1 {
 			continue
 		}
 		f := pr.Targets[0]

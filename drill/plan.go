@@ -105,6 +105,14 @@ type Probe struct {
 	// Scratch (writes): the target lies in the sandbox's own scratch space (a tmpfs), where
 	// a write may succeed; only a write that reaches the host is a breach.
 	Scratch bool `json:"scratch,omitempty"`
+	// Plant probes (the protect group): what the inside writes, and what Settle does on
+	// the host afterwards (Host, in HostDir) and the marker only the planted command
+	// makes; Original is the target's content before the run. Never sent to a secret.
+	Plant    []PlantFile `json:"plant,omitempty"`
+	Host     string      `json:"host,omitempty"`
+	HostDir  string      `json:"host_dir,omitempty"`
+	Marker   string      `json:"marker,omitempty"`
+	Original string      `json:"original,omitempty"`
 }
 
 // Plan is what the inside runs. It holds names, paths and addresses, never a value of the
@@ -129,12 +137,12 @@ type Facts struct {
 	Addrs        []netip.Addr    // the host's own addresses
 	Listening    []int           // TCP ports listening on a wildcard or a host address
 	Setuid       string          // a setuid-root binary in a system directory ("" none)
+	Git          string          // git on the host's PATH ("" none): the protect group runs it
 	OuterCmdline string
 	// Sockets are the refused socket families and protocols the operator can open here;
 	// SessionKeyring is the operator's session keyring serial (0: none).
 	Sockets        []string
 	SessionKeyring int
-	Git            string // the host's git ("" when not installed)
 }
 
 // Input is everything BuildPlan needs.
@@ -151,17 +159,21 @@ type Input struct {
 	// Entered are the names the allowlist lets in (base, profile, --env).
 	Entered         []string
 	AuthPassthrough bool
+	Facts           Facts
+	InternetURL     string
+	HostPort        int      // 0 = the ports Facts.Listening found
+	LANTargets      []string // extra LAN targets, ADDR:PORT
+	Nonce           string   // makes write probes' file names unique
+	// Fixture is the drill's project in the working directory (nil: the protect group
+	// is skipped); Dropped are the protected entries the profile drops (WARN rows).
+	Fixture *Fixture
+	Dropped []string
 	// NixDaemon: the profile opted in to the host's nix-daemon (nix = "daemon").
 	NixDaemon bool
 	// NixStore: the sandbox has a store of the project's own over the host's (nix =
 	// "store"): a write to /nix/store lands there, and only one reaching the host counts.
-	NixStore    bool
-	Facts       Facts
-	InternetURL string
-	HostPort    int      // 0 = the ports Facts.Listening found
-	LANTargets  []string // extra LAN targets, ADDR:PORT
-	Nonce       string   // makes write probes' file names unique
-	Kernel      Kernel   // the kernel surface: leaked fd, opted-out filter groups, terminal
+	NixStore bool
+	Kernel   Kernel // the kernel surface: leaked fd, opted-out filter groups, terminal
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
@@ -383,6 +395,11 @@ func BuildPlan(in Input) (Plan, error) {
 	if parent := filepath.Dir(in.Workdir); parent != in.Workdir && parent != in.Home {
 		add(Probe{ID: "write:parent", Group: "writes", Name: "write parent of working dir", Kind: KindWrite,
 			Targets: []string{filepath.Join(parent, name)}, Want: Blocked, Scratch: true, Expected: "not on host"})
+	}
+
+	// Nothing the sandbox writes runs outside it.
+	for _, pr := range protectProbes(in) {
+		add(pr)
 	}
 
 	// What the sandbox leaves for the host to execute: a nested repository, made inside,

@@ -124,6 +124,10 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail = r.probeTCP(pr.Targets)
 	case KindGateway:
 		o.Seen, o.Detail = r.probeGateway(pr.Ports)
+	case KindPlant:
+		o.Seen, o.Detail = probePlant(pr.Plant)
+	case KindLoosened:
+		o.Seen, o.Detail = true, "dropped from the protected set by the profile: the sandbox can change it"
 	case KindFD:
 		o.Seen, o.Detail, err = probeFD(pr.Targets)
 	case KindKeyring:

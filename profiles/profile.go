@@ -11,6 +11,7 @@ import (
 	"github.com/heavy-duty/box/policy"
 	"strings"
 
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/templates"
 )
@@ -45,6 +46,10 @@ type Profile struct {
 	CPU             string   `toml:"cpu"`
 	Memory          string   `toml:"memory"`
 	Disk            string   `toml:"disk"`
+	// The protected set (bwrap): paths added to it, entries dropped from it. Only a
+	// user's own profile may drop; box warns at every launch that does.
+	ProtectAdd  []string `toml:"protect_add"`
+	ProtectDrop []string `toml:"protect_drop"`
 	// Syscalls names groups of the bwrap sandbox's syscall filter to turn off (a
 	// debugger needs "ptrace"); only a profile in the user's config directory may.
 	Syscalls []string `toml:"syscalls"`
@@ -227,6 +232,9 @@ func (p *Profile) Validate() error {
 		if strings.ContainsRune(a, 0) {
 			return fmt.Errorf("command: an argument contains a NUL byte")
 		}
+	}
+	if err := protect.CheckOptions(protect.Options{Add: p.ProtectAdd, Drop: p.ProtectDrop}); err != nil {
+		return err
 	}
 	if len(p.Syscalls) > 0 {
 		if p.Backend != BackendBwrap {

@@ -92,6 +92,16 @@ func Args(spec Spec, host Host) ([]string, error) {
 		a = append(a, op, m.Src, m.Dst)
 	}
 	a = append(a, "--bind", spec.Workdir, spec.Workdir)
+	// The protected set: after the working directory, so its binds land on top of it.
+	for _, p := range spec.GitBinds {
+		a = append(a, "--bind", p, p)
+	}
+	for _, p := range spec.Pins {
+		a = append(a, "--bind", p, p)
+	}
+	for _, p := range spec.ReadOnly {
+		a = append(a, "--ro-bind", p, p)
+	}
 
 	a = append(a, "--dir", BinDir)
 	for _, t := range spec.Tools {
@@ -153,6 +163,13 @@ func validate(s Spec) error {
 	for _, m := range s.Mounts {
 		if !filepath.IsAbs(m.Src) || !filepath.IsAbs(m.Dst) {
 			return fmt.Errorf("mount %q -> %q: want absolute paths", m.Src, m.Dst)
+		}
+	}
+	for _, l := range [][]string{s.GitBinds, s.Pins, s.ReadOnly} {
+		for _, p := range l {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+				return fmt.Errorf("protected path %q: want an absolute, clean path", p)
+			}
 		}
 	}
 	for _, t := range s.Tools {

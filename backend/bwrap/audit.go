@@ -47,6 +47,18 @@ func (p *Plan) AuditInput() postrun.Input {
 			in.Writable = append(in.Writable, m.Src)
 		}
 	}
+	// Git directories outside the working directory bound read-write so commits work.
+	in.Writable = append(in.Writable, p.Protect.Binds...)
+	// The protected set's project files (.envrc, .vscode/, ...). Its git entries (hooks,
+	// config, commondir, pointers) the audit reads itself, by meaning, from every
+	// repository it finds, including those past the scan's bound.
+	for _, pp := range p.Protect.Protected {
+		if !strings.HasPrefix(pp.Entry, "git:") {
+			in.Protected = append(in.Protected, postrun.Guard{Path: pp.Path, Runs: pp.Why})
+		}
+	}
+	// What the profile dropped (protect_drop) the audit honours.
+	in.Loosened = p.Protect.Dropped
 	return in
 }
 

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 
 	"github.com/heavy-duty/box/backend/bwrap/nixpkg"
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 )
 
@@ -56,6 +58,22 @@ func Gather(r Request, o Outside) (Facts, error) {
 		src := ExpandHome(m.Path, o.Home)
 		real, err := filepath.EvalSymlinks(src)
 		f.Mounts[src] = MountFact{Real: real, Err: err}
+	}
+	if legacy := LegacyInstanceDir(o.DataHome, f.Workdir); fileExists(legacy) {
+		f.LegacyInstance = legacy
+	}
+	// The protected set's scan, unless Resolve will refuse the working directory anyway
+	// (a home directory is no tree to walk).
+	if checkWorkdir(f) == nil {
+		refuse := append([]string{}, f.BoxDirs...)
+		for _, h := range f.Homes {
+			for _, s := range policy.Secrets {
+				for _, sp := range s.Paths {
+					refuse = append(refuse, policy.Abs(h, sp))
+				}
+			}
+		}
+		f.Tree = protect.Scan(f.Workdir, f.Homes[0], protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop}, refuse)
 	}
 	if err := gatherNix(r, o, pathEnv, &f); err != nil {
 		return f, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap/inet"
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
 )
@@ -82,6 +83,17 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}
+	// Placeholders make the protected paths that are absent exist, so they are bound
+	// read-only too; temporary ones go when the last run on this tree ends.
+	release, skipped, err := protect.Place(p.Protect, p.ProtectLock)
+	if err != nil {
+		return 1, err
+	}
+	defer release()
+	pr.Args = dropROBinds(pr.Args, skipped)
+	if err := protect.Recheck(p.Protect, skipped); err != nil {
+		return 1, err
+	}
 	launch := Launch{
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,
@@ -130,4 +142,28 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		return code, errs.WithHint(err, "run 'box --check' to diagnose the sandbox")
 	}
 	return code, nil
+}
+
+// dropROBinds removes the read-only self-binds of paths (placeholders box could not make:
+// nothing exists there to bind, and the sandbox cannot create them either).
+func dropROBinds(args, paths []string) []string {
+	if len(paths) == 0 {
+		return args
+	}
+	drop := map[string]bool{}
+	for _, p := range paths {
+		drop[p] = true
+	}
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--" {
+			return append(out, args[i:]...)
+		}
+		if args[i] == "--ro-bind" && i+2 < len(args) && args[i+1] == args[i+2] && drop[args[i+1]] {
+			i += 2
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
@@ -140,6 +141,59 @@ func TestSecretPathsRefusedAndWarned(t *testing.T) {
 				t.Errorf("mount %s: warnings %q do not name %q", p, pl.Warnings, s.What)
 			}
 		}
+	}
+}
+
+// The protected set found in the tree lands in the spec (read-only after the working
+// directory), in SANDBOX.md's policy, and its warnings in the plan's; the profile's
+// loosening warns; the old shared instance directory is named, not reused.
+func TestResolveProtected(t *testing.T) {
+	f := testFacts()
+	wd := f.Workdir
+	f.Tree = protect.Tree{Workdir: wd, Tops: []string{wd}, GitDirs: []protect.GitDirFact{{Path: wd + "/.git"}},
+		Exists: map[string]protect.FileKind{wd + "/.git": protect.Dir, wd + "/.git/config": protect.File, wd + "/.git/hooks": protect.Dir,
+			wd + "/.vscode": protect.Dir, wd + "/.envrc": protect.File}}
+	f.LegacyInstance = LegacyInstanceDir(f.DataHome, wd)
+	r := testRequest()
+	r.Profile.ProtectDrop = []string{".vscode"}
+	p, err := Resolve(r, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{wd + "/.git/config", wd + "/.git/hooks", wd + "/.envrc", wd + "/.git/commondir"} {
+		if !slices.Contains(p.Spec.ReadOnly, want) || !slices.Contains(p.Policy.Protected, want) {
+			t.Errorf("%s not read-only: %q", want, p.Spec.ReadOnly)
+		}
+	}
+	if slices.Contains(p.Spec.ReadOnly, wd+"/.vscode") {
+		t.Error("dropped .vscode still bound")
+	}
+	if !slices.Equal(p.Spec.Pins, []string{wd + "/.git"}) {
+		t.Errorf("pins %q", p.Spec.Pins)
+	}
+	w := strings.Join(p.Warnings, "\n")
+	if !strings.Contains(w, "drops .vscode") || !strings.Contains(w, f.LegacyInstance+", the instance directory") {
+		t.Errorf("warnings %q", p.Warnings)
+	}
+	if p.Spec.InstanceDir != f.LegacyInstance+"@default" || p.ProtectLock == "" {
+		t.Errorf("instance %s lock %q", p.Spec.InstanceDir, p.ProtectLock)
+	}
+	if md := SandboxMD(p.Policy); !strings.Contains(md, "`.envrc`") || strings.Contains(md, "`.git/config`") {
+		t.Errorf("SANDBOX.md:\n%s", md)
+	}
+	r.Profile.ProtectDrop = []string{"nonsense"}
+	if _, err := Resolve(r, f); err == nil || errs.HintOf(err) == "" {
+		t.Errorf("bad protect_drop: %v", err)
+	}
+}
+
+func TestDropROBinds(t *testing.T) {
+	args := []string{"--bind", "/w", "/w", "--ro-bind", "/w/.git/commondir", "/w/.git/commondir", "--ro-bind", "/w/.git/config", "/w/.git/config",
+		"--", "sh", "--ro-bind", "/w/.git/commondir", "/w/.git/commondir"}
+	got := dropROBinds(args, []string{"/w/.git/commondir"})
+	want := []string{"--bind", "/w", "/w", "--ro-bind", "/w/.git/config", "/w/.git/config", "--", "sh", "--ro-bind", "/w/.git/commondir", "/w/.git/commondir"}
+	if !slices.Equal(got, want) {
+		t.Errorf("%q", got)
 	}
 }
 

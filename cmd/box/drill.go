@@ -48,7 +48,11 @@ one row per probe: what the contract expects, what the probe observed, and the v
 Probes: the secret paths of your home (~/.ssh, ~/.aws, ~/.gnupg, cloud CLIs' tokens...),
 secret-looking environment variables, /run/user, agent sockets and docker.sock, host
 abstract unix sockets, host PIDs, privilege escalation (no_new_privs, capabilities, a
-setuid-root binary, user namespaces), writes outside the working directory, and per
+setuid-root binary, user namespaces), writes outside the working directory, what the
+host would run later (a git hook, core.fsmonitor, core.hooksPath, a nested repository's
+config, a worktree's .git pointer, .envrc, a VS Code folderOpen task, agent settings
+hooks: planted inside a throwaway fixture in the working directory, then git, direnv,
+VS Code and Claude Code's actions are done on the host and checked for a marker), and per
 network tier: the internet, the LAN, the host's own addresses, the sandbox's gateway and
 the cloud metadata address.
 
@@ -116,6 +120,22 @@ func runDrill(e *env, o *drillOptions) error {
 	if err := recoverAudits(e, e.stderr); err != nil {
 		return err
 	}
+	nonce := make([]byte, 6)
+	rand.Read(nonce)
+	// The protect group's fixture, made before the scan so box protects it as it
+	// protects the operator's own repositories; removed whatever happens.
+	var fixture *drill.Fixture
+	if wd, err := os.Getwd(); err == nil {
+		if wd, err = filepath.EvalSymlinks(wd); err == nil {
+			if fixture, err = drill.MakeFixture(wd, hex.EncodeToString(nonce)); err != nil {
+				fmt.Fprintf(e.stderr, "box: warning: the protect probes' fixture: %v\n", err)
+				fixture = nil
+			} else {
+				defer fixture.Remove()
+			}
+		}
+	}
+
 	// The sandbox is box run's, with one addition: the box binary, read-only, as the
 	// probe runner, and the runner as the command.
 	p, err := resolveRun(e, &runOptions{
@@ -143,8 +163,6 @@ func runDrill(e *env, o *drillOptions) error {
 			entered = append(entered, v.Name)
 		}
 	}
-	nonce := make([]byte, 6)
-	rand.Read(nonce)
 	environ := e.environ()
 	kernel, release, err := drillKernel(p, e.stderr)
 	if err != nil {
@@ -160,6 +178,7 @@ func runDrill(e *env, o *drillOptions) error {
 		Facts:       drill.Gather(p.Spec.Home, os.Getuid(), environ),
 		InternetURL: o.internetURL, HostPort: o.hostPort, LANTargets: o.lan,
 		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
+		Fixture: fixture, Dropped: p.Protect.Dropped,
 	})
 	if err != nil {
 		return err

@@ -134,6 +134,8 @@ func TestDrillLab(t *testing.T) {
 				"env:GITHUB_TOKEN", "env:AWS_SECRET_ACCESS_KEY", "env:ANTHROPIC_API_KEY", "env:unlisted",
 				"pids", "priv:no-new-privs", "priv:caps", "priv:setuid", "priv:userns", "write:workdir", "write:/etc", "write:~/",
 				"net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract", "net:sandbox-gateway",
+				"protect:hook", "protect:fsmonitor", "protect:hookspath", "protect:nested-config", "protect:worktree-pointer",
+				"protect:envrc", "protect:vscode-task", "protect:agent-settings",
 				"nix:daemon", "nix:store-write"} {
 				r.want(t, id, drill.Pass)
 			}
@@ -257,6 +259,23 @@ path = "/nix/var/nix/daemon-socket"
 		// Last: the credentials' mount point stays in the project's instance directory.
 		{"auth-passthrough", `auth_passthrough = true
 `, nil, map[string]drill.Status{"secret:claude-credentials": drill.Warn}},
+		// The protected set, one class at a time: dropped, the plant lands and the host's
+		// own tool (git, direnv, VS Code, Claude Code) runs it.
+		{"drop-hooks", `protect_drop = ["git:hooks"]
+`, nil, map[string]drill.Status{"protect:hook": drill.Breach, "protect:drop:git:hooks": drill.Warn, "protect:fsmonitor": drill.Pass}},
+		{"drop-config", `protect_drop = ["git:config"]
+`, nil, map[string]drill.Status{"protect:fsmonitor": drill.Breach, "protect:hookspath": drill.Breach, "protect:nested-config": drill.Pass,
+			"protect:hook": drill.Pass, "protect:drop:git:config": drill.Warn}},
+		{"drop-nested", `protect_drop = ["git:nested"]
+`, nil, map[string]drill.Status{"protect:nested-config": drill.Breach, "protect:fsmonitor": drill.Pass, "protect:drop:git:nested": drill.Warn}},
+		{"drop-pointer", `protect_drop = ["git:pointer"]
+`, nil, map[string]drill.Status{"protect:worktree-pointer": drill.Breach, "protect:fsmonitor": drill.Pass}},
+		{"drop-envrc", `protect_drop = [".envrc"]
+`, nil, map[string]drill.Status{"protect:envrc": drill.Breach, "protect:vscode-task": drill.Pass}},
+		{"drop-vscode", `protect_drop = [".vscode"]
+`, nil, map[string]drill.Status{"protect:vscode-task": drill.Breach, "protect:envrc": drill.Pass}},
+		{"drop-agent-settings", `protect_drop = [".claude/settings.json"]
+`, nil, map[string]drill.Status{"protect:agent-settings": drill.Breach, "protect:drop:.claude/settings.json": drill.Warn}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w.t = t

@@ -42,6 +42,10 @@ Only the working directory is writable. Your home directory is an empty tmpfs ex
 ~/.claude (a per-project instance directory), system directories are read-only, and
 /run/user, agent sockets and docker.sock are absent unless a profile mounts them.
 
+What your own tools would run later stays read-only inside: git hooks and config in
+every repository found, .envrc, .vscode/, .mcp.json, .claude/settings.json and the rest
+of the protected set (--dry-run lists it); commits, branches and rebases still work.
+
 Network tiers: none (no network), internet (public internet only), full (the host's
 network; only when named). Templates never choose the network.
 
@@ -72,7 +76,7 @@ is deleted) and printed with how to restore it. The exit code stays the command'
 	f.StringVarP(&o.network, "network", "n", "", "network tier: none, internet or full (default: the profile's)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
-	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv and the env names it would pass; run nothing")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv, the env names it would pass and the protected set; run nothing")
 	f.BoolVar(&o.allowRoot, "allow-root", false, "run the sandbox even though box runs as root (it keeps root's ownership of files)")
 	return cmd
 }
@@ -99,6 +103,7 @@ func runRun(e *env, o *runOptions) error {
 		if p.Spec.Seccomp != nil {
 			fmt.Fprintf(e.stdout, "seccomp: %s\n", p.Spec.Seccomp.Describe())
 		}
+		p.Protect.Render(e.stdout)
 		for _, f := range p.Findings {
 			fmt.Fprintf(e.stderr, "box: warning: %s: %s\n", f.Name, f.Reason)
 		}
