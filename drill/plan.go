@@ -85,6 +85,10 @@ const (
 	KindNixDaemon  Kind = "nix-daemon"   // a nix-daemon at Target answers the protocol's handshake = seen
 	KindUDP        Kind = "udp"          // a datagram to any of Targets (addr:port) left, or was answered = seen
 	KindICMP       Kind = "icmp"         // an ICMP echo to any of Targets (addrs) left, or was answered = seen
+	// KindHostExec: the inside plants a repository at Targets[0] whose core.fsmonitor
+	// writes Targets[1]; Settle, outside, runs git status there as the host would. The
+	// marker appearing on the host = seen.
+	KindHostExec Kind = "host-exec"
 )
 
 // Probe is one row of the drill.
@@ -416,6 +420,17 @@ func BuildPlan(in Input) (Plan, error) {
 	for _, pr := range protectProbes(in) {
 		add(pr)
 	}
+
+	// What the sandbox leaves for the host to execute: a nested repository, made inside,
+	// whose core.fsmonitor runs on the host's next git status (the post-run audit moves
+	// it aside).
+	he := Probe{ID: "host-exec:nested-fsmonitor", Group: "host-exec", Name: "nested repo with core.fsmonitor, host git status",
+		Kind: KindHostExec, Want: Blocked, Expected: "nothing runs on the host",
+		Targets: []string{filepath.Join(in.Workdir, name+"-repo"), filepath.Join(in.Workdir, name+"-ran")}}
+	if in.Facts.Git == "" {
+		he.Skip = "git not installed on the host"
+	}
+	add(he)
 
 	// Network, by the contract of in.Expect.
 	inetWant, localWant, why := contract(in.Expect)

@@ -166,6 +166,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail = r.probeUDP(pr.Targets)
 	case KindICMP:
 		o.Seen, o.Detail = r.probeICMP(pr.Targets)
+	case KindHostExec:
+		o.Seen, o.Detail, err = probePlantRepo(pr.Targets)
 	default:
 		err = fmt.Errorf("unknown probe kind %q", pr.Kind)
 	}
@@ -452,6 +454,31 @@ func probeWrite(targets []string) (bool, string) {
 	f.Close()
 	// Left in place: Settle, outside, checks whether it reached the host and removes it.
 	return true, "written"
+}
+
+// probePlantRepo makes a repository by hand (the sandbox may have no git) at targets[0]
+// whose core.fsmonitor, run by any git status, writes targets[1]. Seen = planted; what
+// counts is whether the host runs it (Settle).
+func probePlantRepo(targets []string) (bool, string, error) {
+	if len(targets) != 2 {
+		return false, "", errors.New("host-exec probe without its two targets")
+	}
+	gd := filepath.Join(targets[0], ".git")
+	for _, d := range []string{"objects", "refs/heads"} {
+		if err := os.MkdirAll(filepath.Join(gd, d), 0o755); err != nil {
+			return false, "not planted (" + errName(err) + ")", nil
+		}
+	}
+	files := map[string]string{
+		"HEAD":   "ref: refs/heads/main\n",
+		"config": "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = \"echo ran >" + targets[1] + "; false\"\n",
+	}
+	for n, c := range files {
+		if err := os.WriteFile(filepath.Join(gd, n), []byte(c), 0o644); err != nil {
+			return false, "not planted (" + errName(err) + ")", nil
+		}
+	}
+	return true, "planted " + gd, nil
 }
 
 // probeHTTP: any of targets answering an HTTP GET is seen.

@@ -15,9 +15,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/backend/bwrap/postrun"
 	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/profiles"
@@ -144,6 +146,9 @@ func runDrill(e *env, o *drillOptions) error {
 		}
 	}
 
+	if err := recoverAudits(e, e.stderr); err != nil {
+		return err
+	}
 	nonce := make([]byte, 6)
 	rand.Read(nonce)
 	// The protect group's fixture, made before the scan so box protects it as it
@@ -226,13 +231,18 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return err
 	}
-	var out bytes.Buffer
+	var out, audit bytes.Buffer
 	var stderr io.Writer = e.stderr
 	if kernel.tty != nil {
 		stderr = kernel.tty.slave
 	}
-	code, err := p.Start(pr, bin, bytes.NewReader(planJSON), &out, stderr)
+	code, rep, err := withAudit(e, &audit, p, func() (int, error) {
+		return p.Start(pr, bin, bytes.NewReader(planJSON), &out, stderr)
+	})
 	stillChanged := kernel.tty.changed()
+	if !forgetPlants(p.Spec.Workdir, hex.EncodeToString(nonce), rep) {
+		e.stderr.Write(audit.Bytes()) // something besides the drill's own plants
+	}
 	if err != nil {
 		return err
 	}
@@ -242,6 +252,8 @@ func runDrill(e *env, o *drillOptions) error {
 			"run 'box --check' to diagnose the sandbox")
 	}
 	obs = drill.SettleTerminal(obs, stillChanged)
+	// Settle runs the host's git where the probes planted, after the audit: as the
+	// operator would, once the run is over.
 	results := drill.Judge(plan, drill.Settle(plan, obs))
 	if o.json {
 		err = drill.RenderJSON(e.stdout, results)
@@ -322,4 +334,30 @@ func drillLimits(s bwrap.Spec) drill.Limits {
 		{Path: "/tmp", Size: s.Tmpfs.Tmp}, {Path: "/var/tmp", Size: s.Tmpfs.VarTmp},
 		{Path: "/dev/shm", Size: s.Tmpfs.Shm}, {Path: s.Home, Size: s.Tmpfs.Home},
 	}}
+}
+
+// forgetPlants removes from the quarantine what the audit moved aside of the drill's own
+// plants (every one lies under WORKDIR/.box-drill-*NONCE*; Settle removes the rest of
+// them), and the quarantine directory when nothing else is in it. It reports whether the
+// audit found only those.
+func forgetPlants(workdir, nonce string, rep *postrun.Report) bool {
+	if rep == nil {
+		return false
+	}
+	only := rep.Incomplete == ""
+	for _, f := range rep.Findings {
+		rel, err := filepath.Rel(workdir, f.Path)
+		top, _, _ := strings.Cut(rel, "/")
+		if err != nil || f.Error != "" || !strings.HasPrefix(top, ".box-drill-") || !strings.Contains(top, nonce) {
+			only = false
+			continue
+		}
+		for _, k := range f.Kept {
+			os.RemoveAll(k)
+		}
+	}
+	if only && rep.Quarantine != "" {
+		os.RemoveAll(rep.Quarantine)
+	}
+	return only
 }

@@ -151,10 +151,16 @@ exit 0`
 	w.host(filepath.Join(p, "vendor", "lib"), `git status >/dev/null`)
 	w.host(filepath.Join(p, "wt"), `git status >/dev/null; git commit -q --allow-empty -m wt`)
 	if drop != nil {
-		for _, want := range []string{"hook-pre-commit", "fsmonitor-append", "nested-append", "pointer"} {
+		// Dropped entries are the profile's to give away, and the post-run audit honours
+		// that: the plants in them run on the host. Only the repository the rewritten
+		// pointer names is the audit's regardless (a new repository), so that one is moved.
+		for _, want := range []string{"hook-pre-commit", "fsmonitor-append", "nested-append"} {
 			if _, err := os.Stat(filepath.Join(m, want)); err != nil {
 				t.Errorf("unprotected: marker %s absent: the host did not run the plant (the test could not fail)", want)
 			}
+		}
+		if !strings.Contains(r.stderr, ".evil/w/.git: new git repository") {
+			t.Errorf("unprotected: the audit does not move the new repository the pointer names")
 		}
 		for _, f := range []string{".envrc", ".vscode/tasks.json", ".claude/settings.json"} {
 			if b, _ := os.ReadFile(filepath.Join(p, f)); string(b) == orig[f] {

@@ -57,7 +57,14 @@ of the protected set (--dry-run lists it); commits, branches and rebases still w
 Network tiers: none (no network), allowlist (only the names the profile's allow key and
 --allow list, through box's proxy, whatever the program; refusals are logged), internet
 (public internet only), full (the host's network; only when named). Templates never
-choose the network.`,
+choose the network.
+
+After the command ends (however it ends), box audits every git repository under the
+working directory for what the sandbox left for your own git to run: config keys that
+execute (core.fsmonitor, core.hooksPath, ! aliases, filters, ...), new nested
+repositories, new hooks. Each is moved aside into $XDG_DATA_HOME/box/quarantine/ (nothing
+is deleted) and printed with how to restore it. The exit code stays the command's; it is
+125 only when the audit could not finish.`,
 		Example: `  box run -y                               # the default profile: a shell, no network
   box run -y -- make test                  # one command
   box run --backend bwrap -y -- claude --dangerously-skip-permissions
@@ -87,6 +94,11 @@ choose the network.`,
 }
 
 func runRun(e *env, o *runOptions) error {
+	if !o.dryRun {
+		if err := recoverAudits(e, e.stderr); err != nil {
+			return err
+		}
+	}
 	p, err := resolveRun(e, o)
 	if err != nil {
 		return err
@@ -122,7 +134,7 @@ func runRun(e *env, o *runOptions) error {
 	if err := confirm(e, o.yes); err != nil {
 		return err
 	}
-	code, err := p.Start(pr, bin, e.stdin, e.stdout, e.stderr)
+	code, _, err := withAudit(e, e.stderr, p, func() (int, error) { return p.Start(pr, bin, e.stdin, e.stdout, e.stderr) })
 	if err != nil {
 		return err
 	}
