@@ -87,7 +87,10 @@ func parseDryRun(b *testing.B, out []byte) []string {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		line := strings.TrimSuffix(strings.TrimSpace(sc.Text()), " \\")
-		if line == "bwrap" || strings.HasPrefix(line, "env:") || strings.HasPrefix(line, "seccomp:") {
+		if strings.HasPrefix(line, "env:") {
+			break // the seccomp line and the protected set's listing follow
+		}
+		if line == "bwrap" {
 			continue
 		}
 		for len(line) > 0 {
@@ -119,26 +122,35 @@ func parseDryRun(b *testing.B, out []byte) []string {
 	return args
 }
 
-// runBare runs bwrap with box's own argv, giving it the info fd (3) and the filter's fd
-// (5) that argv names.
-func (r *rig) runBare(b *testing.B) {
+// runBare runs bwrap with box's own argv.
+func (r *rig) runBare(b *testing.B) { runArgs(b, r, r.bareArgs) }
+
+// runArgs runs bwrap with args, giving it the info fd (3), the block fd (4, already
+// released: bare bwrap applies no limits) and the filter's fd (5) that box's argv names.
+func runArgs(b *testing.B, r *rig, args []string) {
 	rd, wr, _ := os.Pipe()
+	br, bw, _ := os.Pipe()
+	bw.Write([]byte{1})
+	bw.Close()
 	prog, err := os.Open(r.filter)
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := r.cmd("bwrap", r.bareArgs...)
-	c.ExtraFiles = []*os.File{wr, nil, prog}
+	c := r.cmd("bwrap", args...)
+	c.ExtraFiles = []*os.File{wr, br, prog}
 	if err := c.Run(); err != nil {
 		b.Fatal(err)
 	}
 	wr.Close()
 	rd.Close()
 	prog.Close()
+	br.Close()
 }
 
-func (r *rig) runBox(b *testing.B) int64 {
-	c := r.cmd(r.box, "run", "-y", "--", "true")
+func (r *rig) runBox(b *testing.B) int64 { return r.runBinary(b, r.box) }
+
+func (r *rig) runBinary(b *testing.B, box string) int64 {
+	c := r.cmd(box, "run", "-y", "--", "true")
 	if out, err := c.CombinedOutput(); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
@@ -182,4 +194,28 @@ func BenchmarkRunRatio(b *testing.B) {
 	b.ReportMetric(float64(tBare.Microseconds())/float64(b.N), "bare-µs/op")
 	b.ReportMetric(float64(tBox.Microseconds())/float64(b.N), "box-µs/op")
 	b.ReportMetric(float64(rss), "box-peak-RSS-KiB")
+}
+
+// BenchmarkRunBaseline alternates box with another build of box named by
+// $BOX_BENCH_BASELINE (e.g. main's, built the same way), to measure what a change costs:
+// box/baseline is the ratio of their wall times on the same machine in the same run.
+func BenchmarkRunBaseline(b *testing.B) {
+	base := os.Getenv("BOX_BENCH_BASELINE")
+	if base == "" {
+		b.Skip("set BOX_BENCH_BASELINE to a box binary to compare with")
+	}
+	r := setup(b)
+	var tBox, tBase time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		r.runBinary(b, base)
+		t1 := time.Now()
+		r.runBox(b)
+		tBox += time.Since(t1)
+		tBase += t1.Sub(t0)
+	}
+	b.ReportMetric(float64(tBox)/float64(tBase), "box/baseline")
+	b.ReportMetric(float64(tBase.Microseconds())/float64(b.N), "baseline-µs/op")
+	b.ReportMetric(float64(tBox.Microseconds())/float64(b.N), "box-µs/op")
 }

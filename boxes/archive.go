@@ -134,7 +134,7 @@ func importableKey(k string) bool {
 			return true
 		}
 	}
-	return k == incus.KeyCPU || k == incus.KeyMemory
+	return k == incus.KeyCPU || k == incus.KeyMemory || k == incus.KeyProcesses
 }
 
 // CheckShape refuses config and devices a box minted by box never has. where names

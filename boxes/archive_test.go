@@ -111,6 +111,10 @@ func TestCheckIndexRefuses(t *testing.T) {
 			t.Errorf("%s: %v, want OffStackError", name, err)
 		}
 	}
+	// The limits box sets at mint are box-shaped, limits.processes (containers) too.
+	if err := CheckShape("instance", map[string]string{"limits.cpu": "2", "limits.memory": "2GiB", "limits.processes": "4096"}, nil); err != nil {
+		t.Errorf("box's own limits refused: %v", err)
+	}
 	// box's own door is box-shaped; a proxy that listens elsewhere is not.
 	_, door := ExposureDevice(3000, 3000)
 	if err := CheckShape("instance", nil, map[string]map[string]string{"expose-3000": door}); err != nil {

@@ -62,9 +62,21 @@ func TestMintPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := incus.Mint{Name: "work", Profile: "box-net", Image: "box/debian-13", CPU: "2", Memory: "2GiB", Disk: "20GiB",
-		UserData: "#cloud-config\n", Template: "blank", User: "dev", Created: now}
+		UserData: "#cloud-config\n", Template: "blank", User: "dev", Created: now, Processes: profiles.DefaultPids}
 	if m != want {
 		t.Errorf("mint = %+v\nwant   %+v", m, want)
+	}
+	// pids: the profile's for a container; a VM takes none, and the profile's is noted.
+	pids := 512
+	vmProf := &profiles.Profile{Name: "dev", Backend: "vm", Pids: &pids}
+	if m, _ := MintPlan(NewOptions{Name: "work", Container: true}, vmProf, tmpl(), "box-net", "", now); m.Processes != 512 {
+		t.Errorf("container processes %d, want the profile's 512", m.Processes)
+	}
+	if m, _ := MintPlan(NewOptions{Name: "work"}, vmProf, tmpl(), "box-net", "", now); m.Processes != 0 || !strings.Contains(PidsNote(vmProf, m.VM), "pids = 512 is not applied to a VM") {
+		t.Errorf("VM processes %d, note %q", m.Processes, PidsNote(vmProf, m.VM))
+	}
+	if PidsNote(vmProf, false) != "" || PidsNote(&profiles.Profile{Name: "x"}, true) != "" {
+		t.Error("a note where nothing is dropped")
 	}
 	if m, _ := MintPlan(NewOptions{Name: "work"}, nil, tmpl(), "box-net", "", now); !m.VM {
 		t.Error("the default is not a VM")

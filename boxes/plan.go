@@ -187,12 +187,30 @@ func MintPlan(o NewOptions, prof *profiles.Profile, tmpl *templates.Template, pl
 	if err != nil {
 		return incus.Mint{}, err
 	}
-	return incus.Mint{
+	m := incus.Mint{
 		Name: o.Name, VM: vm, Profile: placement, Image: tmpl.Image,
 		CPU: cpu.Value, Memory: mem.Value, Disk: disk.Value, Pool: pool,
 		UserData: userData, Template: tmpl.Name, User: tmpl.User, Created: now,
 		Autostart: tmpl.Autostart, RigRepo: repo, RigRef: ref,
-	}, nil
+	}
+	if !vm {
+		// A container shares the host's kernel and its pid table: bounded like a sandbox.
+		m.Processes = profiles.DefaultPids
+		if prof != nil && prof.Pids != nil {
+			m.Processes = *prof.Pids
+		}
+	}
+	return m, nil
+}
+
+// PidsNote is the warning for a profile's pids that a VM does not take: Incus's
+// limits.processes is for containers; a VM's own kernel bounds its processes, and the
+// host's pid table is not shared. "" when there is nothing to say.
+func PidsNote(prof *profiles.Profile, vm bool) string {
+	if !vm || prof == nil || prof.Pids == nil {
+		return ""
+	}
+	return fmt.Sprintf("profile %q: pids = %d is not applied to a VM (limits.processes is for containers; the VM's own kernel bounds its processes)", prof.Name, *prof.Pids)
 }
 
 // RoleError refuses a template that names a bootstrap role (BOX_BOOTSTRAP_ROLE,

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,9 @@ func Gather(home string, uid int, environ []string) Facts {
 			f.Setuid = c
 			break
 		}
+	}
+	if g, err := exec.LookPath("git"); err == nil {
+		f.Git = g
 	}
 	if b, err := os.ReadFile("/proc/self/cmdline"); err == nil {
 		f.OuterCmdline = cmdline(b)

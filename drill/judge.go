@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"text/tabwriter"
 )
@@ -96,6 +97,12 @@ func verdict(pr Probe, o Observation) (Status, string) {
 			detail += "; REACHED THE HOST"
 		}
 	}
+	if pr.Kind == KindHostExec {
+		if !o.Seen {
+			return Error, "could not plant: " + detail
+		}
+		seen = o.OnHost
+	}
 	switch pr.Want {
 	case Blocked:
 		if seen {
@@ -182,19 +189,32 @@ func oneLine(s string) string {
 	return s
 }
 
-// Settle completes the observations of write probes with what only the outside sees:
-// whether the file exists on the host. Every such file is removed again.
+// Settle completes the observations with what only the outside sees: whether a write
+// probe's file exists on the host, and whether the host's git runs what a host-exec probe
+// planted. Every such file is removed again.
 func Settle(p Plan, obs []Observation) []Observation {
 	idx := map[string]int{}
 	for i, o := range obs {
 		idx[o.ID] = i
 	}
 	for _, pr := range p.Probes {
-		if pr.Kind != KindWrite || len(pr.Targets) != 1 {
+		if i, ok := idx[pr.ID]; ok && pr.Kind == KindHostExec && len(pr.Targets) == 2 {
+			obs[i] = settleHostExec(pr, obs[i])
+		}
+	}
+	for _, pr := range p.Probes {
+		i, ok := idx[pr.ID]
+		if !ok || pr.Skip != "" {
 			continue
 		}
-		i, ok := idx[pr.ID]
-		if !ok {
+		if pr.Kind == KindPlant {
+			onHost, detail := settlePlant(pr)
+			obs[i].OnHost = onHost
+			obs[i].Seen = obs[i].Seen || onHost
+			obs[i].Detail = "inside: " + obs[i].Detail + "; outside: " + detail
+			continue
+		}
+		if pr.Kind != KindWrite || len(pr.Targets) != 1 {
 			continue
 		}
 		f := pr.Targets[0]
@@ -206,4 +226,29 @@ func Settle(p Plan, obs []Observation) []Observation {
 		}
 	}
 	return obs
+}
+
+// settleHostExec runs git status in the planted repository, as the operator's shell
+// prompt would on entering it, and looks for the planted command's marker.
+// safe.directory (from the command line, which git trusts) only matters when the drill
+// runs as another user than the tree's owner, as in tests.
+func settleHostExec(pr Probe, o Observation) Observation {
+	repo, marker := pr.Targets[0], pr.Targets[1]
+	if o.Seen {
+		cmd := exec.Command("git", "-c", "safe.directory="+repo, "status", "--porcelain")
+		cmd.Dir = repo
+		cmd.Stdout, cmd.Stderr = nil, nil
+		cmd.Run() // fails once the audit moved the repository aside: no repository there
+		if _, err := os.Lstat(marker); err == nil {
+			o.OnHost = true
+			o.Detail += "; the host's git status RAN the planted core.fsmonitor"
+		} else {
+			o.Detail += "; the host's git status ran nothing"
+		}
+	}
+	os.Remove(marker)
+	if err := os.RemoveAll(repo); err != nil {
+		o.Detail += "; could not remove it from the host: " + err.Error()
+	}
+	return o
 }

@@ -85,6 +85,10 @@ const (
 	KindNixDaemon  Kind = "nix-daemon"   // a nix-daemon at Target answers the protocol's handshake = seen
 	KindUDP        Kind = "udp"          // a datagram to any of Targets (addr:port) left, or was answered = seen
 	KindICMP       Kind = "icmp"         // an ICMP echo to any of Targets (addrs) left, or was answered = seen
+	// KindHostExec: the inside plants a repository at Targets[0] whose core.fsmonitor
+	// writes Targets[1]; Settle, outside, runs git status there as the host would. The
+	// marker appearing on the host = seen.
+	KindHostExec Kind = "host-exec"
 )
 
 // Probe is one row of the drill.
@@ -105,6 +109,16 @@ type Probe struct {
 	// Scratch (writes): the target lies in the sandbox's own scratch space (a tmpfs), where
 	// a write may succeed; only a write that reaches the host is a breach.
 	Scratch bool `json:"scratch,omitempty"`
+	// Limit is the bound a limits probe pushes past (tasks or bytes).
+	Limit int64 `json:"limit,omitempty"`
+	// Plant probes (the protect group): what the inside writes, and what Settle does on
+	// the host afterwards (Host, in HostDir) and the marker only the planted command
+	// makes; Original is the target's content before the run. Never sent to a secret.
+	Plant    []PlantFile `json:"plant,omitempty"`
+	Host     string      `json:"host,omitempty"`
+	HostDir  string      `json:"host_dir,omitempty"`
+	Marker   string      `json:"marker,omitempty"`
+	Original string      `json:"original,omitempty"`
 }
 
 // Plan is what the inside runs. It holds names, paths and addresses, never a value of the
@@ -132,6 +146,7 @@ type Facts struct {
 	Addrs        []netip.Addr    // the host's own addresses
 	Listening    []int           // TCP ports listening on a wildcard or a host address
 	Setuid       string          // a setuid-root binary in a system directory ("" none)
+	Git          string          // git on the host's PATH ("" none): the protect group runs it
 	OuterCmdline string
 	// Sockets are the refused socket families and protocols the operator can open here;
 	// SessionKeyring is the operator's session keyring serial (0: none).
@@ -156,23 +171,28 @@ type Input struct {
 	// Entered are the names the allowlist lets in (base, profile, --env).
 	Entered         []string
 	AuthPassthrough bool
+	Facts           Facts
+	InternetURL     string
+	HostPort        int      // 0 = the ports Facts.Listening found
+	LANTargets      []string // extra LAN targets, ADDR:PORT
+	Nonce           string   // makes write probes' file names unique
+	// Fixture is the drill's project in the working directory (nil: the protect group
+	// is skipped); Dropped are the protected entries the profile drops (WARN rows).
+	Fixture *Fixture
+	Dropped []string
 	// NixDaemon: the profile opted in to the host's nix-daemon (nix = "daemon").
 	NixDaemon bool
 	// NixStore: the sandbox has a store of the project's own over the host's (nix =
 	// "store"): a write to /nix/store lands there, and only one reaching the host counts.
-	NixStore    bool
-	Facts       Facts
-	InternetURL string
-	HostPort    int      // 0 = the ports Facts.Listening found
-	LANTargets  []string // extra LAN targets, ADDR:PORT
-	Nonce       string   // makes write probes' file names unique
-	Kernel      Kernel   // the kernel surface: leaked fd, opted-out filter groups, terminal
+	NixStore bool
+	Kernel   Kernel // the kernel surface: leaked fd, opted-out filter groups, terminal
 	// Tier allowlist (judged as allowlist): a URL whose name is allowed (it must work;
 	// InternetURL's name must not be allowed), allowed names that resolve to private
 	// addresses (DNS rebinding: refused), and the UDP target (default InternetAddr:123).
 	AllowedURL string
 	RebindURLs []string
 	UDPTarget  string
+	Limits     Limits // the sandbox's pids, memory and tmpfs bounds (none: no rows)
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
@@ -396,6 +416,22 @@ func BuildPlan(in Input) (Plan, error) {
 			Targets: []string{filepath.Join(parent, name)}, Want: Blocked, Scratch: true, Expected: "not on host"})
 	}
 
+	// Nothing the sandbox writes runs outside it.
+	for _, pr := range protectProbes(in) {
+		add(pr)
+	}
+
+	// What the sandbox leaves for the host to execute: a nested repository, made inside,
+	// whose core.fsmonitor runs on the host's next git status (the post-run audit moves
+	// it aside).
+	he := Probe{ID: "host-exec:nested-fsmonitor", Group: "host-exec", Name: "nested repo with core.fsmonitor, host git status",
+		Kind: KindHostExec, Want: Blocked, Expected: "nothing runs on the host",
+		Targets: []string{filepath.Join(in.Workdir, name+"-repo"), filepath.Join(in.Workdir, name+"-ran")}}
+	if in.Facts.Git == "" {
+		he.Skip = "git not installed on the host"
+	}
+	add(he)
+
 	// Network, by the contract of in.Expect.
 	inetWant, localWant, why := contract(in.Expect)
 	word := func(w Want, blocked string) string {
@@ -477,6 +513,11 @@ func BuildPlan(in Input) (Plan, error) {
 		ab.Skip = "no listening abstract socket on host"
 	}
 	add(ab)
+
+	// Limits: what a tenant does to take the host's pids, memory and RAM-backed disk.
+	for _, pr := range limitProbes(in.Limits, in.Nonce) {
+		add(pr)
+	}
 	return p, nil
 }
 

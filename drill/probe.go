@@ -60,6 +60,7 @@ func RunPlan(p Plan) []Observation {
 	for i, pr := range p.Probes {
 		index[pr.ID] = i
 	}
+	var late []Probe
 	for _, pr := range order {
 		i := index[pr.ID]
 		if pr.Skip != "" {
@@ -70,11 +71,18 @@ func RunPlan(p Plan) []Observation {
 		case KindHTTP, KindTCP, KindGateway, KindAbstract, KindUDP, KindICMP:
 			wg.Add(1)
 			go func() { defer wg.Done(); out[i] = r.run(pr) }()
+		case KindPidsBound, KindMemoryBound:
+			late = append(late, pr)
 		default:
 			out[i] = r.run(pr)
 		}
 	}
 	wg.Wait()
+	// Last and alone: at the pids or memory limit, anything else running (a thread the
+	// Go runtime starts, a probe's allocation) could fail or be killed.
+	for _, pr := range late {
+		out[index[pr.ID]] = r.run(pr)
+	}
 	return out
 }
 
@@ -126,6 +134,10 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail = r.probeTCP(pr.Targets)
 	case KindGateway:
 		o.Seen, o.Detail = r.probeGateway(pr.Ports)
+	case KindPlant:
+		o.Seen, o.Detail = probePlant(pr.Plant)
+	case KindLoosened:
+		o.Seen, o.Detail = true, "dropped from the protected set by the profile: the sandbox can change it"
 	case KindFD:
 		o.Seen, o.Detail, err = probeFD(pr.Targets)
 	case KindKeyring:
@@ -140,12 +152,22 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeTraceInit()
 	case KindTerminal:
 		o.Seen, o.Detail, err = probeTerminal()
+	case KindPidsBound:
+		o.Seen, o.Detail = probePidsBound(int(pr.Limit))
+	case KindMemoryBound:
+		o.Seen, o.Detail, err = probeMemoryBound(pr.Limit)
+	case KindMemoryTouch:
+		o.Seen, o.Detail = probeMemoryTouch(pr.Limit)
+	case KindTmpfsBound:
+		o.Seen, o.Detail = probeTmpfsBound(pr.Targets, pr.Limit)
 	case KindNixDaemon:
 		o.Seen, o.Detail = r.probeNixDaemon(pr.Targets)
 	case KindUDP:
 		o.Seen, o.Detail = r.probeUDP(pr.Targets)
 	case KindICMP:
 		o.Seen, o.Detail = r.probeICMP(pr.Targets)
+	case KindHostExec:
+		o.Seen, o.Detail, err = probePlantRepo(pr.Targets)
 	default:
 		err = fmt.Errorf("unknown probe kind %q", pr.Kind)
 	}
@@ -434,6 +456,31 @@ func probeWrite(targets []string) (bool, string) {
 	return true, "written"
 }
 
+// probePlantRepo makes a repository by hand (the sandbox may have no git) at targets[0]
+// whose core.fsmonitor, run by any git status, writes targets[1]. Seen = planted; what
+// counts is whether the host runs it (Settle).
+func probePlantRepo(targets []string) (bool, string, error) {
+	if len(targets) != 2 {
+		return false, "", errors.New("host-exec probe without its two targets")
+	}
+	gd := filepath.Join(targets[0], ".git")
+	for _, d := range []string{"objects", "refs/heads"} {
+		if err := os.MkdirAll(filepath.Join(gd, d), 0o755); err != nil {
+			return false, "not planted (" + errName(err) + ")", nil
+		}
+	}
+	files := map[string]string{
+		"HEAD":   "ref: refs/heads/main\n",
+		"config": "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tfsmonitor = \"echo ran >" + targets[1] + "; false\"\n",
+	}
+	for n, c := range files {
+		if err := os.WriteFile(filepath.Join(gd, n), []byte(c), 0o644); err != nil {
+			return false, "not planted (" + errName(err) + ")", nil
+		}
+	}
+	return true, "planted " + gd, nil
+}
+
 // probeHTTP: any of targets answering an HTTP GET is seen.
 func (r *runner) probeHTTP(targets []string) (bool, string) {
 	if len(targets) == 0 {
@@ -671,7 +718,7 @@ var errnoNames = map[syscall.Errno]string{
 	syscall.ENOENT: "ENOENT", syscall.EACCES: "EACCES", syscall.EPERM: "EPERM", syscall.EROFS: "EROFS",
 	syscall.EEXIST: "EEXIST", syscall.ENETUNREACH: "ENETUNREACH", syscall.EHOSTUNREACH: "EHOSTUNREACH",
 	syscall.ECONNREFUSED: "ECONNREFUSED", syscall.ETIMEDOUT: "ETIMEDOUT", syscall.ENOSPC: "ENOSPC",
-	syscall.EINVAL: "EINVAL", syscall.EADDRNOTAVAIL: "EADDRNOTAVAIL", syscall.ENOTDIR: "ENOTDIR",
+	syscall.EINVAL: "EINVAL", syscall.EAGAIN: "EAGAIN", syscall.ENOMEM: "ENOMEM", syscall.EADDRNOTAVAIL: "EADDRNOTAVAIL", syscall.ENOTDIR: "ENOTDIR",
 }
 
 func fileUID(fi os.FileInfo) int {

@@ -10,11 +10,61 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/heavy-duty/box/internal/charclass"
 )
+
+// Locale are the locale categories: POSIX's (LC_ALL, LC_COLLATE, LC_CTYPE,
+// LC_MESSAGES, LC_MONETARY, LC_NUMERIC, LC_TIME) and glibc's own. Only these enter: a
+// pattern LC_* would also let in LC_DBPASS or a webhook in LC_HOOK.
+var Locale = []string{"LC_ALL", "LC_COLLATE", "LC_CTYPE", "LC_MESSAGES", "LC_MONETARY", "LC_NUMERIC", "LC_TIME",
+	"LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_NAME", "LC_PAPER", "LC_TELEPHONE"}
 
 // Base is the documented base allowlist: what terminals and locale-aware tools need.
 // Everything else must be named by a profile or by --env.
-var Base = []string{"TERM", "COLORTERM", "LANG", "LANGUAGE", "LC_*", "TZ", "NO_COLOR"}
+var Base = append([]string{"TERM", "COLORTERM", "LANG", "LANGUAGE", "TZ", "NO_COLOR"}, Locale...)
+
+// baseShape is what a base variable's value may be: a character set and a length. A
+// terminal type, a locale or a time zone has a small shape; a value outside it (a URL,
+// a token, a sentence) is flagged, whatever it holds.
+type baseShape struct {
+	chars *charclass.Class
+	max   int
+	what  string
+}
+
+var (
+	localeShape = baseShape{charclass.New("A-Za-z0-9_.@-"), 64, "a locale name such as en_US.UTF-8"}
+	baseShapes  = map[string]baseShape{
+		"TERM":      {charclass.New("A-Za-z0-9_.+-"), 64, "a terminal type such as xterm-256color"},
+		"COLORTERM": {charclass.New("A-Za-z0-9_.-"), 32, "a colour capability such as truecolor"},
+		"LANG":      localeShape,
+		"LANGUAGE":  {charclass.New("A-Za-z0-9_.@:-"), 128, "a list of locale names such as en_US:en"},
+		// Olson names (Europe/Paris), POSIX rules (CET-1CEST,M3.5.0,M10.5.0/3) and
+		// :/path forms; never "//" (a URL) or longer than any of those.
+		"TZ":       {charclass.New("A-Za-z0-9_+,.:/<>-"), 48, "a time zone such as Europe/Paris"},
+		"NO_COLOR": {charclass.New("A-Za-z0-9"), 8, "a flag such as 1"},
+	}
+)
+
+func init() {
+	for _, n := range Locale {
+		baseShapes[n] = localeShape
+	}
+}
+
+// checkShape flags a base variable's value outside its shape; "" when it fits (or the
+// variable is not a base one).
+func checkShape(name, value string) string {
+	sh, ok := baseShapes[name]
+	if !ok || value == "" {
+		return ""
+	}
+	if len(value) > sh.max || !charclass.All(value, sh.chars) || strings.Contains(value, "//") {
+		return "value does not look like " + sh.what + " (a base variable's value is checked against its shape)"
+	}
+	return ""
+}
 
 // Var is one variable that will enter the sandbox, and why.
 type Var struct {
@@ -143,6 +193,9 @@ func dropAuthor(s string) string {
 
 // Check flags one variable, or returns "" when nothing looks secret.
 func Check(name, value string) string {
+	if r := checkShape(name, value); r != "" {
+		return r
+	}
 	for _, t := range tokenPrefixes {
 		if strings.HasPrefix(value, t.prefix) && len(value) >= len(t.prefix)+8 {
 			return "value looks like a " + t.what + " (" + t.prefix + "...)"
@@ -162,11 +215,30 @@ func Check(name, value string) string {
 	if urlCredentials(value) {
 		return "value is a URL with credentials in it"
 	}
-	if highEntropy(value) {
+	if highEntropy(value) && !(baseShapes[name] != (baseShape{}) && wordy(value)) {
 		return "value is a long high-entropy string"
 	}
 	return ""
 }
+
+// wordy: every run of letters and digits is a word, a number or short (rxvt-unicode-
+// 256color, America/Argentina/Buenos_Aires), as names are; a token's runs are long and
+// mixed. A base variable's value that fits its shape and is wordy is not a token, however
+// varied its letters.
+func wordy(v string) bool {
+	for _, run := range strings.FieldsFunc(v, func(r rune) bool { return !alnum[byte(r)] || r > 127 }) {
+		if len(run) > 8 && !charclass.All(run, letters) && !charclass.All(run, digitsOnly) {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	alnum      = charclass.New("A-Za-z0-9")
+	letters    = charclass.New("A-Za-z")
+	digitsOnly = charclass.New("0-9")
+)
 
 // Audit flags every variable that looks like a secret.
 func Audit(vars []Var) []Finding {
@@ -229,22 +301,23 @@ func highEntropy(v string) bool {
 	return h > 3.5
 }
 
-// Shorten renders a value for the report: short values as they are, long ones cut, and
-// flagged ones reduced to a few leading characters and the length, so the report never
-// prints a whole secret.
+// Shorten renders a value for the report as a few leading characters and the length,
+// never whole: a report ends up in terminals' scrollback and CI logs, and a secret the
+// audit missed must not be printed there. Unflagged values show up to 6 characters (at
+// most half the value), flagged ones 4 and only when the value is long.
 func Shorten(value string, flagged bool) string {
 	r := []rune(value)
+	if len(r) == 0 {
+		return `""`
+	}
+	k := min(6, len(r)/2)
 	if flagged {
-		k := 4
+		k = 4
 		if len(r) < 12 {
 			k = 0
 		}
-		return fmt.Sprintf("%q... (%d chars)", string(r[:k]), len(r))
 	}
-	if len(r) > 48 {
-		return fmt.Sprintf("%q... (%d chars)", string(r[:40]), len(r))
-	}
-	return fmt.Sprintf("%q", value)
+	return fmt.Sprintf("%q... (%d chars)", string(r[:k]), len(r))
 }
 
 // Report writes the pre-launch audit: every variable that enters, shortened, with

@@ -2,6 +2,7 @@ package envaudit
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -216,10 +217,11 @@ func TestShorten(t *testing.T) {
 		flagged bool
 		want    string
 	}{
-		{"xterm", false, `"xterm"`},
+		{"xterm", false, `"xt"... (5 chars)`},
 		{"", false, `""`},
-		{strings.Repeat("a", 48), false, `"` + strings.Repeat("a", 48) + `"`},
-		{strings.Repeat("b", 49), false, `"` + strings.Repeat("b", 40) + `"... (49 chars)`},
+		{"C", false, `""... (1 chars)`},
+		{"xterm-256color", false, `"xterm-"... (14 chars)`},
+		{strings.Repeat("b", 49), false, `"bbbbbb"... (49 chars)`},
 		{"ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5", true, `"ghp_"... (40 chars)`},
 		{"hunter2", true, `""... (7 chars)`},
 		{"héllo wörld ünïcode ok", true, `"héll"... (22 chars)`},
@@ -285,7 +287,7 @@ func TestReportNeverPrintsSecrets(t *testing.T) {
 			t.Errorf("%s: origin missing: %q", v.Name, line)
 		}
 	}
-	if !strings.Contains(out, `"xterm-256color"`) || !strings.Contains(out, `"/home/box"`) {
+	if !strings.Contains(out, `"xterm-"... (14 chars)`) || strings.Contains(out, "xterm-256color") || !strings.Contains(out, `"/home/box"`) {
 		t.Errorf("ordinary values not shown:\n%s", out)
 	}
 	if !strings.Contains(out, "warning: "+itoa(len(planted))+" value(s) look like secrets") {
@@ -311,12 +313,78 @@ func itoa(n int) string {
 	return itoa(n/10) + string(rune('0'+n%10))
 }
 
+func TestBaseLocaleNamesOnly(t *testing.T) {
+	var a Allowlist
+	a.Add("base", Base...)
+	environ := []string{"LC_ALL=C", "LC_CTYPE=en_US.UTF-8", "LC_PAPER=en_GB.UTF-8", "LC_IDENTIFICATION=C",
+		"LC_DBPASS=hunter2", "LC_HOOK=https://hooks.example.com/T0/B0/x", "LC_=x", "LC_all=C"}
+	got := names(a.Filter(environ, nil))
+	if got != "LC_ALL,LC_CTYPE,LC_IDENTIFICATION,LC_PAPER" {
+		t.Errorf("entered: %s", got)
+	}
+	for _, n := range []string{"LC_ALL", "LC_COLLATE", "LC_CTYPE", "LC_MESSAGES", "LC_MONETARY", "LC_NUMERIC", "LC_TIME",
+		"LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_NAME", "LC_PAPER", "LC_TELEPHONE"} {
+		if len(a.Filter([]string{n + "=C"}, nil)) != 1 {
+			t.Errorf("%s does not enter", n)
+		}
+	}
+}
+
+func TestBaseShapes(t *testing.T) {
+	good := map[string][]string{
+		"TERM":      {"xterm-256color", "screen.xterm-256color", "rxvt-unicode-256color", "st+x", "linux"},
+		"COLORTERM": {"truecolor", "24bit"},
+		"LANG":      {"C", "POSIX", "C.UTF-8", "en_US.UTF-8", "de_DE@euro", "sr_RS.UTF-8@latin"},
+		"LC_TIME":   {"en_GB.UTF-8"},
+		"LANGUAGE":  {"en_US:en", "fr:en_GB"},
+		"TZ":        {"Europe/Paris", "America/Argentina/Buenos_Aires", "UTC", "Etc/GMT+3", ":/etc/localtime", "CET-1CEST,M3.5.0,M10.5.0/3", "<+03>-3"},
+		"NO_COLOR":  {"1", "true"},
+	}
+	for n, vs := range good {
+		for _, v := range vs {
+			if r := Check(n, v); r != "" {
+				t.Errorf("%s=%s flagged: %s", n, v, r)
+			}
+		}
+	}
+	bad := map[string][]string{
+		"TERM":      {"xterm; curl x", "xterm 256", strings.Repeat("x", 65)},
+		"COLORTERM": {"true color"},
+		"LANG":      {"en_US.UTF-8/../../x", "hunter2!", "https://hooks.example.com"},
+		"LC_ALL":    {"C;rm -rf", "a b"},
+		"LANGUAGE":  {"en US"},
+		"TZ":        {"https://hooks.slack.com/services/T000/B000/XXXX", "//evil", "Europe/Paris?token=abc", "a b", strings.Repeat("A", 49)},
+		"NO_COLOR":  {"yes please", "123456789"},
+	}
+	for n, vs := range bad {
+		for _, v := range vs {
+			if r := Check(n, v); !strings.Contains(r, "does not look like") {
+				t.Errorf("%s=%q: %q, want its shape flagged", n, v, r)
+			}
+		}
+	}
+	// A token that happens to fit TERM's character set is still a token.
+	if r := Check("TERM", "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"); r == "" {
+		t.Error("a high-entropy TERM passed")
+	}
+	if r := Check("LANG", "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"); r == "" {
+		t.Error("a GitHub token in LANG passed")
+	}
+	// The shape is the base variable's: a profile's own variable keeps the usual checks.
+	if r := Check("PROJECT_URL", "https://example.com/x"); r != "" {
+		t.Errorf("a profile variable was shape-checked: %q", r)
+	}
+}
+
 // FuzzCheck: whatever the value, a flagged value's report line never holds it whole.
 func FuzzCheck(f *testing.F) {
 	for _, v := range planted {
 		f.Add("X", v)
 	}
 	f.Add("TERM", "xterm-256color")
+	f.Add("TZ", "https://hooks.slack.com/services/T000/B000/XXXX")
+	f.Add("LC_ALL", "en_US.UTF-8")
+	f.Add("LANG", "C")
 	f.Fuzz(func(t *testing.T, name, value string) {
 		r := Check(name, value)
 		if Check(name, value) != r {
@@ -325,6 +393,10 @@ func FuzzCheck(f *testing.F) {
 		s := Shorten(value, r != "")
 		if r != "" && len(value) >= 5 && strings.Contains(s, value) {
 			t.Fatalf("flagged value printed whole: %q -> %s", value, s)
+		}
+		// Unflagged values are shortened too: never whole once longer than one character.
+		if len([]rune(value)) >= 2 && strings.Contains(Shorten(value, false), strconvQuote(value)) {
+			t.Fatalf("unflagged value printed whole: %q", value)
 		}
 		var buf bytes.Buffer
 		vars := []Var{{Name: "V", Value: value, Origin: "profile"}}
@@ -341,3 +413,5 @@ func TestAuditListNotSecret(t *testing.T) {
 		t.Errorf("NO_PROXY flagged: %s", r)
 	}
 }
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }

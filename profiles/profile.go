@@ -11,6 +11,7 @@ import (
 	"github.com/heavy-duty/box/policy"
 	"strings"
 
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/templates"
 )
@@ -48,6 +49,10 @@ type Profile struct {
 	CPU             string   `toml:"cpu"`
 	Memory          string   `toml:"memory"`
 	Disk            string   `toml:"disk"`
+	// The protected set (bwrap): paths added to it, entries dropped from it. Only a
+	// user's own profile may drop; box warns at every launch that does.
+	ProtectAdd  []string `toml:"protect_add"`
+	ProtectDrop []string `toml:"protect_drop"`
 	// Syscalls names groups of the bwrap sandbox's syscall filter to turn off (a
 	// debugger needs "ptrace"); only a profile in the user's config directory may.
 	Syscalls []string `toml:"syscalls"`
@@ -56,7 +61,19 @@ type Profile struct {
 	Packages []string `toml:"packages"`
 	Path     string   `toml:"path"`
 	Nix      string   `toml:"nix"`
+	// Pids bounds the processes and threads of a box (bwrap: the sandbox; vm:
+	// limits.processes of a container). nil: the default.
+	Pids *int `toml:"pids"`
 }
+
+// Pids bounds: fewer than MinPids tasks cannot run a shell and its tools; MaxPids is the
+// kernel's own ceiling (PID_MAX_LIMIT). DefaultPids is the bound when a profile names
+// none (bwrap sandboxes and vm containers alike).
+const (
+	MinPids     = 16
+	MaxPids     = 4194304
+	DefaultPids = 4096
+)
 
 // PATH shapes and Nix modes: closed sets.
 const (
@@ -237,6 +254,9 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("command: an argument contains a NUL byte")
 		}
 	}
+	if err := protect.CheckOptions(protect.Options{Add: p.ProtectAdd, Drop: p.ProtectDrop}); err != nil {
+		return err
+	}
 	if len(p.Syscalls) > 0 {
 		if p.Backend != BackendBwrap {
 			return fmt.Errorf("syscalls: the syscall filter is the bwrap backend's; a vm box has its own kernel")
@@ -280,6 +300,9 @@ func (p *Profile) Validate() error {
 		if err := templates.ValidSize("disk", p.Disk); err != nil {
 			return err
 		}
+	}
+	if p.Pids != nil && (*p.Pids < MinPids || *p.Pids > MaxPids) {
+		return fmt.Errorf("pids %d: want a number of processes from %d to %d", *p.Pids, MinPids, MaxPids)
 	}
 	return nil
 }

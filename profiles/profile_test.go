@@ -387,6 +387,24 @@ func TestHiddenAndNUL(t *testing.T) {
 	}
 }
 
+// Loosening the protected set: a user profile may add paths and drop named entries; a
+// built-in may not drop; bad names and paths are refused by name.
+func TestProtectKeys(t *testing.T) {
+	p := mustParse(t, "protect_add = [\".env\", \"scripts/hooks\"]\nprotect_drop = [\".vscode\", \"git:hooks\"]\n")
+	if !reflect.DeepEqual(p.ProtectAdd, []string{".env", "scripts/hooks"}) || !reflect.DeepEqual(p.ProtectDrop, []string{".vscode", "git:hooks"}) {
+		t.Errorf("%+v", p)
+	}
+	wantErr(t, "protect_drop = [\".nope\"]\n", "protect_drop", ".nope")
+	wantErr(t, "protect_add = [\"/etc/passwd\"]\n", "protect_add", "/etc/passwd")
+	wantErr(t, "protect_add = [\"../x\"]\n", "protect_add")
+	if _, err := Parse("default", "built-in profile default", []byte("protect_drop = [\".vscode\"]\n")); err == nil || !strings.Contains(err.Error(), "built-in") {
+		t.Errorf("a built-in profile dropped an entry: %v", err)
+	}
+	if _, err := Parse("default", "built-in profile default", []byte("protect_add = [\".env\"]\n")); err != nil {
+		t.Errorf("a built-in may add: %v", err)
+	}
+}
+
 // syscalls opts a user profile back into named groups of the bwrap filter; a built-in
 // may not, and a group that guards the host cannot be named.
 func TestSyscallsKey(t *testing.T) {
@@ -406,4 +424,19 @@ func TestSyscallsKey(t *testing.T) {
 	if _, err := Parse("dbg", "built-in profile dbg", []byte(`syscalls = ["ptrace"]`)); err == nil || !strings.Contains(err.Error(), "built-in") {
 		t.Errorf("built-in with syscalls: %v", err)
 	}
+}
+
+func TestParsePids(t *testing.T) {
+	p := mustParse(t, "pids = 512\n")
+	if p.Pids == nil || *p.Pids != 512 {
+		t.Errorf("pids: %v", p.Pids)
+	}
+	if p := mustParse(t, ""); p.Pids != nil {
+		t.Errorf("pids set without the key: %v", *p.Pids)
+	}
+	// 0 is refused, not read as "the default": a setting is honoured or refused.
+	for _, bad := range []string{"pids = 0\n", "pids = 15\n", "pids = -1\n", "pids = 4194305\n"} {
+		wantErr(t, bad, "pids")
+	}
+	wantErr(t, "pids = \"100\"\n", "/cfg/p.toml:1:")
 }

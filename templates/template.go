@@ -105,6 +105,23 @@ func sizeOK(s string) bool {
 	return false
 }
 
+// unitBytes is each size unit in bytes, as Incus reads them (kB = 1000, KiB = 1024).
+var unitBytes = map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+	"kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "B": 1}
+
+// ParseSize reads a size such as 8GiB (see ValidSize) as bytes.
+func ParseSize(what, s string) (int64, error) {
+	for _, u := range sizeUnits {
+		if n, ok := strings.CutSuffix(s, u); ok && positive(n) {
+			v, err := strconv.ParseInt(n, 10, 64)
+			if err == nil && v <= (1<<62)/unitBytes[u] {
+				return v * unitBytes[u], nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%s %q: want a size such as 512MiB, 8GiB or 60GB", what, s)
+}
+
 // ValidCPU checks a CPU count.
 func ValidCPU(s string) error {
 	// Digits only: Atoi alone also takes "+4" and "004", which Incus's limits.cpu does not.

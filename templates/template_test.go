@@ -388,3 +388,16 @@ func TestListSkipsHidden(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"512MiB": 512 << 20, "8GiB": 8 << 30, "60GB": 60e9, "1kB": 1000, "4096B": 4096} {
+		if got, err := ParseSize("memory", in); err != nil || got != want {
+			t.Errorf("%s: %d %v, want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "8", "08GiB", "-1GiB", "1.5GiB", "GiB", "99999999999999TiB"} {
+		if _, err := ParseSize("memory", bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

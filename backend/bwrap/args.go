@@ -66,8 +66,13 @@ func Args(spec Spec, host Host) ([]string, error) {
 	// dropped, and under --allow-root that owner is the sandbox (core_pattern would run
 	// a program of its choosing as host root).
 	a = append(a, "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
-		"--dev", "/dev", "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-		"--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--dir", "/run")
+		"--dev", "/dev")
+	// Each scratch tmpfs is sized: unsized, each could hold half the host's RAM.
+	a = append(a, sized(spec.Tmpfs.Shm, "/dev/shm")...)
+	a = append(a, "--remount-ro", "/dev")
+	a = append(a, sized(spec.Tmpfs.Tmp, "/tmp")...)
+	a = append(a, sized(spec.Tmpfs.VarTmp, "/var/tmp")...)
+	a = append(a, "--dir", "/run")
 	for _, l := range host.RunLinks {
 		a = append(a, "--symlink", l.Link, l.Path)
 	}
@@ -78,7 +83,7 @@ func Args(spec Spec, host Host) ([]string, error) {
 	}
 
 	// $HOME is an empty tmpfs: nothing of the real home is there unless bound below.
-	a = append(a, "--tmpfs", spec.Home)
+	a = append(a, sized(spec.Tmpfs.Home, spec.Home)...)
 	// ~/.claude only, a directory: Claude Code replaces ~/.claude.json by rename, which
 	// fails (EBUSY) on a bind-mounted file, so the sandbox sets CLAUDE_CONFIG_DIR and the
 	// file lives inside this directory instead.
@@ -94,6 +99,16 @@ func Args(spec Spec, host Host) ([]string, error) {
 		a = append(a, op, m.Src, m.Dst)
 	}
 	a = append(a, "--bind", spec.Workdir, spec.Workdir)
+	// The protected set: after the working directory, so its binds land on top of it.
+	for _, p := range spec.GitBinds {
+		a = append(a, "--bind", p, p)
+	}
+	for _, p := range spec.Pins {
+		a = append(a, "--bind", p, p)
+	}
+	for _, p := range spec.ReadOnly {
+		a = append(a, "--ro-bind", p, p)
+	}
 
 	a = append(a, "--dir", BinDir)
 	for _, t := range spec.Tools {
@@ -131,6 +146,13 @@ func validate(s Spec) error {
 	if err := CheckWorkdir(s.Workdir, s.Home); err != nil {
 		return err
 	}
+	if err := validateLimits(s.Limits, s.Tmpfs); err != nil {
+		return err
+	}
+	if s.InfoFD <= 0 || s.BlockFD <= 0 {
+		// The limits are put on the sandbox's pid 1 before the command is released.
+		return fmt.Errorf("the sandbox needs the info and block fds: its limits are applied before release")
+	}
 	switch s.Network {
 	case NetNone, NetFull:
 	case NetInternet, NetAllowlist:
@@ -155,6 +177,13 @@ func validate(s Spec) error {
 	for _, m := range s.Mounts {
 		if !filepath.IsAbs(m.Src) || !filepath.IsAbs(m.Dst) {
 			return fmt.Errorf("mount %q -> %q: want absolute paths", m.Src, m.Dst)
+		}
+	}
+	for _, l := range [][]string{s.GitBinds, s.Pins, s.ReadOnly} {
+		for _, p := range l {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+				return fmt.Errorf("protected path %q: want an absolute, clean path", p)
+			}
 		}
 	}
 	for _, t := range s.Tools {

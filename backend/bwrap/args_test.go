@@ -44,6 +44,9 @@ func baseSpec() Spec {
 		InfoFD:      InfoFD,
 		SeccompFD:   SeccompFD,
 		Seccomp:     &f,
+		BlockFD:     BlockFD,
+		Limits:      Limits{Pids: DefaultPids, Memory: 8 << 30},
+		Tmpfs:       TmpfsFor(8 << 30),
 	}
 }
 
@@ -52,7 +55,16 @@ func TestArgsGolden(t *testing.T) {
 		"none": func(s *Spec) {},
 		"full": func(s *Spec) { s.Network = NetFull },
 		"internet": func(s *Spec) {
-			s.Network, s.BlockFD, s.ResolvConf = NetInternet, BlockFD, "/home/op/.local/share/box/run/resolv.conf"
+			s.Network, s.ResolvConf = NetInternet, "/home/op/.local/share/box/run/resolv.conf"
+		},
+		// A linked worktree whose common directory lies outside, with a nested repository.
+		"protected": func(s *Spec) {
+			s.GitBinds = []string{"/home/op/src/main/.git"}
+			s.Pins = []string{"/home/op/src/main/.git/worktrees", "/home/op/src/main/.git/worktrees/proj", "/home/op/src/proj/vendor",
+				"/home/op/src/proj/vendor/lib", "/home/op/src/proj/vendor/lib/.git"}
+			s.ReadOnly = []string{"/home/op/src/main/.git/commondir", "/home/op/src/main/.git/config", "/home/op/src/main/.git/hooks",
+				"/home/op/src/main/.git/worktrees/proj/commondir", "/home/op/src/main/.git/worktrees/proj/gitdir",
+				"/home/op/src/proj/.envrc", "/home/op/src/proj/.git", "/home/op/src/proj/vendor/lib/.git/config", "/home/op/src/proj/vendor/lib/.git/hooks"}
 		},
 		"nix-daemon": func(s *Spec) { s.NixDaemon = true },
 		"nix-store": func(s *Spec) {

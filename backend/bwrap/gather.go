@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 
 	"github.com/heavy-duty/box/backend/bwrap/nixpkg"
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
+	"golang.org/x/sys/unix"
 )
 
 // Outside is what the caller knows of the operator's session: its environment and the
@@ -57,6 +60,30 @@ func Gather(r Request, o Outside) (Facts, error) {
 		src := ExpandHome(m.Path, o.Home)
 		real, err := filepath.EvalSymlinks(src)
 		f.Mounts[src] = MountFact{Real: real, Err: err}
+	}
+	if f.MemTotal, err = HostMemory(); err != nil {
+		return f, fmt.Errorf("limits: %w", err)
+	}
+	f.Cgroup = DetectCgroup(f.Euid)
+	var nproc unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &nproc) == nil && nproc.Cur != unix.RLIM_INFINITY {
+		f.Nproc = nproc.Cur
+	}
+	if legacy := LegacyInstanceDir(o.DataHome, f.Workdir); fileExists(legacy) {
+		f.LegacyInstance = legacy
+	}
+	// The protected set's scan, unless Resolve will refuse the working directory anyway
+	// (a home directory is no tree to walk).
+	if checkWorkdir(f) == nil {
+		refuse := append([]string{}, f.BoxDirs...)
+		for _, h := range f.Homes {
+			for _, s := range policy.Secrets {
+				for _, sp := range s.Paths {
+					refuse = append(refuse, policy.Abs(h, sp))
+				}
+			}
+		}
+		f.Tree = protect.Scan(f.Workdir, f.Homes[0], protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop}, refuse)
 	}
 	if err := gatherNix(r, o, pathEnv, &f); err != nil {
 		return f, err

@@ -15,9 +15,19 @@ import (
 	"syscall"
 )
 
-// InstanceDir is the per-project directory standing in for ~/.claude: keyed by the
-// project path, so conversation history is scoped per project.
-func InstanceDir(dataHome, workdir string) string {
+// InstanceDir is the per-project, per-profile directory standing in for ~/.claude:
+// conversation history is scoped per project, and each profile has its own, so a run of
+// one profile (tier none, no credentials) cannot plant hooks in ~/.claude/settings.json
+// that a later run of another (internet, auth passthrough) executes.
+func InstanceDir(dataHome, workdir, profile string) string {
+	return LegacyInstanceDir(dataHome, workdir) + "@" + profile
+}
+
+// LegacyInstanceDir is where earlier versions kept one instance directory per project,
+// shared by every profile. box no longer uses it and never migrates it into a profile's
+// (whichever profile inherited it would run what any profile's sandbox planted there);
+// it stays, untouched, for the operator to copy from.
+func LegacyInstanceDir(dataHome, workdir string) string {
 	sum := sha256.Sum256([]byte(workdir))
 	base := []byte(filepath.Base(workdir))
 	for i, c := range base {
@@ -32,15 +42,17 @@ var safeChars = charclass.New("A-Za-z0-9._-")
 
 // Policy is what SANDBOX.md tells the agent about where it is.
 type Policy struct {
-	Profile  string
-	Template string
-	Network  string
-	Workdir  string
-	Writable []string // beyond the working directory and ~/.claude
-	ReadOnly []string // extra read-only mounts
-	Tools    []string
-	Auth     bool
-	Notes    string // the template's own notes
+	Profile   string
+	Template  string
+	Network   string
+	Workdir   string
+	Writable  []string // beyond the working directory and ~/.claude
+	ReadOnly  []string // extra read-only mounts
+	Tools     []string
+	Auth      bool
+	Notes     string   // the template's own notes
+	Limits    string   // the sandbox's resource limits, in words
+	Protected []string // the protected set's read-only paths
 	// Nix: the profile's packages (installables), a minimal PATH, the host daemon.
 	Packages    []string
 	MinimalPath bool
@@ -93,11 +105,23 @@ func SandboxMD(p Policy) string {
 		fmt.Fprintf(&b, ", `%s`", w)
 	}
 	fmt.Fprintf(&b, ".\n- Everything else is read-only (system directories) or absent: the operator's home directory, SSH and GPG agents, cloud credentials and /run/user are not here.\n")
+	if len(p.Protected) > 0 {
+		fmt.Fprintf(&b, "- Read-only inside the working directory, because tools outside the sandbox run or obey them: git hooks and config (commits, branches, rebases work; `git config` writes, `git remote add` and `git submodule init` fail: pass settings with `git -c` or ask the operator), and:")
+		for _, r := range p.Protected {
+			if rel, err := filepath.Rel(p.Workdir, r); err == nil && !strings.HasPrefix(rel, "..") && !strings.Contains(rel, ".git/") && filepath.Base(rel) != ".git" {
+				fmt.Fprintf(&b, " `%s`", rel)
+			}
+		}
+		fmt.Fprintf(&b, ".\n")
+	}
 	if len(p.ReadOnly) > 0 {
 		fmt.Fprintf(&b, "- Also visible read-only: `%s`.\n", strings.Join(p.ReadOnly, "`, `"))
 	}
 	if p.Auth {
 		fmt.Fprintf(&b, "- The operator's Claude login is passed through read-only.\n")
+	}
+	if p.Limits != "" {
+		fmt.Fprintf(&b, "\n## Limits\n\n%s\n", p.Limits)
 	}
 	fmt.Fprintf(&b, "\n## Tools\n\n")
 	if len(p.Tools) > 0 {
@@ -141,7 +165,18 @@ const importLine = "@SANDBOX.md"
 // reads only regular files, never through a symlink (a CLAUDE.md pointing at ~/.ssh/id_*
 // would otherwise be copied in for the sandbox to read), and replaces files by rename.
 func PrepareInstance(dir string, p Policy) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
 	claude := filepath.Join(dir, ".claude")
+	// What the sandbox left where box needs a file or a directory of its own (a
+	// directory, a link, a fifo) is moved aside, never deleted and never followed, so
+	// the next run heals instead of failing.
+	if fi, err := os.Lstat(claude); err == nil && !fi.IsDir() {
+		if err := moveAside(claude); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(claude, 0o700); err != nil {
 		return err
 	}
@@ -152,20 +187,20 @@ func PrepareInstance(dir string, p Policy) error {
 	// planted link and create the mount point wherever it points.
 	creds := filepath.Join(claude, ".credentials.json")
 	if fi, err := os.Lstat(creds); err == nil && !fi.Mode().IsRegular() {
-		if err := os.RemoveAll(creds); err != nil {
-			return fmt.Errorf("instance directory: %w", err)
+		if err := moveAside(creds); err != nil {
+			return err
 		}
 	}
 	sandbox, md0 := filepath.Join(claude, "SANDBOX.md"), []byte(SandboxMD(p))
 	if cur, err := readRegular(sandbox); err != nil || !bytes.Equal(cur, md0) {
-		if err := writeAtomic(sandbox, md0); err != nil {
+		if err := writeHealing(sandbox, md0); err != nil {
 			return err
 		}
 	}
 	md := filepath.Join(claude, "CLAUDE.md")
 	old, err := readRegular(md)
 	if err != nil && !os.IsNotExist(err) {
-		old = nil // not a regular file (a symlink, a fifo...): replaced, never read
+		old = nil // not a regular file (a symlink, a fifo, a directory...): moved aside, never read
 	}
 	for _, l := range strings.Split(string(old), "\n") {
 		if strings.TrimSpace(l) == importLine {
@@ -180,7 +215,33 @@ func PrepareInstance(dir string, p Policy) error {
 		}
 		text += "\n" + importLine + "\n"
 	}
-	return writeAtomic(md, []byte(text))
+	return writeHealing(md, []byte(text))
+}
+
+// writeHealing writes path atomically; whatever other than a regular file is there is
+// moved aside first (rename cannot replace a directory).
+func writeHealing(path string, data []byte) error {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		if err := moveAside(path); err != nil {
+			return err
+		}
+	}
+	return writeAtomic(path, data)
+}
+
+// moveAside renames path to PATH.box-moved-N (the first free N), keeping what was there.
+func moveAside(path string) error {
+	for n := 1; n < 1000; n++ {
+		aside := fmt.Sprintf("%s.box-moved-%d", path, n)
+		if _, err := os.Lstat(aside); err == nil {
+			continue
+		}
+		if err := os.Rename(path, aside); err != nil {
+			return fmt.Errorf("instance directory: moving %s aside: %w", path, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("instance directory: %s: too many moved-aside copies; remove some", path)
 }
 
 // maxInstanceFile bounds what box reads back from the instance directory.

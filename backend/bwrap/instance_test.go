@@ -76,3 +76,67 @@ func TestPrepareInstanceHostileLinks(t *testing.T) {
 		t.Errorf("CLAUDE.md = %q", md)
 	}
 }
+
+// What the sandbox can put where box needs SANDBOX.md, CLAUDE.md or ~/.claude itself (a
+// directory, a link, a fifo) heals on the next launch: moved aside, never deleted, never
+// followed.
+func TestPrepareInstanceHeals(t *testing.T) {
+	for name, plant := range map[string]func(string) error{
+		"dir": func(p string) error {
+			os.Mkdir(p, 0o700)
+			return os.WriteFile(filepath.Join(p, "keep"), []byte("mine"), 0o600)
+		},
+		"link": func(p string) error { return os.Symlink("/nonexistent/target", p) },
+		"fifo": func(p string) error { return syscall.Mkfifo(p, 0o600) },
+	} {
+		for _, f := range []string{"SANDBOX.md", "CLAUDE.md", ".credentials.json"} {
+			t.Run(name+"/"+f, func(t *testing.T) {
+				inst := filepath.Join(t.TempDir(), "inst")
+				claude := filepath.Join(inst, ".claude")
+				if err := PrepareInstance(inst, Policy{Network: NetNone}); err != nil {
+					t.Fatal(err)
+				}
+				os.Remove(filepath.Join(claude, f))
+				if err := plant(filepath.Join(claude, f)); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < 2; i++ { // every later run works
+					if err := PrepareInstance(inst, Policy{Network: NetNone}); err != nil {
+						t.Fatalf("run %d: %v", i, err)
+					}
+				}
+				if f != ".credentials.json" {
+					if fi, err := os.Lstat(filepath.Join(claude, f)); err != nil || !fi.Mode().IsRegular() {
+						t.Errorf("%s not a regular file after healing: %v", f, err)
+					}
+				}
+				if _, err := os.Lstat(filepath.Join(claude, f+".box-moved-1")); err != nil {
+					t.Errorf("not moved aside: %v", err)
+				}
+				if name == "dir" {
+					if b, _ := os.ReadFile(filepath.Join(claude, f+".box-moved-1", "keep")); string(b) != "mine" {
+						t.Error("the moved-aside directory lost its content")
+					}
+				}
+			})
+		}
+	}
+	// ~/.claude itself replaced by a link.
+	inst := filepath.Join(t.TempDir(), "inst")
+	os.MkdirAll(inst, 0o700)
+	os.Symlink(t.TempDir(), filepath.Join(inst, ".claude"))
+	if err := PrepareInstance(inst, Policy{Network: NetNone}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(inst, ".claude")); err != nil || !fi.IsDir() {
+		t.Errorf(".claude not a directory after healing: %v", err)
+	}
+}
+
+func TestInstanceDirPerProfile(t *testing.T) {
+	a := InstanceDir("/d", "/home/op/src/proj", "default")
+	b := InstanceDir("/d", "/home/op/src/proj", "claude")
+	if a == b || filepath.Dir(a) != "/d/box/instances" || !strings.HasPrefix(a, LegacyInstanceDir("/d", "/home/op/src/proj")+"@") {
+		t.Errorf("%s %s", a, b)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap/inet"
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
 )
@@ -31,7 +32,8 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 	if err != nil {
 		return pr, err
 	}
-	p.Spec.InfoFD = InfoFD
+	// The block fd always: the limits go on the sandbox's pid 1 before it is released.
+	p.Spec.InfoFD, p.Spec.BlockFD = InfoFD, BlockFD
 	p.Spec.SeccompFD = SeccompFD
 	if p.Spec.Network == NetInternet {
 		// The helper decides the resolver address, which the sandbox's resolv.conf
@@ -46,7 +48,6 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
 			return pr, fmt.Errorf("internet tier: listing the host's addresses: %w", err)
 		}
-		p.Spec.BlockFD = BlockFD
 		p.Spec.ResolvConf = filepath.Join(p.Spec.InstanceDir, "resolv.conf")
 	}
 	if p.Spec.Network == NetAllowlist {
@@ -90,6 +91,17 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	}
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
+	}
+	// Placeholders make the protected paths that are absent exist, so they are bound
+	// read-only too; temporary ones go when the last run on this tree ends.
+	release, skipped, err := protect.Place(p.Protect, p.ProtectLock)
+	if err != nil {
+		return 1, err
+	}
+	defer release()
+	pr.Args = dropROBinds(pr.Args, skipped)
+	if err := protect.Recheck(p.Protect, skipped); err != nil {
+		return 1, err
 	}
 	launch := Launch{
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
@@ -136,7 +148,13 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 			return 1, err
 		}
 	}
+	limits, err := p.Enforce.Start()
+	if err != nil {
+		return 1, errs.WithHint(err, "run 'box --check' to see which limit mechanism holds here")
+	}
+	launch.BeforeRelease = limitHook(limits, launch.BeforeRelease)
 	code, err := Run(launch)
+	reportLimits(stderr, code, p.Spec.Limits, limits.Finish())
 	if err != nil {
 		if errs.HintOf(err) != "" {
 			return code, err
@@ -144,4 +162,28 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		return code, errs.WithHint(err, "run 'box --check' to diagnose the sandbox")
 	}
 	return code, nil
+}
+
+// dropROBinds removes the read-only self-binds of paths (placeholders box could not make:
+// nothing exists there to bind, and the sandbox cannot create them either).
+func dropROBinds(args, paths []string) []string {
+	if len(paths) == 0 {
+		return args
+	}
+	drop := map[string]bool{}
+	for _, p := range paths {
+		drop[p] = true
+	}
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--" {
+			return append(out, args[i:]...)
+		}
+		if args[i] == "--ro-bind" && i+2 < len(args) && args[i+1] == args[i+2] && drop[args[i+1]] {
+			i += 2
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }

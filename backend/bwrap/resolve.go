@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
@@ -76,6 +77,17 @@ type Facts struct {
 	// AuthFiles are the host credential files that exist, when the profile asks for
 	// auth passthrough.
 	AuthFiles []string
+	MemTotal  int64  // the host's RAM, bytes: the default memory limit is half of it
+	Cgroup    Cgroup // where the user may make cgroups (DetectCgroup)
+	// Nproc is box's own RLIMIT_NPROC (0: unlimited): the sandbox's tasks count toward
+	// it on the host as well.
+	Nproc uint64
+	// Tree is what protect.Scan found in the working directory: its repositories and
+	// the protected paths there.
+	Tree protect.Tree
+	// LegacyInstance is the shared instance directory of earlier versions, when it
+	// exists ("" otherwise).
+	LegacyInstance string
 	// PackageBins are the bin directories of the profile's Nix packages, realised on the
 	// host (store paths, read-only inside).
 	PackageBins []string
@@ -113,10 +125,16 @@ type Plan struct {
 	Vars      []envaudit.Var
 	Findings  []envaudit.Finding
 	Policy    Policy
+	Enforce   Enforcement // how Spec.Limits are held here
 	Warnings  []string
 	AllowRoot bool
 	// Tier allowlist: the operator's run log and the control socket of box allow.
 	NetLog, Control string
+	// Protect is the protected set, bound read-only in Spec; the post-run audit reads
+	// the same list (Protect.Paths). ProtectLock is the file Start holds while the
+	// set's placeholders are in place.
+	Protect     protect.Set
+	ProtectLock string
 }
 
 // ClaudeCredentials are the host files auth passthrough binds read-only, home-relative.
@@ -143,8 +161,19 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		return nil, err
 	}
 	wd := f.Workdir
-	instanceDir := InstanceDir(f.DataHome, wd)
+	instanceDir := InstanceDir(f.DataHome, wd, r.Profile.Name)
+	if f.LegacyInstance != "" {
+		p.warn("%s, the instance directory (~/.claude) earlier versions shared between every profile, is no longer used: each profile now has its own (%s), so one profile's sandbox cannot plant hooks another runs; copy what you want from the old one, then remove it", f.LegacyInstance, instanceDir)
+	}
 	command := r.command()
+
+	// The protected set: what host tools execute or obey, read-only inside.
+	pset, err := protect.Build(f.Tree, protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop})
+	if err != nil {
+		return nil, fmt.Errorf("profile %q: %w", r.Profile.Name, err) // OptionError carries its hint
+	}
+	p.Protect, p.ProtectLock = pset, LegacyInstanceDir(f.DataHome, wd)+".lock"
+	p.Warnings = append(p.Warnings, pset.Warnings...)
 
 	// Tools: a missing tool is a warning; a missing command is an error.
 	var tools []Tool
@@ -278,7 +307,8 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Policy = Policy{
 		Profile: r.Profile.Name, Template: r.Template.Name, Network: network, Workdir: wd,
 		Tools: toolNames, Auth: len(auth) > 0, Notes: r.Template.Notes,
-		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
+		Protected: pset.ReadOnly(),
+		Packages:  r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
 		Allow: allowed,
 	}
 	if network == NetAllowlist {
@@ -309,9 +339,16 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Spec = Spec{
 		Workdir: wd, Home: f.Home, InstanceDir: instanceDir,
 		Network: network, Allow: allowed, Mounts: mounts, AuthFiles: auth, Tools: tools,
+		GitBinds: pset.Binds, Pins: pset.Pins, ReadOnly: pset.ReadOnly(),
 		Command: command, Hostname: "box", NixDaemon: daemon,
 		NixStore: nixStore, UID: f.Euid, GID: f.Egid, Seccomp: &filter,
 	}
+	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
+		return nil, err
+	}
+	p.Spec.Tmpfs = TmpfsFor(p.Spec.Limits.Memory)
+	p.Policy.Limits = limitsText(p.Spec.Limits, p.Spec.Tmpfs)
+	p.Warnings = append(p.Warnings, p.Enforce.Unenforced...)
 	return p, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
@@ -29,6 +30,8 @@ func testFacts() Facts {
 		Tools:    map[string]ToolFact{"sh": {Tool: Tool{Name: "sh", Path: "/usr/bin/dash"}}},
 		Mounts:   map[string]MountFact{},
 		Arch:     "x86_64",
+		MemTotal: 16 << 30,
+		Cgroup:   Cgroup{Why: "none here"},
 	}
 }
 
@@ -140,6 +143,128 @@ func TestSecretPathsRefusedAndWarned(t *testing.T) {
 				t.Errorf("mount %s: warnings %q do not name %q", p, pl.Warnings, s.What)
 			}
 		}
+	}
+}
+
+func TestResolveLimits(t *testing.T) {
+	p, err := Resolve(testRequest(), testFacts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Defaults: half the RAM, DefaultPids, no cpu; rlimits with no cgroup; tmpfs sized.
+	if l := p.Spec.Limits; l.Memory != 8<<30 || l.Pids != DefaultPids || l.CPU != 0 {
+		t.Errorf("limits %+v", l)
+	}
+	if p.Enforce.Mechanism != MechRlimit || len(p.Enforce.Unenforced) != 0 || p.Spec.Tmpfs != TmpfsFor(8<<30) {
+		t.Errorf("enforcement %+v, tmpfs %+v", p.Enforce, p.Spec.Tmpfs)
+	}
+	// The profile's keys win; a cpu that cannot be held is a warning naming it.
+	r := testRequest()
+	pids := 100
+	r.Profile.Pids, r.Profile.Memory, r.Profile.CPU = &pids, "1GiB", "2"
+	if p, err = Resolve(r, testFacts()); err != nil {
+		t.Fatal(err)
+	}
+	if l := p.Spec.Limits; l.Memory != 1<<30 || l.Pids != 100 || l.CPU != 2 {
+		t.Errorf("limits %+v", l)
+	}
+	if !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "cpu = 2 is not enforced") }) {
+		t.Errorf("warnings %q", p.Warnings)
+	}
+	if !strings.Contains(SandboxMD(p.Policy), "## Limits\n\nAt most 100 processes and threads at once, 1GiB of memory, 2 CPU(s)' worth of time. The scratch space is held in memory and small: `/tmp` 256MiB") {
+		t.Errorf("SANDBOX.md:\n%s", SandboxMD(p.Policy))
+	}
+	if !strings.Contains(p.LimitsLine(), "pids 100, memory 1GiB, cpu 2") {
+		t.Errorf("line %q", p.LimitsLine())
+	}
+	// A low RLIMIT_NPROC of the user's own: the default takes half; a profile's pids above
+	// it is said to be capped.
+	f := testFacts()
+	f.Nproc = 1024
+	if p, _ = Resolve(testRequest(), f); p.Spec.Limits.Pids != 512 || len(p.Warnings) != 0 {
+		t.Errorf("pids %d with ulimit -u 1024, warnings %q", p.Spec.Limits.Pids, p.Warnings)
+	}
+	r = testRequest()
+	big := 2048
+	r.Profile.Pids = &big
+	if p, _ = Resolve(r, f); p.Spec.Limits.Pids != 2048 || !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "capped by your own process limit (ulimit -u 1024)") }) {
+		t.Errorf("pids %d, warnings %q", p.Spec.Limits.Pids, p.Warnings)
+	}
+	// disk is a vm resource: said, not silently dropped.
+	r = testRequest()
+	r.Profile.Disk = "20GiB"
+	if p, _ = Resolve(r, testFacts()); !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, `disk = "20GiB" is not enforced`) }) {
+		t.Errorf("warnings %q", p.Warnings)
+	}
+	// A template's resources are the vm backend's: they do not size the sandbox.
+	r = testRequest()
+	r.Template.Memory = "2GiB"
+	if p, _ = Resolve(r, testFacts()); p.Spec.Limits.Memory != 8<<30 {
+		t.Errorf("template memory applied: %d", p.Spec.Limits.Memory)
+	}
+	// Too little memory is refused, and so is an unknown host RAM with no profile value.
+	r = testRequest()
+	r.Profile.Memory = "1MiB"
+	if _, err := Resolve(r, testFacts()); err == nil {
+		t.Error("1MiB accepted")
+	}
+	f = testFacts()
+	f.MemTotal = 0
+	if _, err := Resolve(testRequest(), f); err == nil {
+		t.Error("unknown RAM accepted")
+	}
+}
+
+// The protected set found in the tree lands in the spec (read-only after the working
+// directory), in SANDBOX.md's policy, and its warnings in the plan's; the profile's
+// loosening warns; the old shared instance directory is named, not reused.
+func TestResolveProtected(t *testing.T) {
+	f := testFacts()
+	wd := f.Workdir
+	f.Tree = protect.Tree{Workdir: wd, Tops: []string{wd}, GitDirs: []protect.GitDirFact{{Path: wd + "/.git"}},
+		Exists: map[string]protect.FileKind{wd + "/.git": protect.Dir, wd + "/.git/config": protect.File, wd + "/.git/hooks": protect.Dir,
+			wd + "/.vscode": protect.Dir, wd + "/.envrc": protect.File}}
+	f.LegacyInstance = LegacyInstanceDir(f.DataHome, wd)
+	r := testRequest()
+	r.Profile.ProtectDrop = []string{".vscode"}
+	p, err := Resolve(r, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{wd + "/.git/config", wd + "/.git/hooks", wd + "/.envrc", wd + "/.git/commondir"} {
+		if !slices.Contains(p.Spec.ReadOnly, want) || !slices.Contains(p.Policy.Protected, want) {
+			t.Errorf("%s not read-only: %q", want, p.Spec.ReadOnly)
+		}
+	}
+	if slices.Contains(p.Spec.ReadOnly, wd+"/.vscode") {
+		t.Error("dropped .vscode still bound")
+	}
+	if !slices.Equal(p.Spec.Pins, []string{wd + "/.git"}) {
+		t.Errorf("pins %q", p.Spec.Pins)
+	}
+	w := strings.Join(p.Warnings, "\n")
+	if !strings.Contains(w, "drops .vscode") || !strings.Contains(w, f.LegacyInstance+", the instance directory") {
+		t.Errorf("warnings %q", p.Warnings)
+	}
+	if p.Spec.InstanceDir != f.LegacyInstance+"@default" || p.ProtectLock == "" {
+		t.Errorf("instance %s lock %q", p.Spec.InstanceDir, p.ProtectLock)
+	}
+	if md := SandboxMD(p.Policy); !strings.Contains(md, "`.envrc`") || strings.Contains(md, "`.git/config`") {
+		t.Errorf("SANDBOX.md:\n%s", md)
+	}
+	r.Profile.ProtectDrop = []string{"nonsense"}
+	if _, err := Resolve(r, f); err == nil || errs.HintOf(err) == "" {
+		t.Errorf("bad protect_drop: %v", err)
+	}
+}
+
+func TestDropROBinds(t *testing.T) {
+	args := []string{"--bind", "/w", "/w", "--ro-bind", "/w/.git/commondir", "/w/.git/commondir", "--ro-bind", "/w/.git/config", "/w/.git/config",
+		"--", "sh", "--ro-bind", "/w/.git/commondir", "/w/.git/commondir"}
+	got := dropROBinds(args, []string{"/w/.git/commondir"})
+	want := []string{"--bind", "/w", "/w", "--ro-bind", "/w/.git/config", "/w/.git/config", "--", "sh", "--ro-bind", "/w/.git/commondir", "/w/.git/commondir"}
+	if !slices.Equal(got, want) {
+		t.Errorf("%q", got)
 	}
 }
 

@@ -33,14 +33,24 @@ type Spec struct {
 	AuthFiles   []string // host credential files, bound read-only at the same path
 	Tools       []Tool   // linked into BinDir
 	Command     []string // argv of the sandboxed command
-	ResolvConf  string   // host file bound at /etc/resolv.conf ("" keeps the host's)
-	Hostname    string   // "" leaves the default
-	InfoFD      int      // > 0: bwrap --info-fd (the exec layer reads the child pid)
-	BlockFD     int      // > 0: bwrap --block-fd (the sandbox waits until released)
+	// The protected set (package protect), bound after the working directory: GitBinds
+	// read-write (git directories outside it that commits need), then Pins onto
+	// themselves read-write (mount points cannot be renamed away), then ReadOnly.
+	GitBinds   []string
+	Pins       []string
+	ReadOnly   []string
+	ResolvConf string // host file bound at /etc/resolv.conf ("" keeps the host's)
+	Hostname   string // "" leaves the default
+	InfoFD     int    // > 0: bwrap --info-fd (the exec layer reads the child pid)
+	BlockFD    int    // > 0: bwrap --block-fd (the sandbox waits until released)
 	// Seccomp is the syscall filter the command runs under (nil: none); the exec layer
 	// hands its program to bwrap at SeccompFD.
 	Seccomp   *seccomp.Filter
 	SeccompFD int
+	// Limits are applied by the exec layer to the sandbox's pid 1 before it is released
+	// (so BlockFD is required); Tmpfs sizes every scratch mount (bwrap --size).
+	Limits Limits
+	Tmpfs  Tmpfs
 	// NixDaemon binds the host's nix-daemon socket (profile nix = "daemon", opted in by
 	// the operator); otherwise only /nix/store is visible, read-only.
 	NixDaemon bool

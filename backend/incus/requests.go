@@ -3,6 +3,7 @@ package incus
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,6 +28,9 @@ const (
 	KeyUserData = "cloud-init.user-data"
 	KeyCPU      = "limits.cpu"
 	KeyMemory   = "limits.memory"
+	// KeyProcesses bounds a container's processes; Incus has it for containers only (a
+	// VM's own kernel bounds its processes).
+	KeyProcesses = "limits.processes"
 
 	// Schema is the version of the metadata stamp.
 	Schema = "1"
@@ -62,18 +66,20 @@ type InstanceSource struct {
 
 // Mint is what box needs to mint a box. Every field but UserData is required.
 type Mint struct {
-	Name     string
-	VM       bool   // virtual-machine, else container
-	Profile  string // the placement profile (NIC + root disk), and nothing else
-	Image    string // an image alias, or a fingerprint (ImageFingerprint)
-	CPU      string // limits.cpu, e.g. "2"
-	Memory   string // limits.memory, e.g. "2GiB"
-	Disk     string // root disk size, e.g. "20GiB"
-	Pool     string // storage pool of the profile's root disk (an override must name it)
-	UserData string // cloud-init user-data, passed verbatim
-	Template string
-	User     string
-	Created  time.Time
+	Name    string
+	VM      bool   // virtual-machine, else container
+	Profile string // the placement profile (NIC + root disk), and nothing else
+	Image   string // an image alias, or a fingerprint (ImageFingerprint)
+	CPU     string // limits.cpu, e.g. "2"
+	Memory  string // limits.memory, e.g. "2GiB"
+	// Processes is limits.processes (containers only; 0 leaves it unset).
+	Processes int
+	Disk      string // root disk size, e.g. "20GiB"
+	Pool      string // storage pool of the profile's root disk (an override must name it)
+	UserData  string // cloud-init user-data, passed verbatim
+	Template  string
+	User      string
+	Created   time.Time
 	// Autostart sets boot.autostart (the template's BOX_AUTOSTART): the box comes back
 	// after a host reboot. A clone keeps it (Incus copies the config).
 	Autostart bool
@@ -152,6 +158,9 @@ func MintRequest(m Mint) (InstancesPost, error) {
 	if m.VM {
 		typ = TypeVM
 	}
+	if m.VM && m.Processes > 0 {
+		return InstancesPost{}, fmt.Errorf("mint box %q: %s is for containers only", m.Name, KeyProcesses)
+	}
 	src, err := ImageSource(m.Image)
 	if err != nil {
 		return InstancesPost{}, fmt.Errorf("mint box %q: %w", m.Name, err)
@@ -168,6 +177,9 @@ func MintRequest(m Mint) (InstancesPost, error) {
 	}
 	if m.UserData != "" {
 		cfg[KeyUserData] = m.UserData
+	}
+	if m.Processes > 0 {
+		cfg[KeyProcesses] = strconv.Itoa(m.Processes)
 	}
 	if m.Autostart {
 		cfg[KeyAutostart] = "true"

@@ -76,6 +76,20 @@ func TestGoldenMintContainer(t *testing.T) {
 	golden(t, "mint-container", req)
 }
 
+func TestMintProcesses(t *testing.T) {
+	m := mint(false)
+	m.Processes = 4096
+	req, err := MintRequest(m)
+	if err != nil || req.Config[KeyProcesses] != "4096" {
+		t.Errorf("container: %v %q", err, req.Config[KeyProcesses])
+	}
+	m = mint(true)
+	m.Processes = 4096
+	if _, err := MintRequest(m); err == nil || !strings.Contains(err.Error(), "containers only") {
+		t.Errorf("VM with limits.processes: %v", err)
+	}
+}
+
 func TestGoldenMintByFingerprint(t *testing.T) {
 	m := mint(false)
 	m.Image = "a1b2c3d4e5f6a7b8"

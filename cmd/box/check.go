@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/inet"
 	"os"
 	"os/exec"
@@ -44,6 +45,7 @@ func bwrapChecks() []checkResult {
 			out = append(out, checkResult{name: "setuid bwrap", ok: true, detail: "not setuid (good)"})
 		}
 	}
+	out = append(out, userNSCheck(bin), limitsCheck(bwrap.DetectCgroup(os.Geteuid()), os.Geteuid()))
 	out = append(out, userNSCheck(bin))
 	out = append(out, seccompCheck(bin))
 	out = append(out, nixCheck())
@@ -59,6 +61,24 @@ func allowlistCheck() checkResult {
 			fix: "user namespaces and nftables (nat included) in them must be available"}
 	}
 	return checkResult{name: "allowlist tier", ok: true, detail: "usable: route, redirect table and sockets (tried in a throwaway namespace)"}
+}
+
+// limitsCheck says what holds a sandbox's limits here. rlimits are a warning, not a
+// failure: the sandbox is still bounded, less tightly.
+func limitsCheck(cg bwrap.Cgroup, euid int) checkResult {
+	e := bwrap.PlanEnforcement(bwrap.Limits{Pids: bwrap.DefaultPids, Memory: bwrap.MinMemory}, cg, euid)
+	r := checkResult{name: "limits", ok: e.Mechanism != bwrap.MechRlimit && len(e.Unenforced) == 0, detail: e.Describe()}
+	if e.Mechanism == bwrap.MechRlimit {
+		r.detail = "rlimit: RLIMIT_NPROC bounds the sandbox's tasks, RLIMIT_DATA each process's memory; " +
+			"shared memory is not counted and cpu cannot be bounded (" + cg.Why + ")"
+		r.fix = "log in through a systemd session (its user manager delegates a cgroup v2 subtree), or have root delegate one to you"
+	} else if cg.Parent["cpu"] == "" {
+		r.detail += "; cpu not delegated (a profile's cpu is not enforced)"
+	}
+	for _, u := range e.Unenforced {
+		r.detail += "; " + u
+	}
+	return r
 }
 
 // internetChecks: what the internet tier needs. It really installs the egress filter in

@@ -15,9 +15,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/backend/bwrap/postrun"
 	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/profiles"
@@ -56,7 +58,11 @@ one row per probe: what the contract expects, what the probe observed, and the v
 Probes: the secret paths of your home (~/.ssh, ~/.aws, ~/.gnupg, cloud CLIs' tokens...),
 secret-looking environment variables, /run/user, agent sockets and docker.sock, host
 abstract unix sockets, host PIDs, privilege escalation (no_new_privs, capabilities, a
-setuid-root binary, user namespaces), writes outside the working directory, and per
+setuid-root binary, user namespaces), writes outside the working directory, what the
+host would run later (a git hook, core.fsmonitor, core.hooksPath, a nested repository's
+config, a worktree's .git pointer, .envrc, a VS Code folderOpen task, agent settings
+hooks: planted inside a throwaway fixture in the working directory, then git, direnv,
+VS Code and Claude Code's actions are done on the host and checked for a marker), and per
 network tier: the internet, the LAN, the host's own addresses, the sandbox's gateway and
 the cloud metadata address. Tier allowlist adds: an allowed name works (--allowed-url); a
 name not allowed (--internet-url), the same host by address, allowed names that resolve
@@ -140,6 +146,25 @@ func runDrill(e *env, o *drillOptions) error {
 		}
 	}
 
+	if err := recoverAudits(e, e.stderr); err != nil {
+		return err
+	}
+	nonce := make([]byte, 6)
+	rand.Read(nonce)
+	// The protect group's fixture, made before the scan so box protects it as it
+	// protects the operator's own repositories; removed whatever happens.
+	var fixture *drill.Fixture
+	if wd, err := os.Getwd(); err == nil {
+		if wd, err = filepath.EvalSymlinks(wd); err == nil {
+			if fixture, err = drill.MakeFixture(wd, hex.EncodeToString(nonce)); err != nil {
+				fmt.Fprintf(e.stderr, "box: warning: the protect probes' fixture: %v\n", err)
+				fixture = nil
+			} else {
+				defer fixture.Remove()
+			}
+		}
+	}
+
 	// The sandbox is box run's, with one addition: the box binary, read-only, as the
 	// probe runner, and the runner as the command.
 	p, err := resolveRun(e, &runOptions{
@@ -167,8 +192,6 @@ func runDrill(e *env, o *drillOptions) error {
 			entered = append(entered, v.Name)
 		}
 	}
-	nonce := make([]byte, 6)
-	rand.Read(nonce)
 	environ := e.environ()
 	kernel, release, err := drillKernel(p, e.stderr)
 	if err != nil {
@@ -185,6 +208,8 @@ func runDrill(e *env, o *drillOptions) error {
 		Facts:       facts,
 		InternetURL: o.internetURL, HostPort: o.hostPort, LANTargets: o.lan,
 		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
+		Limits:  drillLimits(p.Spec),
+		Fixture: fixture, Dropped: p.Protect.Dropped,
 	}
 	if err := allowlistInput(&in, p.Spec, o); err != nil {
 		return err
@@ -206,13 +231,18 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return err
 	}
-	var out bytes.Buffer
+	var out, audit bytes.Buffer
 	var stderr io.Writer = e.stderr
 	if kernel.tty != nil {
 		stderr = kernel.tty.slave
 	}
-	code, err := p.Start(pr, bin, bytes.NewReader(planJSON), &out, stderr)
+	code, rep, err := withAudit(e, &audit, p, func() (int, error) {
+		return p.Start(pr, bin, bytes.NewReader(planJSON), &out, stderr)
+	})
 	stillChanged := kernel.tty.changed()
+	if !forgetPlants(p.Spec.Workdir, hex.EncodeToString(nonce), rep) {
+		e.stderr.Write(audit.Bytes()) // something besides the drill's own plants
+	}
 	if err != nil {
 		return err
 	}
@@ -222,6 +252,8 @@ func runDrill(e *env, o *drillOptions) error {
 			"run 'box --check' to diagnose the sandbox")
 	}
 	obs = drill.SettleTerminal(obs, stillChanged)
+	// Settle runs the host's git where the probes planted, after the audit: as the
+	// operator would, once the run is over.
 	results := drill.Judge(plan, drill.Settle(plan, obs))
 	if o.json {
 		err = drill.RenderJSON(e.stdout, results)
@@ -294,4 +326,38 @@ func portOf(u *url.URL) uint16 {
 		return 443
 	}
 	return 80
+}
+
+// drillLimits are the bounds of the drilled sandbox, as the resolver set them.
+func drillLimits(s bwrap.Spec) drill.Limits {
+	return drill.Limits{Pids: s.Limits.Pids, Memory: s.Limits.Memory, Tmpfs: []drill.TmpfsBound{
+		{Path: "/tmp", Size: s.Tmpfs.Tmp}, {Path: "/var/tmp", Size: s.Tmpfs.VarTmp},
+		{Path: "/dev/shm", Size: s.Tmpfs.Shm}, {Path: s.Home, Size: s.Tmpfs.Home},
+	}}
+}
+
+// forgetPlants removes from the quarantine what the audit moved aside of the drill's own
+// plants (every one lies under WORKDIR/.box-drill-*NONCE*; Settle removes the rest of
+// them), and the quarantine directory when nothing else is in it. It reports whether the
+// audit found only those.
+func forgetPlants(workdir, nonce string, rep *postrun.Report) bool {
+	if rep == nil {
+		return false
+	}
+	only := rep.Incomplete == ""
+	for _, f := range rep.Findings {
+		rel, err := filepath.Rel(workdir, f.Path)
+		top, _, _ := strings.Cut(rel, "/")
+		if err != nil || f.Error != "" || !strings.HasPrefix(top, ".box-drill-") || !strings.Contains(top, nonce) {
+			only = false
+			continue
+		}
+		for _, k := range f.Kept {
+			os.RemoveAll(k)
+		}
+	}
+	if only && rep.Quarantine != "" {
+		os.RemoveAll(rep.Quarantine)
+	}
+	return only
 }

@@ -134,6 +134,9 @@ func TestDrillLab(t *testing.T) {
 				"env:GITHUB_TOKEN", "env:AWS_SECRET_ACCESS_KEY", "env:ANTHROPIC_API_KEY", "env:unlisted",
 				"pids", "priv:no-new-privs", "priv:caps", "priv:setuid", "priv:userns", "write:workdir", "write:/etc", "write:~/",
 				"net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract", "net:sandbox-gateway",
+				"limits:pids", "limits:memory", "limits:tmpfs:/tmp", "limits:tmpfs:/var/tmp", "limits:tmpfs:/dev/shm", "limits:tmpfs:" + w.home,
+				"protect:hook", "protect:fsmonitor", "protect:hookspath", "protect:nested-config", "protect:worktree-pointer",
+				"protect:envrc", "protect:vscode-task", "protect:agent-settings",
 				"nix:daemon", "nix:store-write"} {
 				r.want(t, id, drill.Pass)
 			}
@@ -257,6 +260,23 @@ path = "/nix/var/nix/daemon-socket"
 		// Last: the credentials' mount point stays in the project's instance directory.
 		{"auth-passthrough", `auth_passthrough = true
 `, nil, map[string]drill.Status{"secret:claude-credentials": drill.Warn}},
+		// The protected set, one class at a time: dropped, the plant lands and the host's
+		// own tool (git, direnv, VS Code, Claude Code) runs it.
+		{"drop-hooks", `protect_drop = ["git:hooks"]
+`, nil, map[string]drill.Status{"protect:hook": drill.Breach, "protect:drop:git:hooks": drill.Warn, "protect:fsmonitor": drill.Pass}},
+		{"drop-config", `protect_drop = ["git:config"]
+`, nil, map[string]drill.Status{"protect:fsmonitor": drill.Breach, "protect:hookspath": drill.Breach, "protect:nested-config": drill.Pass,
+			"protect:hook": drill.Pass, "protect:drop:git:config": drill.Warn}},
+		{"drop-nested", `protect_drop = ["git:nested"]
+`, nil, map[string]drill.Status{"protect:nested-config": drill.Breach, "protect:fsmonitor": drill.Pass, "protect:drop:git:nested": drill.Warn}},
+		{"drop-pointer", `protect_drop = ["git:pointer"]
+`, nil, map[string]drill.Status{"protect:worktree-pointer": drill.Breach, "protect:fsmonitor": drill.Pass}},
+		{"drop-envrc", `protect_drop = [".envrc"]
+`, nil, map[string]drill.Status{"protect:envrc": drill.Breach, "protect:vscode-task": drill.Pass}},
+		{"drop-vscode", `protect_drop = [".vscode"]
+`, nil, map[string]drill.Status{"protect:vscode-task": drill.Breach, "protect:envrc": drill.Pass}},
+		{"drop-agent-settings", `protect_drop = [".claude/settings.json"]
+`, nil, map[string]drill.Status{"protect:agent-settings": drill.Breach, "protect:drop:.claude/settings.json": drill.Warn}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w.t = t
@@ -290,7 +310,10 @@ func TestDrillRunnerWithoutSandbox(t *testing.T) {
 	}
 	plan, err := drill.BuildPlan(drill.Input{Home: w.home, Workdir: w.proj, UID: w.uid, Tier: "none",
 		Environ: w.env, Facts: facts, InternetURL: "http://" + lab.InternetName + "/",
-		LANTargets: []string{lab.LANHost.String() + ":80"}, Nonce: "unsandboxed"})
+		LANTargets: []string{lab.LANHost.String() + ":80"}, Nonce: "unsandboxed",
+		// Limits the unsandboxed runner is not held to: the host's own /tmp and /dev/shm
+		// take more than 16MiB, 200 forks and 128MiB of touched memory succeed.
+		Limits: drill.Limits{Pids: 200, Memory: 64 << 20, Tmpfs: []drill.TmpfsBound{{Path: "/tmp", Size: 16 << 20}, {Path: "/dev/shm", Size: 16 << 20}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,8 +331,13 @@ func TestDrillRunnerWithoutSandbox(t *testing.T) {
 	t.Logf("unsandboxed runner:\n%s", dr.table())
 	for _, id := range []string{"secret:ssh", "env:GITHUB_TOKEN", "env:unlisted", "pids", "priv:no-new-privs", "priv:setuid",
 		"priv:userns", "write:~/", "net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract",
-		"nix:daemon"} {
+		"limits:pids", "limits:memory", "limits:tmpfs:/tmp", "limits:tmpfs:/dev/shm", "nix:daemon"} {
 		dr.want(t, id, drill.Breach)
+	}
+	for _, f := range []string{"/tmp", "/dev/shm"} {
+		if _, err := os.Stat(filepath.Join(f, ".box-drill-fill-unsandboxed")); err == nil {
+			t.Errorf("the tmpfs probe left its file in %s", f)
+		}
 	}
 
 	// As root, unsandboxed: capabilities held, and a write outside the working directory

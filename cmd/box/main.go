@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/internal/errs"
 )
 
@@ -27,7 +28,8 @@ func boxVersion() string {
 	return "dev"
 }
 
-// Exit codes: 0 ok, 1 failed, 2 asked wrong. box run passes the command's own code on.
+// Exit codes: 0 ok, 1 failed, 2 asked wrong. box run passes the command's own code on,
+// except 125 (bwrap.ExitAudit) when the post-run audit failed.
 const (
 	exitOK    = 0
 	exitFail  = 1
@@ -65,6 +67,9 @@ func report(w io.Writer, err error) int {
 		for _, line := range strings.Split(h.Hint(), "\n") {
 			fmt.Fprintf(w, "box: hint: %s\n", line)
 		}
+	}
+	if bwrap.IsAuditError(err) {
+		return bwrap.ExitAudit
 	}
 	var u *usageError
 	if errs.IsUsage(err) || errors.As(err, &u) {

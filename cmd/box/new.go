@@ -174,6 +174,9 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 	if err != nil {
 		return nil, vmErr(e, err)
 	}
+	if note := boxes.PidsNote(prof, mint.VM); note != "" {
+		fmt.Fprintf(e.stderr, "box: warning: %s\n", note)
+	}
 	return &newPlan{mint: mint}, nil
 }
 

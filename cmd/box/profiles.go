@@ -66,6 +66,7 @@ type profileJSON struct {
 	CPU             string      `json:"cpu"`
 	Memory          string      `json:"memory"`
 	Disk            string      `json:"disk"`
+	Pids            int         `json:"pids"` // 0: the default
 }
 
 type mountJSON struct {
@@ -98,5 +99,13 @@ func newProfileJSON(p *profiles.Profile) profileJSON {
 		CPU:             p.CPU,
 		Memory:          p.Memory,
 		Disk:            p.Disk,
+		Pids:            pidsOf(p),
 	}
+}
+
+func pidsOf(p *profiles.Profile) int {
+	if p.Pids == nil {
+		return 0
+	}
+	return *p.Pids
 }

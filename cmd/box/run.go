@@ -35,18 +35,36 @@ func newRunCmd(e *env) *cobra.Command {
 		Long: `Run COMMAND in a bubblewrap sandbox in the current directory.
 
 The sandbox's environment starts empty: only a small base (TERM, COLORTERM, LANG,
-LANGUAGE, LC_*, TZ, NO_COLOR), the profile's env names and --env names enter, with HOME
-and PATH set to the sandbox's. Before launch box prints every variable that enters and
-flags values that look like secrets; on a terminal it asks, -y skips the question.
+LANGUAGE, the locale categories LC_ALL, LC_CTYPE, ... by name, TZ, NO_COLOR), the
+profile's env names and --env names enter, with HOME and PATH set to the sandbox's.
+Before launch box prints every variable that enters, shortened, and flags values that
+look like secrets (a base variable's value must also fit its shape: a TZ holding a URL
+is flagged); on a terminal it asks, -y skips the question.
+
+Limits: the sandbox gets at most the profile's pids (default 4096 tasks) and memory
+(default half the host's RAM), and cpu when set; /tmp, /var/tmp, /dev/shm and the home
+tmpfs are sized from the memory limit. 'box --check' says what holds them here: a
+cgroup of yours (v2, delegated), else rlimits (weaker).
 
 Only the working directory is writable. Your home directory is an empty tmpfs except
 ~/.claude (a per-project instance directory), system directories are read-only, and
 /run/user, agent sockets and docker.sock are absent unless a profile mounts them.
 
+What your own tools would run later stays read-only inside: git hooks and config in
+every repository found, .envrc, .vscode/, .mcp.json, .claude/settings.json and the rest
+of the protected set (--dry-run lists it); commits, branches and rebases still work.
+
 Network tiers: none (no network), allowlist (only the names the profile's allow key and
 --allow list, through box's proxy, whatever the program; refusals are logged), internet
 (public internet only), full (the host's network; only when named). Templates never
-choose the network.`,
+choose the network.
+
+After the command ends (however it ends), box audits every git repository under the
+working directory for what the sandbox left for your own git to run: config keys that
+execute (core.fsmonitor, core.hooksPath, ! aliases, filters, ...), new nested
+repositories, new hooks. Each is moved aside into $XDG_DATA_HOME/box/quarantine/ (nothing
+is deleted) and printed with how to restore it. The exit code stays the command's; it is
+125 only when the audit could not finish.`,
 		Example: `  box run -y                               # the default profile: a shell, no network
   box run -y -- make test                  # one command
   box run --backend bwrap -y -- claude --dangerously-skip-permissions
@@ -70,12 +88,17 @@ choose the network.`,
 	f.StringArrayVar(&o.allow, "allow", nil, "with --network allowlist: allow NAME, *.DOMAIN or @LIST, optionally :PORT (repeatable; adds to the profile's allow)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
-	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv and the env names it would pass; run nothing")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv, the env names it would pass and the protected set; run nothing")
 	f.BoolVar(&o.allowRoot, "allow-root", false, "run the sandbox even though box runs as root (it keeps root's ownership of files)")
 	return cmd
 }
 
 func runRun(e *env, o *runOptions) error {
+	if !o.dryRun {
+		if err := recoverAudits(e, e.stderr); err != nil {
+			return err
+		}
+	}
 	p, err := resolveRun(e, o)
 	if err != nil {
 		return err
@@ -92,6 +115,8 @@ func runRun(e *env, o *runOptions) error {
 		if p.Spec.Seccomp != nil {
 			fmt.Fprintf(e.stdout, "seccomp: %s\n", p.Spec.Seccomp.Describe())
 		}
+		fmt.Fprintln(e.stdout, p.LimitsLine())
+		p.Protect.Render(e.stdout)
 		for _, f := range p.Findings {
 			fmt.Fprintf(e.stderr, "box: warning: %s: %s\n", f.Name, f.Reason)
 		}
@@ -109,7 +134,7 @@ func runRun(e *env, o *runOptions) error {
 	if err := confirm(e, o.yes); err != nil {
 		return err
 	}
-	code, err := p.Start(pr, bin, e.stdin, e.stdout, e.stderr)
+	code, _, err := withAudit(e, e.stderr, p, func() (int, error) { return p.Start(pr, bin, e.stdin, e.stdout, e.stderr) })
 	if err != nil {
 		return err
 	}

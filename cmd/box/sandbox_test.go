@@ -148,8 +148,12 @@ func (w *world) run(args ...string) result {
 }
 
 // collect runs c and returns its exit code and output.
-func (w *world) collect(c *exec.Cmd) result {
-	w.t.Helper()
+func (w *world) collect(c *exec.Cmd) result { return runResult(w.t, c) }
+
+// runResult runs c to the end and returns its exit code and output; only a command that
+// could not run at all fails the test.
+func runResult(t testing.TB, c *exec.Cmd) result {
+	t.Helper()
 	var o, e bytes.Buffer
 	c.Stdout, c.Stderr = &o, &e
 	err := c.Run()
@@ -157,7 +161,7 @@ func (w *world) collect(c *exec.Cmd) result {
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			w.t.Fatalf("%q: %v", c.Args, err)
+			t.Fatalf("%q: %v", c.Args, err)
 		}
 		code = ee.ExitCode()
 	}

@@ -248,6 +248,7 @@ auth_passthrough = true
 cpu = "4"
 memory = "8GiB"
 disk = "60GiB"
+pids = 512
 
 [[mounts]]
 path = "~/datasets"
@@ -273,14 +274,14 @@ mode = "rw"
 	if !slices.Equal(names, []string{"claude", "default", "work"}) {
 		t.Fatalf("profiles: %v", names)
 	}
-	if d := ps[1]; d.Source != "built-in" || d.Backend != "bwrap" || d.Network != "none" || d.Template != "blank" {
+	if d := ps[1]; d.Source != "built-in" || d.Backend != "bwrap" || d.Network != "none" || d.Template != "blank" || d.Pids != 0 {
 		t.Errorf("default profile: %+v", d)
 	}
 	w := ps[2]
 	wantMounts := []mountJSON{{"~/datasets", "~/datasets", "ro"}, {"/srv/out", "/out", "rw"}}
 	if w.Source != filepath.Join(cfg, "box", "profiles", "work.toml") || w.Network != "full" || w.Template != "claude" ||
 		!slices.Equal(w.Env, []string{"MY_TOKEN_NAME", "MY_*"}) || !slices.Equal(w.Command, []string{"make", "test"}) ||
-		!w.AuthPassthrough || w.CPU != "4" || w.Memory != "8GiB" || w.Disk != "60GiB" || !slices.Equal(w.Mounts, wantMounts) {
+		!w.AuthPassthrough || w.CPU != "4" || w.Memory != "8GiB" || w.Disk != "60GiB" || w.Pids != 512 || !slices.Equal(w.Mounts, wantMounts) {
 		t.Errorf("work profile: %+v", w)
 	}
 

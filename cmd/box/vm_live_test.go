@@ -215,6 +215,8 @@ func TestVMLive(t *testing.T) {
 		want := map[string]string{
 			"user.box": "1", "user.box.template": "blank", "user.box.user": "dev", "user.box.origin": "mint",
 			"user.box.schema": "1", "limits.cpu": "2", "limits.memory": "512MiB", "cloud-init.user-data": labUserData,
+			// A container shares the host kernel: its processes are bounded by default.
+			"limits.processes": "4096",
 		}
 		for k, v := range want {
 			if inst.Config[k] != v {

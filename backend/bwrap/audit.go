@@ -1,0 +1,214 @@
+package bwrap
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/heavy-duty/box/backend/bwrap/postrun"
+)
+
+// Audit is the post-run audit of one launch (package postrun): BeginAudit records what
+// can make the host execute code before the sandbox starts, End compares after the
+// command ended, moves aside what the sandbox added and reports it.
+//
+// The snapshot is also kept on disk, locked, while the sandbox runs: when box itself is
+// killed (SIGKILL, a crash, a power cut), RecoverAudits in the next run in the same
+// directory finds the unlocked snapshot and audits against it first, so a planted key
+// never becomes part of the next run's "before".
+type Audit struct {
+	in         postrun.Input
+	before     *postrun.Snapshot
+	quarantine string
+	pending    *os.File
+}
+
+// AuditDirs are where the audit keeps its state under box's data directory: the pending
+// snapshots and the quarantine.
+func AuditDirs(dataHome string) (pending, quarantine string) {
+	return filepath.Join(dataHome, "box", "audit"), filepath.Join(dataHome, "box", "quarantine")
+}
+
+// AuditInput is what the audit of p's sandbox reads: its working directory, every path
+// it can write, and the protected paths.
+func (p *Plan) AuditInput() postrun.Input {
+	in := postrun.Input{Workdir: p.Spec.Workdir, Home: p.Spec.Home, Writable: []string{p.Spec.Workdir}}
+	for _, m := range p.Spec.Mounts {
+		if m.RW {
+			in.Writable = append(in.Writable, m.Src)
+		}
+	}
+	// Git directories outside the working directory bound read-write so commits work.
+	in.Writable = append(in.Writable, p.Protect.Binds...)
+	// The protected set's project files (.envrc, .vscode/, ...). Its git entries (hooks,
+	// config, commondir, pointers) the audit reads itself, by meaning, from every
+	// repository it finds, including those past the scan's bound.
+	for _, pp := range p.Protect.Protected {
+		if !strings.HasPrefix(pp.Entry, "git:") {
+			in.Protected = append(in.Protected, postrun.Guard{Path: pp.Path, Runs: pp.Why})
+		}
+	}
+	// What the profile dropped (protect_drop) the audit honours.
+	in.Loosened = p.Protect.Dropped
+	return in
+}
+
+// pendingPrefix names the pending snapshots of one working directory (by its hash).
+func pendingPrefix(workdir string) string {
+	sum := sha256.Sum256([]byte(workdir))
+	return hex.EncodeToString(sum[:8]) + "."
+}
+
+// RecoverAudits completes the audits earlier runs in workdir left unfinished (box was
+// killed, or a finding could not be neutralised), against their own snapshots. Call it
+// before anything reads the tree for a new run. A snapshot still locked belongs to a run
+// in progress and is left alone.
+func RecoverAudits(workdir, dataHome string) ([]*postrun.Report, error) {
+	pdir, qdir := AuditDirs(dataHome)
+	ents, err := os.ReadDir(pdir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("post-run audit: %w", err)
+	}
+	var out []*postrun.Report
+	prefix := pendingPrefix(workdir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) && strings.HasSuffix(e.Name(), ".json") {
+			if r := recoverPending(filepath.Join(pdir, e.Name()), workdir, qdir); r != nil {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+func recoverPending(path, workdir, qdir string) *postrun.Report {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return nil // a run in progress
+	}
+	var before postrun.Snapshot
+	if err := json.NewDecoder(f).Decode(&before); err != nil || before.Workdir != workdir {
+		// Written but never completed (the run died while writing it): nothing to
+		// compare with; the next snapshot is all there is.
+		os.Remove(path)
+		return nil
+	}
+	r := postrun.Audit(&before, postrun.Take(before.Input()), qdir, time.Now())
+	if !r.Failed() {
+		os.Remove(path)
+	}
+	return r
+}
+
+// BeginAudit takes the snapshot of a run about to start in in.Workdir and keeps it,
+// locked, under dataHome ($XDG_DATA_HOME) until End.
+func BeginAudit(in postrun.Input, dataHome string) (*Audit, error) {
+	pdir, qdir := AuditDirs(dataHome)
+	a := &Audit{in: in, quarantine: qdir}
+	if err := os.MkdirAll(pdir, 0o700); err != nil {
+		return nil, fmt.Errorf("post-run audit: %w", err)
+	}
+	a.before = postrun.Take(in)
+	b, err := json.Marshal(a.before)
+	if err != nil {
+		return nil, err
+	}
+	id := make([]byte, 6)
+	rand.Read(id)
+	f, err := os.OpenFile(filepath.Join(pdir, pendingPrefix(in.Workdir)+hex.EncodeToString(id)+".json"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("post-run audit: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("post-run audit: locking %s: %w", f.Name(), err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("post-run audit: %w", err)
+	}
+	a.pending = f
+	return a, nil
+}
+
+// ProtAudit names the post-run audit among the protections a test build can switch off
+// (BOX_UNSAFE_OFF=audit, see kernel.go), so the drill can be shown to catch its absence.
+const ProtAudit = "audit"
+
+// End takes the snapshot after the run, neutralises every finding and returns the
+// report (print it with Report.Print; Report.Err says whether the audit failed).
+func (a *Audit) End() *postrun.Report {
+	// The snapshot stays for the next run only when something could not be
+	// neutralised: an incomplete walk would only be incomplete again.
+	if protectionOff(ProtAudit) {
+		os.Remove(a.pending.Name())
+		a.pending.Close()
+		return &postrun.Report{Version: 1, Workdir: a.in.Workdir}
+	}
+	r := postrun.Audit(a.before, postrun.Take(a.in), a.quarantine, time.Now())
+	if !r.Failed() {
+		os.Remove(a.pending.Name())
+	}
+	a.pending.Close()
+	return r
+}
+
+// AuditError is a post-run audit that could not neutralise everything or could not read
+// the whole tree: the host may run what the sandbox left. box exits ExitAudit on it.
+type AuditError struct {
+	Err      error
+	Code     int // the command's own exit code
+	Manifest string
+}
+
+// ExitAudit is box run's exit code when the post-run audit failed (docs/bwrap.md).
+const ExitAudit = 125
+
+func (e *AuditError) Error() string {
+	return fmt.Sprintf("%v (the command exited %d)", e.Err, e.Code)
+}
+func (e *AuditError) Unwrap() error { return e.Err }
+func (e *AuditError) Hint() string {
+	h := "inspect the paths above before running git or opening the directory in an editor; the next box run in this directory audits again"
+	if e.Manifest != "" {
+		h += "\nwhat was moved aside is listed in " + e.Manifest
+	}
+	return h
+}
+
+// Finish prints the report and turns a failed audit into an *AuditError (nil when the
+// audit held).
+func Finish(w io.Writer, r *postrun.Report, code int) error {
+	r.Print(w)
+	if err := r.Err(); err != nil {
+		ae := &AuditError{Err: err, Code: code}
+		if r.Quarantine != "" {
+			ae.Manifest = filepath.Join(r.Quarantine, "manifest.json")
+		}
+		return ae
+	}
+	return nil
+}
+
+// IsAuditError reports whether err is a failed post-run audit.
+func IsAuditError(err error) bool {
+	var ae *AuditError
+	return errors.As(err, &ae)
+}

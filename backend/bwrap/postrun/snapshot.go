@@ -1,0 +1,552 @@
+// Package postrun is box's post-run audit: before a sandbox starts it records what in
+// the working directory can make the host execute code (every git repository's config
+// keys that run commands, hooks, protected files); after the command ends it compares,
+// and moves aside whatever the sandbox added, so the host's next `git status` (or
+// direnv, or editor) runs nothing the sandbox planted.
+//
+// Take (snapshot.go) is the one place that reads the filesystem for the audit; Diff is
+// pure; Neutralise (quarantine.go) is the one place that changes it.
+package postrun
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Guard is a protected path: a file or directory some host tool executes or obeys on its
+// own (direnv's .envrc, an editor's task file, git's hooks), and what runs it.
+type Guard struct {
+	Path string `json:"path"` // absolute
+	Runs string `json:"runs"`
+}
+
+// Input is what Take needs, as facts.
+type Input struct {
+	// Workdir is the sandbox's working directory (its real path); every repository under
+	// it and the one containing it are audited.
+	Workdir string
+	// Home expands ~/ in include paths and core.hooksPath.
+	Home string
+	// Writable are the host paths the sandbox could write (Workdir, read-write mounts,
+	// gitdirs bound read-write): a change elsewhere was not the sandbox's. Empty means
+	// [Workdir].
+	Writable []string
+	// Protected are the protected paths to watch (from the protected set).
+	Protected []Guard
+	// Loosened are the protected set's git entries a user profile dropped
+	// (protect_drop): LooseHooks, LooseConfig, LooseWorktreeConfig, LoosePointer. The
+	// audit honours them: what the profile lets the sandbox change is no finding.
+	Loosened []string
+	Limits   Limits
+}
+
+// Limits bound the audit. Past any of them the snapshot is Incomplete, and the audit
+// says so and fails (see Report.Err): it never calls a tree it did not read clean.
+type Limits struct {
+	Entries     int   // directory entries the walk visits (default 1,000,000)
+	ConfigBytes int64 // bytes read per config file (default 1 MiB)
+	Includes    int   // include depth, as git's own limit (default 10)
+	GuardFiles  int   // files recorded under protected directories (default 10,000)
+	KeepBytes   int64 // protected-file contents kept to restore them (default 4 MiB in all)
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Entries <= 0 {
+		l.Entries = 1_000_000
+	}
+	if l.ConfigBytes <= 0 {
+		l.ConfigBytes = 1 << 20
+	}
+	if l.Includes <= 0 {
+		l.Includes = 10
+	}
+	if l.GuardFiles <= 0 {
+		l.GuardFiles = 10_000
+	}
+	if l.KeepBytes <= 0 {
+		l.KeepBytes = 4 << 20
+	}
+	return l
+}
+
+// Snapshot is what can make the host execute code, at one moment.
+type Snapshot struct {
+	Workdir  string           `json:"workdir"`
+	Home     string           `json:"home"`
+	Writable []string         `json:"writable"`
+	Guards   []Guard          `json:"guards"`
+	Loosened []string         `json:"loosened"`
+	Repos    map[string]*Repo `json:"repos"` // by Dot
+	// Files are the protected paths and everything under protected directories, by
+	// absolute path; a path recorded absent has Kind "".
+	Files map[string]File `json:"files"`
+	// Incomplete says which bound stopped the snapshot ("" when it is whole).
+	Incomplete string `json:"incomplete,omitempty"`
+	// Taken is when the snapshot began (Unix nanoseconds, the coarse clock inodes are
+	// stamped with).
+	Taken int64 `json:"taken"`
+}
+
+// Repo is one git repository as the host's git would find it.
+type Repo struct {
+	// Dot is the .git entry (a directory, a pointer file, or a link), or a bare-looking
+	// directory (HEAD, objects/, refs/) git would take for a repository.
+	Dot     string `json:"dot"`
+	Kind    string `json:"kind"`              // RepoDir, RepoPointer, RepoBare, RepoGitdir
+	Pointer string `json:"pointer,omitempty"` // a pointer file's content
+	Gitdir  string `json:"gitdir"`
+	Common  string `json:"common"`
+	// Born is Dot's birth time (statx; Unix nanoseconds, 0 when the filesystem does not
+	// say): no process can set it, so it tells a repository made during a run from one
+	// an incomplete snapshot did not reach.
+	Born int64 `json:"born"`
+	// Exec are the entries of the repository's config files (config, config.worktree and
+	// everything they include, any condition) that ExecKeys match, in git's order.
+	Exec []ConfigEntry `json:"exec"`
+	// Unparsable are config files git would refuse (every git command then fails).
+	Unparsable []string `json:"unparsable,omitempty"`
+}
+
+// Repository kinds.
+const (
+	RepoDir     = "dir"
+	RepoPointer = "pointer"
+	RepoBare    = "bare"
+	// RepoGitdir: a submodule's or linked worktree's git directory inside another's
+	// (.git/modules/*, .git/worktrees/*), audited key by key, never moved.
+	RepoGitdir = "gitdir"
+)
+
+// ConfigEntry is an executing entry and the file it is in.
+type ConfigEntry struct {
+	File string `json:"file"`
+	Entry
+	// Via are the include entries that led to File, outermost first.
+	Via []Loc `json:"via"`
+}
+
+// Loc is where an entry is: its file and byte offset.
+type Loc struct {
+	File  string `json:"file"`
+	Start int    `json:"start"`
+}
+
+// File is a protected file's state.
+type File struct {
+	Kind string `json:"kind"` // "file", "dir", "link", "other"; "" absent
+	Mode uint32 `json:"mode"`
+	Size int64  `json:"size"`
+	// Ino and the change time (which no process can set back) tell a changed file
+	// without reading it: any write, chmod or replacement moves them.
+	Ino   uint64 `json:"ino"`
+	Ctime int64  `json:"ctime_ns"`
+	Link  string `json:"link,omitempty"`
+	Runs  string `json:"runs,omitempty"`
+	// Hook: under a hooks directory, where git runs only exact hook names (a *.sample
+	// never runs).
+	Hook bool `json:"hook,omitempty"`
+	// content is kept (within Limits.KeepBytes) to restore a changed file.
+	content []byte
+}
+
+// Take records the snapshot: the walk of in.Workdir for .git entries and bare-looking
+// directories, the repository containing it, their configs and hooks, and the protected
+// paths.
+func Take(in Input) *Snapshot {
+	t := &taker{in: in, lim: in.Limits.withDefaults()}
+	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}, Taken: coarseNow()}
+	s.Home, s.Writable, s.Guards, s.Loosened = in.Home, in.Writable, in.Protected, in.Loosened
+	if len(s.Writable) == 0 {
+		s.Writable = []string{in.Workdir}
+	}
+	t.s = s
+	if dot := containing(in.Workdir); dot != "" {
+		t.repo(dot)
+	}
+	t.walk(in.Workdir, 0)
+	for _, g := range in.Protected {
+		t.guard(g.Path, g.Runs)
+	}
+	return s
+}
+
+// Input is what took s, to take its "after" again (an audit finished by a later run).
+func (s *Snapshot) Input() Input {
+	return Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Protected: s.Guards, Loosened: s.Loosened}
+}
+
+type taker struct {
+	in      Input
+	lim     Limits
+	s       *Snapshot
+	entries int
+	guarded int
+	kept    int64
+}
+
+func (t *taker) incomplete(why string) {
+	if t.s.Incomplete == "" {
+		t.s.Incomplete = why
+	}
+}
+
+// containing is the .git entry (or bare directory) of the repository that holds dir,
+// found upward from dir's parent as git's discovery would.
+func containing(dir string) string {
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return filepath.Join(d, ".git")
+		}
+		if bareLooking(d) {
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+	}
+}
+
+func bareLooking(d string) bool {
+	for _, n := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Lstat(filepath.Join(d, n)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// walk visits dir's tree without following links or entering .git directories, and
+// takes every repository it meets.
+func (t *taker) walk(dir string, depth int) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var head, objects, refs bool
+	var subdirs []string
+	// In batches, so a directory of millions of entries stops at the bound, not after
+	// listing them all.
+	for {
+		ents, err := f.ReadDir(1024)
+		for _, e := range ents {
+			if t.entries++; t.entries > t.lim.Entries {
+				t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
+				return
+			}
+			// git takes objects/ and refs/ through links too: any entry of those names
+			// counts.
+			n := e.Name()
+			head, objects, refs = head || n == "HEAD", objects || n == "objects", refs || n == "refs"
+			switch {
+			case n == ".git":
+				t.repo(filepath.Join(dir, n))
+			case e.IsDir():
+				subdirs = append(subdirs, n)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	f.Close()
+	if head && objects && refs {
+		t.repo(dir)
+	}
+	for _, n := range subdirs {
+		t.walk(filepath.Join(dir, n), depth+1)
+	}
+}
+
+// repo records the repository whose .git entry (or bare directory) is dot.
+func (t *taker) repo(dot string) { t.repoKind(dot, "") }
+
+func (t *taker) repoKind(dot, kind string) {
+	if _, ok := t.s.Repos[dot]; ok {
+		return
+	}
+	r := &Repo{Dot: dot}
+	t.s.Repos[dot] = r
+	var sx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, dot, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &sx) == nil && sx.Mask&unix.STATX_BTIME != 0 {
+		r.Born = sx.Btime.Sec*1e9 + int64(sx.Btime.Nsec)
+	}
+	fi, err := os.Stat(dot)
+	switch {
+	case err != nil:
+		return // a dangling .git link: git finds no repository there
+	case kind == RepoGitdir:
+		r.Kind, r.Gitdir = RepoGitdir, dot
+	case filepath.Base(dot) != ".git":
+		r.Kind, r.Gitdir = RepoBare, dot
+	case fi.IsDir():
+		r.Kind, r.Gitdir = RepoDir, dot
+	default:
+		r.Kind = RepoPointer
+		b, err := readRegular(dot, 4096)
+		if err != nil {
+			return
+		}
+		r.Pointer = string(b)
+		gd, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
+		if !ok {
+			return
+		}
+		if !filepath.IsAbs(gd) {
+			gd = filepath.Join(filepath.Dir(dot), gd)
+		}
+		r.Gitdir = filepath.Clean(gd)
+	}
+	r.Common = r.Gitdir
+	if b, err := readRegular(filepath.Join(r.Gitdir, "commondir"), 4096); err == nil {
+		c := strings.TrimRight(string(b), "\r\n")
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(r.Gitdir, c)
+		}
+		r.Common = filepath.Clean(c)
+	}
+	files := []string{filepath.Join(r.Common, "config")}
+	if r.Common != r.Gitdir {
+		files = append(files, filepath.Join(r.Gitdir, "config"))
+	}
+	files = append(files, filepath.Join(r.Gitdir, "config.worktree"))
+	for _, f := range files {
+		t.config(r, f, nil)
+	}
+	// Hooks, wherever they are run from.
+	runs := "git runs hooks/NAME on its event (commit, checkout, merge, push, ...)"
+	t.guardHooks(filepath.Join(r.Common, "hooks"), runs)
+	if r.Gitdir != r.Common {
+		t.guardHooks(filepath.Join(r.Gitdir, "hooks"), runs)
+	}
+	for _, e := range r.Exec {
+		if e.Name == "core.hookspath" && e.HasValue && e.Value != "" {
+			p := expand(e.Value, t.in.Home)
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(worktreeOf(r), p)
+			}
+			t.guardHooks(filepath.Clean(p), "git runs hooks from here (core.hooksPath)")
+		}
+	}
+	// The git directories of its submodules and linked worktrees, wherever their work
+	// trees are.
+	if r.Kind == RepoDir || r.Kind == RepoBare || r.Kind == RepoGitdir {
+		t.gitdirs(filepath.Join(r.Gitdir, "modules"), 0)
+		if r.Kind != RepoGitdir || filepath.Base(filepath.Dir(r.Gitdir)) != "worktrees" {
+			if ws, err := os.ReadDir(filepath.Join(r.Gitdir, "worktrees")); err == nil {
+				for _, w := range ws {
+					if w.IsDir() {
+						t.repoKind(filepath.Join(r.Gitdir, "worktrees", w.Name()), RepoGitdir)
+					}
+				}
+			}
+		}
+	}
+}
+
+// gitdirs takes the submodule git directories under dir (a directory with a HEAD is one;
+// a submodule's name may hold slashes, so others are searched, to a bound).
+func (t *taker) gitdirs(dir string, depth int) {
+	if depth > 6 {
+		return
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if _, err := os.Lstat(filepath.Join(p, "HEAD")); err == nil {
+			t.repoKind(p, RepoGitdir)
+		} else {
+			t.gitdirs(p, depth+1)
+		}
+	}
+}
+
+// worktreeOf is where git runs hooks for r: its worktree's top (a bare repository: the
+// gitdir).
+func worktreeOf(r *Repo) string {
+	if r.Kind == RepoBare {
+		return r.Gitdir
+	}
+	return filepath.Dir(r.Dot)
+}
+
+func expand(p, home string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
+		return filepath.Join(home, rest)
+	}
+	return p
+}
+
+// config reads one config file into r, following its includes as git would (relative to
+// the including file, ~/ from Home, every condition taken as true). via are the include
+// entries that led here.
+func (t *taker) config(r *Repo, file string, via []Loc) {
+	file = realDir(file)
+	depth := len(via)
+	b, err := readRegular(file, t.lim.ConfigBytes)
+	if errors.Is(err, errTooBig) {
+		t.incomplete(fmt.Sprintf("%s is larger than %d bytes", file, t.lim.ConfigBytes))
+	}
+	if err != nil {
+		return // git ignores a missing include, and box cannot read what is not a file
+	}
+	es, perr := ParseConfig(b)
+	if perr != nil {
+		r.Unparsable = append(r.Unparsable, file)
+	}
+	for _, e := range es {
+		if _, ok := Executes(e); ok {
+			r.Exec = append(r.Exec, ConfigEntry{File: file, Entry: e, Via: via})
+		}
+		sec, _, key := e.Parts()
+		if key == "path" && (sec == "include" || sec == "includeif") && e.HasValue && e.Value != "" {
+			if depth+1 > t.lim.Includes {
+				t.incomplete(fmt.Sprintf("%s includes deeper than %d files", file, t.lim.Includes))
+				continue
+			}
+			p := expand(e.Value, t.in.Home)
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(file), p)
+			}
+			t.config(r, filepath.Clean(p), append(slices.Clip(via), Loc{file, e.Start}))
+		}
+	}
+}
+
+// guard records the protected path p and, for a directory, everything under it.
+func (t *taker) guard(p, runs string) { t.guardAs(p, runs, false) }
+
+func (t *taker) guardHooks(p, runs string) { t.guardAs(p, runs, true) }
+
+func (t *taker) guardAs(p, runs string, hook bool) {
+	p = realDir(p)
+	if _, ok := t.s.Files[p]; ok {
+		return
+	}
+	f := t.stat(p, hook)
+	f.Runs, f.Hook = runs, hook
+	t.s.Files[p] = f
+	if f.Kind != "dir" {
+		return
+	}
+	filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+		if err != nil || q == p || hook && strings.HasSuffix(q, ".sample") && !d.IsDir() {
+			return nil // git runs no *.sample: not worth a stat
+		}
+		if t.guarded++; t.guarded > t.lim.GuardFiles {
+			t.incomplete(fmt.Sprintf("more than %d files under protected directories", t.lim.GuardFiles))
+			return filepath.SkipAll
+		}
+		g := t.stat(q, hook)
+		g.Runs, g.Hook = runs, hook
+		t.s.Files[q] = g
+		return nil
+	})
+}
+
+func (t *taker) stat(p string, hook bool) File {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return File{}
+	}
+	f := File{Mode: uint32(fi.Mode()), Size: fi.Size()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		f.Ino, f.Ctime = st.Ino, st.Ctim.Nano()
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		f.Kind = "link"
+		f.Link, _ = os.Readlink(p)
+	case fi.IsDir():
+		f.Kind = "dir"
+	case fi.Mode().IsRegular():
+		f.Kind = "file"
+		// A protected file's content is kept, within the bound, to put it back if the
+		// run changes it; a hook's is not (hooks only ever gain files: git init's own
+		// samples never run).
+		if !hook && t.kept+fi.Size() <= t.lim.KeepBytes {
+			if b, err := readRegular(p, fi.Size()); err == nil {
+				t.kept += int64(len(b))
+				f.content = b
+			}
+		}
+	default:
+		f.Kind = "other"
+	}
+	return f
+}
+
+// coarseNow is the clock filesystems stamp inodes with (a tick behind the fine one): a
+// repository made after it began is born no earlier.
+func coarseNow() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts) != nil {
+		return time.Now().Add(-time.Second).UnixNano()
+	}
+	return ts.Nano()
+}
+
+// realDir is p with the links in its directory resolved (its last part is kept: a link
+// there is judged as a link). Paths are compared with the writable roots as real paths,
+// so a link planted in the working directory can never make a file outside look like one
+// inside, to be edited or moved.
+func realDir(p string) string {
+	if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(d, filepath.Base(p))
+	}
+	return p
+}
+
+var errTooBig = errors.New("too large")
+
+// readRegular reads a regular file (through links, as git does) of at most max bytes. A
+// fifo or device planted where a file should be is refused, never opened blocking.
+func readRegular(p string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > max {
+		return nil, errTooBig
+	}
+	return buf.Bytes(), nil
+}
+
+// writable reports whether p lies in one of the snapshot's writable roots.
+func (s *Snapshot) writable(p string) bool {
+	return slices.ContainsFunc(s.Writable, func(root string) bool { return within(p, root) })
+}
+
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}

@@ -1,0 +1,352 @@
+package protect
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// FileKind is what lstat found at a path.
+type FileKind string
+
+const (
+	File  FileKind = "file"
+	Dir   FileKind = "dir"
+	Link  FileKind = "symlink"
+	Other FileKind = "other" // a fifo, socket or device
+)
+
+// Tree is what Scan learnt about the working directory: every fact Build needs, as
+// fields.
+type Tree struct {
+	Workdir string
+	// Tops are the project roots: the working directory and the top of every repository
+	// nested in it. Project entries apply to each.
+	Tops []string
+	// GitDirs are the git directories found: each repository's .git (or the directory its
+	// .git file names), and under each, .git/modules/* and .git/worktrees/*.
+	GitDirs []GitDirFact
+	// Pointers are the .git files found (worktrees, submodules).
+	Pointers []string
+	// Nested are the .git directories of repositories nested in the working directory
+	// that are neither its repository's nor reached through a .git file.
+	Nested []string
+	// HooksPaths are the directories the repositories' core.hooksPath names (absolute).
+	HooksPaths []string
+	// Includes are the files the repositories' configs include (include.path,
+	// includeIf.*.path) that lie in the working directory.
+	Includes []string
+	// Binds are git directories outside the working directory that commits inside need
+	// (the common directory of the working directory's own worktree or submodule). Scan
+	// lists only directories it verified belong to the working directory's .git file.
+	Binds []string
+	// Exists holds lstat's answer for every path Candidates lists; a missing key is absent.
+	Exists map[string]FileKind
+	// Truncated: the scan stopped at its bound; Dirs is how many directories it read.
+	Truncated bool
+	Dirs      int
+	// Notes are the scanner's own remarks (a .git file that names nothing usable...).
+	Notes []string
+}
+
+// GitDirFact is one git directory.
+type GitDirFact struct {
+	Path   string
+	Linked bool // a linked worktree's (.git/worktrees/NAME)
+	// WorktreeConfig: the (common) config may set extensions.worktreeConfig, so an
+	// absent config.worktree gets a placeholder.
+	WorktreeConfig bool
+}
+
+// Options are a profile's loosening and tightening of the set.
+type Options struct {
+	Add  []string // project-relative paths protected in addition
+	Drop []string // entry names not protected
+}
+
+// Path is one concrete protected host path.
+type Path struct {
+	Path  string `json:"path"`
+	Entry string `json:"entry"`
+	Why   string `json:"why"`
+	Dir   bool   `json:"dir,omitempty"`
+	// Absent: nothing was there at launch. With a Placeholder, box puts one there (and
+	// binds it read-only); without, the path stays creatable and the post-run audit
+	// checks it.
+	Absent      bool        `json:"absent,omitempty"`
+	Placeholder Placeholder `json:"placeholder,omitempty"`
+}
+
+// Bound reports whether the path is bound read-only in the sandbox.
+func (p Path) Bound() bool { return !p.Absent || p.Placeholder != NoPlaceholder }
+
+// Set is the protected set of one launch.
+type Set struct {
+	// Protected lists every path, sorted; the bound ones are bound read-only in the
+	// sandbox in this order.
+	Protected []Path
+	// Binds are the git directories outside the working directory bound read-write.
+	Binds []string
+	// Pins are directories bound onto themselves read-write (after Binds, before the
+	// read-only binds): a mount point cannot be renamed or removed, so the sandbox
+	// cannot move a protected path away and put its own in its place.
+	Pins []string
+	// Dropped and Added are the profile's loosening and additions, as named.
+	Dropped, Added []string
+	Warnings       []string
+}
+
+// ReadOnly lists the paths to bind read-only, in order.
+func (s Set) ReadOnly() []string {
+	var out []string
+	for _, p := range s.Protected {
+		if p.Bound() {
+			out = append(out, p.Path)
+		}
+	}
+	return out
+}
+
+// Placeholders lists the protected paths box must create before launch.
+func (s Set) Placeholders() []Path {
+	var out []Path
+	for _, p := range s.Protected {
+		if p.Absent && p.Placeholder != NoPlaceholder {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Paths lists every concrete protected host path (bound or not), for the post-run audit.
+func (s Set) Paths() []string {
+	out := make([]string, len(s.Protected))
+	for i, p := range s.Protected {
+		out[i] = p.Path
+	}
+	return out
+}
+
+// OptionError is a profile's protect_add or protect_drop naming something box refuses.
+type OptionError struct{ Key, Value, Why string }
+
+func (e *OptionError) Error() string { return fmt.Sprintf("%s %q: %s", e.Key, e.Value, e.Why) }
+
+// Hint says what box accepts.
+func (e *OptionError) Hint() string {
+	if e.Key == "protect_drop" {
+		return "name an entry as 'box run --dry-run' lists it (for example .vscode or git:hooks)"
+	}
+	return "give a path relative to the project, for example .env or scripts/hooks"
+}
+
+// CheckOptions validates a profile's protect_add and protect_drop.
+func CheckOptions(o Options) error {
+	for _, a := range o.Add {
+		if a == "" || filepath.IsAbs(a) || filepath.Clean(a) != a || a == "." || a == ".." || strings.HasPrefix(a, "../") || strings.ContainsAny(a, "\x00\n") {
+			return &OptionError{"protect_add", a, "want a clean path relative to the project, inside it"}
+		}
+	}
+	for _, d := range o.Drop {
+		if _, ok := Lookup(d); !ok {
+			return &OptionError{"protect_drop", d, "no such entry in the protected set"}
+		}
+	}
+	return nil
+}
+
+// candidate is one (path, rule) pair before the facts are applied.
+type candidate struct {
+	path  string
+	entry Entry
+	root  string
+	gd    GitDirFact // for GitDir entries
+}
+
+// roots are the sandbox's writable trees a protected path can lie in.
+func (t Tree) roots() []string { return append([]string{t.Workdir}, t.Binds...) }
+
+func rootOf(roots []string, p string) string {
+	for _, r := range roots {
+		if within(p, r) && p != r {
+			return r
+		}
+	}
+	return ""
+}
+
+func (t Tree) candidates(o Options) []candidate {
+	drop := map[string]bool{}
+	for _, d := range o.Drop {
+		drop[d] = true
+	}
+	roots := t.roots()
+	var out []candidate
+	add := func(p string, e Entry, gd GitDirFact) {
+		p = filepath.Clean(p)
+		if r := rootOf(roots, p); r != "" {
+			out = append(out, candidate{p, e, r, gd})
+		}
+	}
+	project := slices.Clone(entries)
+	for _, a := range o.Add {
+		project = append(project, Entry{Name: a, Scope: Project, Path: a, Why: "added by the profile (protect_add)"})
+	}
+	for _, e := range project {
+		if drop[e.Name] {
+			continue
+		}
+		switch e.Scope {
+		case GitDir:
+			for _, g := range t.GitDirs {
+				if e.Only == "" || (e.Only == LinkedGitDir) == g.Linked {
+					add(filepath.Join(g.Path, e.Path), e, g)
+				}
+			}
+		case Pointer, Nested, HooksPath, Include:
+			// Entries whose path is the fact itself.
+			for _, p := range map[Scope][]string{Pointer: t.Pointers, Nested: t.Nested, HooksPath: t.HooksPaths, Include: t.Includes}[e.Scope] {
+				add(p, e, GitDirFact{})
+			}
+		case Project:
+			for _, top := range t.Tops {
+				add(filepath.Join(top, e.Path), e, GitDirFact{})
+			}
+		}
+	}
+	return out
+}
+
+// Candidates lists every path whose lstat Build needs: each candidate and each directory
+// between it and its root. Scan stats exactly these.
+func (t Tree) Candidates(o Options) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range t.candidates(o) {
+		for p := c.path; p != c.root && !seen[p]; p = filepath.Dir(p) {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Build turns the tree's facts and the profile's options into the protected set. Pure.
+func Build(t Tree, o Options) (Set, error) {
+	if err := CheckOptions(o); err != nil {
+		return Set{}, err
+	}
+	s := Set{Binds: slices.Clone(t.Binds), Dropped: slices.Clone(o.Drop), Added: slices.Clone(o.Add)}
+	slices.Sort(s.Binds)
+	s.Warnings = append(s.Warnings, t.Notes...)
+	if t.Truncated {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("the working directory holds more than %d directories (or is deeper than %d levels): repositories beyond the first %d directories read (breadth-first) are not protected during the run", scanDirs, scanDepth, t.Dirs))
+	}
+	byPath := map[string]Path{}
+	for _, c := range t.candidates(o) {
+		if _, dup := byPath[c.path]; dup {
+			continue // the first rule naming a path wins (a protect_add of a built-in path)
+		}
+		// Every directory between the root and the path must be a real directory: a
+		// link there would send the bind (and the mount point bwrap creates) elsewhere.
+		p := Path{Path: c.path, Entry: c.entry.Name, Why: c.entry.Why, Dir: c.entry.Dir}
+		parents := Dir
+		for d := filepath.Dir(c.path); d != c.root && parents == Dir; d = filepath.Dir(d) {
+			if k, found := t.Exists[d]; !found {
+				parents = "" // an absent parent: nothing to bind, nowhere for a placeholder
+			} else if k != Dir {
+				parents = k
+				s.Warnings = append(s.Warnings, fmt.Sprintf("%s is not protected: %s is a %s, not a directory (box never binds through a link the sandbox may have planted)", c.path, d, k))
+			}
+		}
+		if parents != Dir {
+			if parents == "" {
+				p.Absent = true // the post-run audit still looks there
+				byPath[c.path] = p
+			}
+			continue
+		}
+		switch k, found := t.Exists[c.path]; {
+		case !found:
+			p.Absent, p.Placeholder = true, c.entry.Absent
+			if c.entry.Name == "git:config.worktree" && !c.gd.WorktreeConfig {
+				p.Placeholder = NoPlaceholder // git never reads it: no bind to pay for
+			}
+		case k == File || k == Dir:
+			p.Dir = k == Dir
+		default:
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s is not protected: it is a %s, not a file or directory (box never binds through a link; replace it with what it points to)", c.path, k))
+			continue
+		}
+		byPath[c.path] = p
+	}
+	for _, p := range byPath {
+		// A path inside a protected directory is covered by that directory's bind.
+		if coveredBy(byPath, p.Path) {
+			continue
+		}
+		s.Protected = append(s.Protected, p)
+	}
+	slices.SortFunc(s.Protected, func(a, b Path) int { return strings.Compare(a.Path, b.Path) })
+
+	// Pins: a directory between a root and a bound path is bound onto itself, so it
+	// cannot be renamed away with a look-alike put in its place, where the path is
+	// fixed: inside and above every git directory (the host's git follows .git files and
+	// commondir to them) and above the working directory's own project files. A nested
+	// clone's or a submodule's work tree is not pinned: renaming it away and making a new
+	// one is making a new repository, which only the post-run audit can catch, and each
+	// bind costs launch time.
+	pins := map[string]bool{}
+	roots := t.roots()
+	pinnable := func(d string) bool {
+		for _, g := range t.GitDirs {
+			if within(d, g.Path) || within(g.Path, d) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range s.Protected {
+		if !p.Bound() {
+			continue
+		}
+		e, builtin := Lookup(p.Entry)
+		rel := p.Entry // a protect_add entry is named by its path
+		if builtin {
+			rel = e.Path
+		}
+		topFile := (!builtin || e.Scope == Project) && filepath.Join(t.Workdir, rel) == p.Path
+		r := rootOf(roots, p.Path)
+		for d := filepath.Dir(p.Path); d != r; d = filepath.Dir(d) {
+			if !coveredBy(byPath, d) && (topFile || pinnable(d)) {
+				pins[d] = true
+			}
+		}
+	}
+	for d := range pins {
+		s.Pins = append(s.Pins, d)
+	}
+	slices.Sort(s.Pins)
+	for _, d := range o.Drop {
+		e, _ := Lookup(d)
+		s.Warnings = append(s.Warnings, fmt.Sprintf("the profile drops %s from the protected set (protect_drop): the sandbox can change it, and %s", d, e.Why))
+	}
+	return s, nil
+}
+
+// coveredBy reports whether a bound protected directory holds p (strictly).
+func coveredBy(byPath map[string]Path, p string) bool {
+	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+		if q, ok := byPath[d]; ok && q.Dir && q.Bound() {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether p is dir or lies below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}

@@ -1,0 +1,480 @@
+package protect
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The scan's bound: it reads at most MaxDirs directories, breadth-first, no deeper than
+// MaxDepth levels below the working directory. Past it, the launch goes on with what was
+// found (and a warning): the repositories nearest the top are protected, the post-run
+// audit checks the rest.
+const (
+	MaxDirs  = 4096
+	MaxDepth = 10
+)
+
+// skipDirs are not descended into: tool-managed trees, huge, where no repository the
+// operator works in lives (npm strips .git from git dependencies).
+var skipDirs = map[string]bool{"node_modules": true}
+
+// The bound in force (tests lower it).
+var scanDirs, scanDepth = MaxDirs, MaxDepth
+
+// maxModuleDepth bounds the walk of .git/modules (submodule names may hold slashes).
+const maxModuleDepth = 6
+
+// Scan learns the facts Build needs about workdir (absolute, symlinks resolved): it reads
+// directories looking only for .git entries, follows what they name, and lstats every
+// candidate path. It never follows a symbolic link while walking. refuse lists
+// directories (box's own, the home's secret locations) a git directory outside the
+// working directory must neither be nor hold, or it is not bound.
+func Scan(workdir, home string, o Options, refuse []string) Tree {
+	t := Tree{Workdir: workdir, Tops: []string{workdir}, Exists: map[string]FileKind{}}
+	gitdirs := map[string]bool{}
+	addGitDir := func(g string, linked bool) {
+		if !gitdirs[g] {
+			gitdirs[g] = true
+			t.GitDirs = append(t.GitDirs, GitDirFact{Path: g, Linked: linked})
+		}
+	}
+	var dotgits []string // .git entries found, in walk order
+	type item struct {
+		dir   string
+		depth int
+	}
+	buf := make([]byte, 32<<10) // getdents' buffer, reused for every directory
+	queue := []item{{workdir, 0}}
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		if t.Dirs >= scanDirs {
+			t.Truncated = true
+			break
+		}
+		ents, err := readDir(it.dir, buf)
+		t.Dirs++
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			p := filepath.Join(it.dir, e.name)
+			if e.name == ".git" {
+				dotgits = append(dotgits, p)
+				if it.dir != workdir {
+					t.Tops = append(t.Tops, it.dir)
+				}
+				continue
+			}
+			if e.dir && !skipDirs[e.name] {
+				if it.depth+1 > scanDepth {
+					t.Truncated = true
+					continue
+				}
+				queue = append(queue, item{p, it.depth + 1})
+			}
+		}
+	}
+
+	hooksPath := func(common, top string) {
+		hp, incs := readGitConfig(filepath.Join(common, "config"), home)
+		if h := resolveHooksPath(hp, top, home); h != "" && within(h, workdir) && h != workdir {
+			t.HooksPaths = append(t.HooksPaths, h)
+		}
+		for _, inc := range incs {
+			if within(inc, workdir) && inc != workdir && !slices.Contains(t.Includes, inc) {
+				t.Includes = append(t.Includes, inc)
+			}
+		}
+	}
+	for _, dg := range dotgits {
+		fi, err := os.Lstat(dg)
+		if err != nil {
+			continue
+		}
+		top := filepath.Dir(dg)
+		switch {
+		case fi.IsDir() && top == workdir:
+			addGitDir(dg, false)
+			expand(dg, addGitDir, buf)
+			hooksPath(dg, top)
+		case fi.IsDir():
+			t.Nested = append(t.Nested, dg)
+			hooksPath(dg, top)
+		case fi.Mode().IsRegular():
+			t.Pointers = append(t.Pointers, dg)
+			g, err := readPointer(dg)
+			if err != nil {
+				t.Notes = append(t.Notes, fmt.Sprintf("%s: %v; its git directory is not protected", dg, err))
+				continue
+			}
+			if within(g, workdir) {
+				linked := filepath.Base(filepath.Dir(g)) == "worktrees"
+				addGitDir(g, linked)
+				if !linked {
+					expand(g, addGitDir, buf)
+					hooksPath(g, top)
+				} else {
+					hooksPath(filepath.Dir(filepath.Dir(g)), top)
+				}
+				continue
+			}
+			if filepath.Dir(dg) != workdir {
+				continue // a nested worktree's git directory outside: not visible inside
+			}
+			c, linked, why := outsideGitDir(dg, g, home, refuse)
+			if why != "" {
+				t.Notes = append(t.Notes, fmt.Sprintf("the working directory's .git names %s, which is not bound (%s): git commands inside will fail", g, why))
+				continue
+			}
+			t.Binds = append(t.Binds, c)
+			if linked {
+				addGitDir(g, true)
+			}
+			addGitDir(c, false)
+			expand(c, addGitDir, buf)
+			hooksPath(c, top)
+		default:
+			t.Notes = append(t.Notes, fmt.Sprintf("%s is a %s: not followed (box never binds through a link)", dg, kindOf(fi)))
+		}
+	}
+	if len(dotgits) == 0 || filepath.Dir(dotgits[0]) != workdir {
+		if top := containingRepo(workdir, home); top != "" {
+			t.Notes = append(t.Notes, fmt.Sprintf("the working directory lies inside the repository %s, whose .git is not visible inside: git will not find it there (run box from %s to commit inside)", top, top))
+		}
+	}
+	for i, g := range t.GitDirs {
+		common := g.Path
+		if g.Linked {
+			common = filepath.Dir(filepath.Dir(g.Path))
+		}
+		t.GitDirs[i].WorktreeConfig = mentionsWorktreeConfig(filepath.Join(common, "config"))
+	}
+	for _, p := range t.Candidates(o) {
+		if fi, err := os.Lstat(p); err == nil {
+			t.Exists[p] = kindOf(fi)
+		}
+	}
+	return t
+}
+
+type dirent struct {
+	name string
+	dir  bool // a real directory (never a symlink to one)
+}
+
+// readDir lists a directory in the order the kernel gives, with the types getdents
+// reports: open, getdents, close, nothing per entry (os.ReadDir would stat and sort).
+func readDir(dir string, buf []byte) ([]dirent, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var out []dirent
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return out, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				break
+			}
+			typ, name := b[18], b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if nm := string(name); nm != "." && nm != ".." {
+				isDir := typ == unix.DT_DIR
+				if typ == unix.DT_UNKNOWN { // filesystems that do not say: ask
+					var st unix.Stat_t
+					isDir = unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+				}
+				out = append(out, dirent{nm, isDir})
+			}
+			b = b[reclen:]
+		}
+	}
+}
+
+func kindOf(fi os.FileInfo) FileKind {
+	switch m := fi.Mode(); {
+	case m.IsRegular():
+		return File
+	case m.IsDir():
+		return Dir
+	case m&os.ModeSymlink != 0:
+		return Link
+	}
+	return Other
+}
+
+// expand adds the git directories under g: .git/modules/* (submodules; a directory with a
+// HEAD is one, names may hold slashes) and .git/worktrees/* (linked worktrees), and
+// theirs in turn (a submodule's own submodules, a worktree's submodules).
+func expand(g string, add func(string, bool), buf []byte) {
+	expandModules(filepath.Join(g, "modules"), 0, add, buf)
+	if ws, err := readDir(filepath.Join(g, "worktrees"), buf); err == nil {
+		for _, w := range ws {
+			if w.dir {
+				wt := filepath.Join(g, "worktrees", w.name)
+				add(wt, true)
+				expandModules(filepath.Join(wt, "modules"), 0, add, buf)
+			}
+		}
+	}
+}
+
+func expandModules(dir string, depth int, add func(string, bool), buf []byte) {
+	if depth > maxModuleDepth {
+		return
+	}
+	ents, err := readDir(dir, buf)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.dir {
+			continue
+		}
+		p := filepath.Join(dir, e.name)
+		if fi, err := os.Lstat(filepath.Join(p, "HEAD")); err == nil && fi.Mode().IsRegular() {
+			add(p, false)
+			expand(p, add, buf)
+		} else {
+			expandModules(p, depth+1, add, buf)
+		}
+	}
+}
+
+// readConfig reads a git config file (never through a link, at most 1 MiB).
+func readConfig(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 1<<20))
+}
+
+// mentionsWorktreeConfig: the config may enable extensions.worktreeConfig (a plain
+// case-insensitive search: a false yes only costs a placeholder). Unreadable counts as yes.
+func mentionsWorktreeConfig(config string) bool {
+	b, err := readConfig(config)
+	if os.IsNotExist(err) {
+		return false
+	}
+	return err != nil || bytes.Contains(bytes.ToLower(b), []byte("worktreeconfig"))
+}
+
+// hooksPathOf is the directory core.hooksPath names in config (the last one wins;
+// relative to the work tree's top, ~/ to home), "" if none.
+func hooksPathOf(config, top, home string) string {
+	val, _ := readGitConfig(config, home)
+	return resolveHooksPath(val, top, home)
+}
+
+func resolveHooksPath(val, top, home string) string {
+	switch {
+	case val == "":
+		return ""
+	case strings.HasPrefix(val, "~/"):
+		return filepath.Join(home, val[2:])
+	case filepath.IsAbs(val):
+		return filepath.Clean(val)
+	}
+	return filepath.Join(top, val)
+}
+
+// maxIncludes is git's own include depth limit.
+const maxIncludes = 10
+
+// readGitConfig reads what the protected set needs from a config file and the files it
+// includes (include.path and includeIf.*.path, whatever the condition, followed in
+// place up to git's depth): the last core.hooksPath (raw) and every included file
+// (absolute: relative to the including file's directory, ~/ to home). A plain reading:
+// the post-run audit reads configs with all of git's rules.
+func readGitConfig(config, home string) (hooksPath string, includes []string) {
+	seen := map[string]bool{}
+	var read func(file string, depth int)
+	read = func(file string, depth int) {
+		if depth > maxIncludes || seen[file] {
+			return
+		}
+		seen[file] = true
+		b, _ := readConfig(file)
+		section := ""
+		for _, line := range strings.Split(string(b), "\n") {
+			l := strings.TrimSpace(line)
+			if strings.HasPrefix(l, "[") {
+				h, rest, _ := strings.Cut(l[1:], "]")
+				section, l = strings.ToLower(strings.TrimSpace(h)), strings.TrimSpace(rest)
+			}
+			k, v, ok := strings.Cut(l, "=")
+			if !ok {
+				continue
+			}
+			k = strings.ToLower(strings.TrimSpace(k))
+			switch {
+			case section == "core" && k == "hookspath":
+				hooksPath = gitValue(v)
+			case (section == "include" || strings.HasPrefix(section, "includeif")) && k == "path":
+				inc := gitValue(v)
+				switch {
+				case inc == "":
+					continue
+				case strings.HasPrefix(inc, "~/"):
+					inc = filepath.Join(home, inc[2:])
+				case !filepath.IsAbs(inc):
+					inc = filepath.Join(filepath.Dir(file), inc)
+				}
+				inc = filepath.Clean(inc)
+				includes = append(includes, inc)
+				read(inc, depth+1)
+			}
+		}
+	}
+	read(config, 0)
+	return hooksPath, includes
+}
+
+// gitValue reads a config value as git does: quotes removed, a # or ; outside them
+// starts a comment, backslash escapes, surrounding blanks trimmed.
+func gitValue(v string) string {
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			quoted = !quoted
+		case c == '\\' && i+1 < len(v):
+			i++
+			if e, ok := gitEscapes[v[i]]; ok {
+				b.WriteByte(e)
+			} else {
+				b.WriteByte(v[i]) // git refuses an unknown escape; the character is kept
+			}
+		case !quoted && (c == '#' || c == ';'):
+			return strings.TrimSpace(b.String())
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+var gitEscapes = map[byte]byte{'n': '\n', 't': '\t', 'b': '\b', '"': '"', '\\': '\\'}
+
+// maxPointer bounds what box reads of a .git file, commondir or gitdir file.
+const maxPointer = 4096
+
+// readSmall reads a regular file (never through a link, never a fifo) of at most
+// maxPointer bytes.
+func readSmall(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPointer+1))
+	if err == nil && len(b) > maxPointer {
+		err = fmt.Errorf("longer than %d bytes", maxPointer)
+	}
+	return b, err
+}
+
+// readPath reads a one-line path file (gitdir:, commondir, gitdir) and resolves it
+// against base.
+func readPath(path, prefix, base string) (string, error) {
+	b, err := readSmall(path)
+	if err != nil {
+		return "", err
+	}
+	line := string(bytes.TrimSpace(bytes.SplitN(b, []byte("\n"), 2)[0]))
+	line, ok := strings.CutPrefix(line, prefix)
+	line = strings.TrimSpace(line)
+	if !ok || line == "" {
+		return "", fmt.Errorf("no %q line", prefix+"PATH")
+	}
+	if !filepath.IsAbs(line) {
+		line = filepath.Join(base, line)
+	}
+	return filepath.Clean(line), nil
+}
+
+func readPointer(dotgit string) (string, error) {
+	return readPath(dotgit, "gitdir:", filepath.Dir(dotgit))
+}
+
+// outsideGitDir decides whether the working directory's own .git file names a git
+// directory box may bind read-write, and returns the directory to bind (the common
+// directory) and whether g is a linked worktree's. A .git file is text the sandbox could
+// have written in an earlier run, so box binds only what proves it belongs: a linked
+// worktree whose gitdir back-link names this very .git file, or a submodule's git
+// directory inside a superproject's .git/modules. Never a directory box refuses.
+func outsideGitDir(dotgit, g, home string, refuse []string) (string, bool, string) {
+	rg, err := filepath.EvalSymlinks(g)
+	if err != nil {
+		return "", false, "it does not exist"
+	}
+	if fi, err := os.Stat(filepath.Join(rg, "HEAD")); err != nil || !fi.Mode().IsRegular() {
+		return "", false, "it is not a git directory"
+	}
+	c, linked := rg, false
+	if _, err := os.Lstat(filepath.Join(rg, "commondir")); err == nil {
+		cd, err := readPath(filepath.Join(rg, "commondir"), "", rg)
+		if err != nil {
+			return "", false, "its commondir: " + err.Error()
+		}
+		if c, err = filepath.EvalSymlinks(cd); err != nil {
+			return "", false, "its common directory does not exist"
+		}
+		back, err := readPath(filepath.Join(rg, "gitdir"), "", rg)
+		if err != nil || back != dotgit {
+			return "", false, "its gitdir back-link does not name this working directory"
+		}
+		if filepath.Dir(rg) != filepath.Join(c, "worktrees") {
+			return "", false, "it is not a worktree of its common directory"
+		}
+		linked = true
+	} else if !strings.Contains(rg, "/.git/modules/") {
+		return "", false, "it is neither a linked worktree's nor a submodule's"
+	}
+	if within(home, c) {
+		return "", false, "it holds your home directory"
+	}
+	for _, r := range refuse {
+		if within(c, r) || within(r, c) {
+			return "", false, "it holds or lies in " + r
+		}
+	}
+	return c, linked, ""
+}
+
+// containingRepo is the top of the repository whose work tree holds dir, "" if none
+// (looking no higher than the home directory's parent).
+func containingRepo(dir, home string) string {
+	for d := filepath.Dir(dir); d != "/" && d != filepath.Dir(home); d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+	}
+	return ""
+}

@@ -1,0 +1,188 @@
+package drill
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Limit probes: what a hostile tenant does to take the host's resources.
+const (
+	KindPidsBound   Kind = "pids-bound"   // forking Limit processes succeeded = seen
+	KindMemoryBound Kind = "memory-bound" // Limit+64MiB of memory obtained and touched = seen
+	KindTmpfsBound  Kind = "tmpfs-bound"  // a file of Limit+1MiB allocated in tmpfs Target = seen
+	// KindMemoryTouch is the memory probe's child: it touches Limit bytes and reports.
+	KindMemoryTouch Kind = "memory-touch"
+)
+
+// Limits are the sandbox's bounds the drill checks (as the resolver set them).
+type Limits struct {
+	Pids   int
+	Memory int64
+	Tmpfs  []TmpfsBound
+}
+
+// TmpfsBound is one scratch mount and its size.
+type TmpfsBound struct {
+	Path string
+	Size int64
+}
+
+// memoryMargin is how far past the limit the memory probe reaches.
+const memoryMargin = 64 << 20
+
+// limitProbes are the limits group's rows; none when the plan names no limits.
+func limitProbes(l Limits, nonce string) []Probe {
+	var out []Probe
+	if l.Pids > 0 {
+		out = append(out, Probe{ID: "limits:pids", Group: "limits", Name: fmt.Sprintf("fork %d processes (pids limit)", l.Pids),
+			Kind: KindPidsBound, Limit: int64(l.Pids), Want: Blocked, Expected: "refused before the limit"})
+	}
+	if l.Memory > 0 {
+		out = append(out, Probe{ID: "limits:memory", Group: "limits", Name: fmt.Sprintf("take %s of memory (memory limit)", mib(l.Memory+memoryMargin)),
+			Kind: KindMemoryBound, Limit: l.Memory, Want: Blocked, Expected: "refused or killed"})
+	}
+	for _, t := range l.Tmpfs {
+		out = append(out, Probe{ID: "limits:tmpfs:" + t.Path, Group: "limits", Name: fmt.Sprintf("fill %s past %s", t.Path, mib(t.Size)),
+			Kind: KindTmpfsBound, Targets: []string{filepath.Join(t.Path, ".box-drill-fill-"+nonce)}, Limit: t.Size, Want: Blocked, Expected: "ENOSPC"})
+	}
+	return out
+}
+
+func mib(n int64) string { return strconv.FormatInt(n>>20, 10) + "MiB" }
+
+// probePidsBound forks up to limit children that wait on a pipe (they are gone as soon
+// as the pipe closes, or with the sandbox). Reaching limit means the sandbox can take
+// that many pids; a fork refused before it means the bound holds.
+func probePidsBound(limit int) (bool, string) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return false, "pipe: " + errName(err)
+	}
+	// Allocated up front: no garbage collection (which may want a thread) while the
+	// sandbox is at its limit.
+	kids := make([]int, 0, limit)
+	var ferr syscall.Errno
+	for len(kids) < limit {
+		pid, errno := forkWaiter(p[0], p[1])
+		if errno != 0 {
+			ferr = errno
+			break
+		}
+		kids = append(kids, pid)
+	}
+	// Release and reap them all.
+	unix.Close(p[1])
+	unix.Close(p[0])
+	for _, k := range kids {
+		var ws unix.WaitStatus
+		unix.Wait4(k, &ws, 0, nil)
+	}
+	if ferr != 0 {
+		return false, fmt.Sprintf("fork %d refused (%s)", len(kids)+1, errName(ferr))
+	}
+	return true, fmt.Sprintf("forked %d processes, none refused", len(kids))
+}
+
+// forkWaiter forks a child that closes the pipe's write end, blocks reading the pipe
+// and exits when it reads EOF. The child runs no Go code beyond raw system calls: a
+// forked copy of a Go process has one thread and must not touch the runtime.
+//
+//go:nosplit
+func forkWaiter(r, w int) (int, syscall.Errno) {
+	pid, _, errno := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	if pid == 0 {
+		var b [1]byte
+		syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(w), 0, 0)
+		syscall.RawSyscall(syscall.SYS_READ, uintptr(r), uintptr(unsafe.Pointer(&b[0])), 1)
+		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
+	}
+	return int(pid), 0
+}
+
+// probeMemoryBound asks for limit+margin bytes. Under RLIMIT_DATA the mapping itself is
+// refused. Otherwise a child (this binary, running one KindMemoryTouch probe) touches
+// every page: a memory cgroup kills it; if it finishes, nothing bounded it.
+func probeMemoryBound(limit int64) (bool, string, error) {
+	n := limit + memoryMargin
+	m, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return false, fmt.Sprintf("%s refused (%s)", mib(n), errName(err)), nil
+	}
+	unix.Munmap(m)
+	exe, err := os.Executable()
+	if err != nil {
+		return false, "", err
+	}
+	plan, _ := json.Marshal(Plan{Probes: []Probe{{ID: "touch", Kind: KindMemoryTouch, Limit: n, Want: Blocked}}})
+	cmd := exec.Command(exe, ProbeSubcommand)
+	cmd.Stdin = bytes.NewReader(plan)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return false, fmt.Sprintf("mapped %s; touching it, the child was killed by signal %d (%s)", mib(n), ws.Signal(), ws.Signal()), nil
+		}
+		return false, fmt.Sprintf("mapped %s; touching it, the child failed (%v)", mib(n), err), nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	var obs []Observation
+	if json.Unmarshal(out.Bytes(), &obs) != nil || len(obs) != 1 {
+		return false, "", fmt.Errorf("the memory child reported %q", out.String())
+	}
+	return obs[0].Seen, obs[0].Detail, nil
+}
+
+// probeMemoryTouch maps n bytes and writes to every page.
+func probeMemoryTouch(n int64) (bool, string) {
+	m, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return false, fmt.Sprintf("%s refused (%s)", mib(n), errName(err))
+	}
+	for i := 0; i < len(m); i += 4096 {
+		m[i] = 1
+	}
+	unix.Munmap(m)
+	return true, fmt.Sprintf("took and touched %s", mib(n))
+}
+
+// probeTmpfsBound allocates a file one MiB larger than the mount's size. tmpfs refuses
+// an allocation past its size at once (ENOSPC) without taking the memory.
+func probeTmpfsBound(targets []string, size int64) (bool, string) {
+	if len(targets) != 1 {
+		return false, "no target"
+	}
+	p := targets[0]
+	var st unix.Statfs_t
+	detail := ""
+	if unix.Statfs(filepath.Dir(p), &st) == nil {
+		detail = fmt.Sprintf(" (mount size %s)", mib(int64(st.Blocks)*st.Bsize))
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return false, "cannot create a file: " + errName(err) + detail
+	}
+	defer os.Remove(p)
+	defer f.Close()
+	n := size + 1<<20
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, n); err != nil {
+		return false, fmt.Sprintf("%s refused (%s)%s", mib(n), errName(err), detail)
+	}
+	return true, fmt.Sprintf("allocated %s%s", mib(n), detail)
+}

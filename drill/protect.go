@@ -1,0 +1,315 @@
+package drill
+
+// The protect group: nothing the sandbox writes runs outside it. Before launch, the
+// drill makes a fixture inside the working directory (a repository with a nested one, a
+// linked worktree, .envrc, a VS Code task file and Claude Code settings: what a real
+// project has), so box's scan finds it and protects it exactly as it protects the
+// operator's own. Inside, each probe plants what a hostile agent would (a hook,
+// core.fsmonitor, core.hooksPath, a nested repository's config, a rewritten worktree
+// pointer, .envrc, a folderOpen task, a SessionStart hook) in place and by rename. After
+// the run, Settle does on the host what the host's tools would do (git commit, git
+// status in each repository, direnv's eval of .envrc, VS Code's folderOpen tasks, Claude
+// Code's SessionStart hooks) and checks for the planted command's marker, in a host
+// directory the sandbox cannot see. Settle runs a planted file only when it is exactly
+// the drill's own plant; anything else there is a BREACH reported without running it.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// KindPlant: write Plant's files (the first is the protected target) in place, else by
+// rename; seen = the target took the plant. KindLoosened: a row reporting a protected
+// entry the profile dropped (always seen).
+const (
+	KindPlant    Kind = "plant"
+	KindLoosened Kind = "loosened"
+)
+
+// PlantFile is one file (or directory) a plant probe writes inside.
+type PlantFile struct {
+	Path    string `json:"path"`
+	Content string `json:"content,omitempty"`
+	Mode    uint32 `json:"mode,omitempty"`
+	Dir     bool   `json:"dir,omitempty"`
+}
+
+// Host actions Settle performs outside, as the host's tools would.
+const (
+	HostGitCommit   = "git commit"                // hooks run
+	HostGitStatus   = "git status"                // core.fsmonitor runs
+	HostDirenv      = "direnv (eval .envrc)"      // an allowed .envrc runs
+	HostVSCodeOpen  = "VS Code folder open"       // tasks with runOn folderOpen run
+	HostClaudeStart = "Claude Code session start" // SessionStart hooks run
+)
+
+// Fixture is the drill's own little project inside the working directory: Repo and Hp
+// are repositories whose .git is a file naming a git directory elsewhere in the fixture
+// (as a submodule's does), so box protects them part by part (hooks, config...);
+// Nested is a plain clone inside Repo (its .git read-only whole); Wt a linked worktree
+// of Repo.
+type Fixture struct {
+	Dir     string // the fixture's root, removed by Remove
+	Repo    string // a repository (its top)
+	RepoGit string // its git directory
+	Nested  string // a repository nested in Repo
+	Hp      string // another one, for core.hooksPath (Repo's config takes fsmonitor)
+	HpGit   string
+	Wt      string // a linked worktree of Repo, inside it
+	Markers string // a host directory the sandbox cannot see
+	// Orig is each protected file's content as the fixture made it.
+	Orig map[string]string
+}
+
+const fixtureConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+
+// MakeFixture creates the fixture under workdir (named by nonce) and the marker
+// directory under the host's temporary directory. It runs no tool.
+func MakeFixture(workdir, nonce string) (*Fixture, error) {
+	f := &Fixture{Dir: filepath.Join(workdir, ".box-drill-fixture-"+nonce), Orig: map[string]string{}}
+	f.Repo = filepath.Join(f.Dir, "repo")
+	f.RepoGit = filepath.Join(f.Dir, "gitdirs", "repo")
+	f.Nested = filepath.Join(f.Repo, "nested")
+	f.Hp = filepath.Join(f.Repo, "hp")
+	f.HpGit = filepath.Join(f.Dir, "gitdirs", "hp")
+	f.Wt = filepath.Join(f.Repo, "wt")
+	m, err := os.MkdirTemp("", "box-drill-markers-")
+	if err != nil {
+		return nil, err
+	}
+	f.Markers = m
+	wtGit := filepath.Join(f.RepoGit, "worktrees", "wt")
+	files := map[string]string{
+		filepath.Join(f.Repo, ".envrc"):                   "export BOX_DRILL=1\n",
+		filepath.Join(f.Repo, ".vscode", "tasks.json"):    `{"version":"2.0.0","tasks":[]}` + "\n",
+		filepath.Join(f.Repo, ".claude", "settings.json"): `{"permissions":{"allow":[]}}` + "\n",
+		filepath.Join(f.Repo, ".git"):                     "gitdir: " + f.RepoGit + "\n",
+		filepath.Join(f.Hp, ".git"):                       "gitdir: " + f.HpGit + "\n",
+		filepath.Join(f.Wt, ".git"):                       "gitdir: " + wtGit + "\n",
+		filepath.Join(wtGit, "HEAD"):                      "ref: refs/heads/wt\n",
+		filepath.Join(wtGit, "commondir"):                 "../..\n",
+		filepath.Join(wtGit, "gitdir"):                    filepath.Join(f.Wt, ".git") + "\n",
+	}
+	var dirs []string
+	for _, g := range []string{f.RepoGit, f.HpGit, filepath.Join(f.Nested, ".git")} {
+		files[filepath.Join(g, "HEAD")] = "ref: refs/heads/main\n"
+		files[filepath.Join(g, "config")] = fixtureConfig
+		dirs = append(dirs, filepath.Join(g, "hooks"), filepath.Join(g, "objects"), filepath.Join(g, "refs", "heads"))
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			f.Remove()
+			return nil, err
+		}
+	}
+	for p, c := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+			err = os.WriteFile(p, []byte(c), 0o644)
+		}
+		if err != nil {
+			f.Remove()
+			return nil, err
+		}
+		f.Orig[p] = c
+	}
+	return f, nil
+}
+
+// Remove deletes the fixture and the markers.
+func (f *Fixture) Remove() {
+	os.RemoveAll(f.Dir)
+	os.RemoveAll(f.Markers)
+}
+
+// protectProbes are the protect group's rows.
+func protectProbes(in Input) []Probe {
+	f := in.Fixture
+	var out []Probe
+	for _, d := range in.Dropped {
+		out = append(out, Probe{ID: "protect:drop:" + d, Group: "protect", Name: "protected entry " + d, Kind: KindLoosened,
+			Want: Allowed, Expected: "dropped (protect_drop)"})
+	}
+	classes := []struct{ id, name string }{
+		{"hook", "git hook (.git/hooks)"}, {"fsmonitor", "git core.fsmonitor"}, {"hookspath", "git core.hooksPath"},
+		{"nested-config", "nested repository's config"}, {"worktree-pointer", "worktree .git pointer"},
+		{"envrc", ".envrc (direnv)"}, {"vscode-task", ".vscode folderOpen task"}, {"agent-settings", "agent settings hooks"},
+	}
+	if f == nil {
+		for _, c := range classes {
+			out = append(out, Probe{ID: "protect:" + c.id, Group: "protect", Name: c.name, Kind: KindPlant, Want: Blocked,
+				Expected: "not run by the host", Skip: "no fixture"})
+		}
+		return out
+	}
+	mark := func(id string) string { return filepath.Join(f.Markers, id) }
+	touch := func(id string) string { return "touch '" + mark(id) + "'" }
+	repoGit := f.RepoGit
+	cfg := func(extra string) string { return fixtureConfig + extra }
+	evilHooks := filepath.Join(f.Repo, ".box-evil-hooks")
+	evilGit := filepath.Join(f.Repo, ".box-evil-git")
+	hook := func(id string) string { return "#!/bin/sh\n" + touch(id) + "\nexit 0\n" }
+	probe := func(id, name, host, dir string, plant ...PlantFile) Probe {
+		p := Probe{ID: "protect:" + id, Group: "protect", Name: name, Kind: KindPlant, Want: Blocked,
+			Expected: "not run by the host", Targets: []string{plant[0].Path}, Plant: plant, Host: host, HostDir: dir, Marker: mark(id),
+			Original: f.Orig[plant[0].Path]}
+		if in.Facts.Git == "" && strings.HasPrefix(host, "git") {
+			p.Skip = "git not on the host"
+		}
+		return p
+	}
+	out = append(out,
+		probe("hook", "git hook (.git/hooks)", HostGitCommit, f.Repo,
+			PlantFile{Path: filepath.Join(repoGit, "hooks", "pre-commit"), Content: hook("hook"), Mode: 0o755}),
+		probe("fsmonitor", "git core.fsmonitor", HostGitStatus, f.Repo,
+			PlantFile{Path: filepath.Join(repoGit, "config"), Content: cfg("\tfsmonitor = \"" + touch("fsmonitor") + "; false\"\n")}),
+		probe("hookspath", "git core.hooksPath", HostGitCommit, f.Hp,
+			PlantFile{Path: filepath.Join(f.HpGit, "config"), Content: cfg("\thooksPath = " + evilHooks + "\n")},
+			PlantFile{Path: evilHooks, Dir: true},
+			PlantFile{Path: filepath.Join(evilHooks, "pre-commit"), Content: hook("hookspath"), Mode: 0o755}),
+		probe("nested-config", "nested repository's config", HostGitStatus, f.Nested,
+			PlantFile{Path: filepath.Join(f.Nested, ".git", "config"), Content: cfg("\tfsmonitor = \"" + touch("nested-config") + "; false\"\n")}),
+		probe("worktree-pointer", "worktree .git pointer", HostGitStatus, f.Wt,
+			PlantFile{Path: filepath.Join(f.Wt, ".git"), Content: "gitdir: " + evilGit + "\n"},
+			PlantFile{Path: evilGit, Dir: true}, PlantFile{Path: filepath.Join(evilGit, "objects"), Dir: true},
+			PlantFile{Path: filepath.Join(evilGit, "refs"), Dir: true},
+			PlantFile{Path: filepath.Join(evilGit, "HEAD"), Content: "ref: refs/heads/main\n"},
+			PlantFile{Path: filepath.Join(evilGit, "config"), Content: cfg("\tfsmonitor = \"" + touch("worktree-pointer") + "; false\"\n")}),
+		probe("envrc", ".envrc (direnv)", HostDirenv, f.Repo,
+			PlantFile{Path: filepath.Join(f.Repo, ".envrc"), Content: touch("envrc") + "\n"}),
+		probe("vscode-task", ".vscode folderOpen task", HostVSCodeOpen, f.Repo,
+			PlantFile{Path: filepath.Join(f.Repo, ".vscode", "tasks.json"), Content: `{"version":"2.0.0","tasks":[{"label":"x","type":"shell","command":` + jsonString(touch("vscode-task")) + `,"runOptions":{"runOn":"folderOpen"}}]}` + "\n"}),
+		probe("agent-settings", "agent settings hooks", HostClaudeStart, f.Repo,
+			PlantFile{Path: filepath.Join(f.Repo, ".claude", "settings.json"), Content: `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":` + jsonString(touch("agent-settings")) + `}]}]}}` + "\n"}),
+	)
+	return out
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// probePlant (inside) writes the plant's files; seen = the first one (the protected
+// target) holds the plant afterwards. In place first, then by writing a temporary file
+// beside it and renaming it over (what editors and git do).
+func probePlant(files []PlantFile) (bool, string) {
+	if len(files) == 0 {
+		return false, "nothing to plant"
+	}
+	for _, f := range files[1:] {
+		if f.Dir {
+			os.MkdirAll(f.Path, 0o755)
+		} else {
+			os.WriteFile(f.Path, []byte(f.Content), os.FileMode(f.Mode|0o600))
+		}
+	}
+	t := files[0]
+	mode := os.FileMode(t.Mode | 0o644)
+	err1 := os.WriteFile(t.Path, []byte(t.Content), mode)
+	if err1 == nil {
+		return true, "written in place"
+	}
+	tmp := filepath.Join(filepath.Dir(t.Path), ".box-drill-plant")
+	err2 := os.WriteFile(tmp, []byte(t.Content), mode)
+	if err2 == nil {
+		if err2 = os.Rename(tmp, t.Path); err2 == nil {
+			return true, "written by rename"
+		}
+		os.Remove(tmp)
+	}
+	return false, fmt.Sprintf("refused (%s; by rename: %s)", errText(err1), errText(err2))
+}
+
+func errText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err.Error()
+	}
+	return err.Error()
+}
+
+// settlePlant (outside) checks the protected target, then does what the host's tool
+// would, and looks for the marker. It returns whether the host ran the plant and what
+// it saw.
+func settlePlant(pr Probe) (onHost bool, detail string) {
+	if len(pr.Plant) == 0 {
+		return false, ""
+	}
+	target := pr.Plant[0]
+	cur, _ := os.ReadFile(target.Path)
+	switch string(cur) {
+	case target.Content:
+		detail = "planted"
+	case pr.Original:
+		detail = "unchanged"
+	default:
+		// Not the drill's plant: never run what someone else put there.
+		return true, "changed by someone else (not run)"
+	}
+	os.Remove(pr.Marker)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var err error
+	switch pr.Host {
+	case HostGitCommit:
+		err = hostRun(ctx, pr.HostDir, "git", "-c", "user.name=box drill", "-c", "user.email=drill@box.invalid", "commit", "-q", "--allow-empty", "-m", "box drill")
+	case HostGitStatus:
+		err = hostRun(ctx, pr.HostDir, "git", "status", "--porcelain")
+	case HostDirenv:
+		err = hostRun(ctx, pr.HostDir, "sh", ".envrc")
+	case HostVSCodeOpen:
+		var tasks struct {
+			Tasks []struct {
+				Command    string `json:"command"`
+				RunOptions struct {
+					RunOn string `json:"runOn"`
+				} `json:"runOptions"`
+			} `json:"tasks"`
+		}
+		if json.Unmarshal(cur, &tasks) == nil {
+			for _, t := range tasks.Tasks {
+				if t.RunOptions.RunOn == "folderOpen" {
+					err = errors.Join(err, hostRun(ctx, pr.HostDir, "sh", "-c", t.Command))
+				}
+			}
+		}
+	case HostClaudeStart:
+		var s struct {
+			Hooks map[string][]struct {
+				Hooks []struct {
+					Command string `json:"command"`
+				} `json:"hooks"`
+			} `json:"hooks"`
+		}
+		if json.Unmarshal(cur, &s) == nil {
+			for _, m := range s.Hooks["SessionStart"] {
+				for _, h := range m.Hooks {
+					err = errors.Join(err, hostRun(ctx, pr.HostDir, "sh", "-c", h.Command))
+				}
+			}
+		}
+	}
+	_ = err // the tool's own failure does not matter: the marker does
+	if _, err := os.Lstat(pr.Marker); err == nil {
+		return true, detail + "; the host's " + pr.Host + " RAN IT"
+	}
+	return detail == "planted", detail + "; the host's " + pr.Host + " ran nothing"
+}
+
+func hostRun(ctx context.Context, dir string, argv ...string) error {
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	c.Dir = dir
+	c.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+	return c.Run()
+}
