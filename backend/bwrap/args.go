@@ -57,12 +57,17 @@ func Args(spec Spec, host Host) ([]string, error) {
 		"--dev", "/dev", "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
 		"--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--dir", "/run")
 
-	// $HOME is an empty tmpfs: nothing of the real home is there unless bound below.
-	a = append(a, "--tmpfs", spec.Home)
-	// ~/.claude only, a directory: Claude Code replaces ~/.claude.json by rename, which
-	// fails (EBUSY) on a bind-mounted file, so the sandbox sets CLAUDE_CONFIG_DIR and the
-	// file lives inside this directory instead.
-	a = append(a, "--bind", filepath.Join(spec.InstanceDir, ".claude"), filepath.Join(spec.Home, ".claude"))
+	// $HOME is an empty tmpfs (or a persistent box's own home): nothing of the real home
+	// is there unless bound below.
+	if spec.HomeDir != "" {
+		a = append(a, "--bind", spec.HomeDir, spec.Home)
+	} else {
+		a = append(a, "--tmpfs", spec.Home)
+	}
+	// The agent's state directory only, a directory: Claude Code replaces ~/.claude.json
+	// by rename, which fails (EBUSY) on a bind-mounted file, so the sandbox sets the
+	// template's config variable (CLAUDE_CONFIG_DIR) and the file lives in here instead.
+	a = append(a, "--bind", filepath.Join(spec.InstanceDir, spec.StateDir), filepath.Join(spec.Home, spec.StateDir))
 	for _, f := range spec.AuthFiles {
 		a = append(a, "--ro-bind", f, f)
 	}
@@ -101,6 +106,12 @@ func validate(s Spec) error {
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 			return fmt.Errorf("%s %q: want an absolute, clean path", what, p)
 		}
+	}
+	if s.HomeDir != "" && (!filepath.IsAbs(s.HomeDir) || filepath.Clean(s.HomeDir) != s.HomeDir) {
+		return fmt.Errorf("box home %q: want an absolute, clean path", s.HomeDir)
+	}
+	if s.StateDir == "" || filepath.IsAbs(s.StateDir) || filepath.Clean(s.StateDir) != s.StateDir || s.StateDir == ".." || strings.HasPrefix(s.StateDir, "../") {
+		return fmt.Errorf("state directory %q: want a clean path relative to the home", s.StateDir)
 	}
 	if err := CheckWorkdir(s.Workdir, s.Home); err != nil {
 		return err

@@ -40,6 +40,12 @@ type Policy struct {
 	Tools    []string
 	Auth     bool
 	Notes    string // the template's own notes
+	// The agent's layout (template data): its state dir (home-relative), the file there
+	// that imports SANDBOX.md, and its credential files (StateDir-relative).
+	StateDir     string
+	Instructions string
+	Credentials  []string
+	Box          string // a persistent bwrap box's name; "" for box run
 }
 
 var tierText = map[string]string{
@@ -56,7 +62,11 @@ func SandboxMD(p Policy) string {
 	fmt.Fprintf(&b, "It is generated at every launch from the policy in force; do not edit it.\n\n")
 	fmt.Fprintf(&b, "## Network\n\n%s\n\n", tierText[p.Network])
 	fmt.Fprintf(&b, "## Files\n\n")
-	fmt.Fprintf(&b, "- Writable: the working directory `%s`, `~/.claude` (this project's own instance directory), and scratch space that vanishes when the session ends: `/tmp`, `/var/tmp`, `/dev/shm` and `$HOME`", p.Workdir)
+	if p.Box != "" {
+		fmt.Fprintf(&b, "- Writable: the working directory `%s`, `$HOME` and `~/%s` (box `%s`'s own, kept between sessions: logins and tools under ~/.local stay in the box), and scratch space that vanishes when the session ends: `/tmp`, `/var/tmp`, `/dev/shm`", p.Workdir, p.StateDir, p.Box)
+	} else {
+		fmt.Fprintf(&b, "- Writable: the working directory `%s`, `~/%s` (this project's own instance directory), and scratch space that vanishes when the session ends: `/tmp`, `/var/tmp`, `/dev/shm` and `$HOME`", p.Workdir, p.StateDir)
+	}
 	for _, w := range p.Writable {
 		fmt.Fprintf(&b, ", `%s`", w)
 	}
@@ -88,19 +98,21 @@ const importLine = "@SANDBOX.md"
 // reads only regular files, never through a symlink (a CLAUDE.md pointing at ~/.ssh/id_*
 // would otherwise be copied in for the sandbox to read), and replaces files by rename.
 func PrepareInstance(dir string, p Policy) error {
-	claude := filepath.Join(dir, ".claude")
+	claude := filepath.Join(dir, p.StateDir)
 	if err := os.MkdirAll(claude, 0o700); err != nil {
 		return err
 	}
 	if fi, err := os.Lstat(claude); err != nil || !fi.IsDir() {
 		return fmt.Errorf("instance directory %s is not a directory", claude)
 	}
-	// The credentials mount point must be a plain file (or absent): bwrap would follow a
+	// The credentials mount points must be plain files (or absent): bwrap would follow a
 	// planted link and create the mount point wherever it points.
-	creds := filepath.Join(claude, ".credentials.json")
-	if fi, err := os.Lstat(creds); err == nil && !fi.Mode().IsRegular() {
-		if err := os.RemoveAll(creds); err != nil {
-			return fmt.Errorf("instance directory: %w", err)
+	for _, c := range p.Credentials {
+		creds := filepath.Join(claude, c)
+		if fi, err := os.Lstat(creds); err == nil && !fi.Mode().IsRegular() {
+			if err := os.RemoveAll(creds); err != nil {
+				return fmt.Errorf("instance directory: %w", err)
+			}
 		}
 	}
 	sandbox, md0 := filepath.Join(claude, "SANDBOX.md"), []byte(SandboxMD(p))
@@ -109,7 +121,10 @@ func PrepareInstance(dir string, p Policy) error {
 			return err
 		}
 	}
-	md := filepath.Join(claude, "CLAUDE.md")
+	if p.Instructions == "" {
+		return nil
+	}
+	md := filepath.Join(claude, p.Instructions)
 	old, err := readRegular(md)
 	if err != nil && !os.IsNotExist(err) {
 		old = nil // not a regular file (a symlink, a fifo...): replaced, never read

@@ -27,7 +27,7 @@ func TestPrepareInstanceHostileLinks(t *testing.T) {
 	os.Symlink(secret, filepath.Join(claude, "CLAUDE.md"))
 	os.Symlink("/dev/zero", filepath.Join(claude, "SANDBOX.md"))
 	done := make(chan error, 1)
-	go func() { done <- PrepareInstance(inst, Policy{Network: NetNone}) }()
+	go func() { done <- PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Instructions: "CLAUDE.md", Credentials: []string{".credentials.json"}}) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -55,7 +55,7 @@ func TestPrepareInstanceHostileLinks(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(claude, "CLAUDE.md"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	go func() { done <- PrepareInstance(inst, Policy{Network: NetNone}) }()
+	go func() { done <- PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Instructions: "CLAUDE.md", Credentials: []string{".credentials.json"}}) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -68,7 +68,7 @@ func TestPrepareInstanceHostileLinks(t *testing.T) {
 	os.Remove(filepath.Join(claude, "CLAUDE.md"))
 	os.WriteFile(filepath.Join(claude, "CLAUDE.md"), []byte("my notes"), 0o600)
 	for i := 0; i < 2; i++ {
-		if err := PrepareInstance(inst, Policy{Network: NetNone}); err != nil {
+		if err := PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Instructions: "CLAUDE.md", Credentials: []string{".credentials.json"}}); err != nil {
 			t.Fatal(err)
 		}
 	}

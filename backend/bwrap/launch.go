@@ -81,6 +81,13 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}
+	removed, err := PrepareHome(p.Spec)
+	for _, r := range removed {
+		fmt.Fprintf(stderr, "box: warning: removed the symbolic link %s from box %s's home: box mounts there\n", r, p.Policy.Box)
+	}
+	if err != nil {
+		return 1, errs.WithHint(fmt.Errorf("box %s: %w", p.Policy.Box, err), "the box's home is "+p.Spec.HomeDir)
+	}
 	launch := Launch{
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,
