@@ -27,7 +27,9 @@ func TestPrepareInstanceHostileLinks(t *testing.T) {
 	os.Symlink(secret, filepath.Join(claude, "CLAUDE.md"))
 	os.Symlink("/dev/zero", filepath.Join(claude, "SANDBOX.md"))
 	done := make(chan error, 1)
-	go func() { done <- PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Instructions: "CLAUDE.md", Credentials: []string{".credentials.json"}}) }()
+	go func() {
+		done <- PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Instructions: "CLAUDE.md", Credentials: []string{".credentials.json"}})
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -55,7 +57,9 @@ func TestPrepareInstanceHostileLinks(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(claude, "CLAUDE.md"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	go func() { done <- PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Instructions: "CLAUDE.md", Credentials: []string{".credentials.json"}}) }()
+	go func() {
+		done <- PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Instructions: "CLAUDE.md", Credentials: []string{".credentials.json"}})
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
