@@ -13,6 +13,7 @@ import (
 )
 
 func newExecCmd(e *env) *cobra.Command {
+	var l launchFlags
 	cmd := &cobra.Command{
 		Use:     "exec BOX -- COMMAND [ARG...]",
 		Short:   "run a command in a box as its user; its exit code is box's",
@@ -37,9 +38,16 @@ user does not exist in the box. For a command as root, use 'box incus BOX -- exe
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			box, rest, _ := splitDash(cmd, args, false)
+			if b, err := bwrapBox(e, box); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Exec(box, rest, l) })
+			}
+			if err := l.refuseVM(); err != nil {
+				return err
+			}
 			return runExec(e, box, rest)
 		},
 	}
+	l.register(cmd)
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }

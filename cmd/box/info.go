@@ -27,6 +27,16 @@ With --json, one JSON object; the field names are stable and documented in docs/
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
+				if err != nil {
+					return err
+				}
+				info, err := bwrapBackend{e}.Info(b.Name)
+				if err != nil || asJSON {
+					return firstErr(err, func() error { return writeJSON(e.stdout, info) })
+				}
+				return printBwrapInfo(e, info)
+			}
 			ctx, stop := vmContext()
 			defer stop()
 			c := e.client()
@@ -92,6 +102,7 @@ type infoJSON struct {
 	Memory    string         `json:"memory"`
 	Disk      string         `json:"disk"`
 	Snapshots []snapshotJSON `json:"snapshots"`
+	Home      string         `json:"home"` // a bwrap box's home directory on the host ("" for vm)
 }
 
 type snapshotJSON struct {

@@ -21,6 +21,8 @@ type newOptions struct {
 	profile string
 	from    string
 	timeout time.Duration
+	// bwrap boxes (newbackend.go)
+	backend, network, workdir string
 }
 
 func newNewCmd(e *env) *cobra.Command { return newNewCmdWith(e, runNew) }
@@ -61,9 +63,16 @@ timed out: the box itself is fine then, and is kept for you to inspect.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var given []string
 			cmd.Flags().Visit(func(f *pflag.Flag) { given = append(given, f.Name) })
+			if bwrap, err := newIsBwrap(e, o, given); err != nil || bwrap {
+				if err != nil {
+					return err
+				}
+				return bwrapBackend{e}.Mint(o, given)
+			}
 			return runF(e, o, given)
 		},
 	}
+	newBackendFlags(cmd, o)
 	f := cmd.Flags()
 	f.StringVar(&o.Name, "name", "", "the new box's name (letters, digits, hyphens)")
 	f.StringVar(&o.Template, "template", "", "the template (default: the profile's, else "+boxes.DefaultTemplate+")")
@@ -136,6 +145,9 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 			return nil, err
 		}
 		return nil, withHint(err, "fix or remove the template named above")
+	}
+	if err := profiles.CheckKeys(profiles.UseVM, prof, tmpl); err != nil {
+		return nil, err
 	}
 	mint, err := boxes.MintPlan(o.NewOptions, prof, tmpl, placement, "", now)
 	if err != nil {

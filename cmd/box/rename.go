@@ -19,6 +19,9 @@ func newRenameCmd(e *env) *cobra.Command {
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			old, nu := args[0], args[1]
+			if b, err := bwrapBox(e, old); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Rename(old, nu) })
+			}
 			for _, n := range []string{old, nu} {
 				if err := incus.ValidateName(n); err != nil {
 					return vmErr(e, err)

@@ -22,6 +22,9 @@ without --force it refuses.`,
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, snap := args[0], args[1]
+			if b, err := bwrapBox(e, name); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Restore(name, snap, force) })
+			}
 			req, err := incus.RestoreRequest(snap)
 			if err != nil {
 				return usagef("snapshot labels are up to 63 characters, without '/' or spaces", "%s", err)

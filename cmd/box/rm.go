@@ -21,6 +21,9 @@ a terminal and without --force it refuses.`,
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
+			if b, err := bwrapBox(e, name); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Delete(name, force) })
+			}
 			ctx, stop := vmContext()
 			defer stop()
 			c := e.client()

@@ -75,10 +75,7 @@ func runRun(e *env, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range p.Warnings {
-		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
-	}
-	pr, err := bwrap.Prepare(p, e.getenv("BOX_INTERNET_HELPER"))
+	pr, err := prepareLaunch(e, p)
 	if err != nil {
 		return err
 	}
@@ -89,6 +86,21 @@ func runRun(e *env, o *runOptions) error {
 		}
 		return nil
 	}
+	return startLaunch(e, p, pr, o.yes)
+}
+
+// prepareLaunch prints a resolved plan's warnings and makes it ready to launch. box run
+// and the bwrap boxes (box shell, box exec) share it and startLaunch.
+func prepareLaunch(e *env, p *bwrap.Plan) (bwrap.Prepared, error) {
+	for _, w := range p.Warnings {
+		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
+	}
+	return bwrap.Prepare(p, e.getenv("BOX_INTERNET_HELPER"))
+}
+
+// startLaunch prints the audit, asks (unless yes), runs the sandbox and passes its exit
+// code on.
+func startLaunch(e *env, p *bwrap.Plan, pr bwrap.Prepared, yes bool) error {
 	if err := p.RefuseRoot(); err != nil {
 		return err
 	}
@@ -98,7 +110,7 @@ func runRun(e *env, o *runOptions) error {
 	}
 
 	envaudit.Report(e.stderr, p.Vars, p.Findings)
-	if err := confirm(e, o.yes); err != nil {
+	if err := confirm(e, yes); err != nil {
 		return err
 	}
 	code, err := p.Start(pr, bin, e.stdin, e.stdout, e.stderr)
@@ -159,18 +171,26 @@ func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
 			return nil, usagef("the tiers are none, internet and full: run 'box run --help'", "--network: %s", err)
 		}
 	}
+	if err := profiles.CheckKeys(profiles.UseRun, prof, tmpl); err != nil {
+		return nil, err
+	}
 	req := bwrap.Request{
 		Profile: prof, Template: tmpl, Network: o.network, Env: o.env,
 		Command: o.command, AllowRoot: o.allowRoot,
 	}
-	facts, err := bwrap.Gather(req, bwrap.Outside{
-		Home: e.home(), ConfigHome: e.configHome(), DataHome: e.dataHome(),
-		User: e.userName(), Environ: e.environ(),
-	})
+	facts, err := bwrap.Gather(req, e.outside())
 	if err != nil {
 		return nil, err
 	}
 	return bwrap.Resolve(req, facts)
+}
+
+// outside is what the bwrap resolver is told of the operator's session.
+func (e *env) outside() bwrap.Outside {
+	return bwrap.Outside{
+		Home: e.home(), ConfigHome: e.configHome(), DataHome: e.dataHome(),
+		User: e.userName(), Environ: e.environ(),
+	}
 }
 
 // confirm asks y/N on a terminal; without one, and without -y, it refuses.

@@ -15,7 +15,8 @@ import (
 )
 
 func newShellCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var l launchFlags
+	cmd := &cobra.Command{
 		Use:     "shell BOX",
 		Short:   "open a login shell in a box as its user",
 		GroupID: groupVM,
@@ -30,9 +31,17 @@ in the same user as its source. For a root shell: box incus BOX -- exec {} -- ba
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Enter(args[0], l) })
+			}
+			if err := l.refuseVM(); err != nil {
+				return err
+			}
 			return runShell(e, args[0])
 		},
 	}
+	l.register(cmd)
+	return cmd
 }
 
 func runShell(e *env, name string) error {

@@ -32,6 +32,9 @@ A snapshot holds everything in the box, logged-in state included: clone it with
 			if len(args) == 2 {
 				label = args[1]
 			}
+			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Snapshot(args[0], label) })
+			}
 			req, err := incus.SnapshotRequest(label)
 			if err != nil {
 				return usagef("labels are up to 63 characters, without '/' or spaces", "%s", err)

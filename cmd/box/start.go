@@ -16,6 +16,9 @@ func newStartCmd(e *env) *cobra.Command {
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
+				return firstErr(err, func() error { return refuseStart(args[0]) })
+			}
 			ctx, stop := vmContext()
 			defer stop()
 			c := e.client()

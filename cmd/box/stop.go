@@ -21,6 +21,9 @@ the plug). Stopping a stopped box does nothing.`,
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapStop(e, b) })
+			}
 			ctx, stop := vmContext()
 			defer stop()
 			c := e.client()
