@@ -17,15 +17,15 @@ import (
 // boxBackend is one backend's side of the box verbs.
 type boxBackend interface {
 	Kind() string
-	Mint(o *newOptions, given []string) error          // box new (and new --from)
-	List() ([]boxJSON, error)                           // box list
-	Info(name string) (infoJSON, error)                 // box info
-	Enter(name string, l launchFlags) error             // box shell
+	Mint(o *newOptions, given []string) error            // box new (and new --from)
+	List() ([]boxJSON, error)                            // box list
+	Info(name string) (infoJSON, error)                  // box info
+	Enter(name string, l launchFlags) error              // box shell
 	Exec(name string, cmd []string, l launchFlags) error // box exec
-	Snapshot(name, label string) error                  // box snapshot
-	Restore(name, snap string, force bool) error        // box restore
-	Rename(old, nu string) error                        // box rename
-	Delete(name string, force bool) error               // box rm
+	Snapshot(name, label string) error                   // box snapshot
+	Restore(name, snap string, force bool) error         // box restore
+	Rename(old, nu string) error                         // box rename
+	Delete(name string, force bool) error                // box rm
 }
 
 // launchFlags are the flags of the verbs that launch a sandbox.
@@ -70,7 +70,6 @@ func vmNameTaken(e *env, name string) (bool, error) {
 
 // noIncus: incusd's socket does not exist: the vm backend is not set up here.
 func noIncus(err error) bool { return errors.Is(err, syscall.ENOENT) }
-
 
 // firstErr is err, else what then returns: the dispatch at the top of each verb.
 func firstErr(err error, then func() error) error {
