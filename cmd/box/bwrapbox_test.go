@@ -238,3 +238,60 @@ func TestBwrapBoxPlantedMountLink(t *testing.T) {
 		t.Errorf("bwrap made %s on the host through the planted link", target)
 	}
 }
+
+// Both backends in one lab: box new --backend vm and --backend bwrap, list --json shows
+// both, a name is unique across them, and the vm profile key decisions hold live.
+func TestBwrapBoxBesideVM(t *testing.T) {
+	r := newVMRig(t)
+	proj := filepath.Join(r.home, "proj")
+	os.MkdirAll(proj, 0o755)
+	r.writeFile(filepath.Join(r.home, ".config", "box", "profiles", "offline.toml"), "backend = \"vm\"\ntemplate = \"blank\"\nnetwork = \"none\"\n")
+	r.writeFile(filepath.Join(r.home, ".config", "box", "profiles", "mounty.toml"), "backend = \"vm\"\ntemplate = \"blank\"\n[[mounts]]\npath = \"/srv\"\n")
+	r.writeFile(filepath.Join(r.tmpls, "auto", "box.env"), labBoxEnv+"BOX_AUTOSTART=\"1\"\n")
+
+	r.ok(t, "new", "--backend", "vm", "--name", "vmbox", "--container")
+	r.ok(t, "new", "--backend", "bwrap", "--name", "bwbox", "--workdir", proj)
+	res := r.ok(t, "list", "--json")
+	var list []boxJSON
+	if err := json.Unmarshal([]byte(res.stdout), &list); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, b := range list {
+		got[b.Name] = b.Backend
+	}
+	if got["vmbox"] != "vm" || got["bwbox"] != "bwrap" || len(got) != 2 {
+		t.Errorf("list --json: %v", got)
+	}
+	if table := r.ok(t, "list").stdout; !strings.Contains(table, "BACKEND") || !strings.Contains(table, "bwbox") || !strings.Contains(table, "vmbox") {
+		t.Errorf("list table:\n%s", table)
+	}
+	var info infoJSON
+	json.Unmarshal([]byte(r.ok(t, "info", "vmbox", "--json").stdout), &info)
+	if info.Backend != "vm" || info.Home != "" {
+		t.Errorf("vm info: %+v", info)
+	}
+	// A name is unique across backends, whichever way round.
+	r.fails(t, 1, []string{`an instance named "vmbox" already exists`}, "new", "--backend", "bwrap", "--name", "vmbox", "--workdir", proj)
+	r.fails(t, 1, []string{`a bwrap box named "bwbox" already exists`}, "new", "--backend", "vm", "--name", "bwbox", "--container")
+	r.fails(t, 1, []string{`an instance named "vmbox" already exists`}, "new", "--name", "vmbox", "--from", "bwbox", "--workdir", proj)
+	r.ok(t, "rename", "bwbox", "bwbox2")
+	r.fails(t, 1, []string{`an instance named "vmbox" already exists`}, "rename", "bwbox2", "vmbox")
+	// The vm side's strict model, live: refused before anything is made.
+	r.fails(t, 1, []string{`sets network, which the vm backend does not honour`}, "new", "--profile", "offline", "--name", "off", "--container")
+	r.fails(t, 1, []string{`sets mounts, which the vm backend does not honour`}, "new", "--profile", "mounty", "--name", "mnt", "--container")
+	r.fails(t, 1, []string{`sets BOX_AUTOSTART, which the vm backend does not honour`}, "new", "--template", "auto", "--name", "auto", "--container")
+	r.fails(t, 2, []string{"a vm box cannot take --network"}, "new", "--backend", "vm", "--name", "n", "--network", "none", "--container")
+	for _, n := range []string{"off", "mnt", "auto", "n"} {
+		if r.exists(n) {
+			t.Errorf("a refused box new made %s", n)
+		}
+	}
+	// box incus refuses a bwrap box; rm of each goes to its own backend.
+	r.fails(t, 2, []string{"box bwbox2 is a bwrap box: box incus is for vm boxes"}, "incus", "bwbox2", "--", "info", "{}")
+	r.ok(t, "rm", "bwbox2", "--force")
+	r.ok(t, "rm", "vmbox", "--force")
+	if r.exists("vmbox") {
+		t.Error("vmbox still in incusd")
+	}
+}
