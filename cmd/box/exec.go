@@ -25,7 +25,12 @@ own exit code. Arguments reach the command as they are, never through a shell.
 
 box never reads the template again: the user comes off the instance, so clones and
 boxes whose template is gone work the same. Exit code 125 (with a message) means the
-user does not exist in the box. For a command as root, use 'box incus BOX -- exec {} -- CMD'.`,
+user does not exist in the box. For a command as root, use 'box incus BOX -- exec {} -- CMD'.
+
+A bwrap box: the command runs in its sandbox, in its working directory, with its own
+home at $HOME and exactly box run's isolation (environment allowlist and audit: -y
+skips the question, without a terminal and without -y box refuses; as root only with
+--allow-root). Flags go before BOX: box exec -y BOX -- CMD.`,
 		Example: `  box exec work -- git -C ~/src/app status
   box exec work -- sh -c 'cd ~/src/app && make test'
   tar -cz . | box exec work -- tar -xz -C /tmp/upload`,

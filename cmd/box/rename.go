@@ -13,7 +13,8 @@ func newRenameCmd(e *env) *cobra.Command {
 		Short:   "rename a stopped box",
 		GroupID: groupVM,
 		Long: `Rename a box. Incus renames stopped instances only: a running box is refused with
-"stop it first". The box keeps its snapshots and its stamp.`,
+"stop it first". The box keeps its snapshots and its stamp. A bwrap box is renamed while
+nothing runs in it.`,
 		Example:           `  box stop work && box rename work old-work`,
 		Args:              boxArgs(2, "the old and the new name"),
 		ValidArgsFunction: completeBoxes(e),

@@ -15,7 +15,8 @@ func newRestoreCmd(e *env) *cobra.Command {
 		GroupID: groupVM,
 		Long: `Roll a box back to one of its snapshots. Everything done in the box since is lost,
 so box asks first on a terminal; --force skips the question. Without a terminal and
-without --force it refuses.`,
+without --force it refuses. A bwrap box's home and agent state are replaced by the
+snapshot's copy, atomically, while nothing runs in it.`,
 		Example: `  box restore work authed
   box restore work authed --force`,
 		Args:              boxArgs(2, "a box and a snapshot"),

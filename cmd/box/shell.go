@@ -25,7 +25,11 @@ for a box minted by claudebox) on a terminal, in the user's home directory. The
 terminal follows your window's size. box exits with the shell's exit code.
 
 box never reads the template again: the user comes off the instance, so a clone lands
-in the same user as its source. For a root shell: box incus BOX -- exec {} -- bash -l`,
+in the same user as its source. For a root shell: box incus BOX -- exec {} -- bash -l
+
+A bwrap box: a login shell (bash, else sh) in its sandbox, in its working directory,
+with its own home at $HOME and exactly box run's isolation (environment allowlist and
+audit: -y skips the question; as root only with --allow-root).`,
 		Example: `  box shell work
   box shell feature        # a clone: the same user as the box it came from`,
 		Args:              boxArgs(1, "one box"),

@@ -16,6 +16,7 @@ func newSnapshotCmd(e *env) *cobra.Command {
 		Short:   "checkpoint a box (default label manual-<epoch>)",
 		GroupID: groupVM,
 		Long: `Take a snapshot of a box, named LABEL (default manual-<seconds since the epoch>).
+For a bwrap box, a copy of its home and agent state (reflinked where the file system can).
 A snapshot holds everything in the box, logged-in state included: clone it with
 'box new --from BOX/LABEL', roll back to it with 'box restore BOX LABEL'.`,
 		Example: `  box snapshot work authed      # after logging in inside the box

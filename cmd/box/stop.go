@@ -15,7 +15,8 @@ func newStopCmd(e *env) *cobra.Command {
 		Short:   "shut a box down",
 		GroupID: groupVM,
 		Long: `Shut a box down cleanly, within --timeout; --force stops it at once (like pulling
-the plug). Stopping a stopped box does nothing.`,
+the plug). Stopping a stopped box does nothing. A bwrap box runs only while a shell or
+exec runs in it: box stop says so, and leaves ending that command to you.`,
 		Example: `  box stop work
   box stop work --force`,
 		Args:              boxArgs(1, "one box"),
