@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/drill/lab"
 )
 
 // boxDir is where the world's bwrap box name lives.
@@ -293,5 +296,60 @@ func TestBwrapBoxBesideVM(t *testing.T) {
 	r.ok(t, "rm", "vmbox", "--force")
 	if r.exists("vmbox") {
 		t.Error("vmbox still in incusd")
+	}
+}
+
+// box drill --box: the whole drill, inside a persistent box's own launch, in the lab. A
+// clean box passes every probe at tiers none and internet; a box stamped with a profile
+// that turns a protection off (mounting ~/.ssh) shows the breach: the drill sees through
+// the box's launch path, so a box is proven never weaker than box run.
+func TestBwrapBoxDrill(t *testing.T) {
+	w, l := labWorld(t)
+	w.write(filepath.Join(w.home, ".config/box/profiles/leaky.toml"), "[[mounts]]\npath = \"~/.ssh\"\n")
+	boxDrill := func(name string) drillRun {
+		r := w.inLab(l, nil, "drill", "--box", name, "--json", "--internet-url", "http://"+lab.InternetName+"/", "--lan", lab.LANHost.String()+":80")
+		if err := json.Unmarshal([]byte(r.stdout), &r.list); err != nil {
+			t.Fatalf("drill --box %s: exit %d: %v\n%s\n%s", name, r.code, err, r.stdout, r.stderr)
+		}
+		r.rows = map[string]drill.Result{}
+		for _, x := range r.list {
+			r.rows[x.ID] = x
+		}
+		return r
+	}
+	for _, tier := range []string{"none", "internet"} {
+		name := "clean-" + tier
+		if r := w.inLab(l, nil, "new", "--backend", "bwrap", "--name", name, "--network", tier); r.code != 0 {
+			t.Fatalf("new %s: %d %s", name, r.code, r.stderr)
+		}
+		// Something of the box's own in its home, as a logged-in box has.
+		w.inLab(l, nil, "exec", "-y", name, "--", "sh", "-c", "echo own > ~/.claude/.credentials.json")
+		r := boxDrill(name)
+		t.Logf("drill --box %s (exit %d):\n%s%s", name, r.code, r.table(), r.stderr)
+		if r.code != 0 {
+			t.Errorf("clean box %s: exit %d", name, r.code)
+		}
+		for _, x := range r.list {
+			if x.Status != drill.Pass && x.Status != drill.Skip {
+				t.Errorf("clean box %s: %s %s (%s)", name, x.ID, x.Status, x.Observed)
+			}
+		}
+		r.want(t, "secret:ssh", drill.Pass)
+		// The box's own login, at the path the host's would be: told apart by inode.
+		if obs := r.rows["secret:claude-credentials"].Observed; !strings.Contains(obs, "only the box's own files") {
+			t.Errorf("%s: claude-credentials observed %q", name, obs)
+		}
+	}
+	if r := w.inLab(l, nil, "new", "--backend", "bwrap", "--name", "leaky", "--profile", "leaky"); r.code != 0 {
+		t.Fatalf("new leaky: %d %s", r.code, r.stderr)
+	}
+	r := boxDrill("leaky")
+	t.Logf("drill --box leaky (exit %d):\n%s", r.code, r.table())
+	r.want(t, "secret:ssh", drill.Breach)
+	if r.code != 1 {
+		t.Errorf("leaky box: exit %d, want 1", r.code)
+	}
+	if r := w.inLab(l, nil, "drill", "--box", "leaky", "--network", "full"); r.code != 2 || !strings.Contains(r.stderr, "--box cannot be combined") {
+		t.Errorf("drill --box --network: %d %s", r.code, r.stderr)
 	}
 }

@@ -30,6 +30,7 @@ type drillOptions struct {
 	lan         []string
 	image       string // --backend vm
 	unitDir     string // --backend vm
+	box         string // a persistent bwrap box (drillbox.go)
 }
 
 func newDrillCmd(e *env) *cobra.Command {
@@ -68,6 +69,7 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.box, "box", "", "drill inside this persistent bwrap box (its stamped profile, template and tier, its own home)")
 	f.StringVar(&o.backend, "backend", "", "backend to drill: bwrap, or vm (the host stack, two boxes probed live, every verb against an instance box did not mint)")
 	f.StringVar(&o.image, "image", "images:debian/12/cloud", "with --backend vm: the image of the two drill boxes")
 	f.StringVar(&o.unitDir, "unit-dir", "/etc/systemd/system", "with --backend vm: where setup-host wrote the boot unit")
@@ -112,12 +114,19 @@ func runDrill(e *env, o *drillOptions) error {
 
 	// The sandbox is box run's, with one addition: the box binary, read-only, as the
 	// probe runner, and the runner as the command.
-	p, err := resolveRun(e, &runOptions{
-		profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
-		command: []string{drill.ProbePath, drill.ProbeSubcommand},
-	})
+	probe := []string{drill.ProbePath, drill.ProbeSubcommand}
+	p, unlock, err := drillBox(e, o, probe)
 	if err != nil {
 		return err
+	}
+	defer unlock()
+	if p == nil {
+		if p, err = resolveRun(e, &runOptions{
+			profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
+			command: probe,
+		}); err != nil {
+			return err
+		}
 	}
 	for _, w := range p.Warnings {
 		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
@@ -174,7 +183,11 @@ func runDrill(e *env, o *drillOptions) error {
 		return withHint(fmt.Errorf("the probe runner failed inside the sandbox (exit %d)", code),
 			"run 'box --check' to diagnose the sandbox")
 	}
-	results := drill.Judge(plan, drill.Settle(plan, obs))
+	obs = drill.Settle(plan, obs)
+	if o.box != "" {
+		obs = drill.OwnFiles(plan, obs) // a box's home holds its own files at the real home's paths
+	}
+	results := drill.Judge(plan, obs)
 	if o.json {
 		err = drill.RenderJSON(e.stdout, results)
 	} else {
