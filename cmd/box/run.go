@@ -9,7 +9,6 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/profiles"
-	"github.com/heavy-duty/box/templates"
 	"github.com/spf13/cobra"
 )
 
@@ -133,11 +132,8 @@ func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
 	if name == "" {
 		name = profiles.Default
 	}
-	prof, err := profiles.Load(name, profiles.Dir(e.configHome()))
+	prof, err := loadProfile(e, name)
 	if err != nil {
-		if errors.Is(err, profiles.ErrNotFound) || profiles.ValidName(name) != nil {
-			return nil, usagef("run 'box profiles' to list them", "%s", err)
-		}
 		return nil, err
 	}
 	backend := prof.Backend
@@ -159,11 +155,8 @@ func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
 	if o.template != "" {
 		tmplName = o.template
 	}
-	tmpl, err := templates.Load(tmplName, templates.Dir(e.configHome()))
+	tmpl, err := loadTemplate(e, tmplName)
 	if err != nil {
-		if errors.Is(err, templates.ErrNotFound) || templates.ValidName(tmplName) != nil {
-			return nil, usagef("run 'box templates' to list them", "%s", err)
-		}
 		return nil, err
 	}
 	if o.network != "" {
