@@ -29,7 +29,7 @@ var _ boxBackend = bwrapBackend{}
 
 func (bwrapBackend) Kind() string { return profiles.BackendBwrap }
 
-// bwrapOnlyFlags are box new's flags a bwrap box cannot honour.
+// vmOnlyNewFlags are box new's flags a bwrap box cannot honour.
 var vmOnlyNewFlags = []string{"cpu", "memory", "disk", "vm", "container", "timeout"}
 
 // refuseFlags refuses the named flags if given, naming them and who does not take them.
