@@ -62,6 +62,7 @@ With --json, one JSON object; the field names are stable and documented in docs/
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 1, ' ', 0)
 			row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 			row("name", info.Name)
+			row("backend", info.Backend)
 			row("state", info.State)
 			row("type", info.Type)
 			row("ipv4", dash(info.IPv4))
