@@ -15,7 +15,7 @@
       # The NAR hash of `go mod vendor` (what buildGoModule's goModules derivation
       # hashes). Never edit by hand: scripts/vendorhash.sh --write; CI runs
       # scripts/check-flake.sh, which fails when this is stale.
-      vendorHash = "sha256-zrbV3V4p55W6bAfA3+1eXgdQTENT9hhzCE9hvGA+QVo=";
+      vendorHash = "sha256-iNSlE12/pN/y7UXVdLwt7KlCneerJq8maBet4GLPiVk=";
 
       # What box runs: bubblewrap for sandboxes, pasta (passt) and slirp4netns for their
       # network tiers, the incus client for vm boxes ('box incus').

@@ -190,3 +190,7 @@ func Placement(getenv func(string) string) string {
 	}
 	return DefaultPlacement
 }
+
+// DefaultLaunchTimeout time-boxes a launch (create, start, lease, cloud-init), as
+// upstream's 600 s: the default of box new --timeout.
+const DefaultLaunchTimeout = 600 * time.Second

@@ -80,6 +80,7 @@ const (
 	KindHTTP       Kind = "http"         // GET Target answered = seen
 	KindTCP        Kind = "tcp"          // any of Targets (addr:port) answered (connected or refused) = seen
 	KindGateway    Kind = "gateway"      // the sandbox's own default gateway answers on Ports = seen
+	KindNixDaemon  Kind = "nix-daemon"   // a nix-daemon at Target answers the protocol's handshake = seen
 )
 
 // Probe is one row of the drill.
@@ -141,11 +142,16 @@ type Input struct {
 	// Entered are the names the allowlist lets in (base, profile, --env).
 	Entered         []string
 	AuthPassthrough bool
-	Facts           Facts
-	InternetURL     string
-	HostPort        int      // 0 = the ports Facts.Listening found
-	LANTargets      []string // extra LAN targets, ADDR:PORT
-	Nonce           string   // makes write probes' file names unique
+	// NixDaemon: the profile opted in to the host's nix-daemon (nix = "daemon").
+	NixDaemon bool
+	// NixStore: the sandbox has a store of the project's own over the host's (nix =
+	// "store"): a write to /nix/store lands there, and only one reaching the host counts.
+	NixStore    bool
+	Facts       Facts
+	InternetURL string
+	HostPort    int      // 0 = the ports Facts.Listening found
+	LANTargets  []string // extra LAN targets, ADDR:PORT
+	Nonce       string   // makes write probes' file names unique
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
@@ -186,6 +192,13 @@ func socketProbes(home string, uid int, environ []string) []secretPath {
 	return out
 }
 
+// The host's Nix store and its daemon's socket (the daemon builds and fetches on the
+// host's network, for anyone who can connect).
+const (
+	NixStore        = "/nix/store"
+	NixDaemonSocket = "/nix/var/nix/daemon-socket/socket"
+)
+
 // Candidates lists every host path Gather must stat for BuildPlan.
 func Candidates(home string, uid int, environ []string) []string {
 	var out []string
@@ -197,7 +210,7 @@ func Candidates(home string, uid int, environ []string) []string {
 	for _, s := range socketProbes(home, uid, environ) {
 		out = append(out, s.paths...)
 	}
-	return out
+	return append(out, NixStore, NixDaemonSocket)
 }
 
 func getenv(environ []string, name string) string {
@@ -306,6 +319,21 @@ func BuildPlan(in Input) (Plan, error) {
 		}
 		add(pr)
 	}
+
+	// Nix: the host's daemon is unreachable unless opted in; the store is read-only.
+	daemon := Probe{ID: "nix:daemon", Group: "nix", Name: "host nix-daemon (builds on the host's network)", Kind: KindNixDaemon,
+		Targets: []string{NixDaemonSocket}, Want: Blocked, Expected: "unreachable", HostAbsent: !in.Facts.Exists[NixDaemonSocket]}
+	if in.NixDaemon {
+		daemon.Want, daemon.Expected = Allowed, "reachable (nix = \"daemon\")"
+	}
+	add(daemon)
+	storeWrite := Probe{ID: "nix:store-write", Group: "nix", Name: "write the host's /nix/store", Kind: KindWrite,
+		Targets: []string{filepath.Join(NixStore, ".box-drill-"+in.Nonce)}, Want: Blocked, Expected: "refused",
+		HostAbsent: !in.Facts.Exists[NixStore]}
+	if in.NixStore {
+		storeWrite.Scratch, storeWrite.Expected = true, "not on host (the project's own store)"
+	}
+	add(storeWrite)
 
 	// Processes and privileges.
 	add(Probe{ID: "pids", Group: "processes", Name: "host PIDs", Kind: KindPIDs, Want: Blocked,

@@ -3,6 +3,7 @@ package drill
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,6 +125,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail = r.probeTCP(pr.Targets)
 	case KindGateway:
 		o.Seen, o.Detail = r.probeGateway(pr.Ports)
+	case KindNixDaemon:
+		o.Seen, o.Detail = r.probeNixDaemon(pr.Targets)
 	default:
 		err = fmt.Errorf("unknown probe kind %q", pr.Kind)
 	}
@@ -370,6 +373,30 @@ func probeUserns() (bool, string) {
 		}
 	}
 	return true, "created a user namespace"
+}
+
+// probeNixDaemon does what an agent would: connect to the daemon's socket and open a
+// session (the worker protocol's handshake: magic 0x6e697863, answered by 0x6478696f).
+// A daemon that answers would build and fetch anything for it, on the host's network.
+func (r *runner) probeNixDaemon(targets []string) (bool, string) {
+	for _, t := range targets {
+		c, err := net.DialTimeout("unix", t, r.timeout)
+		if err != nil {
+			continue
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(r.timeout))
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], 0x6e697863)
+		if _, err := c.Write(b[:]); err != nil {
+			return true, "connected to " + t
+		}
+		if _, err := io.ReadFull(c, b[:]); err == nil && binary.LittleEndian.Uint64(b[:]) == 0x6478696f {
+			return true, "the nix-daemon at " + t + " answered"
+		}
+		return true, "connected to " + t
+	}
+	return false, "unreachable"
 }
 
 // probeWrite creates (never overwrites) the target file; the outside removes it if it

@@ -168,6 +168,8 @@ func VerbProbes(name string) [][]string {
 		{"snapshot", name, "drill"},
 		{"restore", name, "drill", "--force"},
 		{"incus", name, "--", "config", "set", "{}", "user.drill=breached"},
+		{"expose", name, "3000", "39999"},
+		{"export", name, "/tmp/" + name + ".tar.gz"},
 		{"new", "--name", name + "-clone", "--from", name, "--timeout", "60s", "-q"},
 		{"rename", name, name + "-renamed"},
 		{"start", name},

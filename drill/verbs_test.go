@@ -21,7 +21,7 @@ func TestJudgeVerbs(t *testing.T) {
 		}
 		return outs
 	}
-	if seen, detail := JudgeVerbs(refused(), frozen(), frozen(), nil, false); seen || !strings.Contains(detail, "12 verbs refused it") {
+	if seen, detail := JudgeVerbs(refused(), frozen(), frozen(), nil, false); seen || !strings.Contains(detail, "14 verbs refused it") {
 		t.Errorf("all refused: seen=%t %q", seen, detail)
 	}
 	for _, tc := range []struct {

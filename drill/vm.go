@@ -271,6 +271,21 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 			return true, "connected", nil
 		})})
 
+	// The door rows open box expose's door on B (listening on every address) and run
+	// alongside the network probes.
+	var doorRows []Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if listenErr != nil {
+			doorRows = DoorError(listenErr)
+			return
+		}
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		doorRows = DoorProbes(dctx, DoorOptions{Client: c, Box: b, Port: SiblingPort})
+	}()
+
 	// The verbs row makes its own instance and runs alongside the network probes.
 	var verbsRow Result
 	wg.Add(1)
@@ -308,7 +323,7 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 		}()
 	}
 	wg.Wait()
-	return append(append(results, rows...), verbsRow), nil
+	return append(append(append(results, rows...), doorRows...), verbsRow), nil
 }
 
 func orDefault(v, def string) string {

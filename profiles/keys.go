@@ -63,6 +63,11 @@ var ProfileKeys = []keyRule{
 	named("command", bwrapOnly("box shell opens the vm box user's login shell; run a command with box exec BOX -- COMMAND")),
 	named("auth_passthrough", keyRule{by: map[Use]honour{UseRun: honoured, UseBox: refused, UseVM: refused},
 		why: map[Use]string{UseBox: "a bwrap box keeps its own login: log in inside it", UseVM: "a vm box is creds-free: log in inside it"}}),
+	// Nix packages and the PATH shape a bwrap sandbox (Validate refuses them in a vm
+	// profile already, at parse time).
+	named("packages", bwrapOnly("a vm box installs its tools itself: use the template's cloud-init")),
+	named("path", bwrapOnly("path shapes a bwrap sandbox's PATH")),
+	named("nix", bwrapOnly("nix shapes a bwrap sandbox's Nix store")),
 	named("cpu", vmOnly("a bwrap sandbox sets no CPU limit; use a vm profile for resources")),
 	named("memory", vmOnly("a bwrap sandbox sets no memory limit; use a vm profile for resources")),
 	named("disk", vmOnly("a bwrap sandbox has no disk of its own; use a vm profile for resources")),
@@ -110,6 +115,12 @@ func profileSet(p *Profile, key string) bool {
 		return len(p.Command) > 0
 	case "auth_passthrough":
 		return p.AuthPassthrough
+	case "packages":
+		return len(p.Packages) > 0
+	case "path":
+		return p.Path != "" && p.Path != PathSystem
+	case "nix":
+		return p.Nix != "" && p.Nix != NixNone
 	case "cpu":
 		return p.CPU != ""
 	case "memory":

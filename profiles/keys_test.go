@@ -24,6 +24,7 @@ func TestCheckKeysProfiles(t *testing.T) {
 		{"backend = \"vm\"\nauth_passthrough = true", UseVM, "auth_passthrough"},
 		{"backend = \"vm\"\n[[mounts]]\npath = \"/srv\"", UseVM, "mounts"},
 		{"backend = \"vm\"\ncpu = \"4\"\nmemory = \"8GiB\"\ndisk = \"9GiB\"", UseVM, ""},
+		{"packages = [\"nixpkgs#hello\"]\npath = \"minimal\"\nnix = \"store\"", UseBox, ""},
 		{"cpu = \"4\"", UseRun, "cpu"},
 		{"memory = \"8GiB\"", UseBox, "memory"},
 		{"disk = \"8GiB\"", UseRun, "disk"},

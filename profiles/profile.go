@@ -44,7 +44,22 @@ type Profile struct {
 	CPU             string   `toml:"cpu"`
 	Memory          string   `toml:"memory"`
 	Disk            string   `toml:"disk"`
+	// Nix (bwrap): installables box realises on the host at launch and puts on PATH,
+	// the PATH shape, and whether the host's nix-daemon is reachable inside.
+	Packages []string `toml:"packages"`
+	Path     string   `toml:"path"`
+	Nix      string   `toml:"nix"`
 }
+
+// PATH shapes and Nix modes: closed sets.
+const (
+	PathSystem  = "system"  // the default: the profile's tools and packages, then the system's bin dirs
+	PathMinimal = "minimal" // the profile's tools and packages and the Nix tools only
+
+	NixNone   = "none"   // the default: the host's store read-only, no nix-daemon inside
+	NixStore  = "store"  // a per-project store layered over the host's: builds run inside, on the sandbox's tier
+	NixDaemon = "daemon" // the host's nix-daemon socket inside: builds run on the host's network
+)
 
 // Mount is an extra host path made visible in a bwrap sandbox.
 type Mount struct {
@@ -94,6 +109,50 @@ func ValidEnvName(n string) error {
 		return fmt.Errorf("env %q: want a variable name such as MY_VAR (or a prefix pattern such as MY_*)", n)
 	}
 	return nil
+}
+
+// ValidInstallable checks a Nix installable as box passes it to nix build: a flake
+// reference with an attribute (nixpkgs#jq, path:/srv/tools#fmt, github:o/r#pkg) or a
+// store path. Never an option: it is passed after "--".
+func ValidInstallable(s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("an installable is empty")
+	case strings.HasPrefix(s, "-"):
+		return fmt.Errorf("installable %q: starts with '-' (an option, not a package)", s)
+	case strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return fmt.Errorf("installable %q: contains a space or a control character", s)
+	case strings.HasPrefix(s, "/nix/store/"):
+		return nil
+	case !strings.Contains(s, "#") || strings.HasSuffix(s, "#"):
+		return fmt.Errorf("installable %q: want a flake reference with an attribute (nixpkgs#jq, path:/srv/tools#fmt) or a /nix/store path", s)
+	}
+	if p, local := InstallablePath(s); local && !strings.HasPrefix(p, "/") {
+		// Relative to where box runs: the working directory, which the sandbox writes.
+		return fmt.Errorf("installable %q: a relative path is read from the working directory, which the sandbox can write (its flake would be evaluated on the host, as you); give an absolute path outside it", s)
+	}
+	return nil
+}
+
+// localSchemes are the flake reference schemes that read a local directory.
+var localSchemes = []string{"path:", "git+file:", "hg+file:", "file:", "tarball+file:", "file+file:", "sourcehut+file:"}
+
+// InstallablePath is the local directory a flake reference reads (before '#', without
+// its scheme and query), when it reads one: "/srv/tools" for path:/srv/tools#fmt, "."
+// for .#fmt. Nix evaluates such a flake on the host, as the operator: box must never take
+// one from a directory the sandbox can write.
+func InstallablePath(s string) (string, bool) {
+	ref, _, _ := strings.Cut(s, "#")
+	ref, _, _ = strings.Cut(ref, "?")
+	for _, sc := range localSchemes {
+		if rest, ok := strings.CutPrefix(ref, sc); ok {
+			return strings.TrimPrefix(rest, "//"), true
+		}
+	}
+	if strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, ".") || strings.HasPrefix(ref, "~") {
+		return ref, true
+	}
+	return "", false
 }
 
 // applyDefaults fills what a profile left empty.
@@ -167,6 +226,27 @@ func (p *Profile) Validate() error {
 	for _, a := range p.Command {
 		if strings.ContainsRune(a, 0) {
 			return fmt.Errorf("command: an argument contains a NUL byte")
+		}
+	}
+	for i, pk := range p.Packages {
+		if err := ValidInstallable(pk); err != nil {
+			return fmt.Errorf("packages[%d]: %w", i, err)
+		}
+	}
+	if p.Path != "" && p.Path != PathSystem && p.Path != PathMinimal {
+		return fmt.Errorf("path %q: want %s or %s", p.Path, PathSystem, PathMinimal)
+	}
+	if p.Nix != "" && p.Nix != NixNone && p.Nix != NixStore && p.Nix != NixDaemon {
+		return fmt.Errorf("nix %q: want %s, %s or %s", p.Nix, NixNone, NixStore, NixDaemon)
+	}
+	if p.Backend == BackendVM {
+		switch {
+		case len(p.Packages) > 0:
+			return fmt.Errorf("packages: the vm backend does not honour it (a vm box installs its tools itself; use the template's cloud-init)")
+		case p.Path == PathMinimal:
+			return fmt.Errorf("path: the vm backend does not honour it (it shapes a bwrap sandbox's PATH)")
+		case p.Nix == NixDaemon || p.Nix == NixStore:
+			return fmt.Errorf("nix: the vm backend does not honour it (it shapes a bwrap sandbox's Nix store)")
 		}
 	}
 	if p.CPU != "" {

@@ -156,11 +156,38 @@ func TestParseValidation(t *testing.T) {
 		{`memory = "lots"`, `memory "lots"`},
 		{`disk = "0GiB"`, `disk "0GiB"`},
 		{`disk = "-5GiB"`, `disk "-5GiB"`},
+		{`packages = ["jq"]`, `want a flake reference`},
+		{`packages = ["nixpkgs#"]`, `want a flake reference`},
+		{`packages = ["--impure"]`, `packages[0]: installable "--impure": starts with '-'`},
+		{`packages = ["nixpkgs#jq", "a b#c"]`, `packages[1]`},
+		{`packages = [""]`, `empty`},
+		{`packages = [".#fmt"]`, `a relative path is read from the working directory`},
+		{`packages = ["path:./tools#fmt"]`, `a relative path`},
+		{`packages = ["git+file:tools?ref=main#fmt"]`, `a relative path`},
+		{`packages = ["~/tools#fmt"]`, `a relative path`},
+		{`path = "tiny"`, `path "tiny": want system or minimal`},
+		{`nix = "host"`, `nix "host": want none, store or daemon`},
+		{"backend = \"vm\"\npackages = [\"nixpkgs#jq\"]", `packages: the vm backend does not honour it`},
+		{"backend = \"vm\"\npath = \"minimal\"", `path: the vm backend does not honour it`},
+		{"backend = \"vm\"\nnix = \"daemon\"", `nix: the vm backend does not honour it`},
 	} {
 		err := wantErr(t, tc.data, tc.want)
 		if !strings.HasPrefix(err.Error(), "/cfg/p.toml: ") {
 			t.Errorf("validation error %q does not name the file", err)
 		}
+	}
+}
+
+func TestParseNix(t *testing.T) {
+	p, err := parse(t, `packages = ["nixpkgs#jq", "path:/srv/tools#fmt", "/nix/store/abc-x"]
+path = "minimal"
+nix = "daemon"
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Packages) != 3 || p.Path != PathMinimal || p.Nix != NixDaemon {
+		t.Errorf("got %+v", p)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 // The shipped templates. Adding one means adding its directory here.
 //
-//go:embed all:blank all:claude
+//go:embed all:blank all:claude all:codex all:grok all:kimi
 var builtin embed.FS
 
 // Files a template directory may hold. Other files (a README, say) are ignored.

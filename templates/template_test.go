@@ -291,7 +291,9 @@ func TestUserTemplates(t *testing.T) {
 	for _, tp := range list {
 		got = append(got, tp.Name+"|"+tp.Source+"|"+tp.Description)
 	}
-	want := []string{"blank|" + over + "|my blank", "claude|built-in|Claude Code, creds-free", "extra|" + extra + "|extra one"}
+	want := []string{"blank|" + over + "|my blank", "claude|built-in|Claude Code, creds-free",
+		"codex|built-in|OpenAI Codex CLI, creds-free", "extra|" + extra + "|extra one",
+		"grok|built-in|xAI Grok CLI, creds-free", "kimi|built-in|Moonshot Kimi CLI, creds-free"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("List =\n%v\nwant\n%v", got, want)
 	}
@@ -303,8 +305,15 @@ func TestListBuiltinsOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list) != 2 || list[0].Name != "blank" || list[1].Name != "claude" || list[0].Description == "" || list[1].Description == "" {
-			t.Errorf("List(%q) = %+v", dir, list)
+		var names []string
+		for _, tp := range list {
+			names = append(names, tp.Name)
+			if tp.Description == "" || tp.Source != "built-in" {
+				t.Errorf("List(%q): %s: description %q, source %q", dir, tp.Name, tp.Description, tp.Source)
+			}
+		}
+		if want := []string{"blank", "claude", "codex", "grok", "kimi"}; !reflect.DeepEqual(names, want) {
+			t.Errorf("List(%q) = %v, want %v", dir, names, want)
 		}
 	}
 }

@@ -34,7 +34,17 @@ func Args(spec Spec, host Host) ([]string, error) {
 		a = append(a, "--hostname", spec.Hostname)
 	}
 
+	if spec.NixStore != "" {
+		// The helper's user namespace maps the operator to its root: name the
+		// operator's own ids inside, as without it.
+		a = append(a, "--uid", strconv.Itoa(spec.UID), "--gid", strconv.Itoa(spec.GID))
+	}
 	for _, s := range host.System {
+		if spec.NixStore != "" && s.Path == "/nix/store" {
+			// The helper has put the project's store there, over the host's.
+			a = append(a, "--bind", "/nix", "/nix")
+			continue
+		}
 		if s.Link != "" {
 			a = append(a, "--symlink", s.Link, s.Path)
 		} else {
@@ -56,6 +66,14 @@ func Args(spec Spec, host Host) ([]string, error) {
 	a = append(a, "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
 		"--dev", "/dev", "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
 		"--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--dir", "/run")
+	for _, l := range host.RunLinks {
+		a = append(a, "--symlink", l.Link, l.Path)
+	}
+	if spec.NixDaemon {
+		// Opted in by the operator (profile nix = "daemon"): the socket alone; the rest
+		// of /nix/var (the database, profiles, GC roots) stays out.
+		a = append(a, "--ro-bind", NixDaemonDir, NixDaemonDir)
+	}
 
 	// $HOME is an empty tmpfs (or a persistent box's own home): nothing of the real home
 	// is there unless bound below.
@@ -124,6 +142,12 @@ func validate(s Spec) error {
 		}
 	default:
 		return fmt.Errorf("network %q: want none, internet or full", s.Network)
+	}
+	if s.NixStore != "" && s.NixDaemon {
+		return fmt.Errorf("a per-project Nix store and the host's nix-daemon exclude each other")
+	}
+	if s.NixStore != "" && (!filepath.IsAbs(s.NixStore) || strings.ContainsAny(s.NixStore, ",:\\")) {
+		return fmt.Errorf("nix store directory %q: want an absolute path without ',', ':' or '\\'", s.NixStore)
 	}
 	if len(s.Command) == 0 || s.Command[0] == "" {
 		return fmt.Errorf("no command to run")

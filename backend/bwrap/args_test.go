@@ -19,6 +19,13 @@ var debianHost = Host{
 	ResolvTarget: "/run/systemd/resolve/stub-resolv.conf",
 }
 
+// nixosHost is a NixOS machine: /bin and /usr/bin hold a link or two into the store, /etc
+// links into /etc/static, and /run/current-system names the system's store path.
+var nixosHost = Host{
+	System:   []SysPath{{Path: "/usr"}, {Path: "/bin"}, {Path: "/etc"}, {Path: "/nix/store"}},
+	RunLinks: []SysPath{{Path: "/run/current-system", Link: "/nix/store/abc-nixos-system"}},
+}
+
 func baseSpec() Spec {
 	return Spec{
 		Workdir:     "/home/op/src/proj",
@@ -40,6 +47,10 @@ func TestArgsGolden(t *testing.T) {
 		"internet": func(s *Spec) {
 			s.Network, s.BlockFD, s.ResolvConf = NetInternet, BlockFD, "/home/op/.local/share/box/run/resolv.conf"
 		},
+		"nix-daemon": func(s *Spec) { s.NixDaemon = true },
+		"nix-store": func(s *Spec) {
+			s.NixStore, s.UID, s.GID = "/home/op/.local/share/box/instances/proj-0123456789abcdef/nix", 1000, 100
+		},
 		"mounts-tools-auth": func(s *Spec) {
 			s.Mounts = []Mount{{Src: "/home/op/data", Dst: "/data"}, {Src: "/home/op/cache", Dst: "/home/op/cache", RW: true}}
 			s.Tools = append(s.Tools, Tool{Name: "claude", Path: "/home/op/.local/share/claude/versions/2.0.1"}, Tool{Name: "node", Path: "/nix/store/abc-node/bin/node"})
@@ -58,7 +69,11 @@ func TestArgsGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := baseSpec()
 			mod(&s)
-			args, err := Args(s, debianHost)
+			host := debianHost
+			if strings.HasPrefix(name, "nix-") {
+				host = nixosHost
+			}
+			args, err := Args(s, host)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,10 +1,15 @@
 package bwrap
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
+
+	"github.com/heavy-duty/box/backend/bwrap/nixpkg"
+	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/profiles"
 )
 
 // Outside is what the caller knows of the operator's session: its environment and the
@@ -19,7 +24,7 @@ type Outside struct {
 // mount sources and credential files.
 func Gather(r Request, o Outside) (Facts, error) {
 	f := Facts{
-		Euid: os.Geteuid(), Home: o.Home, User: o.User,
+		Euid: os.Geteuid(), Egid: os.Getegid(), Home: o.Home, User: o.User,
 		DataHome: o.DataHome, Environ: o.Environ,
 		Tools: map[string]ToolFact{}, Mounts: map[string]MountFact{},
 	}
@@ -54,6 +59,9 @@ func Gather(r Request, o Outside) (Facts, error) {
 		real, err := filepath.EvalSymlinks(src)
 		f.Mounts[src] = MountFact{Real: real, Err: err}
 	}
+	if err := gatherNix(r, o, pathEnv, &f); err != nil {
+		return f, err
+	}
 	if r.Profile.AuthPassthrough {
 		for _, rel := range r.Template.AgentOf().CredentialPaths() {
 			if p := filepath.Join(o.Home, rel); fileExists(p) {
@@ -62,6 +70,69 @@ func Gather(r Request, o Outside) (Facts, error) {
 		}
 	}
 	return f, nil
+}
+
+// nixCommands are the Nix tools a minimal PATH keeps, when the host has them.
+var nixCommands = []string{"nix", "nix-build", "nix-shell", "nix-store", "nix-instantiate", "nix-env", "nix-hash", "nix-prefetch-url", "nix-collect-garbage", "nix-channel", "nix-copy-closure", ","}
+
+// gatherNix realises the profile's packages on the host (cached) and finds the Nix tools.
+func gatherNix(r Request, o Outside, pathEnv string, f *Facts) error {
+	if fi, err := os.Stat("/nix/store"); err == nil && fi.IsDir() {
+		f.HostNixStore = true
+	}
+	nixBin := ""
+	if t, err := ResolveTool("nix", pathEnv); err == nil {
+		nixBin = t.Path
+	}
+	if r.Profile.Path == profiles.PathMinimal {
+		for _, n := range nixCommands {
+			if t, err := ResolveTool(n, pathEnv); err == nil {
+				f.NixTools = append(f.NixTools, t)
+			}
+		}
+	}
+	if len(r.Profile.Packages) == 0 {
+		return nil
+	}
+	// Before nix reads anything: a flake in a directory the sandbox can write would be
+	// evaluated on the host, as the operator.
+	for _, pk := range r.Profile.Packages {
+		if dir, local := profiles.InstallablePath(pk); local {
+			if err := refuseWritableFlake(pk, resolved(dir), append([]string{f.Workdir}, f.BoxDirs...)); err != nil {
+				return err
+			}
+		}
+	}
+	rl := nixpkg.Realiser{Nix: nixBin, CacheDir: filepath.Join(o.DataHome, "box", "packages"), Environ: o.Environ}
+	outs, _, err := rl.Realise(context.Background(), r.Profile.Packages)
+	if err != nil {
+		return err
+	}
+	f.PackageCommands = map[string]bool{}
+	for _, out := range outs {
+		bin := filepath.Join(out, "bin")
+		ents, err := os.ReadDir(bin)
+		if err != nil {
+			continue
+		}
+		f.PackageBins = append(f.PackageBins, bin)
+		for _, e := range ents {
+			f.PackageCommands[e.Name()] = true
+		}
+	}
+	return nil
+}
+
+// refuseWritableFlake refuses an installable whose flake lies in (or holds) a directory
+// the sandbox can write: the working directory, box's own directories.
+func refuseWritableFlake(installable, dir string, writable []string) error {
+	for _, w := range writable {
+		if within(dir, w) || within(w, dir) {
+			return errs.WithHint(fmt.Errorf("profile packages: %s reads %s, in or around %s, which the sandbox can write: its flake would be evaluated on the host, as you", installable, dir, w),
+				"keep the flake outside the working directory (for example ~/tools), or name a package by a registry (nixpkgs#jq)")
+		}
+	}
+	return nil
 }
 
 // resolved is p with symlinks followed, or p itself when it cannot be resolved.

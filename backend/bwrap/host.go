@@ -10,8 +10,13 @@ import (
 )
 
 // systemPaths are the read-only system locations a sandbox sees, when they exist.
-// /nix is there for Nix-built tools; nothing under /home, /root, /var or /run is.
-var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix"}
+// /nix/store is there for Nix-built tools (and NixOS's /etc, which links into it); the
+// rest of /nix is not: /nix/var holds the nix-daemon's socket, and the daemon builds and
+// fetches on the host's network. Nothing under /home, /root, /var or /run is.
+var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix/store"}
+
+// runLinks are NixOS's links under /run into the store, recreated inside when present.
+var runLinks = []string{"/run/current-system", "/run/booted-system"}
 
 // DetectHost reads the facts Args depends on. It is the only part of the builder's input
 // that looks at the filesystem.
@@ -38,6 +43,11 @@ func DetectHost() (Host, error) {
 	}
 	if t, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && t != "/etc/resolv.conf" {
 		h.ResolvTarget = t
+	}
+	for _, p := range runLinks {
+		if t, err := os.Readlink(p); err == nil && strings.HasPrefix(t, "/nix/store/") {
+			h.RunLinks = append(h.RunLinks, SysPath{Path: p, Link: t})
+		}
 	}
 	return h, nil
 }

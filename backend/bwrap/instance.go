@@ -46,6 +46,11 @@ type Policy struct {
 	Instructions string
 	Credentials  []string
 	Box          string // a persistent bwrap box's name; "" for box run
+	// Nix: the profile's packages (installables), a minimal PATH, the host daemon.
+	Packages    []string
+	MinimalPath bool
+	NixDaemon   bool
+	NixStore    bool
 }
 
 var tierText = map[string]string{
@@ -81,7 +86,22 @@ func SandboxMD(p Policy) string {
 	if len(p.Tools) > 0 {
 		fmt.Fprintf(&b, "On PATH from the profile: %s. ", strings.Join(p.Tools, ", "))
 	}
-	fmt.Fprintf(&b, "The system's own commands (/usr/bin) are available. You cannot install system packages (no root, no writes outside the working directory); if a tool is missing, install it into the working directory or ask the operator to add it to the profile's `tools`.\n")
+	if len(p.Packages) > 0 {
+		fmt.Fprintf(&b, "Nix packages from the profile, read-only on PATH: %s. ", strings.Join(p.Packages, ", "))
+	}
+	if p.MinimalPath {
+		fmt.Fprintf(&b, "PATH is minimal: only those and the Nix tools, not the system's /usr/bin (its files are still readable there). ")
+	} else {
+		fmt.Fprintf(&b, "The system's own commands (/usr/bin) are available. ")
+	}
+	if p.NixStore {
+		fmt.Fprintf(&b, "Nix works here with a store of this project's own, layered over the host's read-only one: `nix shell nixpkgs#TOOL`, `nix build`, `nix run` (and `,` where installed) build and download inside this sandbox, under its network tier; what you install persists for this project and profile, never in the host's store. ")
+	} else if p.NixDaemon {
+		fmt.Fprintf(&b, "The host's nix-daemon is reachable (`nix shell nixpkgs#TOOL`, `nix build`): the operator opted in, and what it builds runs on the host. ")
+	} else {
+		fmt.Fprintf(&b, "The Nix store is read-only here and there is no nix-daemon: `nix shell`/`nix build` cannot install anything. ")
+	}
+	fmt.Fprintf(&b, "You cannot install system packages (no root, no writes outside the working directory); if a tool is missing, install it into the working directory or ask the operator to add it to the profile's `tools` or `packages` (Nix installables such as nixpkgs#jq).\n")
 	if p.Notes != "" {
 		fmt.Fprintf(&b, "\n## Notes\n\n%s\n", strings.TrimSpace(p.Notes))
 	}

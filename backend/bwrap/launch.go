@@ -92,6 +92,19 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,
 	}
+	if p.Spec.NixStore != "" {
+		if err := PrepareNixStore(p.Spec.NixStore); err != nil {
+			return 1, err
+		}
+		self, err := os.Executable()
+		if err == nil {
+			self, err = filepath.EvalSymlinks(self)
+		}
+		if err != nil {
+			return 1, fmt.Errorf("per-project Nix store: locating box's own binary: %w", err)
+		}
+		launch.NixStore, launch.Self = p.Spec.NixStore, self
+	}
 	if p.Spec.Network == NetInternet {
 		if err := os.WriteFile(p.Spec.ResolvConf, []byte(inet.ResolvConf(pr.Net.Helper)), 0o644); err != nil {
 			return 1, fmt.Errorf("internet tier: %w", err)

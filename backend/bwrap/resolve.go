@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/heavy-duty/box/envaudit"
@@ -72,6 +73,7 @@ func (r Request) toolNames() []string {
 type Facts struct {
 	Workdir string // the working directory, symlinks resolved
 	Euid    int
+	Egid    int
 	Home    string   // $HOME inside and out (absolute, clean)
 	Homes   []string // the home as $HOME and the password database say, resolved
 	User    string   // USER and LOGNAME inside
@@ -85,6 +87,16 @@ type Facts struct {
 	// AuthFiles are the host credential files that exist, when the profile asks for
 	// auth passthrough.
 	AuthFiles []string
+	// PackageBins are the bin directories of the profile's Nix packages, realised on the
+	// host (store paths, read-only inside).
+	PackageBins []string
+	// PackageCommands are the command names those directories hold.
+	PackageCommands map[string]bool
+	// HostNixStore: the host has /nix/store (a per-project store layers over it).
+	HostNixStore bool
+	// NixTools are the host's Nix commands (nix, nix-build, ...) that exist, for a
+	// minimal PATH.
+	NixTools []Tool
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -164,6 +176,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 			tf.Err = exec.ErrNotFound
 		}
 		err := tf.Err
+		if errors.Is(err, exec.ErrNotFound) && f.PackageCommands[name] {
+			continue // a profile package provides it, on PATH inside
+		}
 		if err == nil && inWritable(tf.Tool.Path) {
 			// A PATH entry the sandbox can write (a project's bin/ added by direnv)
 			// could hold a planted link to anything: never bind through it.
@@ -239,13 +254,43 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 			p.warn("--env %s: not set in your environment", n)
 		}
 	}
+	minimal := r.Profile.Path == profiles.PathMinimal
+	if minimal {
+		for _, t := range f.NixTools {
+			if !slices.ContainsFunc(tools, func(x Tool) bool { return x.Name == t.Name }) {
+				tools = append(tools, t)
+			}
+		}
+	}
+	daemon := r.Profile.Nix == profiles.NixDaemon
+	if daemon {
+		p.warn("nix = \"daemon\": the host's nix-daemon is reachable inside; what it builds and fetches runs on the host, on the host's network, outside tier %s and outside the sandbox", network)
+	}
 	boxSet := map[string]string{
-		"HOME": f.Home, "PATH": PATH(), "BOX_SANDBOX": "bwrap",
+		"HOME": f.Home, "PATH": SandboxPATH(f.PackageBins, minimal), "BOX_SANDBOX": "bwrap",
 		"USER": f.User, "LOGNAME": f.User,
 	}
 	if agent.ConfigEnv != "" {
 		// The agent keeps its config file in its state dir instead of $HOME (see Args).
 		boxSet[agent.ConfigEnv] = filepath.Join(f.Home, agent.StateDir)
+	}
+	if daemon {
+		boxSet["NIX_REMOTE"] = "daemon"
+	}
+	var nixStore string
+	if r.Profile.Nix == profiles.NixStore {
+		if !f.HostNixStore {
+			return nil, errs.WithHint(fmt.Errorf("profile %q: nix = \"store\" layers a store over the host's /nix/store, and this host has none", r.Profile.Name),
+				"install Nix on the host, or set nix = \"none\"")
+		}
+		nixStore = filepath.Join(instanceDir, "nix")
+		// Single-user Nix inside: no build sandbox (no user namespaces in here) and no
+		// build users; without a network, no substituters to wait for.
+		conf := "sandbox = false\nbuild-users-group =\nexperimental-features = nix-command flakes\n"
+		if network == NetNone {
+			conf += "substituters =\n"
+		}
+		boxSet["NIX_CONFIG"] = conf
 	}
 	p.Vars = allow.Filter(f.Environ, boxSet)
 	p.Findings = envaudit.Audit(p.Vars)
@@ -258,6 +303,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Profile: r.Profile.Name, Template: r.Template.Name, Network: network, Workdir: wd,
 		Tools: toolNames, Auth: len(auth) > 0, Notes: r.Template.Notes,
 		StateDir: agent.StateDir, Instructions: agent.Instructions, Credentials: agent.Credentials,
+		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
 	}
 	if r.Persistent != nil {
 		p.Policy.Box = r.Persistent.Name
@@ -272,7 +318,8 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Spec = Spec{
 		Workdir: wd, Home: f.Home, HomeDir: homeDir, InstanceDir: instanceDir, StateDir: agent.StateDir,
 		Network: network, Mounts: mounts, AuthFiles: auth, Tools: tools,
-		Command: command, Hostname: "box",
+		Command: command, Hostname: "box", NixDaemon: daemon,
+		NixStore: nixStore, UID: f.Euid, GID: f.Egid,
 	}
 	return p, nil
 }

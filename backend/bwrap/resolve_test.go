@@ -141,3 +141,48 @@ func TestSecretPathsRefusedAndWarned(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveNix(t *testing.T) {
+	envOf := func(p *Plan, name string) string {
+		for _, v := range p.Vars {
+			if v.Name == name {
+				return v.Value
+			}
+		}
+		return ""
+	}
+	r, f := testRequest(), testFacts()
+	r.Profile.Packages = []string{"path:/srv/tools#fmt"}
+	r.Command = []string{"fmt"}
+	f.PackageBins = []string{"/nix/store/aaa-fmt/bin"}
+	f.PackageCommands = map[string]bool{"fmt": true}
+	p, err := Resolve(r, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := envOf(p, "PATH"); got != BinDir+":/nix/store/aaa-fmt/bin:"+systemBin {
+		t.Errorf("PATH = %s", got)
+	}
+	if envOf(p, "NIX_REMOTE") != "" || p.Spec.NixDaemon || len(p.Warnings) != 0 {
+		t.Errorf("the daemon is on without opt-in: %+v %v", p.Spec, p.Warnings)
+	}
+
+	r.Profile.Path, r.Profile.Nix = profiles.PathMinimal, profiles.NixDaemon
+	f.NixTools = []Tool{{Name: "nix", Path: "/usr/bin/nix"}, {Name: "nix-shell", Path: "/usr/bin/nix"}}
+	p, err = Resolve(r, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := envOf(p, "PATH"); got != BinDir+":/nix/store/aaa-fmt/bin" {
+		t.Errorf("minimal PATH = %s", got)
+	}
+	if !slices.ContainsFunc(p.Spec.Tools, func(x Tool) bool { return x.Name == "nix-shell" }) {
+		t.Errorf("minimal PATH without the Nix tools: %v", p.Spec.Tools)
+	}
+	if envOf(p, "NIX_REMOTE") != "daemon" || !p.Spec.NixDaemon || !strings.Contains(strings.Join(p.Warnings, "\n"), `nix = "daemon"`) {
+		t.Errorf("daemon opt-in: %+v %v", p.Spec, p.Warnings)
+	}
+	if !strings.Contains(SandboxMD(p.Policy), "nix-daemon is reachable") {
+		t.Errorf("SANDBOX.md does not say the daemon is reachable")
+	}
+}

@@ -35,6 +35,10 @@ type Launch struct {
 	// starts; the internet tier attaches networking here. If it fails, bwrap is killed
 	// and the command never runs (closing the block fd would release it unfiltered).
 	BeforeRelease func(childPid int) (cleanup func(), err error)
+	// NixStore, when set, is a per-project store directory: box starts itself as the
+	// helper that layers it over the host's store and then becomes bwrap (same pid, same
+	// fds). Self is box's own binary.
+	NixStore, Self string
 }
 
 // forwarded are the signals box passes on to the sandboxed command. bwrap forwards
@@ -94,13 +98,15 @@ func Run(l Launch) (int, error) {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
-	pid, err := syscall.ForkExec(l.Bwrap, append([]string{l.Bwrap}, l.Args...), &syscall.ProcAttr{
-		Env:   l.Env,
-		Files: files,
-		// Its own process group: a terminal's Ctrl-C reaches box, which passes it to
-		// the command, instead of killing bwrap (and with it, the sandbox) outright.
-		Sys: &syscall.SysProcAttr{Setpgid: true},
-	})
+	// Its own process group: a terminal's Ctrl-C reaches box, which passes it to the
+	// command, instead of killing bwrap (and with it, the sandbox) outright.
+	sys := &syscall.SysProcAttr{Setpgid: true}
+	prog, argv := l.Bwrap, append([]string{l.Bwrap}, l.Args...)
+	if l.NixStore != "" {
+		prog, argv = l.Self, nixStoreArgv(l.Self, l.NixStore, l.Bwrap, l.Args)
+		nixStoreAttr(sys)
+	}
+	pid, err := syscall.ForkExec(prog, argv, &syscall.ProcAttr{Env: l.Env, Files: files, Sys: sys})
 	infoW.Close()
 	if blockR != nil {
 		blockR.Close()

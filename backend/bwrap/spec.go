@@ -35,7 +35,18 @@ type Spec struct {
 	Hostname    string   // "" leaves the default
 	InfoFD      int      // > 0: bwrap --info-fd (the exec layer reads the child pid)
 	BlockFD     int      // > 0: bwrap --block-fd (the sandbox waits until released)
+	// NixDaemon binds the host's nix-daemon socket (profile nix = "daemon", opted in by
+	// the operator); otherwise only /nix/store is visible, read-only.
+	NixDaemon bool
+	// NixStore, when set, is the host directory of a per-project Nix store layered over
+	// the host's (profile nix = "store"): /nix inside is writable, the host's store is
+	// not. The sandbox then runs as UID/GID (the operator's), mapped through box's helper.
+	NixStore string
+	UID, GID int
 }
+
+// NixDaemonDir holds the host nix-daemon's socket.
+const NixDaemonDir = "/nix/var/nix/daemon-socket"
 
 // Mount is one extra bind.
 type Mount struct {
@@ -56,6 +67,9 @@ type Host struct {
 	// ResolvTarget is where /etc/resolv.conf really lives when that is outside /etc
 	// (systemd-resolved: /run/systemd/resolve/...); tier full binds it so DNS works.
 	ResolvTarget string
+	// RunLinks are links under /run into the Nix store (NixOS: /run/current-system),
+	// recreated inside so store-path tools and scripts naming them work.
+	RunLinks []SysPath
 }
 
 // SysPath is a system path and, for a symlink, its target.
@@ -75,6 +89,19 @@ func (h Host) Covered(path string) bool {
 	return false
 }
 
-// PATH is the sandbox's search path: the profile's tools first, then the system dirs.
-// Nothing from the operator's home is on it.
-func PATH() string { return BinDir + ":/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin" }
+// systemBin are the system's command directories on the sandbox's PATH.
+const systemBin = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+// PATH is the sandbox's default search path: the profile's tools first, then the system
+// dirs. Nothing from the operator's home is on it.
+func PATH() string { return SandboxPATH(nil, false) }
+
+// SandboxPATH is the sandbox's search path: the tools' directory, the profile's package
+// bin directories (store paths), then, unless minimal, the system's directories.
+func SandboxPATH(packageBins []string, minimal bool) string {
+	dirs := append([]string{BinDir}, packageBins...)
+	if !minimal {
+		dirs = append(dirs, systemBin)
+	}
+	return strings.Join(dirs, ":")
+}

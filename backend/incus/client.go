@@ -290,7 +290,12 @@ func (c *Client) WaitOperation(ctx context.Context, id string) (*Operation, erro
 				c.cancel(id)
 				return nil, ctx.Err()
 			}
-			return nil, err
+			// incusd answers a wait that outlasts its timeout with an error (its own
+			// "context deadline exceeded"), not with the running operation: ask for
+			// the operation itself, and wait on while it runs.
+			if _, gerr := c.get(ctx, "/operations/"+url.PathEscape(id), nil, &op); gerr != nil {
+				return nil, err
+			}
 		}
 		if !op.done() {
 			continue

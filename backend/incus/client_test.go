@@ -153,3 +153,38 @@ func TestResetMachineID(t *testing.T) {
 		t.Error("a relative path was sent")
 	}
 }
+
+// incusd answers a wait that outlasts its timeout with an error, though the operation
+// still runs (a long backup): the client asks for the operation and waits on, and the
+// operation's own end decides.
+func TestWaitOperationOutlastsAWaitTimeout(t *testing.T) {
+	var mu sync.Mutex
+	waits := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /1.0/instances/big/backups", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, http.StatusAccepted, asyncOp("op3"))
+	})
+	mux.HandleFunc("GET /1.0/operations/op3/wait", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		waits++
+		n := waits
+		mu.Unlock()
+		if n < 3 {
+			reply(w, http.StatusInternalServerError, map[string]any{"type": "error", "error": "context deadline exceeded", "error_code": 500})
+			return
+		}
+		reply(w, http.StatusOK, map[string]any{"type": "sync", "status": "Success", "status_code": 200,
+			"metadata": map[string]any{"id": "op3", "status": "Success", "status_code": 200}})
+	})
+	mux.HandleFunc("GET /1.0/operations/op3", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, http.StatusOK, map[string]any{"type": "sync", "status": "Success", "status_code": 200,
+			"metadata": map[string]any{"id": "op3", "status": "Running", "status_code": 103}})
+	})
+	c := fakeIncusd(t, mux)
+	if err := c.CreateBackup(context.Background(), "big", BackupsPost{Name: "b"}); err != nil {
+		t.Fatalf("a long operation failed on a wait time-out: %v", err)
+	}
+	if waits != 3 {
+		t.Errorf("waited %d times, want 3", waits)
+	}
+}

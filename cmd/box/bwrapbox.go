@@ -418,7 +418,7 @@ func (be bwrapBackend) Info(name string) (infoJSON, error) {
 	if err != nil {
 		return infoJSON{}, err
 	}
-	out := infoJSON{boxJSON: be.summary(b), Home: b.Home(), Snapshots: []snapshotJSON{}}
+	out := infoJSON{boxJSON: be.summary(b), Home: b.Home(), Snapshots: []snapshotJSON{}, Exposed: []boxes.Exposure{}}
 	for _, s := range snaps {
 		out.Snapshots = append(out.Snapshots, snapshotJSON{Name: s.Name, Created: s.Created.UTC().Format(time.RFC3339)})
 	}

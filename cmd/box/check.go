@@ -45,6 +45,7 @@ func bwrapChecks() []checkResult {
 		}
 	}
 	out = append(out, userNSCheck(bin))
+	out = append(out, nixCheck())
 	return append(out, internetChecks()...)
 }
 

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
 )
@@ -25,8 +29,9 @@ IPv4 with NAT, ipv6.address=none, dns.mode=none, dnsmasq's dhcp-ignore-names and
 resolver, the ACL's rules and that it is attached (default ingress drop), the placement
 profile (the NIC with port isolation and the root disk, nothing else), the host firewall
 tables against the plan, bridge-meta support, ports the firewall's fallback also
-catches (warning), the boot unit, every box on the placement profile only, and leftovers
-of claudebox (warning). Each failure comes with its fix. Exit 1 on any failure.`,
+catches (warning), the boot unit, every box on the placement profile only, leftovers
+of claudebox (warning), and every box's doors (box expose): loopback only, no other
+proxy device. Each failure comes with its fix. Exit 1 on any failure.`,
 		Example: `  box doctor
   box doctor --json      # [{check, status, detail, fix}]`,
 		Args: noArgs,
@@ -43,6 +48,7 @@ func runDoctor(e *env, o *doctorOptions) error {
 	c := hostClient(e)
 	defer c.Close()
 	checks := host.Doctor(ctx, c, host.DoctorOptions{UnitDir: o.unitDir, Exe: boxExe()})
+	checks = append(checks, exposureCheck(ctx, c))
 	if o.json {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -72,4 +78,36 @@ func runDoctor(e *env, o *doctorOptions) error {
 	}
 	fmt.Fprintf(e.stderr, "box: doctor: all %d checks passed\n", len(checks))
 	return nil
+}
+
+// CheckExposures is doctor's line for the doors of the boxes.
+const CheckExposures = "exposures"
+
+// exposureCheck lists every box's doors from the host's loopback, and fails on a proxy
+// device of a box that is not one of box expose's (a listener beyond 127.0.0.1, added
+// through incus): it is a door into the box from wherever it listens.
+func exposureCheck(ctx context.Context, c *incus.Client) host.Check {
+	list, err := c.ListBoxes(ctx)
+	if err != nil {
+		return host.Check{Name: CheckExposures, Status: host.Fail, Detail: err.Error()}
+	}
+	var doors, foreign []string
+	for _, b := range list {
+		exp, other := boxes.Exposures(b.Devices)
+		for _, x := range exp {
+			doors = append(doors, fmt.Sprintf("127.0.0.1:%d -> %s:%d", x.HostPort, b.Name, x.Port))
+		}
+		for _, d := range other {
+			foreign = append(foreign, fmt.Sprintf("%s (listen %s)", b.Name+"/"+d, b.Devices[d]["listen"]))
+		}
+	}
+	if len(foreign) > 0 {
+		return host.Check{Name: CheckExposures, Status: host.Fail,
+			Detail: "proxy devices box did not open: " + strings.Join(foreign, ", "),
+			Fix:    "remove each (box incus BOX -- config device remove {} DEVICE) and use 'box expose', which listens on 127.0.0.1 only"}
+	}
+	if len(doors) == 0 {
+		return host.Check{Name: CheckExposures, Status: host.OK, Detail: "no box has a door from the host"}
+	}
+	return host.Check{Name: CheckExposures, Status: host.OK, Detail: "loopback only: " + strings.Join(doors, ", ")}
 }

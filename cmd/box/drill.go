@@ -153,6 +153,8 @@ func runDrill(e *env, o *drillOptions) error {
 		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
 		Tier: p.Spec.Network, Expect: o.expect,
 		Environ: environ, Entered: entered, AuthPassthrough: p.Profile.AuthPassthrough,
+		NixDaemon:   p.Profile.Nix == profiles.NixDaemon,
+		NixStore:    p.Profile.Nix == profiles.NixStore,
 		Facts:       drill.Gather(p.Spec.Home, os.Getuid(), environ),
 		InternetURL: o.internetURL, HostPort: o.hostPort, LANTargets: o.lan,
 		Nonce: hex.EncodeToString(nonce),

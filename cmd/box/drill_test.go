@@ -107,6 +107,7 @@ func labWorld(t *testing.T) (*world, *lab.Lab) {
 // SKIP (with a reason), exit 0, and the JSON parses.
 func TestDrillLab(t *testing.T) {
 	w, l := labWorld(t)
+	testenv.NixDaemon(t) // a multi-user Nix host: the nix rows are probed, not skipped
 	for _, c := range []struct {
 		tier string
 		args []string
@@ -132,7 +133,8 @@ func TestDrillLab(t *testing.T) {
 				"secret:netrc", "secret:git-credentials", "secret:docker", "secret:kube", "secret:gh", "secret:claude-credentials",
 				"env:GITHUB_TOKEN", "env:AWS_SECRET_ACCESS_KEY", "env:ANTHROPIC_API_KEY", "env:unlisted",
 				"pids", "priv:no-new-privs", "priv:caps", "priv:setuid", "priv:userns", "write:workdir", "write:/etc", "write:~/",
-				"net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract", "net:sandbox-gateway"} {
+				"net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract", "net:sandbox-gateway",
+				"nix:daemon", "nix:store-write"} {
 				r.want(t, id, drill.Pass)
 			}
 			if c.tier == "internet" && !strings.HasPrefix(r.rows["net:internet"].Observed, "HTTP 200") {
@@ -188,6 +190,7 @@ func TestDrillBreachTierFull(t *testing.T) {
 // allowlisted secret variable, a warning).
 func TestDrillBreachProfiles(t *testing.T) {
 	w, l := labWorld(t)
+	testenv.NixDaemon(t)
 	// A listening socket standing for an ssh-agent, and one standing for docker.sock.
 	agent := filepath.Join(w.home, "agent.sock")
 	ln, err := net.Listen("unix", agent)
@@ -238,6 +241,20 @@ target = "~/.gnupg/S.gpg-agent"
 		{"mount-host-proc", `[[mounts]]
 path = "/proc"
 `, nil, map[string]drill.Status{"pids": drill.Breach}},
+		// The host's nix-daemon, mounted by hand: a session opens, a breach. Opted in
+		// with nix = "daemon": a warning.
+		{"mount-nix-daemon", `[[mounts]]
+path = "/nix/var/nix/daemon-socket"
+`, nil, map[string]drill.Status{"nix:daemon": drill.Breach, "nix:store-write": drill.Pass}},
+		{"nix-daemon", `nix = "daemon"
+`, nil, map[string]drill.Status{"nix:daemon": drill.Warn, "nix:store-write": drill.Pass}},
+		// A store of the project's own, layered by box's helper before bwrap: the host's
+		// daemon stays hidden and writes to /nix/store stay in the project's store, with
+		// the internet tier attached through the helper's user namespace.
+		{"nix-store", `nix = "store"
+`, []string{"--network", "internet", "--internet-url", "http://" + lab.InternetName + "/"},
+			map[string]drill.Status{"nix:daemon": drill.Pass, "nix:store-write": drill.Pass, "net:internet": drill.Pass, "net:lan-gateway": drill.Pass}},
+		// Last: the credentials' mount point stays in the project's instance directory.
 		{"auth-passthrough", `auth_passthrough = true
 `, nil, map[string]drill.Status{"secret:claude-credentials": drill.Warn}},
 	} {
@@ -264,8 +281,9 @@ path = "/proc"
 // not there.
 func TestDrillRunnerWithoutSandbox(t *testing.T) {
 	w, l := labWorld(t)
+	testenv.NixDaemon(t)
 	facts := drill.Facts{
-		Exists:   map[string]bool{filepath.Join(w.home, ".ssh"): true},
+		Exists:   map[string]bool{filepath.Join(w.home, ".ssh"): true, drill.NixDaemonSocket: true},
 		Abstract: []string{lab.HostAbstract},
 		Gateways: []netip.Addr{lab.RouterLAN}, Addrs: []netip.Addr{lab.HostPrivate, lab.HostPublic},
 		Listening: []int{lab.HostPort}, Setuid: "/usr/bin/su", OuterCmdline: "box drill --not-this",
@@ -289,7 +307,8 @@ func TestDrillRunnerWithoutSandbox(t *testing.T) {
 	}
 	t.Logf("unsandboxed runner:\n%s", dr.table())
 	for _, id := range []string{"secret:ssh", "env:GITHUB_TOKEN", "env:unlisted", "pids", "priv:no-new-privs", "priv:setuid",
-		"priv:userns", "write:~/", "net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract"} {
+		"priv:userns", "write:~/", "net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract",
+		"nix:daemon"} {
 		dr.want(t, id, drill.Breach)
 	}
 

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 
+	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/inet"
 	"github.com/heavy-duty/box/drill"
 )
@@ -14,6 +15,10 @@ func hidden(args []string) (int, bool) {
 	case inet.FilterSubcommand:
 		// Run by the internet tier inside the sandbox's namespaces: installs the filter.
 		return inet.FilterMain(args[1:]), true
+	case bwrap.NixStoreSubcommand:
+		// Run by box run in a user and mount namespace of its own: layers the project's
+		// Nix store over the host's, then becomes bwrap.
+		return bwrap.NixStoreMain(args[1:]), true
 	case drill.ProbeSubcommand:
 		// Run by box drill inside the sandbox: reads the probe plan on stdin, prints results.
 		return drill.ProbeMain(os.Stdin, os.Stdout, os.Stderr), true

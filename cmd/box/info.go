@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,7 +20,8 @@ func newInfoCmd(e *env) *cobra.Command {
 		GroupID: groupVM,
 		Long: `Show what box knows of a box: its state, type and IPv4 address, the template and
 user stamped at mint, where it came from (minted, or cloned from BOX[/SNAPSHOT]), when
-it was created, its resources and its snapshots, oldest first.
+it was created, its resources, its doors from the host's loopback (box expose) and its
+snapshots, oldest first.
 
 With --json, one JSON object; the field names are stable and documented in docs/json.md.`,
 		Example: `  box info work
@@ -77,7 +79,13 @@ With --json, one JSON object; the field names are stable and documented in docs/
 			}
 			row("origin", origin)
 			row("created", dash(info.Created))
+			if info.Imported != "" {
+				row("imported", fmt.Sprintf("%s (%d time(s), last %s)", info.Imported, info.ImportedCount, info.ImportedLast))
+			}
 			row("resources", fmt.Sprintf("cpu %s, memory %s, disk %s", dash(info.CPU), dash(info.Memory), dash(info.Disk)))
+			for _, x := range info.Exposed {
+				row("exposed", fmt.Sprintf("127.0.0.1:%d -> port %d", x.HostPort, x.Port))
+			}
 			if len(info.Snapshots) == 0 {
 				row("snapshots", "none")
 			} else {
@@ -103,6 +111,13 @@ type infoJSON struct {
 	Memory    string         `json:"memory"`
 	Disk      string         `json:"disk"`
 	Snapshots []snapshotJSON `json:"snapshots"`
+	// Exposed are the box's doors from the host's loopback (box expose).
+	Exposed []boxes.Exposure `json:"exposed"`
+	// Imported, ImportedLast and ImportedCount record box import's trips ("", "", 0
+	// for a box never imported).
+	Imported      string `json:"imported"`
+	ImportedLast  string `json:"imported_last"`
+	ImportedCount int    `json:"imported_count"`
 	Home      string         `json:"home"` // a bwrap box's home directory on the host ("" for vm)
 }
 
@@ -118,7 +133,13 @@ func newInfoJSON(inst incus.Instance, st *incus.InstanceState, snaps []incus.Sna
 		Memory:    inst.Config[incus.KeyMemory],
 		Disk:      inst.Devices["root"]["size"],
 		Snapshots: []snapshotJSON{},
+		Exposed:   []boxes.Exposure{},
 	}
+	if exp, _ := boxes.Exposures(inst.Devices); len(exp) > 0 {
+		out.Exposed = exp
+	}
+	out.Imported, out.ImportedLast = inst.Config[boxes.KeyImported], inst.Config[boxes.KeyImportedLast]
+	out.ImportedCount, _ = strconv.Atoi(inst.Config[boxes.KeyImportedCount])
 	for _, s := range snaps {
 		out.Snapshots = append(out.Snapshots, snapshotJSON{Name: s.Name, Created: s.CreatedAt.UTC().Format(time.RFC3339)})
 	}

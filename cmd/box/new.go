@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,10 +60,12 @@ resource flags. A clone gets its own /etc/machine-id (emptied before its first
 boot; systemd makes a new one), so clones never share a DHCP client identity.
 
 The launch is time-boxed (--timeout): the box must be running with an IPv4 lease, and
-cloud-init (when the template has user-data and the image runs it) must have finished
-without error. On a terminal a progress line shows meanwhile (-q: none, and no
-"ready" line). On failure the half-made box is deleted, except when only the lease
-timed out: the box itself is fine then, and is kept for you to inspect.`,
+cloud-init (when the template has user-data) must have finished without error. On a
+terminal a progress line shows meanwhile (-q: none, and no "ready" line). On failure
+the half-made box is deleted, except when only the lease timed out (the box itself is
+fine then) and when cloud-init failed or did not finish: the box is not handed over
+(exit 1), but kept, stopped, under its name, with cloud-init's report, for you to
+inspect. An image without cloud-init cannot apply user-data: box warns by name.`,
 		Example: `  box new --name work                          # the blank template, as a VM
   box new --name agent --template claude --cpu 8
   box new --name scratch --container           # a container (where VMs cannot run)
@@ -95,7 +96,7 @@ timed out: the box itself is fine then, and is kept for you to inspect.`,
 	f.StringVar(&o.Disk, "disk", "", "root disk size, e.g. 60GiB")
 	f.BoolVar(&o.VM, "vm", false, "a virtual machine (the default)")
 	f.BoolVar(&o.Container, "container", false, "a container instead of a VM")
-	f.DurationVar(&o.timeout, "timeout", 600*time.Second, "give up when the box is not up within this time")
+	f.DurationVar(&o.timeout, "timeout", boxes.DefaultLaunchTimeout, "give up when the box is not up within this time")
 	_ = cmd.RegisterFlagCompletionFunc("from", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return boxNames(e, ""), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -207,13 +208,9 @@ func runNew(e *env, o *newOptions, given []string) error {
 		}
 		p.Step("cloning %s into %s", o.from, o.Name)
 	} else {
-		pool, err := c.RootPool(ctx, placement)
+		pool, err := placementPool(ctx, e, c, placement)
 		if err != nil {
-			if incus.IsNotFound(err) {
-				return withHint(fmt.Errorf("placement profile %q does not exist in incusd", placement),
-					"set up the host with 'box setup-host', or name an existing profile in $"+boxes.PlacementEnv)
-			}
-			return vmErr(e, err)
+			return err
 		}
 		mint.Pool = pool
 		if req, err = incus.MintRequest(mint); err != nil {
@@ -241,6 +238,11 @@ func runNew(e *env, o *newOptions, given []string) error {
 		if err != nil {
 			discard(c, o.Name)
 			return launchErr(e, o, "inspect", err)
+		}
+		// A door's host port is unique on the host: a clone starts without its source's.
+		if err := dropExposures(ctx, c, *inst); err != nil {
+			discard(c, o.Name)
+			return launchErr(e, o, "close the doors of", err)
 		}
 		if vmClone = inst.Type == incus.TypeVM; !vmClone {
 			p.Step("giving %s a fresh machine ID", o.Name)
@@ -278,7 +280,11 @@ func runNew(e *env, o *newOptions, given []string) error {
 	}
 	if inst.Config[incus.KeyUserData] != "" {
 		p.Step("waiting for cloud-init in %s", o.Name)
-		if err := waitCloudInit(ctx, c, o.Name); err != nil {
+		if err := provision(ctx, e, c, o.Name, o.timeout); err != nil {
+			var pe *provisionError
+			if errors.As(err, &pe) {
+				return err // kept, stopped, for inspection
+			}
 			discard(c, o.Name)
 			return launchErr(e, o, "provision", err)
 		}
@@ -338,31 +344,6 @@ func busy(ctx context.Context, c *incus.Client, name string) bool {
 		}
 	}
 	return false
-}
-
-// waitCloudInit waits for cloud-init to finish in a box. An image without cloud-init
-// has nothing to wait for; a VM whose agent is not up yet is asked again.
-func waitCloudInit(ctx context.Context, c *incus.Client, name string) error {
-	for {
-		var out bytes.Buffer
-		code, err := c.Exec(ctx, name, incus.Exec{Command: []string{"cloud-init", "status", "--wait", "--long"}, Stdout: &out, Stderr: &out})
-		switch {
-		case code == 127:
-			return nil // no cloud-init in this image
-		case err != nil && strings.Contains(err.Error(), "agent") && ctx.Err() == nil:
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(500 * time.Millisecond):
-			}
-			continue
-		case err != nil:
-			return err
-		case code == 0, code == 2: // 2: done, with recoverable errors
-			return nil
-		}
-		return fmt.Errorf("cloud-init failed:\n%s", strings.TrimSpace(out.String()))
-	}
 }
 
 // resetVMMachineID empties a running VM's /etc/machine-id once its agent answers, and

@@ -79,7 +79,8 @@ with a home of its own.
 	root.AddCommand(newCompletionCmd(e), newManCmd(e))
 	root.AddCommand(newSetupHostCmd(e), newTeardownHostCmd(e), newMigrateHostCmd(e), newDoctorCmd(e))
 	root.AddCommand(newNewCmd(e), newListCmd(e), newInfoCmd(e), newShellCmd(e), newExecCmd(e), newSnapshotCmd(e),
-		newRestoreCmd(e), newRenameCmd(e), newStartCmd(e), newStopCmd(e), newRmCmd(e), newIncusCmd(e))
+		newRestoreCmd(e), newRenameCmd(e), newStartCmd(e), newStopCmd(e), newRmCmd(e), newIncusCmd(e),
+		newExportCmd(e), newImportCmd(e), newExposeCmd(e))
 	registerCompletions(root, e)
 	return root
 }

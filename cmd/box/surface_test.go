@@ -103,7 +103,7 @@ func TestCompletionScripts(t *testing.T) {
 	}
 	for args, want := range map[string][]string{
 		"run --profile ":  {"claude", "default"},
-		"run --template ": {"blank", "claude"},
+		"run --template ": {"blank", "claude", "codex", "grok", "kimi"},
 		"run --network ":  {"none", "internet", "full"},
 		"completion ":     {"bash", "zsh", "fish"},
 	} {
@@ -311,13 +311,13 @@ func TestTemplatesJSON(t *testing.T) {
 	for _, x := range ts {
 		names = append(names, x.Name)
 	}
-	if !slices.Equal(names, []string{"blank", "claude", "rusty"}) {
+	if !slices.Equal(names, []string{"blank", "claude", "codex", "grok", "kimi", "rusty"}) {
 		t.Fatalf("templates: %v", names)
 	}
 	if b := ts[0]; b.Source != "built-in" || b.Description != "A bare box: a shell and nothing else" {
 		t.Errorf("blank template: %+v", b)
 	}
-	r := ts[2]
+	r := ts[5]
 	if r.Source != dir || r.Description != "Rust toolchain" || r.Image != "images:debian/12/cloud" || r.User != "dev" ||
 		r.CPU != "4" || !r.RequireVM || r.UserData != "#cloud-config\n" || r.Notes != "cargo is here\n" {
 		t.Errorf("rusty template: %+v", r)

@@ -189,3 +189,17 @@ func splitDash(cmd *cobra.Command, args []string, needDash bool) (box string, re
 	}
 	return box, rest, len(rest) > 0
 }
+
+// placementPool is the storage pool of the placement profile's root disk, where a new
+// box's disk goes; a missing profile says how to make it.
+func placementPool(ctx context.Context, e *env, c *incus.Client, placement string) (string, error) {
+	pool, err := c.RootPool(ctx, placement)
+	if err != nil {
+		if incus.IsNotFound(err) {
+			return "", withHint(fmt.Errorf("placement profile %q does not exist in incusd", placement),
+				"set up the host with 'box setup-host', or name an existing profile in $"+boxes.PlacementEnv)
+		}
+		return "", vmErr(e, err)
+	}
+	return pool, nil
+}

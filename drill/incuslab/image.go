@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -26,6 +28,14 @@ type Recipe struct {
 	Enable  []string          `json:"enable"`  // systemd units enabled in the chroot
 	Symlink map[string]string `json:"symlink"` // path in rootfs -> link target
 	Empty   []string          `json:"empty"`   // files truncated to zero length
+	// Install are packages apt-get installs inside the chroot after debootstrap (with
+	// /proc, /sys and /dev bound in a private mount namespace): cloud-init fails when
+	// debootstrap itself includes it (LAB.md).
+	Install []string `json:"install,omitempty"`
+	// Templates are Incus image templates: a path in the instance -> the template text,
+	// rendered when an instance is created or copied (how a container gets its
+	// cloud-init seed).
+	Templates map[string]string `json:"templates,omitempty"`
 	// Bump Version when the build steps below change in a way the fields do not show.
 	Version int `json:"version"`
 }
@@ -173,6 +183,9 @@ func build(ctx context.Context, r Recipe, img Image) error {
 	if err := runLogged(ctx, logPath, "debootstrap", args...); err != nil {
 		return err
 	}
+	if err := installInChroot(ctx, logPath, rootfs, r.Install); err != nil {
+		return err
+	}
 	for p, content := range r.Files {
 		dst := filepath.Join(rootfs, p)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -217,13 +230,25 @@ func build(ctx context.Context, r Recipe, img Image) error {
 	if err := os.WriteFile(filepath.Join(meta, "metadata.yaml"), []byte(metadataYAML(r, time.Now())), 0o644); err != nil {
 		return err
 	}
+	metaFiles := []string{"metadata.yaml"}
+	if len(r.Templates) > 0 {
+		if err := os.MkdirAll(filepath.Join(meta, "templates"), 0o755); err != nil {
+			return err
+		}
+		for _, p := range slices.Sorted(maps.Keys(r.Templates)) {
+			if err := os.WriteFile(filepath.Join(meta, "templates", templateFile(p)), []byte(r.Templates[p]), 0o644); err != nil {
+				return err
+			}
+		}
+		metaFiles = append(metaFiles, "templates")
+	}
 	out := tmp + ".out"
 	_ = os.RemoveAll(out)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	defer os.RemoveAll(out)
-	if err := runLogged(ctx, logPath, "tar", "-C", meta, "-cf", filepath.Join(out, "metadata.tar"), "metadata.yaml"); err != nil {
+	if err := runLogged(ctx, logPath, "tar", append([]string{"-C", meta, "-cf", filepath.Join(out, "metadata.tar")}, metaFiles...)...); err != nil {
 		return err
 	}
 	// Uncompressed: the upload is over a local socket, and compressing ~250 MB costs
@@ -237,7 +262,7 @@ func build(ctx context.Context, r Recipe, img Image) error {
 }
 
 func metadataYAML(r Recipe, now time.Time) string {
-	return fmt.Sprintf(`architecture: x86_64
+	s := fmt.Sprintf(`architecture: x86_64
 creation_date: %d
 properties:
   description: box test image, Debian %s (recipe %s)
@@ -246,6 +271,44 @@ properties:
   architecture: amd64
   variant: box-test
 `, now.Unix(), r.Suite, r.Hash(), r.Suite)
+	if len(r.Templates) > 0 {
+		s += "templates:\n"
+		for _, p := range slices.Sorted(maps.Keys(r.Templates)) {
+			s += fmt.Sprintf("  %s:\n    when: [create, copy]\n    template: %s\n    properties:\n      default: \"#cloud-config\\n{}\\n\"\n", p, templateFile(p))
+		}
+	}
+	return s
+}
+
+// templateFile names the template of an instance path: /var/lib/x/user-data ->
+// var-lib-x-user-data.tpl.
+func templateFile(p string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "-") + ".tpl"
+}
+
+// installScript installs packages in the chroot ROOT with /proc, /sys and /dev bound, in
+// a private mount namespace (the binds vanish with it), and no service started
+// (policy-rc.d). It runs under unshare -m.
+const installScript = `set -e
+for d in proc sys dev; do mount --rbind /$d "$ROOT/$d"; done
+# The build host's resolver, for apt only: the symlink step replaces it afterwards.
+rm -f "$ROOT/etc/resolv.conf"
+cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
+printf '#!/bin/sh\nexit 101\n' > "$ROOT/usr/sbin/policy-rc.d"
+chmod 755 "$ROOT/usr/sbin/policy-rc.d"
+APT="-o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false"
+chroot "$ROOT" apt-get $APT update -q
+DEBIAN_FRONTEND=noninteractive chroot "$ROOT" apt-get $APT install -y -q --no-install-recommends "$@"
+chroot "$ROOT" apt-get clean
+rm -f "$ROOT/usr/sbin/policy-rc.d"
+`
+
+func installInChroot(ctx context.Context, logPath, rootfs string, pkgs []string) error {
+	if len(pkgs) == 0 {
+		return nil
+	}
+	args := append([]string{"-m", "--propagation", "private", "env", "ROOT=" + rootfs, "sh", "-c", installScript, "install"}, pkgs...)
+	return runLogged(ctx, logPath, "unshare", args...)
 }
 
 // runLogged runs a command with its output appended to logPath; on failure the error

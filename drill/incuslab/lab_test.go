@@ -126,3 +126,40 @@ func TestParallelLabs(t *testing.T) {
 		}
 	}
 }
+
+// The cloud-init image does what LAB.md measured: user-data given to Incus at create
+// takes effect (the user exists) and cloud-init ends done; a copy re-runs it.
+func TestCloudInitImage(t *testing.T) {
+	l := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if _, err := l.ImportCloudInit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req, err := incus.MintRequest(incus.Mint{Name: "ci", Profile: Profile, Image: CloudInitAlias,
+		CPU: "1", Memory: "512MiB", Disk: "2GiB", Pool: Pool, Template: "blank", User: "dev",
+		UserData: "#cloud-config\nusers:\n  - name: dev\n    shell: /bin/bash\n", Created: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Client.Create(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Client.Start(ctx, "ci"); err != nil {
+		t.Fatal(err)
+	}
+	run := func(cmd ...string) (int, string) {
+		var out bytes.Buffer
+		code, err := l.Client.Exec(ctx, "ci", incus.Exec{Command: cmd, Stdout: &out, Stderr: &out})
+		if err != nil {
+			t.Fatalf("exec %v: %v", cmd, err)
+		}
+		return code, out.String()
+	}
+	if code, out := run("cloud-init", "status", "--wait"); code != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("cloud-init status: exit %d: %s", code, out)
+	}
+	if code, out := run("getent", "passwd", "dev"); code != 0 || !strings.Contains(out, "/bin/bash") {
+		t.Errorf("user dev: exit %d: %s", code, out)
+	}
+}

@@ -69,3 +69,42 @@ func (l *Line) Done() {
 		l.drawn = false
 	}
 }
+
+// Counter counts the bytes written to it and redraws its line as "WHAT: SIZE" (at most
+// ten times a second), for transfers: io.TeeReader(src, c), io.MultiWriter(dst, c).
+type Counter struct {
+	l    *Line
+	what string
+	n    int64
+	last time.Time
+}
+
+// Count returns a Counter drawing on l; a silent l counts without drawing.
+func (l *Line) Count(what string) *Counter { return &Counter{l: l, what: what} }
+
+// Write counts p. It never fails.
+func (c *Counter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	if c.l.On() && time.Since(c.last) >= 100*time.Millisecond {
+		c.last = time.Now()
+		c.l.Step("%s: %s", c.what, Size(c.n))
+	}
+	return len(p), nil
+}
+
+// N is the number of bytes counted.
+func (c *Counter) N() int64 { return c.n }
+
+// Size formats a byte count for people: 512 B, 3.4 MiB, 1.2 GiB.
+func Size(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -105,3 +105,26 @@ func TestDrawnOnATerminal(t *testing.T) {
 		t.Errorf("quiet on a terminal got %q", got)
 	}
 }
+
+// A transfer's counter draws its size on a terminal, counts without drawing elsewhere,
+// and never fails the copy it watches.
+func TestCounter(t *testing.T) {
+	m, s := openPTY(t)
+	c := New(s, false).Count("exporting work")
+	if n, err := c.Write(make([]byte, 3<<20)); n != 3<<20 || err != nil {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	if got := readFor(t, m, 300*time.Millisecond); !strings.Contains(got, "box: exporting work: 3.0 MiB (") {
+		t.Errorf("terminal got %q", got)
+	}
+	off := New(&strings.Builder{}, false).Count("x")
+	off.Write(make([]byte, 10))
+	if off.N() != 10 {
+		t.Errorf("N = %d", off.N())
+	}
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 5 << 30: "5.0 GiB"} {
+		if got := Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
