@@ -118,7 +118,7 @@ type infoJSON struct {
 	Imported      string `json:"imported"`
 	ImportedLast  string `json:"imported_last"`
 	ImportedCount int    `json:"imported_count"`
-	Home      string         `json:"home"` // a bwrap box's home directory on the host ("" for vm)
+	Home          string `json:"home"` // a bwrap box's home directory on the host ("" for vm)
 }
 
 type snapshotJSON struct {
