@@ -7,6 +7,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"syscall"
 
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
@@ -92,4 +93,27 @@ func (l launchFlags) refuseVM() error {
 		return usagef("drop -y and --allow-root for a vm box", "-y and --allow-root are for bwrap boxes: a vm box gets no host environment to audit")
 	}
 	return nil
+}
+
+// vmOnlyVerb refuses a vm-only verb aimed at a bwrap box (or a lookalike directory).
+func vmOnlyVerb(e *env, verb, name string) error {
+	b, err := bwrapBox(e, name)
+	if err != nil || b == nil {
+		return err
+	}
+	hint := map[string]string{
+		"export": "a bwrap box is a directory: snapshot it (box snapshot) or clone it (box new --from)",
+		"expose": "a bwrap box at tier full shares the host's network; box expose is for vm boxes",
+	}[verb]
+	return usagef(hint, "box %s is a bwrap box: box %s is for vm boxes", name, verb)
+}
+
+// bwrapNameFree refuses to import a vm box under a bwrap box's name: a name is unique
+// across both backends.
+func bwrapNameFree(e *env, name, file string) error {
+	if !e.boxStore().Taken(name) {
+		return nil
+	}
+	return withHint(fmt.Errorf("a bwrap box named %q already exists: nothing was imported", name),
+		fmt.Sprintf("import it under another name: box import %s --name NEW", file))
 }
