@@ -109,14 +109,7 @@ func (be bwrapBackend) Mint(o *newOptions, given []string) error {
 	if wd, err = boxWorkdir(o.workdir); err != nil {
 		return err
 	}
-	name := o.profile
-	if name == "" {
-		name = e.getenv("BOX_PROFILE")
-	}
-	if name == "" {
-		name = profiles.Default
-	}
-	prof, err := loadProfile(e, name)
+	prof, err := loadProfile(e, profileName(e, o.profile))
 	if err != nil {
 		return err
 	}
@@ -470,6 +463,17 @@ func bwrapStop(e *env, b *dirbox.Box) error {
 	}
 	return withHint(fmt.Errorf("box stop does not end a bwrap box's sandbox: %s is in use", b.Name),
 		"end the command running in it (exit its shell, or Ctrl-C its box exec)")
+}
+
+// profileName is the profile a bwrap launch uses: the flag, else $BOX_PROFILE, else
+// the default.
+func profileName(e *env, flag string) string {
+	for _, n := range []string{flag, e.getenv("BOX_PROFILE")} {
+		if n != "" {
+			return n
+		}
+	}
+	return profiles.Default
 }
 
 // loadProfile and loadTemplate load by name with the CLI's hints.

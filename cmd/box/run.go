@@ -125,14 +125,7 @@ func startLaunch(e *env, p *bwrap.Plan, pr bwrap.Prepared, yes bool) error {
 // resolveRun loads the profile and template the options name, checks the flags, and
 // resolves the sandbox (bwrap.Gather, then the pure bwrap.Resolve). It starts nothing.
 func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
-	name := o.profile
-	if name == "" {
-		name = e.getenv("BOX_PROFILE")
-	}
-	if name == "" {
-		name = profiles.Default
-	}
-	prof, err := loadProfile(e, name)
+	prof, err := loadProfile(e, profileName(e, o.profile))
 	if err != nil {
 		return nil, err
 	}
