@@ -32,6 +32,7 @@ type boxBackend interface {
 // launchFlags are the flags of the verbs that launch a sandbox.
 type launchFlags struct {
 	yes, allowRoot bool
+	allow          []string // --allow: tier allowlist names for this launch, beside the profile's
 }
 
 // boxStore is where the bwrap boxes live.
@@ -84,13 +85,14 @@ func firstErr(err error, then func() error) error {
 func (l *launchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&l.yes, "yes", "y", false, "bwrap boxes: skip the environment audit's question (the audit still prints)")
 	cmd.Flags().BoolVar(&l.allowRoot, "allow-root", false, "bwrap boxes: run the sandbox even though box runs as root")
+	cmd.Flags().StringArrayVar(&l.allow, "allow", nil, "bwrap boxes with tier allowlist: also allow NAME (or *.DOMAIN, @LIST, NAME:PORT) for this launch (repeatable)")
 }
 
 // refuseVM: the launch flags mean nothing to a vm box (no host environment enters it,
 // and box never runs it as the host's root); refused rather than ignored.
 func (l launchFlags) refuseVM() error {
-	if l.yes || l.allowRoot {
-		return usagef("drop -y and --allow-root for a vm box", "-y and --allow-root are for bwrap boxes: a vm box gets no host environment to audit")
+	if l.yes || l.allowRoot || len(l.allow) > 0 {
+		return usagef("drop -y, --allow-root and --allow for a vm box", "-y, --allow-root and --allow are for bwrap boxes: a vm box gets no host environment to audit, and its network is the box bridge's")
 	}
 	return nil
 }

@@ -204,10 +204,10 @@ func copyCost(cs dirbox.CopyStats) string {
 }
 
 // request is the resolver's request for a launch in the box st (under dir).
-func boxRequest(b *dirbox.Box, command []string, allowRoot bool) bwrap.Request {
+func boxRequest(b *dirbox.Box, command []string, allowRoot bool, allow []string) bwrap.Request {
 	return bwrap.Request{
 		Profile: b.Profile, Template: b.Template, Network: b.Network,
-		Command: command, AllowRoot: allowRoot,
+		Command: command, AllowRoot: allowRoot, Allow: allow,
 		Persistent: &bwrap.Persistent{Name: b.Name, Home: b.Home(), Instance: b.Instance(), Workdir: b.Workdir},
 	}
 }
@@ -215,17 +215,17 @@ func boxRequest(b *dirbox.Box, command []string, allowRoot bool) bwrap.Request {
 // check resolves the stamp as a launch would, before the box is made.
 func (be bwrapBackend) check(st dirbox.Stamp) error {
 	b := &dirbox.Box{Dir: filepath.Join(be.e.boxStore().Root, st.Name), Stamp: st}
-	_, err := be.plan(b, []string{"sh"}, false)
+	_, err := be.plan(b, []string{"sh"}, false, nil)
 	return err
 }
 
 // plan resolves a launch in b: the stamped profile, template and tier, the box's home,
 // instance directory and working directory; everything else exactly as box run.
-func (be bwrapBackend) plan(b *dirbox.Box, command []string, allowRoot bool) (*bwrap.Plan, error) {
+func (be bwrapBackend) plan(b *dirbox.Box, command []string, allowRoot bool, allow []string) (*bwrap.Plan, error) {
 	if err := profiles.CheckKeys(profiles.UseBox, b.Profile, b.Template); err != nil {
 		return nil, err
 	}
-	req := boxRequest(b, command, allowRoot)
+	req := boxRequest(b, command, allowRoot, allow)
 	facts, err := bwrap.Gather(req, be.e.outside())
 	if err != nil {
 		return nil, withHint(fmt.Errorf("box %s: %w", b.Name, err), "the box is bound to "+b.Workdir+"; clone it elsewhere with box new --name NAME --from "+b.Name+" --workdir DIR")
@@ -244,7 +244,7 @@ func (be bwrapBackend) launch(name string, command []string, l launchFlags) erro
 		return err
 	}
 	defer unlock()
-	p, err := be.plan(b, command, l.allowRoot)
+	p, err := be.plan(b, command, l.allowRoot, l.allow)
 	if err != nil {
 		return err
 	}

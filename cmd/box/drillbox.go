@@ -23,7 +23,7 @@ func drillBox(e *env, o *drillOptions, probe []string) (*bwrap.Plan, func(), err
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := be.plan(b, probe, false)
+	p, err := be.plan(b, probe, false, nil)
 	if err != nil {
 		unlock()
 		return nil, nil, err
