@@ -21,6 +21,9 @@ type Observation struct {
 	Err    string `json:"error,omitempty"`
 	// OnHost (writes, set by Settle outside): the file exists on the host afterwards.
 	OnHost bool `json:"on_host,omitempty"`
+	// Inodes (paths): "dev:ino" of each target seen, as the inside stats it; a bind
+	// shows the host file's own, so outside, OwnFiles tells the host's from a box's.
+	Inodes map[string]string `json:"inodes,omitempty"`
 }
 
 // Status is a row's verdict.

@@ -110,6 +110,7 @@ func (r *runner) run(pr Probe) (o Observation) {
 	switch pr.Kind {
 	case KindPath:
 		o.Seen, o.Detail = probePaths(pr.Targets)
+		o.Inodes = inodes(pr.Targets)
 	case KindEnv:
 		o.Seen, o.Detail = probeEnv(pr.Targets)
 	case KindEnvScan:

@@ -188,7 +188,11 @@ func (p *Profile) applyDefaults() {
 		p.Template = "blank"
 	}
 	if p.Network == "" {
+		// A vm box has the box bridge's network; a bwrap sandbox none until asked.
 		p.Network = NetNone
+		if p.Backend == BackendVM {
+			p.Network = NetInternet
+		}
 	}
 	for i := range p.Mounts {
 		if p.Mounts[i].Mode == "" {

@@ -85,13 +85,15 @@ func loadFS(fsys fs.FS, name, source string) (*Template, error) {
 	env, errE := fs.ReadFile(fsys, ManifestEnv)
 	var t *Template
 	var err error
+	file := where(ManifestTOML)
 	switch {
 	case errT == nil && errE == nil:
 		return nil, fmt.Errorf("template %q has both %s and %s: keep one", name, ManifestTOML, ManifestEnv)
 	case errT == nil:
-		t, err = ParseManifest(where(ManifestTOML), toml)
+		t, err = ParseManifest(file, toml)
 	case errE == nil:
-		t, err = ParseBoxEnv(where(ManifestEnv), env)
+		file = where(ManifestEnv)
+		t, err = ParseBoxEnv(file, env)
 	default:
 		return nil, fmt.Errorf("template %q in %s has no %s or %s", name, source, ManifestTOML, ManifestEnv)
 	}
@@ -104,6 +106,6 @@ func loadFS(fsys fs.FS, name, source string) (*Template, error) {
 	if b, err := fs.ReadFile(fsys, NotesFile); err == nil {
 		t.Notes = string(b)
 	}
-	t.Name, t.Source = name, source
+	t.Name, t.Source, t.File = name, source, file
 	return t, nil
 }

@@ -19,6 +19,7 @@ type manifest struct {
 	BootstrapRole string   `toml:"bootstrap_role"`
 	Tools         []string `toml:"tools"`
 	Command       []string `toml:"command"`
+	Agent         *Agent   `toml:"agent"`
 }
 
 // ParseManifest parses template.toml strictly into a Template (without Name/Source).
@@ -36,7 +37,7 @@ func ParseManifest(file string, data []byte) (*Template, error) {
 		Description: m.Description, Image: m.Image, User: m.User,
 		CPU: m.CPU, Memory: m.Memory, Disk: m.Disk,
 		RequireVM: m.RequireVM, Autostart: m.Autostart, BootstrapRole: m.BootstrapRole,
-		Tools: m.Tools, Command: m.Command,
+		Tools: m.Tools, Command: m.Command, Agent: m.Agent,
 	}
 	if err := t.Validate(); err != nil {
 		return nil, wrapFile(file, err)

@@ -32,6 +32,11 @@ type Template struct {
 	Tools   []string
 	Command []string
 	Notes   string // extra text for the sandbox's SANDBOX.md (sandbox.md in the template)
+	Agent   *Agent // nil: DefaultAgent (see AgentOf)
+
+	// File is the manifest the template was read from, for messages (a backend
+	// refusing a key names it: see profiles.CheckKeys).
+	File string
 }
 
 // NetworkError is returned for any manifest key that tries to choose networking.
@@ -186,6 +191,9 @@ func (t *Template) Validate() error {
 	}
 	if len(t.Command) > 0 && t.Command[0] == "" {
 		return fmt.Errorf("command: the program name is empty")
+	}
+	if t.Agent != nil {
+		return t.Agent.Validate()
 	}
 	return nil
 }

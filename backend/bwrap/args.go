@@ -82,12 +82,17 @@ func Args(spec Spec, host Host) ([]string, error) {
 		a = append(a, "--ro-bind", NixDaemonDir, NixDaemonDir)
 	}
 
-	// $HOME is an empty tmpfs: nothing of the real home is there unless bound below.
-	a = append(a, sized(spec.Tmpfs.Home, spec.Home)...)
-	// ~/.claude only, a directory: Claude Code replaces ~/.claude.json by rename, which
-	// fails (EBUSY) on a bind-mounted file, so the sandbox sets CLAUDE_CONFIG_DIR and the
-	// file lives inside this directory instead.
-	a = append(a, "--bind", filepath.Join(spec.InstanceDir, ".claude"), filepath.Join(spec.Home, ".claude"))
+	// $HOME is an empty tmpfs, sized (or a persistent box's own home): nothing of the
+	// real home is there unless bound below.
+	if spec.HomeDir != "" {
+		a = append(a, "--bind", spec.HomeDir, spec.Home)
+	} else {
+		a = append(a, sized(spec.Tmpfs.Home, spec.Home)...)
+	}
+	// The agent's state directory only, a directory: Claude Code replaces ~/.claude.json
+	// by rename, which fails (EBUSY) on a bind-mounted file, so the sandbox sets the
+	// template's config variable (CLAUDE_CONFIG_DIR) and the file lives in here instead.
+	a = append(a, "--bind", filepath.Join(spec.InstanceDir, spec.StateDir), filepath.Join(spec.Home, spec.StateDir))
 	for _, f := range spec.AuthFiles {
 		a = append(a, "--ro-bind", f, f)
 	}
@@ -142,6 +147,12 @@ func validate(s Spec) error {
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 			return fmt.Errorf("%s %q: want an absolute, clean path", what, p)
 		}
+	}
+	if s.HomeDir != "" && (!filepath.IsAbs(s.HomeDir) || filepath.Clean(s.HomeDir) != s.HomeDir) {
+		return fmt.Errorf("box home %q: want an absolute, clean path", s.HomeDir)
+	}
+	if s.StateDir == "" || filepath.IsAbs(s.StateDir) || filepath.Clean(s.StateDir) != s.StateDir || s.StateDir == ".." || strings.HasPrefix(s.StateDir, "../") {
+		return fmt.Errorf("state directory %q: want a clean path relative to the home", s.StateDir)
 	}
 	if err := CheckWorkdir(s.Workdir, s.Home); err != nil {
 		return err

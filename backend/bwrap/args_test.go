@@ -37,6 +37,7 @@ func baseSpec() Spec {
 		Workdir:     "/home/op/src/proj",
 		Home:        "/home/op",
 		InstanceDir: "/home/op/.local/share/box/instances/proj-0123456789abcdef",
+		StateDir:    ".claude",
 		Network:     NetNone,
 		Command:     []string{"bash", "-l"},
 		Tools:       []Tool{{Name: "bash", Path: "/usr/bin/bash"}},
@@ -75,6 +76,13 @@ func TestArgsGolden(t *testing.T) {
 			s.Tools = append(s.Tools, Tool{Name: "claude", Path: "/home/op/.local/share/claude/versions/2.0.1"}, Tool{Name: "node", Path: "/nix/store/abc-node/bin/node"})
 			s.AuthFiles = []string{"/home/op/.claude/.credentials.json"}
 			s.Command = []string{"claude", "--dangerously-skip-permissions"}
+		},
+		// A persistent bwrap box whose template runs another agent: the box's home in
+		// place of the tmpfs, the agent's own state dir from the box's instance dir.
+		"box-home-agent": func(s *Spec) {
+			s.HomeDir = "/home/op/.local/share/box/boxes/work/state/home"
+			s.InstanceDir = "/home/op/.local/share/box/boxes/work/state/instance"
+			s.StateDir = ".aider"
 		},
 	}
 	for name, mod := range cases {

@@ -37,6 +37,9 @@ func Gather(r Request, o Outside) (Facts, error) {
 		return f, nil // Resolve refuses it, with the reason
 	}
 	wd, err := os.Getwd()
+	if r.Persistent != nil {
+		wd, err = r.Persistent.Workdir, nil // the box's, whatever the current one
+	}
 	if err != nil {
 		return f, fmt.Errorf("working directory: %w", err)
 	}
@@ -89,7 +92,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 		return f, err
 	}
 	if r.Profile.AuthPassthrough {
-		for _, rel := range ClaudeCredentials {
+		for _, rel := range r.Template.AgentOf().CredentialPaths() {
 			if p := filepath.Join(o.Home, rel); fileExists(p) {
 				f.AuthFiles = append(f.AuthFiles, p)
 			}

@@ -53,6 +53,12 @@ type Policy struct {
 	Notes     string   // the template's own notes
 	Limits    string   // the sandbox's resource limits, in words
 	Protected []string // the protected set's read-only paths
+	// The agent's layout (template data): its state dir (home-relative), the file there
+	// that imports SANDBOX.md, and its credential files (StateDir-relative).
+	StateDir     string
+	Instructions string
+	Credentials  []string
+	Box          string // a persistent bwrap box's name; "" for box run
 	// Nix: the profile's packages (installables), a minimal PATH, the host daemon.
 	Packages    []string
 	MinimalPath bool
@@ -100,7 +106,11 @@ func SandboxMD(p Policy) string {
 		fmt.Fprintf(&b, "%s\n", allowText(p))
 	}
 	fmt.Fprintf(&b, "## Files\n\n")
-	fmt.Fprintf(&b, "- Writable: the working directory `%s`, `~/.claude` (this project's own instance directory), and scratch space that vanishes when the session ends: `/tmp`, `/var/tmp`, `/dev/shm` and `$HOME`", p.Workdir)
+	if p.Box != "" {
+		fmt.Fprintf(&b, "- Writable: the working directory `%s`, `$HOME` and `~/%s` (box `%s`'s own, kept between sessions: logins and tools under ~/.local stay in the box), and scratch space that vanishes when the session ends: `/tmp`, `/var/tmp`, `/dev/shm`", p.Workdir, p.StateDir, p.Box)
+	} else {
+		fmt.Fprintf(&b, "- Writable: the working directory `%s`, `~/%s` (this project's own instance directory), and scratch space that vanishes when the session ends: `/tmp`, `/var/tmp`, `/dev/shm` and `$HOME`", p.Workdir, p.StateDir)
+	}
 	for _, w := range p.Writable {
 		fmt.Fprintf(&b, ", `%s`", w)
 	}
@@ -168,7 +178,7 @@ func PrepareInstance(dir string, p Policy) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	claude := filepath.Join(dir, ".claude")
+	claude := filepath.Join(dir, p.StateDir)
 	// What the sandbox left where box needs a file or a directory of its own (a
 	// directory, a link, a fifo) is moved aside, never deleted and never followed, so
 	// the next run heals instead of failing.
@@ -183,12 +193,14 @@ func PrepareInstance(dir string, p Policy) error {
 	if fi, err := os.Lstat(claude); err != nil || !fi.IsDir() {
 		return fmt.Errorf("instance directory %s is not a directory", claude)
 	}
-	// The credentials mount point must be a plain file (or absent): bwrap would follow a
+	// The credentials mount points must be plain files (or absent): bwrap would follow a
 	// planted link and create the mount point wherever it points.
-	creds := filepath.Join(claude, ".credentials.json")
-	if fi, err := os.Lstat(creds); err == nil && !fi.Mode().IsRegular() {
-		if err := moveAside(creds); err != nil {
-			return err
+	for _, c := range p.Credentials {
+		creds := filepath.Join(claude, c)
+		if fi, err := os.Lstat(creds); err == nil && !fi.Mode().IsRegular() {
+			if err := moveAside(creds); err != nil {
+				return err
+			}
 		}
 	}
 	sandbox, md0 := filepath.Join(claude, "SANDBOX.md"), []byte(SandboxMD(p))
@@ -197,7 +209,10 @@ func PrepareInstance(dir string, p Policy) error {
 			return err
 		}
 	}
-	md := filepath.Join(claude, "CLAUDE.md")
+	if p.Instructions == "" {
+		return nil
+	}
+	md := filepath.Join(claude, p.Instructions)
 	old, err := readRegular(md)
 	if err != nil && !os.IsNotExist(err) {
 		old = nil // not a regular file (a symlink, a fifo, a directory...): moved aside, never read

@@ -27,7 +27,9 @@ func TestPrepareInstanceHostileLinks(t *testing.T) {
 	os.Symlink(secret, filepath.Join(claude, "CLAUDE.md"))
 	os.Symlink("/dev/zero", filepath.Join(claude, "SANDBOX.md"))
 	done := make(chan error, 1)
-	go func() { done <- PrepareInstance(inst, Policy{Network: NetNone}) }()
+	go func() {
+		done <- PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Instructions: "CLAUDE.md", Credentials: []string{".credentials.json"}})
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -55,7 +57,9 @@ func TestPrepareInstanceHostileLinks(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(claude, "CLAUDE.md"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	go func() { done <- PrepareInstance(inst, Policy{Network: NetNone}) }()
+	go func() {
+		done <- PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Instructions: "CLAUDE.md", Credentials: []string{".credentials.json"}})
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -68,7 +72,7 @@ func TestPrepareInstanceHostileLinks(t *testing.T) {
 	os.Remove(filepath.Join(claude, "CLAUDE.md"))
 	os.WriteFile(filepath.Join(claude, "CLAUDE.md"), []byte("my notes"), 0o600)
 	for i := 0; i < 2; i++ {
-		if err := PrepareInstance(inst, Policy{Network: NetNone}); err != nil {
+		if err := PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Instructions: "CLAUDE.md", Credentials: []string{".credentials.json"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,7 +97,7 @@ func TestPrepareInstanceHeals(t *testing.T) {
 			t.Run(name+"/"+f, func(t *testing.T) {
 				inst := filepath.Join(t.TempDir(), "inst")
 				claude := filepath.Join(inst, ".claude")
-				if err := PrepareInstance(inst, Policy{Network: NetNone}); err != nil {
+				if err := PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Credentials: []string{".credentials.json"}, Instructions: "CLAUDE.md"}); err != nil {
 					t.Fatal(err)
 				}
 				os.Remove(filepath.Join(claude, f))
@@ -101,7 +105,7 @@ func TestPrepareInstanceHeals(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i := 0; i < 2; i++ { // every later run works
-					if err := PrepareInstance(inst, Policy{Network: NetNone}); err != nil {
+					if err := PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Credentials: []string{".credentials.json"}, Instructions: "CLAUDE.md"}); err != nil {
 						t.Fatalf("run %d: %v", i, err)
 					}
 				}
@@ -125,7 +129,7 @@ func TestPrepareInstanceHeals(t *testing.T) {
 	inst := filepath.Join(t.TempDir(), "inst")
 	os.MkdirAll(inst, 0o700)
 	os.Symlink(t.TempDir(), filepath.Join(inst, ".claude"))
-	if err := PrepareInstance(inst, Policy{Network: NetNone}); err != nil {
+	if err := PrepareInstance(inst, Policy{Network: NetNone, StateDir: ".claude", Credentials: []string{".credentials.json"}, Instructions: "CLAUDE.md"}); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(filepath.Join(inst, ".claude")); err != nil || !fi.IsDir() {

@@ -92,6 +92,13 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}
+	removed, err := PrepareHome(p.Spec)
+	for _, r := range removed {
+		fmt.Fprintf(stderr, "box: warning: removed the symbolic link %s from box %s's home: box mounts there\n", r, p.Policy.Box)
+	}
+	if err != nil {
+		return 1, errs.WithHint(fmt.Errorf("box %s: %w", p.Policy.Box, err), "the box's home is "+p.Spec.HomeDir)
+	}
 	// Placeholders make the protected paths that are absent exist, so they are bound
 	// read-only too; temporary ones go when the last run on this tree ends.
 	release, skipped, err := protect.Place(p.Protect, p.ProtectLock)

@@ -28,6 +28,19 @@ type Request struct {
 	Command   []string // argv after --, or nil for the profile's / template's
 	AllowRoot bool
 	Allow     []string // --allow entries (tier allowlist only), added to the profile's
+	// Persistent is set for a named bwrap box: everything else resolves exactly as for
+	// box run, so a persistent box is never weaker than a throwaway sandbox.
+	Persistent *Persistent
+}
+
+// Persistent is what a named bwrap box brings to a request: its own home in place of
+// the tmpfs, its own instance directory in place of the per-project one, and the
+// working directory it is bound to in place of the current one.
+type Persistent struct {
+	Name     string
+	Home     string // host directory bound read-write at $HOME
+	Instance string // host directory holding the agent's state dir, resolv.conf
+	Workdir  string // the box's working directory, as stamped (Gather resolves links)
 }
 
 // command is what the sandbox runs: the request's, else the profile's, else the
@@ -137,9 +150,6 @@ type Plan struct {
 	ProtectLock string
 }
 
-// ClaudeCredentials are the host files auth passthrough binds read-only, home-relative.
-var ClaudeCredentials = []string{".claude/.credentials.json"}
-
 // Resolve turns a request and the host's facts into a plan. It is pure.
 func Resolve(r Request, f Facts) (*Plan, error) {
 	network := r.Profile.Network
@@ -162,8 +172,32 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	}
 	wd := f.Workdir
 	instanceDir := InstanceDir(f.DataHome, wd, r.Profile.Name)
-	if f.LegacyInstance != "" {
+	if f.LegacyInstance != "" && r.Persistent == nil {
 		p.warn("%s, the instance directory (~/.claude) earlier versions shared between every profile, is no longer used: each profile now has its own (%s), so one profile's sandbox cannot plant hooks another runs; copy what you want from the old one, then remove it", f.LegacyInstance, instanceDir)
+	}
+	agent := r.Template.AgentOf()
+	// writable lists the host directories the sandbox can write besides its mounts: a
+	// path found in one may have been planted there.
+	writable := []string{wd, instanceDir}
+	var homeDir string
+	if b := r.Persistent; b != nil {
+		if r.Profile.AuthPassthrough {
+			return nil, errs.WithHint(fmt.Errorf("profile %q (%s) sets auth_passthrough, which a bwrap box does not honour: a box keeps its own login", r.Profile.Name, r.Profile.Source),
+				"log in inside the box instead (its credentials stay in the box); use a profile without auth_passthrough")
+		}
+		if !filepath.IsAbs(b.Home) || !filepath.IsAbs(b.Instance) {
+			return nil, fmt.Errorf("box %q: its home and instance directories must be absolute", b.Name)
+		}
+		homeDir, instanceDir = filepath.Clean(b.Home), filepath.Clean(b.Instance)
+		writable = []string{wd, instanceDir, homeDir}
+	}
+	inWritable := func(p string) bool {
+		for _, d := range writable {
+			if within(p, d) {
+				return true
+			}
+		}
+		return false
 	}
 	command := r.command()
 
@@ -186,7 +220,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		if errors.Is(err, exec.ErrNotFound) && f.PackageCommands[name] {
 			continue // a profile package provides it, on PATH inside
 		}
-		if err == nil && (within(tf.Tool.Path, wd) || within(tf.Tool.Path, instanceDir)) {
+		if err == nil && inWritable(tf.Tool.Path) {
 			// A PATH entry the sandbox can write (a project's bin/ added by direnv)
 			// could hold a planted link to anything: never bind through it.
 			err = fmt.Errorf("%s resolves to %s, inside a directory the sandbox can write", name, tf.Tool.Path)
@@ -222,7 +256,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		real := mf.Real
 		// bwrap would follow a symlink; box binds what it resolved and judges that. A
 		// link inside a directory the sandbox can write may have been planted there.
-		if real != src && (within(src, wd) || within(src, instanceDir)) {
+		if real != src && inWritable(src) {
 			return nil, errs.WithHint(fmt.Errorf("profile %q mounts %s, a symlink (to %s) inside a directory the sandbox can write", r.Profile.Name, src, real),
 				"mount the target itself, or remove the link")
 		}
@@ -244,7 +278,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	if r.Profile.AuthPassthrough {
 		auth = f.AuthFiles
 		if len(auth) == 0 {
-			p.warn("auth passthrough: no host login found (~/%s); log in inside the sandbox", ClaudeCredentials[0])
+			p.warn("auth passthrough: no host login found (~/%s); log in inside the sandbox", strings.Join(agent.CredentialPaths(), ", ~/"))
 		}
 	}
 
@@ -275,9 +309,11 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	}
 	boxSet := map[string]string{
 		"HOME": f.Home, "PATH": SandboxPATH(f.PackageBins, minimal), "BOX_SANDBOX": "bwrap",
-		// Claude Code keeps .claude.json in here instead of $HOME (see Args).
-		"CLAUDE_CONFIG_DIR": filepath.Join(f.Home, ".claude"),
-		"USER":              f.User, "LOGNAME": f.User,
+		"USER": f.User, "LOGNAME": f.User,
+	}
+	if agent.ConfigEnv != "" {
+		// The agent keeps its config file in its state dir instead of $HOME (see Args).
+		boxSet[agent.ConfigEnv] = filepath.Join(f.Home, agent.StateDir)
 	}
 	if daemon {
 		boxSet["NIX_REMOTE"] = "daemon"
@@ -308,7 +344,8 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Profile: r.Profile.Name, Template: r.Template.Name, Network: network, Workdir: wd,
 		Tools: toolNames, Auth: len(auth) > 0, Notes: r.Template.Notes,
 		Protected: pset.ReadOnly(),
-		Packages:  r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
+		StateDir:  agent.StateDir, Instructions: agent.Instructions, Credentials: agent.Credentials,
+		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
 		Allow: allowed,
 	}
 	if network == NetAllowlist {
@@ -318,6 +355,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		p.Policy.RunID = f.RunID
 		p.NetLog = NetworkLog(f.DataHome, f.RunID)
 		p.Control = ControlSocket(f.RuntimeDir, f.DataHome, f.RunID)
+	}
+	if r.Persistent != nil {
+		p.Policy.Box = r.Persistent.Name
 	}
 	for _, m := range mounts {
 		if m.RW {
@@ -337,7 +377,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		p.warn("profile %q turns off the syscall filter's %s group(s): the sandbox may use them", r.Profile.Name, strings.Join(filter.OptIn, ", "))
 	}
 	p.Spec = Spec{
-		Workdir: wd, Home: f.Home, InstanceDir: instanceDir,
+		Workdir: wd, Home: f.Home, HomeDir: homeDir, InstanceDir: instanceDir, StateDir: agent.StateDir,
 		Network: network, Allow: allowed, Mounts: mounts, AuthFiles: auth, Tools: tools,
 		GitBinds: pset.Binds, Pins: pset.Pins, ReadOnly: pset.ReadOnly(),
 		Command: command, Hostname: "box", NixDaemon: daemon,

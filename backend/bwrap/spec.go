@@ -26,7 +26,9 @@ const BinDir = "/run/box/bin"
 type Spec struct {
 	Workdir     string   // mounted read-write at its own path; the command starts here
 	Home        string   // $HOME inside: an empty tmpfs at the operator's home path
-	InstanceDir string   // host dir whose .claude/ stands in for ~/.claude
+	HomeDir     string   // "" or a persistent box's own home, bound at Home instead of the tmpfs
+	InstanceDir string   // host dir whose StateDir stands in for ~/StateDir
+	StateDir    string   // the agent's state directory, home-relative (template data: .claude)
 	Network     string   // NetNone, NetAllowlist, NetInternet or NetFull
 	Allow       []string // NetAllowlist: the allowed patterns, lists expanded (policy.Pattern)
 	Mounts      []Mount  // extra binds a profile names

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -168,5 +169,43 @@ func TestSandboxAllowlistTier(t *testing.T) {
 	// The control socket is gone with the run.
 	if ids := bwrap.RunningAllowlists("", filepath.Join(w.home, ".local/share")); len(ids) != 0 {
 		t.Errorf("control sockets left: %v", ids)
+	}
+}
+
+// A persistent bwrap box on tier allowlist: --allow on box exec allows a name for that
+// launch only, through the same proxy as box run; without it the name is refused.
+func TestBwrapBoxAllowlist(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, tool := range append(lab.Tools, "curl", "nsenter") {
+		testenv.RequireTool(t, tool)
+	}
+	w := newWorld(t)
+	l := lab.New(t)
+	run := func(args ...string) (int, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c := l.UserCommand(ctx, w.uid, w.gid, append([]string{w.box}, args...)...)
+		c.Dir, c.Env = w.proj, w.env
+		out, err := c.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(out)
+	}
+	if code, out := run("new", "--backend", "bwrap", "--name", "agentnet", "--network", "allowlist"); code != 0 {
+		t.Fatalf("box new: exit %d\n%s", code, out)
+	}
+	fetch := []string{"--", "sh", "-c", "curl -sS --max-time 20 http://allowed.test/ && echo FETCHED"}
+	code, out := run(append([]string{"exec", "-y", "--allow", "allowed.test", "agentnet"}, fetch...)...)
+	if code != 0 || !strings.Contains(out, "FETCHED") {
+		t.Errorf("--allow allowed.test: exit %d\n%s", code, out)
+	}
+	code, out = run(append([]string{"exec", "-y", "agentnet"}, fetch...)...)
+	if strings.Contains(out, "FETCHED") || !strings.Contains(out, "allowed.test") {
+		t.Errorf("without --allow the name was reached, or the refusal not named: exit %d\n%s", code, out)
 	}
 }

@@ -96,11 +96,21 @@ func registerCompletions(root *cobra.Command, e *env) {
 		"network": fixed("none", "internet", "full"),
 		"backend": fixed("bwrap"),
 	} {
-		if run.Flags().Lookup(flag) == nil {
-			continue
+		register(run, flag, fn)
+		if flag == "backend" {
+			fn = fixed("vm", "bwrap")
 		}
-		if err := run.RegisterFlagCompletionFunc(flag, fn); err != nil {
-			panic(fmt.Sprintf("completion for --%s: %v", flag, err)) // a programming error
+		if nu, _, err := root.Find([]string{"new"}); err == nil && nu != root {
+			register(nu, flag, fn)
 		}
+	}
+}
+
+func register(cmd *cobra.Command, flag string, fn cobra.CompletionFunc) {
+	if cmd.Flags().Lookup(flag) == nil {
+		return
+	}
+	if err := cmd.RegisterFlagCompletionFunc(flag, fn); err != nil {
+		panic(fmt.Sprintf("completion for --%s: %v", flag, err)) // a programming error
 	}
 }

@@ -43,6 +43,7 @@ type drillOptions struct {
 	udp         string
 	image       string // --backend vm
 	unitDir     string // --backend vm
+	box         string // a persistent bwrap box (drillbox.go)
 }
 
 func newDrillCmd(e *env) *cobra.Command {
@@ -88,6 +89,7 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.box, "box", "", "drill inside this persistent bwrap box (its stamped profile, template and tier, its own home)")
 	f.StringVar(&o.backend, "backend", "", "backend to drill: bwrap, or vm (the host stack, two boxes probed live, every verb against an instance box did not mint)")
 	f.StringVar(&o.image, "image", "", "removed: the vm drill mints from a template (--template), as box new does")
 	_ = f.MarkHidden("image")
@@ -167,12 +169,19 @@ func runDrill(e *env, o *drillOptions) error {
 
 	// The sandbox is box run's, with one addition: the box binary, read-only, as the
 	// probe runner, and the runner as the command.
-	p, err := resolveRun(e, &runOptions{
-		profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
-		allow: o.allow, command: []string{drill.ProbePath, drill.ProbeSubcommand},
-	})
+	probe := []string{drill.ProbePath, drill.ProbeSubcommand}
+	p, unlock, err := drillBox(e, o, probe)
 	if err != nil {
 		return err
+	}
+	defer unlock()
+	if p == nil {
+		if p, err = resolveRun(e, &runOptions{
+			profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
+			allow: o.allow, command: probe,
+		}); err != nil {
+			return err
+		}
 	}
 	for _, w := range p.Warnings {
 		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
@@ -254,7 +263,11 @@ func runDrill(e *env, o *drillOptions) error {
 	obs = drill.SettleTerminal(obs, stillChanged)
 	// Settle runs the host's git where the probes planted, after the audit: as the
 	// operator would, once the run is over.
-	results := drill.Judge(plan, drill.Settle(plan, obs))
+	obs = drill.Settle(plan, obs)
+	if o.box != "" {
+		obs = drill.OwnFiles(plan, obs) // a box's home holds its own files at the real home's paths
+	}
+	results := drill.Judge(plan, obs)
 	if o.json {
 		err = drill.RenderJSON(e.stdout, results)
 	} else {

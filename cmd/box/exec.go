@@ -13,6 +13,7 @@ import (
 )
 
 func newExecCmd(e *env) *cobra.Command {
+	var l launchFlags
 	cmd := &cobra.Command{
 		Use:     "exec BOX -- COMMAND [ARG...]",
 		Short:   "run a command in a box as its user; its exit code is box's",
@@ -24,7 +25,12 @@ own exit code. Arguments reach the command as they are, never through a shell.
 
 box never reads the template again: the user comes off the instance, so clones and
 boxes whose template is gone work the same. Exit code 125 (with a message) means the
-user does not exist in the box. For a command as root, use 'box incus BOX -- exec {} -- CMD'.`,
+user does not exist in the box. For a command as root, use 'box incus BOX -- exec {} -- CMD'.
+
+A bwrap box: the command runs in its sandbox, in its working directory, with its own
+home at $HOME and exactly box run's isolation (environment allowlist and audit: -y
+skips the question, without a terminal and without -y box refuses; as root only with
+--allow-root). Flags go before BOX: box exec -y BOX -- CMD.`,
 		Example: `  box exec work -- git -C ~/src/app status
   box exec work -- sh -c 'cd ~/src/app && make test'
   tar -cz . | box exec work -- tar -xz -C /tmp/upload`,
@@ -37,9 +43,16 @@ user does not exist in the box. For a command as root, use 'box incus BOX -- exe
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			box, rest, _ := splitDash(cmd, args, false)
+			if b, err := bwrapBox(e, box); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Exec(box, rest, l) })
+			}
+			if err := l.refuseVM(); err != nil {
+				return err
+			}
 			return runExec(e, box, rest)
 		},
 	}
+	l.register(cmd)
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }

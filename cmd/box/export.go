@@ -46,6 +46,9 @@ in the box, logins and keys included: box says so on every export.`,
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
+			if err := vmOnlyVerb(e, "export", name); err != nil {
+				return err
+			}
 			now := time.Now().UTC()
 			file := name + "-" + now.Format("20060102T150405Z") + ".tar.gz"
 			if len(args) == 2 {

@@ -56,6 +56,9 @@ rather than open a door that does not answer.
 			case !o.list && o.remove == "" && (len(args) < 2 || len(args) > 3):
 				return usagef("for example: box expose "+args[0]+" 3000", "expose takes a box, a port and an optional host port")
 			}
+			if err := vmOnlyVerb(e, "expose", args[0]); err != nil {
+				return err
+			}
 			return runExpose(e, o, args)
 		},
 	}

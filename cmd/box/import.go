@@ -82,6 +82,9 @@ func runImport(e *env, file, name string, now time.Time) error {
 		if err := incus.ValidateName(name); err != nil {
 			return vmErr(e, err)
 		}
+		if err := bwrapNameFree(e, name, file); err != nil {
+			return err
+		}
 	}
 	f, err := os.Open(file)
 	if err != nil {
@@ -104,6 +107,9 @@ func runImport(e *env, file, name string, now time.Time) error {
 		}
 	}
 
+	if err := bwrapNameFree(e, target, file); err != nil {
+		return err
+	}
 	ctx, stop := vmContext()
 	defer stop()
 	c := e.client()

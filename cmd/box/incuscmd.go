@@ -56,6 +56,11 @@ go to incus as they are.`,
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			box, rest, _ := splitDash(cmd, args, true)
+			if b, err := bwrapBox(e, box); err != nil || b != nil {
+				return firstErr(err, func() error {
+					return usagef("box shell, box exec, box snapshot... work on it", "box %s is a bwrap box: box incus is for vm boxes", box)
+				})
+			}
 			return runIncus(e, box, rest)
 		},
 	}

@@ -29,6 +29,16 @@ With --json, one JSON object; the field names are stable and documented in docs/
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
+				if err != nil {
+					return err
+				}
+				info, err := bwrapBackend{e}.Info(b.Name)
+				if err != nil || asJSON {
+					return firstErr(err, func() error { return writeJSON(e.stdout, info) })
+				}
+				return printBwrapInfo(e, info)
+			}
 			ctx, stop := vmContext()
 			defer stop()
 			c := e.client()
@@ -54,6 +64,7 @@ With --json, one JSON object; the field names are stable and documented in docs/
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 1, ' ', 0)
 			row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 			row("name", info.Name)
+			row("backend", info.Backend)
 			row("state", info.State)
 			row("type", info.Type)
 			row("ipv4", dash(info.IPv4))
@@ -110,6 +121,7 @@ type infoJSON struct {
 	Imported      string `json:"imported"`
 	ImportedLast  string `json:"imported_last"`
 	ImportedCount int    `json:"imported_count"`
+	Home          string `json:"home"` // a bwrap box's home directory on the host ("" for vm)
 }
 
 type snapshotJSON struct {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sort"
 	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
 
@@ -17,10 +19,13 @@ func newListCmd(e *env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "list",
-		Short:   "list the vm boxes",
+		Short:   "list the boxes of both backends",
 		GroupID: groupVM,
-		Long: `List the boxes: Incus instances tagged user.box=1 (or user.claudebox=1, by box's
-predecessor). Other instances are not shown: box never touches what it did not mint.
+		Long: `List the boxes of both backends, by name: vm boxes (Incus instances tagged
+user.box=1, or user.claudebox=1 by box's predecessor) and bwrap boxes (directories box
+made and stamped under $XDG_DATA_HOME/box/boxes). Other instances and directories are not
+shown: box never touches what it did not make. A bwrap box is Running while a shell or
+exec runs in it, else Idle. Without incusd, the bwrap boxes are listed with a warning.
 With no box, it says so (on stderr) and how to mint one.
 
 With --json, a JSON array of objects, one per box, sorted by name; the field names are
@@ -29,42 +34,66 @@ stable and documented in docs/json.md.`,
   box list --json | jq -r '.[] | select(.state == "Running") | .name'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := vmContext()
-			defer stop()
-			c := e.client()
-			defer c.Close()
-			list, err := listBoxes(ctx, c, boxes.Placement(e.getenv))
+			out, err := allBoxes(e)
 			if err != nil {
-				return vmErr(e, err)
+				return err
 			}
 			if asJSON {
-				out := make([]boxJSON, 0, len(list))
-				for _, s := range list {
-					out = append(out, newBoxJSON(s))
-				}
 				return writeJSON(e.stdout, out)
 			}
-			if len(list) == 0 {
+			if len(out) == 0 {
 				// An empty table says nothing; say what is (not) there and how to go on.
 				fmt.Fprintln(e.stderr, "box: no boxes here yet: 'box new --name NAME' mints one ('box templates' lists what it can be)")
 				return nil
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			// LOCATION only on a cluster: where each box lives.
-			loc := func(boxes.Summary) string { return "" }
-			if clustered(list) {
-				loc = func(s boxes.Summary) string { return "\t" + dash(s.Location) }
+			loc := func(boxJSON) string { return "" }
+			if clustered(out) {
+				loc = func(s boxJSON) string { return "\t" + dash(s.Location) }
 			}
-			fmt.Fprintln(tw, "NAME\tSTATE\tTYPE\tIPV4\tTEMPLATE\tUSER\tCREATED"+loc(boxes.Summary{Location: "LOCATION"}))
-			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", s.Name, s.State, shortType(s.Type), dash(s.IPv4),
-					dash(s.Template), s.User, stampTime(s.Created), loc(s))
+			fmt.Fprintln(tw, "NAME\tBACKEND\tSTATE\tTYPE\tIPV4\tTEMPLATE\tUSER\tCREATED"+loc(boxJSON{Location: "LOCATION"}))
+			for _, s := range out {
+				created, _ := time.Parse(time.RFC3339, s.Created)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", s.Name, s.Backend, s.State, shortType(s.Type), dash(s.IPv4),
+					dash(s.Template), s.User, stampTime(created), loc(s))
 			}
 			return tw.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of objects (fields: docs/json.md)")
 	return cmd
+}
+
+// allBoxes lists the boxes of both backends, by name. Without incusd (its socket
+// absent: the vm backend is not set up here) the bwrap boxes are listed with a warning;
+// any other vm failure is an error.
+func allBoxes(e *env) ([]boxJSON, error) {
+	var out []boxJSON
+	if e.remoteName() == "" { // a remote holds vm boxes only
+		var err error
+		if out, err = (bwrapBackend{e}).List(); err != nil {
+			return nil, err
+		}
+	}
+	ctx, stop := vmContext()
+	defer stop()
+	c := e.client()
+	defer c.Close()
+	list, err := listBoxes(ctx, c, boxes.Placement(e.getenv))
+	switch {
+	case err != nil && noIncus(err):
+		if !e.quiet {
+			fmt.Fprintf(e.stderr, "box: warning: vm boxes not listed: no incusd socket at %s\n", e.socketPath())
+		}
+	case err != nil:
+		return nil, vmErr(e, err)
+	}
+	for _, s := range list {
+		out = append(out, newBoxJSON(s))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
 
 // listBoxes reads every box in one list call (recursion=1), then the addresses of the
@@ -156,7 +185,7 @@ func listRemoteBoxes(ctx context.Context, c *incus.Client) ([]boxes.Summary, err
 }
 
 // clustered reports whether any box has a cluster member as its location.
-func clustered(list []boxes.Summary) bool {
+func clustered(list []boxJSON) bool {
 	for _, s := range list {
 		if s.Location != "" {
 			return true
@@ -195,6 +224,11 @@ type boxJSON struct {
 	Created    string `json:"created"`
 	Legacy     bool   `json:"legacy"`
 	Location   string `json:"location"` // the cluster member ("" off a cluster)
+	Backend    string `json:"backend"`  // "vm" or "bwrap"
+	// bwrap boxes: the stamped profile, network tier and working directory ("" for vm)
+	Profile string `json:"profile"`
+	Network string `json:"network"`
+	Workdir string `json:"workdir"`
 }
 
 func newBoxJSON(s boxes.Summary) boxJSON {
@@ -205,5 +239,6 @@ func newBoxJSON(s boxes.Summary) boxJSON {
 	return boxJSON{
 		Name: s.Name, State: s.State, Type: s.Type, IPv4: s.IPv4, Template: s.Template, User: s.User,
 		Origin: s.Origin, OriginFrom: s.OriginFrom, Created: created, Legacy: s.Legacy, Location: s.Location,
+		Backend: profiles.BackendVM,
 	}
 }

@@ -22,6 +22,8 @@ type newOptions struct {
 	profile string
 	from    string
 	timeout time.Duration
+	// bwrap boxes (newbackend.go)
+	backend, network, workdir string
 }
 
 func newNewCmd(e *env) *cobra.Command { return newNewCmdWith(e, runNew) }
@@ -31,10 +33,20 @@ func newNewCmdWith(e *env, runF func(*env, *newOptions, []string) error) *cobra.
 	o := &newOptions{}
 	cmd := &cobra.Command{
 		Use:     "new --name NAME [--template T | --profile P | --from SRC[/SNAP]]",
-		Short:   "mint a new vm box from a template, or clone one",
+		Short:   "make a box (vm, or bwrap with --backend bwrap) from a template, or clone one",
 		GroupID: groupVM,
 		Long: `Mint a persistent, isolated box on Incus from a template (default: blank), or clone
 an existing box or one of its snapshots with --from.
+
+The backend: --backend, else the --profile's, else the --from source's, else vm. With
+--backend bwrap the box is a persistent bwrap sandbox: box run's isolation with a home
+of its own, stamped with its profile (default $BOX_PROFILE, else "default"), template,
+network tier (--network, default the profile's) and working directory (--workdir,
+default the current one); see 'box help shell'. The vm-only flags (--cpu, --memory,
+--disk, --vm, --container, --timeout) are refused for it, and --network and --workdir
+for a vm box. A name is unique across both backends.
+
+For a vm box:
 
 The box is attached to the placement profile only ($` + boxes.PlacementEnv + `, default
 "` + boxes.DefaultPlacement + `"): its NIC and root disk. Templates never choose the network.
@@ -71,14 +83,23 @@ user-data: box warns by name.`,
 		Example: `  box new --name work                          # the blank template, as a VM
   box new --name agent --template claude --cpu 8
   box new --name scratch --container           # a container (where VMs cannot run)
-  box new --name feature --from work/authed    # clone a snapshot, logged-in state and all`,
+  box new --name feature --from work/authed    # clone a snapshot, logged-in state and all
+  box new --backend bwrap --name agent --template claude --network internet
+  box new --name review --from agent/authed --workdir ~/src/other   # a bwrap clone`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var given []string
 			cmd.Flags().Visit(func(f *pflag.Flag) { given = append(given, f.Name) })
+			if bwrap, err := newIsBwrap(e, o, given); err != nil || bwrap {
+				if err != nil {
+					return err
+				}
+				return bwrapBackend{e}.Mint(o, given)
+			}
 			return runF(e, o, given)
 		},
 	}
+	newBackendFlags(cmd, o)
 	f := cmd.Flags()
 	f.StringVar(&o.Name, "name", "", "the new box's name (letters, digits, hyphens)")
 	f.StringVar(&o.Template, "template", "", "the template (default: the profile's, else "+boxes.DefaultTemplate+")")
@@ -168,6 +189,9 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 		return nil, withHint(err, "fix or remove the template named above")
 	}
 	if _, _, err := pristinePolicy(e.getenv(envSnapshotPristine), ""); err != nil {
+		return nil, err
+	}
+	if err := profiles.CheckKeys(profiles.UseVM, prof, tmpl); err != nil {
 		return nil, err
 	}
 	mint, err := boxes.MintPlan(o.NewOptions, prof, tmpl, placement, "", now)

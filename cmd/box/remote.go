@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
 
@@ -256,4 +257,13 @@ func pinRemoteIncus(dir string, r *incus.Remote) error {
 	}
 	return incus.ClientConfig{DefaultRemote: incusRemote, CertPEM: cert, KeyPEM: key,
 		Remotes: map[string]incus.RemoteSpec{incusRemote: {Addr: r.Addr, Project: r.Project, ServerCertPEM: server}}}.Write(dir)
+}
+
+// bwrapNotRemote refuses a bwrap box on a remote: bwrap boxes live on this machine.
+func bwrapNotRemote(e *env, backend string) error {
+	if r := e.remoteName(); r != "" && backend == profiles.BackendBwrap {
+		return usagef("drop --remote (and BOX_REMOTE) for a bwrap box, or mint a vm box there",
+			"a bwrap box lives on this machine: --remote %s is for vm boxes", r)
+	}
+	return nil
 }

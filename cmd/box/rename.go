@@ -13,12 +13,16 @@ func newRenameCmd(e *env) *cobra.Command {
 		Short:   "rename a stopped box",
 		GroupID: groupVM,
 		Long: `Rename a box. Incus renames stopped instances only: a running box is refused with
-"stop it first". The box keeps its snapshots and its stamp.`,
+"stop it first". The box keeps its snapshots and its stamp. A bwrap box is renamed while
+nothing runs in it.`,
 		Example:           `  box stop work && box rename work old-work`,
 		Args:              boxArgs(2, "the old and the new name"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			old, nu := args[0], args[1]
+			if b, err := bwrapBox(e, old); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Rename(old, nu) })
+			}
 			for _, n := range []string{old, nu} {
 				if err := incus.ValidateName(n); err != nil {
 					return vmErr(e, err)

@@ -15,13 +15,17 @@ func newRestoreCmd(e *env) *cobra.Command {
 		GroupID: groupVM,
 		Long: `Roll a box back to one of its snapshots. Everything done in the box since is lost,
 so box asks first on a terminal; --force skips the question. Without a terminal and
-without --force it refuses.`,
+without --force it refuses. A bwrap box's home and agent state are replaced by the
+snapshot's copy, atomically, while nothing runs in it.`,
 		Example: `  box restore work authed
   box restore work authed --force`,
 		Args:              boxArgs(2, "a box and a snapshot"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, snap := args[0], args[1]
+			if b, err := bwrapBox(e, name); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Restore(name, snap, force) })
+			}
 			req, err := incus.RestoreRequest(snap)
 			if err != nil {
 				return usagef("snapshot labels are up to 63 characters, without '/' or spaces", "%s", err)

@@ -14,13 +14,17 @@ func newRmCmd(e *env) *cobra.Command {
 		GroupID: groupVM,
 		Long: `Delete a box with all its snapshots; a running box is stopped first. Nothing of it
 can be recovered, so box asks first on a terminal; --force skips the question. Without
-a terminal and without --force it refuses.`,
+a terminal and without --force it refuses. A bwrap box (its directory, home and
+snapshots) is deleted only while nothing runs in it.`,
 		Example: `  box rm scratch
   box rm scratch --force`,
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
+			if b, err := bwrapBox(e, name); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Delete(name, force) })
+			}
 			ctx, stop := vmContext()
 			defer stop()
 			c := e.client()

@@ -27,7 +27,9 @@ allowlist with a pre-launch audit, your home directory hidden, only the working
 directory writable, and a network tier (none, internet, full) you choose.
 
 The vm backend ('box new', 'box shell', ...) mints persistent Incus boxes from templates,
-creds-free, on an isolation stack 'box setup-host' builds and 'box doctor' checks.
+creds-free, on an isolation stack 'box setup-host' builds and 'box doctor' checks. The
+same verbs keep persistent bwrap boxes ('box new --backend bwrap'): box run's sandbox
+with a home of its own.
 'box drill' proves either backend's isolation from inside.`,
 		Example: `  box run -y                      # the default profile's shell, no network
   box run -y -- make test         # one command in the sandbox
@@ -67,7 +69,7 @@ creds-free, on an isolation stack 'box setup-host' builds and 'box doctor' check
 	root.SetHelpCommand(newHelpCmd(root))
 	root.AddGroup(
 		&cobra.Group{ID: groupSandbox, Title: "Sandboxes (bwrap backend):"},
-		&cobra.Group{ID: groupVM, Title: "Boxes (vm backend):"},
+		&cobra.Group{ID: groupVM, Title: "Boxes (vm and bwrap backends):"},
 		&cobra.Group{ID: groupHost, Title: "Host (vm backend):"},
 		&cobra.Group{ID: groupModel, Title: "Profiles and templates:"},
 		&cobra.Group{ID: groupOther, Title: "Other commands:"},

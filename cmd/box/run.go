@@ -9,7 +9,6 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/profiles"
-	"github.com/heavy-duty/box/templates"
 	"github.com/spf13/cobra"
 )
 
@@ -103,10 +102,7 @@ func runRun(e *env, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range p.Warnings {
-		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
-	}
-	pr, err := bwrap.Prepare(p, e.getenv("BOX_INTERNET_HELPER"))
+	pr, err := prepareLaunch(e, p)
 	if err != nil {
 		return err
 	}
@@ -122,6 +118,21 @@ func runRun(e *env, o *runOptions) error {
 		}
 		return nil
 	}
+	return startLaunch(e, p, pr, o.yes)
+}
+
+// prepareLaunch prints a resolved plan's warnings and makes it ready to launch. box run
+// and the bwrap boxes (box shell, box exec) share it and startLaunch.
+func prepareLaunch(e *env, p *bwrap.Plan) (bwrap.Prepared, error) {
+	for _, w := range p.Warnings {
+		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
+	}
+	return bwrap.Prepare(p, e.getenv("BOX_INTERNET_HELPER"))
+}
+
+// startLaunch prints the audit, asks (unless yes), runs the sandbox and passes its exit
+// code on.
+func startLaunch(e *env, p *bwrap.Plan, pr bwrap.Prepared, yes bool) error {
 	if err := p.RefuseRoot(); err != nil {
 		return err
 	}
@@ -131,7 +142,7 @@ func runRun(e *env, o *runOptions) error {
 	}
 
 	envaudit.Report(e.stderr, p.Vars, p.Findings)
-	if err := confirm(e, o.yes); err != nil {
+	if err := confirm(e, yes); err != nil {
 		return err
 	}
 	code, _, err := withAudit(e, e.stderr, p, func() (int, error) { return p.Start(pr, bin, e.stdin, e.stdout, e.stderr) })
@@ -147,18 +158,8 @@ func runRun(e *env, o *runOptions) error {
 // resolveRun loads the profile and template the options name, checks the flags, and
 // resolves the sandbox (bwrap.Gather, then the pure bwrap.Resolve). It starts nothing.
 func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
-	name := o.profile
-	if name == "" {
-		name = e.getenv("BOX_PROFILE")
-	}
-	if name == "" {
-		name = profiles.Default
-	}
-	prof, err := profiles.Load(name, profiles.Dir(e.configHome()))
+	prof, err := loadProfile(e, profileName(e, o.profile))
 	if err != nil {
-		if errors.Is(err, profiles.ErrNotFound) || profiles.ValidName(name) != nil {
-			return nil, usagef("run 'box profiles' to list them", "%s", err)
-		}
 		return nil, err
 	}
 	backend := prof.Backend
@@ -180,11 +181,8 @@ func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
 	if o.template != "" {
 		tmplName = o.template
 	}
-	tmpl, err := templates.Load(tmplName, templates.Dir(e.configHome()))
+	tmpl, err := loadTemplate(e, tmplName)
 	if err != nil {
-		if errors.Is(err, templates.ErrNotFound) || templates.ValidName(tmplName) != nil {
-			return nil, usagef("run 'box templates' to list them", "%s", err)
-		}
 		return nil, err
 	}
 	if o.network != "" {
@@ -192,18 +190,26 @@ func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
 			return nil, usagef("the tiers are none, allowlist, internet and full: run 'box run --help'", "--network: %s", err)
 		}
 	}
+	if err := profiles.CheckKeys(profiles.UseRun, prof, tmpl); err != nil {
+		return nil, err
+	}
 	req := bwrap.Request{
 		Profile: prof, Template: tmpl, Network: o.network, Env: o.env,
 		Command: o.command, AllowRoot: o.allowRoot, Allow: o.allow,
 	}
-	facts, err := bwrap.Gather(req, bwrap.Outside{
-		Home: e.home(), ConfigHome: e.configHome(), DataHome: e.dataHome(),
-		User: e.userName(), Environ: e.environ(), RuntimeDir: e.runtimeDir(),
-	})
+	facts, err := bwrap.Gather(req, e.outside())
 	if err != nil {
 		return nil, err
 	}
 	return bwrap.Resolve(req, facts)
+}
+
+// outside is what the bwrap resolver is told of the operator's session.
+func (e *env) outside() bwrap.Outside {
+	return bwrap.Outside{
+		Home: e.home(), ConfigHome: e.configHome(), DataHome: e.dataHome(),
+		User: e.userName(), Environ: e.environ(), RuntimeDir: e.runtimeDir(),
+	}
 }
 
 // confirm asks y/N on a terminal; without one, and without -y, it refuses.

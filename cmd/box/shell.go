@@ -15,7 +15,8 @@ import (
 )
 
 func newShellCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var l launchFlags
+	cmd := &cobra.Command{
 		Use:     "shell BOX",
 		Short:   "open a login shell in a box as its user",
 		GroupID: groupVM,
@@ -24,15 +25,27 @@ for a box minted by claudebox) on a terminal, in the user's home directory. The
 terminal follows your window's size. box exits with the shell's exit code.
 
 box never reads the template again: the user comes off the instance, so a clone lands
-in the same user as its source. For a root shell: box incus BOX -- exec {} -- bash -l`,
+in the same user as its source. For a root shell: box incus BOX -- exec {} -- bash -l
+
+A bwrap box: a login shell (bash, else sh) in its sandbox, in its working directory,
+with its own home at $HOME and exactly box run's isolation (environment allowlist and
+audit: -y skips the question; as root only with --allow-root).`,
 		Example: `  box shell work
   box shell feature        # a clone: the same user as the box it came from`,
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Enter(args[0], l) })
+			}
+			if err := l.refuseVM(); err != nil {
+				return err
+			}
 			return runShell(e, args[0])
 		},
 	}
+	l.register(cmd)
+	return cmd
 }
 
 func runShell(e *env, name string) error { return runOnTerminal(e, "shell", name, nil) }

@@ -16,6 +16,7 @@ func newSnapshotCmd(e *env) *cobra.Command {
 		Short:   "checkpoint a box (default label manual-<epoch>)",
 		GroupID: groupVM,
 		Long: `Take a snapshot of a box, named LABEL (default manual-<seconds since the epoch>).
+For a bwrap box, a copy of its home and agent state (reflinked where the file system can).
 A snapshot holds everything in the box, logged-in state included: clone it with
 'box new --from BOX/LABEL', roll back to it with 'box restore BOX LABEL'. The label is
 printed on stdout (label=$(box snapshot work)), the rest on stderr.`,
@@ -32,6 +33,9 @@ printed on stdout (label=$(box snapshot work)), the rest on stderr.`,
 			label := "manual-" + strconv.FormatInt(time.Now().Unix(), 10)
 			if len(args) == 2 {
 				label = args[1]
+			}
+			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapBackend{e}.Snapshot(args[0], label) })
 			}
 			req, err := incus.SnapshotRequest(label)
 			if err != nil {

@@ -17,12 +17,16 @@ func newStopCmd(e *env) *cobra.Command {
 		GroupID: groupVM,
 		Long: `Shut a box down cleanly, within --timeout; --force stops it at once (like pulling
 the plug). Stopping a stopped box does nothing. 'box down' is the same verb (upstream's
-name for it).`,
+name for it). A bwrap box runs only while a shell or exec runs in it: box stop says so,
+and leaves ending that command to you.`,
 		Example: `  box stop work
   box stop work --force`,
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
+				return firstErr(err, func() error { return bwrapStop(e, b) })
+			}
 			ctx, stop := vmContext()
 			defer stop()
 			c := e.client()

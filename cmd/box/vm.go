@@ -144,15 +144,22 @@ func completeBoxes(e *env) cobra.CompletionFunc {
 }
 
 func boxNames(e *env, prefix string) []cobra.Completion {
+	var out []cobra.Completion
+	if bw, err := e.boxStore().List(); err == nil {
+		for _, b := range bw {
+			if strings.HasPrefix(b.Name, prefix) {
+				out = append(out, cobra.CompletionWithDesc(b.Name, "bwrap"))
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	c := e.client()
 	defer c.Close()
 	list, err := c.ListBoxes(ctx)
 	if err != nil {
-		return nil
+		return out
 	}
-	var out []cobra.Completion
 	for _, i := range list {
 		if strings.HasPrefix(i.Name, prefix) {
 			out = append(out, cobra.CompletionWithDesc(i.Name, i.Status))

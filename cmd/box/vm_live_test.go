@@ -237,7 +237,7 @@ func TestVMLive(t *testing.T) {
 	})
 
 	t.Run("a bwrap profile is refused", func(t *testing.T) {
-		r.fails(t, 2, []string{`profile "default" is for the bwrap backend, not vm`}, "new", "--name", "p", "--profile", "default", "--container")
+		r.fails(t, 2, []string{`profile "default" is for the bwrap backend, not vm`}, "new", "--name", "p", "--profile", "default", "--backend", "vm", "--container")
 	})
 
 	t.Run("names and flags are checked before any call", func(t *testing.T) {

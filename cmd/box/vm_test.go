@@ -135,7 +135,10 @@ func TestNewUsageErrors(t *testing.T) {
 		{[]string{"new", "--name", "x", "--from", "a", "--container"}, "--from cannot be combined with --container"},
 		{[]string{"new", "--name", "x", "--from", "a/b/c"}, "--from: invalid snapshot name"},
 		{[]string{"new", "--name", "x", "--template", "nope"}, "no such template"},
-		{[]string{"new", "--name", "x", "--profile", "default"}, `profile "default" is for the bwrap backend, not vm`},
+		{[]string{"new", "--name", "x", "--profile", "default", "--backend", "vm"}, `profile "default" is for the bwrap backend, not vm`},
+		{[]string{"new", "--name", "x", "--backend", "lxc"}, `--backend: backend "lxc": want bwrap or vm`},
+		{[]string{"new", "--name", "x", "--network", "none"}, "a vm box cannot take --network"},
+		{[]string{"new", "--name", "x", "--backend", "bwrap", "--cpu", "2", "--container"}, "a bwrap box cannot take --container, --cpu"},
 		{[]string{"new", "--name", "x", "--profile", "nope"}, "no such profile"},
 		{[]string{"new", "--name", "x", "--cpu", "many"}, "--cpu"},
 		{[]string{"new", "--name", "x", "--memory", "lots"}, "--memory"},
@@ -164,7 +167,11 @@ func TestNoDaemon(t *testing.T) {
 	isolate(t)
 	sock := filepath.Join(t.TempDir(), "unix.socket")
 	t.Setenv("INCUS_SOCKET", sock)
-	for _, args := range [][]string{{"list"}, {"info", "work"}, {"exec", "work", "--", "true"}, {"rm", "work", "--force"}, {"new", "--name", "work", "--container"}} {
+	// box list still lists the bwrap boxes, and says the vm ones are not listed.
+	if _, stderr, code := runMain(t, "list"); code != exitOK || !strings.Contains(stderr, "box: warning: vm boxes not listed: no incusd socket at "+sock) {
+		t.Errorf("box list without incusd: exit %d, stderr %q", code, stderr)
+	}
+	for _, args := range [][]string{{"info", "work"}, {"exec", "work", "--", "true"}, {"rm", "work", "--force"}, {"new", "--name", "work", "--container"}} {
 		_, stderr, code := runMain(t, args...)
 		if code != exitFail || !strings.Contains(stderr, "box: hint: is incusd running? 'box doctor' checks the host") || !strings.Contains(stderr, sock) {
 			t.Errorf("box %v without incusd: exit %d, stderr %q", args, code, stderr)

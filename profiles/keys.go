@@ -1,0 +1,205 @@
+package profiles
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/heavy-duty/box/templates"
+)
+
+// Use is the backend a profile and template are used with; bwrap boxes are told apart
+// from box run's throwaway sandboxes, since they keep their own login.
+type Use string
+
+const (
+	UseRun Use = "bwrap"     // box run
+	UseBox Use = "bwrap box" // a persistent bwrap box (box new --backend bwrap)
+	UseVM  Use = "vm"
+)
+
+// what a use does with a key that is set.
+type honour int
+
+const (
+	honoured  honour = iota
+	refused          // an error naming the key, the file and the backend
+	otherForm        // a template key describing the box for the other backend: allowed, unused
+)
+
+// keyRule is one key and what each use does with it; why says, for a refusal, what to
+// do instead.
+type keyRule struct {
+	key string
+	by  map[Use]honour
+	why map[Use]string
+}
+
+func all(h honour) map[Use]honour { return map[Use]honour{UseRun: h, UseBox: h, UseVM: h} }
+
+func bwrapOnly(vmWhy string) keyRule {
+	return keyRule{by: map[Use]honour{UseRun: honoured, UseBox: honoured, UseVM: refused}, why: map[Use]string{UseVM: vmWhy}}
+}
+
+func vmOnly(bwrapWhy string) keyRule {
+	return keyRule{by: map[Use]honour{UseRun: refused, UseBox: refused, UseVM: honoured},
+		why: map[Use]string{UseRun: bwrapWhy, UseBox: bwrapWhy}}
+}
+
+func named(k string, r keyRule) keyRule { r.key = k; return r }
+
+// ProfileKeys is what each backend does with each profile key: the one place that says
+// it. description, backend and template are honoured by all.
+var ProfileKeys = []keyRule{
+	named("description", keyRule{by: all(honoured)}),
+	named("backend", keyRule{by: all(honoured)}),
+	named("template", keyRule{by: all(honoured)}),
+	// A vm box's network is the box bridge: the public internet only. "none" would need
+	// a per-box ACL that is not built: refused rather than ignored.
+	named("network", keyRule{by: map[Use]honour{UseRun: honoured, UseBox: honoured, UseVM: refused}, why: map[Use]string{UseVM: `a vm box always has the box bridge's network (the public internet only); remove network, or set network = "internet"`}}),
+	named("env", bwrapOnly("box exec and box shell pass no host variables into a vm box; set them inside the box")),
+	named("mounts", bwrapOnly("a vm box mounts nothing of the host; copy files in (for example: tar -c . | box exec BOX -- tar -x)")),
+	named("tools", bwrapOnly("a vm box's tools come from its image and the template's user-data")),
+	named("command", bwrapOnly("box shell opens the vm box user's login shell; run a command with box exec BOX -- COMMAND")),
+	named("auth_passthrough", keyRule{by: map[Use]honour{UseRun: honoured, UseBox: refused, UseVM: refused},
+		why: map[Use]string{UseBox: "a bwrap box keeps its own login: log in inside it", UseVM: "a vm box is creds-free: log in inside it"}}),
+	// Nix packages and the PATH shape a bwrap sandbox (Validate refuses them in a vm
+	// profile already, at parse time).
+	named("packages", bwrapOnly("a vm box installs its tools itself: use the template's cloud-init")),
+	named("path", bwrapOnly("path shapes a bwrap sandbox's PATH")),
+	named("nix", bwrapOnly("nix shapes a bwrap sandbox's Nix store")),
+	named("allow", bwrapOnly("a vm box's network is the box bridge's; the allowlist tier is a bwrap sandbox's")),
+	named("protect_add", bwrapOnly("the protected set shapes a bwrap sandbox's binds; a vm box shares no directory with the host")),
+	named("protect_drop", bwrapOnly("the protected set shapes a bwrap sandbox's binds; a vm box shares no directory with the host")),
+	named("syscalls", bwrapOnly("the syscall filter is the bwrap sandbox's; a vm box has its own kernel")),
+	// Resources bound both: a sandbox through a cgroup or rlimits, a vm box as Incus
+	// limits (pids: limits.processes on a container; a VM's own kernel bounds it, said
+	// at mint).
+	named("cpu", keyRule{by: all(honoured)}),
+	named("memory", keyRule{by: all(honoured)}),
+	named("pids", keyRule{by: all(honoured)}),
+	named("disk", vmOnly("a bwrap sandbox has no disk of its own (the working directory is the host's); use a vm profile for a disk size")),
+}
+
+// TemplateKeys is what each backend does with each template key. A template describes a
+// box for both backends (the vm image and user, the bwrap tools and agent), so the
+// other backend's keys are allowed; keys that would promise something the backend in
+// use cannot do are refused.
+var TemplateKeys = []keyRule{
+	named("description", keyRule{by: all(honoured)}),
+	named("image", vmForm()), named("user", vmForm()), named("cpu", vmForm()), named("memory", vmForm()),
+	named("disk", vmForm()), named("user_data", vmForm()),
+	named("require_vm", vmOnly("a bwrap sandbox is not a virtual machine; use a vm profile (box new --backend vm)")),
+	// autostart: box new sets boot.autostart. bootstrap_role: box runs no rig role after
+	// a mint; for vm the mint plan refuses it by name (boxes.RoleError, one refusal).
+	named("autostart", keyRule{by: map[Use]honour{UseRun: refused, UseBox: refused, UseVM: honoured}, why: map[Use]string{
+		UseRun: "a bwrap sandbox runs only while its command does", UseBox: "a bwrap box runs only while box shell or box exec does"}}),
+	named("bootstrap_role", keyRule{by: map[Use]honour{UseRun: refused, UseBox: refused, UseVM: honoured}, why: map[Use]string{
+		UseRun: "a bwrap sandbox has no bootstrap", UseBox: "a bwrap box has no bootstrap"}}),
+	named("tools", bwrapForm()), named("command", bwrapForm()), named("notes", bwrapForm()), named("agent", bwrapForm()),
+}
+
+func vmForm() keyRule {
+	return keyRule{by: map[Use]honour{UseRun: otherForm, UseBox: otherForm, UseVM: honoured}}
+}
+
+func bwrapForm() keyRule {
+	return keyRule{by: map[Use]honour{UseRun: honoured, UseBox: honoured, UseVM: otherForm}}
+}
+
+// profileSet reports whether p sets key (to something other than its default).
+func profileSet(p *Profile, key string) bool {
+	switch key {
+	case "network":
+		return p.Network != ""
+	case "env":
+		return len(p.Env) > 0
+	case "mounts":
+		return len(p.Mounts) > 0
+	case "tools":
+		return len(p.Tools) > 0
+	case "command":
+		return len(p.Command) > 0
+	case "auth_passthrough":
+		return p.AuthPassthrough
+	case "packages":
+		return len(p.Packages) > 0
+	case "path":
+		return p.Path != "" && p.Path != PathSystem
+	case "nix":
+		return p.Nix != "" && p.Nix != NixNone
+	case "cpu":
+		return p.CPU != ""
+	case "memory":
+		return p.Memory != ""
+	case "disk":
+		return p.Disk != ""
+	}
+	return false
+}
+
+func templateSet(t *templates.Template, key string) bool {
+	switch key {
+	case "require_vm":
+		return t.RequireVM
+	case "autostart":
+		return t.Autostart
+	case "bootstrap_role":
+		return t.BootstrapRole != ""
+	}
+	return false // the other keys are honoured or allowed by every use
+}
+
+// KeyError is a key set in a profile or template that the backend in use does not honour.
+type KeyError struct {
+	Key, File, Backend, Why string
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("%s sets %s, which the %s backend does not honour", e.File, e.Key, e.Backend)
+}
+
+// Hint says what to do instead.
+func (e *KeyError) Hint() string { return e.Why + "; or remove " + e.Key + " from " + e.File }
+
+// CheckKeys refuses any key of p or t (either may be nil) that use does not honour.
+func CheckKeys(use Use, p *Profile, t *templates.Template) error {
+	if p != nil {
+		for _, r := range ProfileKeys {
+			if r.by[use] == refused && profileSet(p, r.key) && !vmInternet(use, p, r.key) {
+				return &KeyError{Key: r.key, File: profileFile(p), Backend: string(use), Why: r.why[use]}
+			}
+		}
+	}
+	if t != nil {
+		for _, r := range TemplateKeys {
+			if r.by[use] == refused && templateSet(t, r.key) {
+				key := r.key
+				if strings.HasSuffix(t.File, templates.ManifestEnv) {
+					key = "BOX_" + strings.ToUpper(key)
+				}
+				return &KeyError{Key: key, File: templateFile(t), Backend: string(use), Why: r.why[use]}
+			}
+		}
+	}
+	return nil
+}
+
+// vmInternet: network = "internet" is what a vm box has, so it is honoured.
+func vmInternet(use Use, p *Profile, key string) bool {
+	return use == UseVM && key == "network" && p.Network == NetInternet
+}
+
+func profileFile(p *Profile) string {
+	if p.Source == "built-in" || p.Source == "" {
+		return fmt.Sprintf("built-in profile %q", p.Name)
+	}
+	return fmt.Sprintf("profile %q (%s)", p.Name, p.Source)
+}
+
+func templateFile(t *templates.Template) string {
+	if t.File == "" || t.Source == "built-in" {
+		return fmt.Sprintf("built-in template %q", t.Name)
+	}
+	return fmt.Sprintf("template %q (%s)", t.Name, filepath.Clean(t.File))
+}
