@@ -283,9 +283,8 @@ func TestBwrapBoxBesideVM(t *testing.T) {
 	// The vm side's strict model, live: refused before anything is made.
 	r.fails(t, 1, []string{`sets network, which the vm backend does not honour`}, "new", "--profile", "offline", "--name", "off", "--container")
 	r.fails(t, 1, []string{`sets mounts, which the vm backend does not honour`}, "new", "--profile", "mounty", "--name", "mnt", "--container")
-	r.fails(t, 1, []string{`sets BOX_AUTOSTART, which the vm backend does not honour`}, "new", "--template", "auto", "--name", "auto", "--container")
 	r.fails(t, 2, []string{"a vm box cannot take --network"}, "new", "--backend", "vm", "--name", "n", "--network", "none", "--container")
-	for _, n := range []string{"off", "mnt", "auto", "n"} {
+	for _, n := range []string{"off", "mnt", "n"} {
 		if r.exists(n) {
 			t.Errorf("a refused box new made %s", n)
 		}

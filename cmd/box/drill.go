@@ -343,10 +343,16 @@ func portOf(u *url.URL) uint16 {
 
 // drillLimits are the bounds of the drilled sandbox, as the resolver set them.
 func drillLimits(s bwrap.Spec) drill.Limits {
-	return drill.Limits{Pids: s.Limits.Pids, Memory: s.Limits.Memory, Tmpfs: []drill.TmpfsBound{
+	l := drill.Limits{Pids: s.Limits.Pids, Memory: s.Limits.Memory, Tmpfs: []drill.TmpfsBound{
 		{Path: "/tmp", Size: s.Tmpfs.Tmp}, {Path: "/var/tmp", Size: s.Tmpfs.VarTmp},
-		{Path: "/dev/shm", Size: s.Tmpfs.Shm}, {Path: s.Home, Size: s.Tmpfs.Home},
+		{Path: "/dev/shm", Size: s.Tmpfs.Shm},
 	}}
+	if s.HomeDir == "" {
+		// A persistent box's home is its own directory on the host's disk, not a tmpfs:
+		// like the working directory, it is not sized.
+		l.Tmpfs = append(l.Tmpfs, drill.TmpfsBound{Path: s.Home, Size: s.Tmpfs.Home})
+	}
+	return l
 }
 
 // forgetPlants removes from the quarantine what the audit moved aside of the drill's own
