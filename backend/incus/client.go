@@ -206,7 +206,9 @@ func (c *Client) do(ctx context.Context, r request) (*response, string, error) {
 	ct := ""
 	switch {
 	case r.raw != nil:
-		body, ct = r.raw, r.contentType
+		raw, stop := cancellableBody(ctx, r.raw)
+		defer stop()
+		body, ct = raw, r.contentType
 	case r.body != nil:
 		b, err := json.Marshal(r.body)
 		if err != nil {
@@ -349,6 +351,10 @@ func (c *Client) WaitOperation(ctx context.Context, id string) (*Operation, erro
 			// "context deadline exceeded"), not with the running operation: ask for
 			// the operation itself, and wait on while it runs.
 			if _, gerr := c.get(ctx, "/operations/"+url.PathEscape(id), nil, &op); gerr != nil {
+				if ctx.Err() != nil {
+					c.cancel(id)
+					return nil, ctx.Err()
+				}
 				return nil, err
 			}
 		}

@@ -254,11 +254,15 @@ func rawExport(t *testing.T, r *vmRig, name, file string) {
 }
 
 // cutImport runs box import NAME from a FIFO fed with the first half of file, then
-// signals box while the upload is under way and closes the FIFO. Each write to the
-// FIFO returns only once box has read it, so half the file has been sent on when the
-// signal comes.
+// signals box while the upload is under way and closes the FIFO only once box has
+// ended: an import that waits for more of a stalled source after Ctrl-C never ends.
+// Each write to the FIFO returns once box has taken it into the pipe, so half the
+// file has been sent on when the signal comes. Every wait is bounded: a box import
+// that does not end is killed and named, never a hung test run.
 func cutImport(t *testing.T, r *vmRig, file, name string, sig syscall.Signal) result {
 	t.Helper()
+	// Generous: the bounds only turn a hang into a failure, they time nothing.
+	const bound = 3 * time.Minute
 	fifo := filepath.Join(t.TempDir(), "export.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -274,27 +278,78 @@ func cutImport(t *testing.T, r *vmRig, file, name string, sig syscall.Signal) re
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// The feeder's open blocks until box opens the FIFO, its writes while box is not
+	// reading. Once box has ended, unblock releases both: opening and closing the read
+	// side lets an open still waiting for a reader proceed, and a write to a FIFO that
+	// nobody reads fails.
+	type feed struct {
+		w   *os.File
+		err error
 	}
+	fed := make(chan feed, 1)
 	half := data[:len(data)/2]
-	for len(half) > 0 {
-		n, err := w.Write(half[:min(len(half), 64<<10)])
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 		if err != nil {
-			t.Fatalf("feeding the upload: %v (box: %s)", err, e.String())
+			fed <- feed{nil, err}
+			return
 		}
-		half = half[n:]
+		for p := half; len(p) > 0; {
+			n, err := w.Write(p[:min(len(p), 64<<10)])
+			if err != nil {
+				fed <- feed{w, err}
+				return
+			}
+			p = p[n:]
+		}
+		fed <- feed{w, nil}
+	}()
+	unblock := func() {
+		if rd, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			rd.Close()
+		}
+		if f := <-fed; f.w != nil {
+			f.w.Close()
+		}
 	}
+	var w *os.File
+	select {
+	case f := <-fed:
+		if f.err != nil {
+			if f.w != nil {
+				f.w.Close()
+			}
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Fatalf("feeding the upload: %v (box: %s)", f.err, e.String())
+		}
+		w = f.w
+	case err := <-exited:
+		unblock()
+		t.Fatalf("box import ended before half the upload was sent: %v: %s", err, e.String())
+	case <-time.After(bound):
+		_ = cmd.Process.Kill()
+		<-exited
+		unblock()
+		t.Fatalf("box import took in less than half the upload (%d bytes) within %s: killed it: %s", len(half), bound, e.String())
+	}
+	defer w.Close()
 	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
-	w.Close()
+	select {
+	case err = <-exited:
+	case <-time.After(bound):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("box import did not end within %s of %s while its source stalled (Ctrl-C must always end it): killed it: %s", bound, sig, e.String())
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	}
-	t.Logf("box import cut by %s after %d of %d bytes: exit %d: %s", sig, len(data)/2, len(data), code, strings.TrimSpace(e.String()))
+	t.Logf("box import cut by %s after %d of %d bytes: exit %d: %s", sig, len(half), len(data), code, strings.TrimSpace(e.String()))
 	return result{code, o.String(), e.String()}
 }
