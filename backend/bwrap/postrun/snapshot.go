@@ -93,8 +93,9 @@ type Snapshot struct {
 	Files map[string]File `json:"files"`
 	// Incomplete says which bound stopped the snapshot ("" when it is whole).
 	Incomplete string `json:"incomplete,omitempty"`
-	// Taken is when the snapshot began (Unix nanoseconds, the coarse clock inodes are
-	// stamped with).
+	// Taken is when the snapshot ended (Unix nanoseconds, the fine clock). Take returns
+	// only once the coarse clock has passed it, so every inode born before Take returned
+	// is stamped at or before Taken and every one born after it, later.
 	Taken int64 `json:"taken"`
 }
 
@@ -165,7 +166,7 @@ type File struct {
 // paths.
 func Take(in Input) *Snapshot {
 	t := &taker{in: in, lim: in.Limits.withDefaults()}
-	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}, Taken: coarseNow()}
+	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}}
 	s.Home, s.Writable, s.Guards, s.Loosened = in.Home, in.Writable, in.Protected, in.Loosened
 	if len(s.Writable) == 0 {
 		s.Writable = []string{in.Workdir}
@@ -178,6 +179,7 @@ func Take(in Input) *Snapshot {
 	for _, g := range in.Protected {
 		t.guard(g.Path, g.Runs)
 	}
+	sealTaken(s)
 	return s
 }
 
@@ -501,6 +503,20 @@ func coarseNow() int64 {
 		return time.Now().Add(-time.Second).UnixNano()
 	}
 	return ts.Nano()
+}
+
+// sealTaken stamps s.Taken and waits for the coarse clock to pass it. Inode times come
+// from the coarse clock or, with multigrain timestamps, from the fine one, never ahead
+// of it: so a repository born before this is stamped no later than Taken, and one born
+// after it later. The wait is at most a clock tick (bounded at 100 ms).
+func sealTaken(s *Snapshot) {
+	s.Taken = time.Now().UnixNano()
+	for range 1000 {
+		if coarseNow() > s.Taken {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 }
 
 // realDir is p with the links in its directory resolved (its last part is kept: a link
