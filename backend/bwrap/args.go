@@ -157,7 +157,7 @@ func validate(s Spec) error {
 	if err := CheckWorkdir(s.Workdir, s.Home); err != nil {
 		return err
 	}
-	if err := validateLimits(s.Limits, s.Tmpfs); err != nil {
+	if err := validateLimits(s.Limits, s.Tmpfs, s.HomeDir != ""); err != nil {
 		return err
 	}
 	if s.InfoFD <= 0 || s.BlockFD <= 0 {

@@ -47,7 +47,7 @@ func baseSpec() Spec {
 		Seccomp:     &f,
 		BlockFD:     BlockFD,
 		Limits:      Limits{Pids: DefaultPids, Memory: 8 << 30},
-		Tmpfs:       TmpfsFor(8 << 30),
+		Tmpfs:       TmpfsFor(8<<30, false),
 	}
 }
 
@@ -83,6 +83,7 @@ func TestArgsGolden(t *testing.T) {
 			s.HomeDir = "/home/op/.local/share/box/boxes/work/state/home"
 			s.InstanceDir = "/home/op/.local/share/box/boxes/work/state/instance"
 			s.StateDir = ".aider"
+			s.Tmpfs.Home = 0 // the home is on disk
 		},
 	}
 	for name, mod := range cases {

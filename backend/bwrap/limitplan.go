@@ -67,8 +67,12 @@ func (p *Plan) LimitsLine() string {
 	if l.CPU > 0 {
 		cpu = strconv.Itoa(l.CPU)
 	}
-	return fmt.Sprintf("limits: pids %d, memory %s, cpu %s; tmpfs /tmp %s, /var/tmp %s, /dev/shm %s, home %s (together %s); held by %s",
-		l.Pids, humanBytes(l.Memory), cpu, humanBytes(t.Tmp), humanBytes(t.VarTmp), humanBytes(t.Shm), humanBytes(t.Home), humanBytes(t.Sum()), e.Describe())
+	home := "home " + humanBytes(t.Home)
+	if p.Spec.HomeDir != "" {
+		home = "home on disk (the box's own, not a tmpfs)"
+	}
+	return fmt.Sprintf("limits: pids %d, memory %s, cpu %s; tmpfs /tmp %s, /var/tmp %s, /dev/shm %s, %s (together %s); held by %s",
+		l.Pids, humanBytes(l.Memory), cpu, humanBytes(t.Tmp), humanBytes(t.VarTmp), humanBytes(t.Shm), home, humanBytes(t.Sum()), e.Describe())
 }
 
 // limitsText tells the agent its limits (SANDBOX.md): an ENOSPC in /tmp or a refused
@@ -78,10 +82,14 @@ func limitsText(l Limits, t Tmpfs) string {
 	if l.CPU > 0 {
 		cpu = strconv.Itoa(l.CPU) + " CPU(s)' worth of time"
 	}
+	home := "`$HOME` " + humanBytes(t.Home) + ", "
+	if t.Home == 0 {
+		home = "" // a persistent box's home is on disk
+	}
 	return fmt.Sprintf("At most %d processes and threads at once, %s of memory, %s. The scratch space is held in memory and small: "+
-		"`/tmp` %s, `$HOME` %s, `/var/tmp` %s, `/dev/shm` %s; put large files in the working directory (on disk). "+
+		"`/tmp` %s, %s`/var/tmp` %s, `/dev/shm` %s; put large files in the working directory (on disk). "+
 		"Past these, a fork fails (EAGAIN), an allocation fails (ENOMEM) or its process is killed, a write fails (ENOSPC).",
-		l.Pids, humanBytes(l.Memory), cpu, humanBytes(t.Tmp), humanBytes(t.Home), humanBytes(t.VarTmp), humanBytes(t.Shm))
+		l.Pids, humanBytes(l.Memory), cpu, humanBytes(t.Tmp), home, humanBytes(t.VarTmp), humanBytes(t.Shm))
 }
 
 // humanBytes prints n in the largest binary unit that keeps one decimal honest.

@@ -27,10 +27,15 @@ func (t Tmpfs) Sum() int64 { return t.Tmp + t.VarTmp + t.Shm + t.Home }
 // TmpfsFor sizes the scratch mounts from the memory limit: tmpfs pages are memory, so
 // together they hold at most three quarters of it (/tmp and $HOME a quarter each,
 // /var/tmp and /dev/shm an eighth each). Larger trees belong in the working directory,
-// which is on disk.
-func TmpfsFor(memory int64) Tmpfs {
+// which is on disk. homeOnDisk (a persistent box's own home) leaves $HOME out: it is a
+// directory on disk, not memory.
+func TmpfsFor(memory int64, homeOnDisk bool) Tmpfs {
 	q, e := pageDown(memory/4), pageDown(memory/8)
-	return Tmpfs{Tmp: q, Home: q, VarTmp: e, Shm: e}
+	t := Tmpfs{Tmp: q, Home: q, VarTmp: e, Shm: e}
+	if homeOnDisk {
+		t.Home = 0
+	}
+	return t
 }
 
 func pageDown(n int64) int64 { return n &^ 4095 }
@@ -47,7 +52,8 @@ const (
 // DefaultMemory is half of the host's RAM: the host keeps the other half.
 func DefaultMemory(memTotal int64) int64 { return pageDown(memTotal / 2) }
 
-func validateLimits(l Limits, t Tmpfs) error {
+// homeOnDisk: a persistent box's home is its own directory, not a tmpfs (t.Home is 0).
+func validateLimits(l Limits, t Tmpfs, homeOnDisk bool) error {
 	if l.Pids < MinPids {
 		return fmt.Errorf("pids limit %d: want at least %d", l.Pids, MinPids)
 	}
@@ -57,7 +63,14 @@ func validateLimits(l Limits, t Tmpfs) error {
 	if l.CPU < 0 {
 		return fmt.Errorf("cpu limit %d: want a positive count, or 0 for none", l.CPU)
 	}
-	for _, s := range []int64{t.Tmp, t.VarTmp, t.Shm, t.Home} {
+	sizes := []int64{t.Tmp, t.VarTmp, t.Shm, t.Home}
+	if homeOnDisk {
+		if t.Home != 0 {
+			return fmt.Errorf("a home on disk has no tmpfs to size")
+		}
+		sizes = sizes[:3]
+	}
+	for _, s := range sizes {
 		if s <= 0 {
 			return fmt.Errorf("a scratch tmpfs has no size: every tmpfs must be bounded")
 		}

@@ -10,7 +10,7 @@ import (
 
 func TestTmpfsBounded(t *testing.T) {
 	mem := int64(8 << 30)
-	tf := TmpfsFor(mem)
+	tf := TmpfsFor(mem, false)
 	if tf.Sum() > mem*3/4 || tf.Tmp <= 0 || tf.VarTmp <= 0 || tf.Shm <= 0 || tf.Home <= 0 {
 		t.Errorf("tmpfs %+v (sum %d) for memory %d: want each sized, together at most 3/4", tf, tf.Sum(), mem)
 	}

@@ -386,7 +386,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
 		return nil, err
 	}
-	p.Spec.Tmpfs = TmpfsFor(p.Spec.Limits.Memory)
+	p.Spec.Tmpfs = TmpfsFor(p.Spec.Limits.Memory, homeDir != "")
 	p.Policy.Limits = limitsText(p.Spec.Limits, p.Spec.Tmpfs)
 	p.Warnings = append(p.Warnings, p.Enforce.Unenforced...)
 	return p, nil

@@ -49,6 +49,44 @@ func TestResolvePersistent(t *testing.T) {
 	}
 }
 
+// A persistent box's home is a directory on disk: no tmpfs is sized for it, the dry
+// run and SANDBOX.md say so, and the scratch mounts are still each bounded.
+func TestResolvePersistentHomeNotATmpfs(t *testing.T) {
+	p, err := Resolve(boxRequest(), testFacts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tf := p.Spec.Tmpfs; tf.Home != 0 || tf.Tmp <= 0 || tf.VarTmp <= 0 || tf.Shm <= 0 {
+		t.Errorf("tmpfs %+v: want /tmp, /var/tmp, /dev/shm sized and no home tmpfs", tf)
+	}
+	line := p.LimitsLine()
+	if !strings.Contains(line, "home on disk") || strings.Contains(line, "home 0") {
+		t.Errorf("limits line %q: want the home named as on disk", line)
+	}
+	if strings.Contains(p.Policy.Limits, "`$HOME`") {
+		t.Errorf("SANDBOX.md limits %q size a home that is on disk", p.Policy.Limits)
+	}
+	s := p.Spec
+	s.InfoFD, s.BlockFD, s.SeccompFD = InfoFD, BlockFD, SeccompFD
+	args, err := Args(s, debianHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range args {
+		if a == "--tmpfs" && args[i+1] == s.Home {
+			t.Errorf("a tmpfs is mounted at the box's home: %q", args)
+		}
+	}
+	// box run's home is still a sized tmpfs.
+	q, err := Resolve(testRequest(), testFacts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Spec.Tmpfs.Home <= 0 || !strings.Contains(q.LimitsLine(), "home "+humanBytes(q.Spec.Tmpfs.Home)) {
+		t.Errorf("box run: tmpfs %+v, line %q", q.Spec.Tmpfs, q.LimitsLine())
+	}
+}
+
 func TestResolvePersistentRefusals(t *testing.T) {
 	cases := []struct {
 		name string

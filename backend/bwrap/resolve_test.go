@@ -155,7 +155,7 @@ func TestResolveLimits(t *testing.T) {
 	if l := p.Spec.Limits; l.Memory != 8<<30 || l.Pids != DefaultPids || l.CPU != 0 {
 		t.Errorf("limits %+v", l)
 	}
-	if p.Enforce.Mechanism != MechRlimit || len(p.Enforce.Unenforced) != 0 || p.Spec.Tmpfs != TmpfsFor(8<<30) {
+	if p.Enforce.Mechanism != MechRlimit || len(p.Enforce.Unenforced) != 0 || p.Spec.Tmpfs != TmpfsFor(8<<30, false) {
 		t.Errorf("enforcement %+v, tmpfs %+v", p.Enforce, p.Spec.Tmpfs)
 	}
 	// The profile's keys win; a cpu that cannot be held is a warning naming it.

@@ -1,14 +1,15 @@
 package main
 
-// The backend interface the box verbs dispatch on. Each verb starts by asking whether
-// a bwrap box has the name (bwrapBox); if so, the bwrap backend does the verb, else the
-// verb's own vm code runs as before. The vm verbs keep their code in their own files
-// for now (they are being reworked); moving them behind boxBackend is the next step.
+// The backend interface the box verbs dispatch on. A verb on a box asks backendFor
+// which backend holds the name (a bwrap box's stamped directory, else incusd) and calls
+// its method; box list asks every backend. bwrapBackend is in bwrapbox.go; vmBackend's
+// methods are in the verbs' own files, its launch sequence in backend/vm.
 
 import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/backend/incus"
@@ -18,15 +19,39 @@ import (
 // boxBackend is one backend's side of the box verbs.
 type boxBackend interface {
 	Kind() string
-	Mint(o *newOptions, given []string) error            // box new (and new --from)
-	List() ([]boxJSON, error)                            // box list
-	Info(name string) (infoJSON, error)                  // box info
-	Enter(name string, l launchFlags) error              // box shell
-	Exec(name string, cmd []string, l launchFlags) error // box exec
-	Snapshot(name, label string) error                   // box snapshot
-	Restore(name, snap string, force bool) error         // box restore
-	Rename(old, nu string) error                         // box rename
-	Delete(name string, force bool) error                // box rm
+	Mint(o *newOptions, given []string) error                  // box new (and new --from)
+	List() ([]boxJSON, error)                                  // box list
+	Info(name string) (infoJSON, error)                        // box info
+	Enter(name string, l launchFlags) error                    // box shell
+	Exec(name string, cmd []string, l launchFlags) error       // box exec
+	Snapshot(name, label string) error                         // box snapshot
+	Restore(name, snap string, force bool) error               // box restore
+	Rename(old, nu string) error                               // box rename
+	Delete(name string, force bool) error                      // box rm
+	Start(name string) error                                   // box start
+	Stop(name string, timeout time.Duration, force bool) error // box stop
+}
+
+// backendFor is the backend that holds the box name: the bwrap one when a bwrap box has
+// it, else the vm one (which words its own refusal when incusd has no such box). A
+// directory that merely looks like a bwrap box is refused here, before any verb.
+func backendFor(e *env, name string) (boxBackend, error) {
+	b, err := bwrapBox(e, name)
+	switch {
+	case err != nil:
+		return nil, err
+	case b != nil:
+		return bwrapBackend{e}, nil
+	}
+	return vmBackend{e: e}, nil
+}
+
+// backends are the backends box list asks, in order: a remote holds vm boxes only.
+func backends(e *env) []boxBackend {
+	if e.remoteName() != "" {
+		return []boxBackend{vmBackend{e: e}}
+	}
+	return []boxBackend{bwrapBackend{e}, vmBackend{e: e}}
 }
 
 // launchFlags are the flags of the verbs that launch a sandbox.
@@ -73,7 +98,7 @@ func vmNameTaken(e *env, name string) (bool, error) {
 // noIncus: incusd's socket does not exist: the vm backend is not set up here.
 func noIncus(err error) bool { return errors.Is(err, syscall.ENOENT) }
 
-// firstErr is err, else what then returns: the dispatch at the top of each verb.
+// firstErr is err, else what then returns.
 func firstErr(err error, then func() error) error {
 	if err != nil {
 		return err

@@ -449,14 +449,23 @@ func printBwrapInfo(e *env, info infoJSON) error {
 	return tw.Flush()
 }
 
-// refuseStart: a bwrap box has no running state of its own to start.
-func refuseStart(name string) error {
+// Start: a bwrap box has no running state of its own to start: refused.
+func (be bwrapBackend) Start(name string) error {
+	if _, err := be.lookup(name); err != nil {
+		return err
+	}
 	return usagef("box shell "+name+" or box exec "+name+" -- COMMAND launches its sandbox",
 		"box %s is a bwrap box: it is not started, it runs while box shell or box exec does", name)
 }
 
-// bwrapStop: nothing to stop when idle; a running sandbox is its command's to end.
-func bwrapStop(e *env, b *dirbox.Box) error {
+// Stop: nothing to stop when idle; a running sandbox is its command's to end (so
+// --timeout and --force change nothing).
+func (be bwrapBackend) Stop(name string, _ time.Duration, _ bool) error {
+	e := be.e
+	b, err := be.lookup(name)
+	if err != nil {
+		return err
+	}
 	if !b.Busy() {
 		fmt.Fprintf(e.stderr, "box: %s is not running (a bwrap box runs only while box shell or box exec does)\n", b.Name)
 		return nil

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/heavy-duty/box/internal/pty"
 	"net"
 	"os"
 	"os/exec"
@@ -14,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/internal/pty"
 	"github.com/heavy-duty/box/templates"
 	"golang.org/x/sys/unix"
 )
@@ -122,7 +123,7 @@ func verbRunner(exe string, environ []string) drill.VerbRunner {
 		out := drill.VerbOutcome{Args: args}
 		cmd := exec.CommandContext(ctx, exe, args...)
 		cmd.Args[0] = "box"
-		cmd.Env = append(slices.Clone(environ), envSnapshotPristine+"=0")
+		cmd.Env = append(slices.Clone(environ), vm.EnvSnapshotPristine+"=0")
 		cmd.WaitDelay = 5 * time.Second
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

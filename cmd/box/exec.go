@@ -43,13 +43,11 @@ skips the question, without a terminal and without -y box refuses; as root only 
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			box, rest, _ := splitDash(cmd, args, false)
-			if b, err := bwrapBox(e, box); err != nil || b != nil {
-				return firstErr(err, func() error { return bwrapBackend{e}.Exec(box, rest, l) })
-			}
-			if err := l.refuseVM(); err != nil {
+			be, err := backendFor(e, box)
+			if err != nil {
 				return err
 			}
-			return runExec(e, box, rest)
+			return be.Exec(box, rest, l)
 		},
 	}
 	l.register(cmd)
@@ -57,7 +55,12 @@ skips the question, without a terminal and without -y box refuses; as root only 
 	return cmd
 }
 
-func runExec(e *env, name string, command []string) error {
+// Exec is box exec for a vm box: the command as the box's user, its exit code box's.
+func (v vmBackend) Exec(name string, command []string, l launchFlags) error {
+	if err := l.refuseVM(); err != nil {
+		return err
+	}
+	e := v.e
 	ctx := context.Background()
 	c := e.client()
 	defer c.Close()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill/incuslab"
 )
@@ -192,7 +193,7 @@ func TestVMExportImportLive(t *testing.T) {
 					spools = append(spools, l)
 				}
 			}
-			if len(spools) == 0 && !busy(r.ctx, c, "cutint") && !busy(r.ctx, c, "cutkill") {
+			if len(spools) == 0 && !vm.Busy(r.ctx, c, "cutint") && !vm.Busy(r.ctx, c, "cutkill") {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -195,15 +195,3 @@ func listenPort(listen string) int {
 	n, _ := strconv.Atoi(p)
 	return n
 }
-
-// dropExposures removes a box's doors (a clone's or an import's: which host port opens
-// into a box is decided on this host, once, by box expose).
-func dropExposures(ctx context.Context, c *incus.Client, inst incus.Instance) error {
-	exp, _ := boxes.Exposures(inst.Devices)
-	for _, x := range exp {
-		if err := c.SetDevice(ctx, inst.Name, x.Device, nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/internal/progress"
 	"github.com/spf13/cobra"
@@ -133,7 +134,7 @@ func runImport(e *env, file, name string, now time.Time) error {
 		f: func() { p.Step("incusd is unpacking %s (%s)", target, progress.Size(cnt.N())) }}
 	// From here on a failure must not leave a half box behind.
 	if err := c.ImportBackup(ctx, body, target, pool); err != nil {
-		discard(c, target)
+		vm.Discard(c, target)
 		return importErr(e, target, err)
 	}
 	if err := settleImport(ctx, c, target, placement, now); err != nil {
@@ -145,7 +146,7 @@ func runImport(e *env, file, name string, now time.Time) error {
 			_ = c.Delete(dctx, target)
 			cancel()
 		}
-		discard(c, target)
+		vm.Discard(c, target)
 		return importErr(e, target, err)
 	}
 	p.Done()
@@ -200,7 +201,7 @@ func settleImport(ctx context.Context, c *incus.Client, name, placement string, 
 		if err := c.Start(ctx, name); err != nil {
 			return err
 		}
-		return resetVMMachineID(ctx, c, name)
+		return vm.ResetVMMachineID(ctx, c, name)
 	}
 	if err := c.ResetMachineID(ctx, name); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
 
@@ -29,81 +30,88 @@ With --json, one JSON object; the field names are stable and documented in docs/
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
-				if err != nil {
-					return err
-				}
-				info, err := bwrapBackend{e}.Info(b.Name)
-				if err != nil || asJSON {
-					return firstErr(err, func() error { return writeJSON(e.stdout, info) })
-				}
-				return printBwrapInfo(e, info)
-			}
-			ctx, stop := vmContext()
-			defer stop()
-			c := e.client()
-			defer c.Close()
-			inst, err := resolve(ctx, e, c, args[0])
+			be, err := backendFor(e, args[0])
 			if err != nil {
 				return err
 			}
-			var st *incus.InstanceState
-			if inst.Running() {
-				if st, err = c.State(ctx, inst.Name); err != nil {
-					return vmErr(e, err)
-				}
-			}
-			snaps, err := c.Snapshots(ctx, inst.Name)
-			if err != nil {
-				return vmErr(e, err)
-			}
-			info := newInfoJSON(*inst, st, snaps)
-			if asJSON {
+			info, err := be.Info(args[0])
+			switch {
+			case err != nil:
+				return err
+			case asJSON:
 				return writeJSON(e.stdout, info)
+			case info.Backend == profiles.BackendBwrap:
+				return printBwrapInfo(e, info)
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 1, ' ', 0)
-			row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-			row("name", info.Name)
-			row("backend", info.Backend)
-			row("state", info.State)
-			row("type", info.Type)
-			row("ipv4", dash(info.IPv4))
-			if info.Location != "" {
-				row("location", info.Location) // its cluster member
-			}
-			row("template", dash(info.Template))
-			row("user", info.User)
-			origin := dash(info.Origin)
-			if info.OriginFrom != "" {
-				origin += " of " + info.OriginFrom
-			}
-			if info.Legacy {
-				origin = "claudebox (legacy)"
-			}
-			row("origin", origin)
-			row("created", dash(info.Created))
-			if info.Imported != "" {
-				row("imported", fmt.Sprintf("%s (%d time(s), last %s)", info.Imported, info.ImportedCount, info.ImportedLast))
-			}
-			row("resources", fmt.Sprintf("cpu %s, memory %s, disk %s", dash(info.CPU), dash(info.Memory), dash(info.Disk)))
-			for _, x := range info.Exposed {
-				row("exposed", fmt.Sprintf("127.0.0.1:%d -> port %d", x.HostPort, x.Port))
-			}
-			if len(info.Snapshots) == 0 {
-				row("snapshots", "none")
-			} else {
-				var s []string
-				for _, sn := range info.Snapshots {
-					s = append(s, sn.Name)
-				}
-				row("snapshots", strings.Join(s, ", "))
-				row("clone one", fmt.Sprintf("box new --name NAME --from %s/%s", info.Name, info.Snapshots[len(info.Snapshots)-1].Name))
-			}
-			return tw.Flush()
+			return printVMInfo(e, info)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object (fields: docs/json.md)")
 	return cmd
+}
+
+// Info is box info for a vm box: the instance, its state when running, its snapshots.
+func (v vmBackend) Info(name string) (infoJSON, error) {
+	e := v.e
+	ctx, c, inst, done, err := v.open(name)
+	if err != nil {
+		return infoJSON{}, err
+	}
+	defer done()
+	var st *incus.InstanceState
+	if inst.Running() {
+		if st, err = c.State(ctx, inst.Name); err != nil {
+			return infoJSON{}, vmErr(e, err)
+		}
+	}
+	snaps, err := c.Snapshots(ctx, inst.Name)
+	if err != nil {
+		return infoJSON{}, vmErr(e, err)
+	}
+	return newInfoJSON(*inst, st, snaps), nil
+}
+
+// printVMInfo is box info's table for a vm box.
+func printVMInfo(e *env, info infoJSON) error {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 1, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("name", info.Name)
+	row("backend", info.Backend)
+	row("state", info.State)
+	row("type", info.Type)
+	row("ipv4", dash(info.IPv4))
+	if info.Location != "" {
+		row("location", info.Location) // its cluster member
+	}
+	row("template", dash(info.Template))
+	row("user", info.User)
+	origin := dash(info.Origin)
+	if info.OriginFrom != "" {
+		origin += " of " + info.OriginFrom
+	}
+	if info.Legacy {
+		origin = "claudebox (legacy)"
+	}
+	row("origin", origin)
+	row("created", dash(info.Created))
+	if info.Imported != "" {
+		row("imported", fmt.Sprintf("%s (%d time(s), last %s)", info.Imported, info.ImportedCount, info.ImportedLast))
+	}
+	row("resources", fmt.Sprintf("cpu %s, memory %s, disk %s", dash(info.CPU), dash(info.Memory), dash(info.Disk)))
+	for _, x := range info.Exposed {
+		row("exposed", fmt.Sprintf("127.0.0.1:%d -> port %d", x.HostPort, x.Port))
+	}
+	if len(info.Snapshots) == 0 {
+		row("snapshots", "none")
+	} else {
+		var s []string
+		for _, sn := range info.Snapshots {
+			s = append(s, sn.Name)
+		}
+		row("snapshots", strings.Join(s, ", "))
+		row("clone one", fmt.Sprintf("box new --name NAME --from %s/%s", info.Name, info.Snapshots[len(info.Snapshots)-1].Name))
+	}
+	return tw.Flush()
 }
 
 // infoJSON is 'box info --json': the fields of 'box list --json', then resources and

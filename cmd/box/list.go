@@ -69,13 +69,22 @@ stable and documented in docs/json.md.`,
 // absent: the vm backend is not set up here) the bwrap boxes are listed with a warning;
 // any other vm failure is an error.
 func allBoxes(e *env) ([]boxJSON, error) {
-	var out []boxJSON
-	if e.remoteName() == "" { // a remote holds vm boxes only
-		var err error
-		if out, err = (bwrapBackend{e}).List(); err != nil {
+	out := []boxJSON{} // an empty list is [] in --json, never null
+	for _, be := range backends(e) {
+		list, err := be.List()
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, list...)
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// List is box list for the vm backend. Without incusd (its socket absent: the vm
+// backend is not set up here) it lists nothing, with a warning.
+func (v vmBackend) List() ([]boxJSON, error) {
+	e := v.e
 	ctx, stop := vmContext()
 	defer stop()
 	c := e.client()
@@ -86,13 +95,14 @@ func allBoxes(e *env) ([]boxJSON, error) {
 		if !e.quiet {
 			fmt.Fprintf(e.stderr, "box: warning: vm boxes not listed: no incusd socket at %s\n", e.socketPath())
 		}
+		return nil, nil
 	case err != nil:
 		return nil, vmErr(e, err)
 	}
+	out := make([]boxJSON, 0, len(list))
 	for _, s := range list {
 		out = append(out, newBoxJSON(s))
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 

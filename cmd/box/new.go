@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/internal/progress"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 	"github.com/spf13/cobra"
@@ -90,13 +92,15 @@ user-data: box warns by name.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var given []string
 			cmd.Flags().Visit(func(f *pflag.Flag) { given = append(given, f.Name) })
-			if bwrap, err := newIsBwrap(e, o, given); err != nil || bwrap {
-				if err != nil {
-					return err
-				}
-				return bwrapBackend{e}.Mint(o, given)
+			bwrap, err := newIsBwrap(e, o, given)
+			if err != nil {
+				return err
 			}
-			return runF(e, o, given)
+			var be boxBackend = vmBackend{e: e, mint: runF}
+			if bwrap {
+				be = bwrapBackend{e}
+			}
+			return be.Mint(o, given)
 		},
 	}
 	newBackendFlags(cmd, o)
@@ -188,7 +192,7 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 		}
 		return nil, withHint(err, "fix or remove the template named above")
 	}
-	if _, _, err := pristinePolicy(e.getenv(envSnapshotPristine), ""); err != nil {
+	if _, _, err := vm.PristinePolicy(e.getenv(vm.EnvSnapshotPristine), ""); err != nil {
 		return nil, err
 	}
 	if err := profiles.CheckKeys(profiles.UseVM, prof, tmpl); err != nil {
@@ -204,13 +208,14 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 	return &newPlan{mint: mint}, nil
 }
 
+// runNew is the vm backend's box new: it plans, checks the name and the source, and
+// hands the launch to backend/vm.
 func runNew(e *env, o *newOptions, given []string) error {
 	plan, err := planNew(e, o, given, time.Now())
 	if err != nil {
 		return err
 	}
 	mint := plan.mint
-	placement := boxes.Placement(e.getenv)
 
 	ctx, stop := vmContext()
 	defer stop()
@@ -227,7 +232,7 @@ func runNew(e *env, o *newOptions, given []string) error {
 		return vmErr(e, err)
 	}
 
-	var req incus.InstancesPost
+	l := vm.Launch{Name: o.Name, Clone: plan.clone != nil, Timeout: o.timeout, Pristine: e.getenv(vm.EnvSnapshotPristine)}
 	if cl := plan.clone; cl != nil {
 		if _, err := resolve(ctx, e, c, cl.From); err != nil {
 			return err
@@ -237,18 +242,16 @@ func runNew(e *env, o *newOptions, given []string) error {
 				return err
 			}
 		}
-		var err error
-		if req, err = incus.CloneRequest(*cl); err != nil {
+		if l.Req, err = incus.CloneRequest(*cl); err != nil {
 			return vmErr(e, err)
 		}
 		p.Step("cloning %s into %s", o.from, o.Name)
 	} else {
-		pool, err := placementPool(ctx, e, c, placement)
-		if err != nil {
+		if mint.Pool, err = placementPool(ctx, e, c, boxes.Placement(e.getenv)); err != nil {
 			return err
 		}
-		mint.Pool = pool
-		if req, err = incus.MintRequest(mint); err != nil {
+		l.Pool = mint.Pool
+		if l.Req, err = incus.MintRequest(mint); err != nil {
 			return vmErr(e, err)
 		}
 		kind := "container"
@@ -257,83 +260,24 @@ func runNew(e *env, o *newOptions, given []string) error {
 		}
 		p.Step("creating %s (%s, template %s, image %s)", o.Name, kind, mint.Template, mint.Image)
 	}
-
-	// From here on a failure must not leave a half-made box behind.
-	if err := c.Create(ctx, req); err != nil {
-		discard(c, o.Name)
-		return launchErr(e, o, "create", err)
-	}
-	// Every box gets its own machine ID before its first boot: systemd-networkd's DHCP
-	// client identity derives from it, so two clones (or two mints of an image that
-	// keeps a copy in /var/lib/dbus) would otherwise share a lease. A container's file
-	// system is written while it is stopped; a VM's only through its agent, so a VM
-	// clone is started, reset, and restarted once (a VM mint keeps what its image
-	// gives: a restart per mint is not worth an image's mistake).
-	vmClone := false
-	if plan.clone != nil || !mint.VM {
-		inst, _, err := c.Instance(ctx, o.Name)
-		if err != nil {
-			discard(c, o.Name)
-			return launchErr(e, o, "inspect", err)
-		}
-		// A door's host port is unique on the host: a clone starts without its source's.
-		if err := dropExposures(ctx, c, *inst); err != nil {
-			discard(c, o.Name)
-			return launchErr(e, o, "close the doors of", err)
-		}
-		if vmClone = inst.Type == incus.TypeVM; !vmClone {
-			p.Step("giving %s a fresh machine ID", o.Name)
-			if err := c.ResetMachineID(ctx, o.Name); err != nil {
-				discard(c, o.Name)
-				return launchErr(e, o, "reset the machine ID of", err)
-			}
-		}
-	}
-	p.Step("starting %s", o.Name)
-	if err := c.Start(ctx, o.Name); err != nil {
-		discard(c, o.Name)
-		return launchErr(e, o, "start", err)
-	}
-	if vmClone {
-		p.Step("giving %s a fresh machine ID (through its agent, then a restart)", o.Name)
-		if err := resetVMMachineID(ctx, c, o.Name); err != nil {
-			discard(c, o.Name)
-			return launchErr(e, o, "reset the machine ID of", err)
-		}
-	}
-	p.Step("waiting for %s's IPv4 lease", o.Name)
-	ip, err := c.WaitIPv4(ctx, o.Name, boxes.Iface)
+	res, err := vm.Run(ctx, c, l, vmReporter(e, p))
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return withHint(fmt.Errorf("box %q is running but got no IPv4 lease on %s within %s", o.Name, boxes.Iface, o.timeout),
-				fmt.Sprintf("the box is kept: check the host's network with 'box doctor'; 'box rm --force %s' removes it", o.Name))
-		}
-		discard(c, o.Name)
-		return launchErr(e, o, "wait for the lease of", err)
-	}
-	inst, _, err := c.Instance(ctx, o.Name)
-	if err != nil {
-		return vmErr(e, err)
-	}
-	if inst.Config[incus.KeyUserData] != "" {
-		p.Step("waiting for cloud-init in %s", o.Name)
-		if err := provision(ctx, e, c, o.Name, o.timeout); err != nil {
-			var pe *provisionError
-			if errors.As(err, &pe) {
-				return err // kept, stopped, for inspection
-			}
-			discard(c, o.Name)
-			return launchErr(e, o, "provision", err)
-		}
-	}
-	if plan.clone == nil {
-		takePristine(ctx, e, c, p, o.Name, mint.Pool)
+		return launchErr(e, o, err)
 	}
 	p.Done()
-	s := boxes.Summarize(*inst, nil)
+	s := boxes.Summarize(res.Inst, nil)
 	note(e, "%s is ready (%s, %s, user %s, %s): box shell %s",
-		o.Name, s.Type, ip, s.User, p.Elapsed().Round(100*time.Millisecond), o.Name)
+		o.Name, s.Type, res.IPv4, s.User, p.Elapsed().Round(100*time.Millisecond), o.Name)
 	return nil
+}
+
+// vmReporter is how backend/vm speaks: the verb's progress line, warnings and notes.
+func vmReporter(e *env, p *progress.Line) vm.Reporter {
+	return vm.Reporter{
+		Progress: p,
+		Warn:     func(format string, a ...any) { fmt.Fprintf(e.stderr, "box: warning: "+format+"\n", a...) },
+		Note:     func(format string, a ...any) { note(e, format, a...) },
+	}
 }
 
 // launchTimeout reads $BOX_LAUNCH_TIMEOUT: whole seconds (upstream's form), or a
@@ -348,78 +292,20 @@ func launchTimeout(v string) (time.Duration, error) {
 	return 0, usagef("for example BOX_LAUNCH_TIMEOUT=600 (seconds) or 10m", "%s=%q: want a positive number of seconds or a duration", boxes.EnvLaunchTimeout, v)
 }
 
-// launchErr words a failed launch; the box has been deleted.
-func launchErr(e *env, o *newOptions, what string, err error) error {
+// launchErr words a failed launch: a step that failed (the box was removed), or a box
+// kept on purpose (its lease or cloud-init did not come), which says so itself.
+func launchErr(e *env, o *newOptions, err error) error {
+	var le *vm.Error
+	if !errors.As(err, &le) {
+		return vmErr(e, err)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return withHint(fmt.Errorf("could not %s box %q within %s; it was removed", what, o.Name, o.timeout), "a first launch may fetch the image: try a longer --timeout")
+		return withHint(fmt.Errorf("could not %s box %q within %s; it was removed", le.What, o.Name, o.timeout), "a first launch may fetch the image: try a longer --timeout")
 	}
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("interrupted: box %q was removed", o.Name)
 	}
-	return vmErr(e, fmt.Errorf("could not %s box %q (it was removed): %w", what, o.Name, err))
-}
-
-// discard deletes a half-made box, with its own deadline (the launch's may be over). A
-// create cut short by the time-box goes on in incusd (it cannot be cancelled): wait for
-// it to end, then delete what it made.
-func discard(c *incus.Client, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for ctx.Err() == nil {
-		inst, _, err := c.Instance(ctx, name)
-		switch {
-		case err == nil && !incus.IsBox(*inst):
-			return // not ours: never touched
-		case err == nil:
-			_ = c.Stop(ctx, name, 0, true)
-			if c.Delete(ctx, name) == nil {
-				return
-			}
-		case !incus.IsNotFound(err) || !busy(ctx, c, name):
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// busy reports whether incusd is still running an operation on the instance name.
-func busy(ctx context.Context, c *incus.Client, name string) bool {
-	var ops map[string][]incus.Operation
-	if err := c.Query(ctx, "GET", "/operations?recursion=1", nil, &ops); err != nil {
-		return false
-	}
-	for _, op := range ops["running"] {
-		for _, r := range op.Resources["instances"] {
-			if strings.TrimPrefix(r, "/1.0/instances/") == name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// resetVMMachineID empties a running VM's /etc/machine-id once its agent answers, and
-// restarts it: systemd then generates a new ID at boot (from the VM's own UUID, which
-// Incus gives every copy) before networkd asks for a lease.
-func resetVMMachineID(ctx context.Context, c *incus.Client, name string) error {
-	for {
-		err := c.ResetMachineID(ctx, name)
-		if err == nil {
-			break
-		}
-		if !strings.Contains(err.Error(), "agent") || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	if err := c.Stop(ctx, name, 60*time.Second, false); err != nil {
-		return err
-	}
-	return c.Start(ctx, name)
+	return vmErr(e, err)
 }
 
 // needSnapshot checks that box has the snapshot, naming the ones it has otherwise.

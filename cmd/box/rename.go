@@ -20,35 +20,39 @@ nothing runs in it.`,
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			old, nu := args[0], args[1]
-			if b, err := bwrapBox(e, old); err != nil || b != nil {
-				return firstErr(err, func() error { return bwrapBackend{e}.Rename(old, nu) })
-			}
-			for _, n := range []string{old, nu} {
-				if err := incus.ValidateName(n); err != nil {
-					return vmErr(e, err)
-				}
-			}
-			ctx, stop := vmContext()
-			defer stop()
-			c := e.client()
-			defer c.Close()
-			inst, err := resolve(ctx, e, c, old)
+			be, err := backendFor(e, old)
 			if err != nil {
 				return err
 			}
-			if inst.Running() {
-				return withHint(fmt.Errorf("box %q is running: stop it first", old), "box stop "+old+" && box rename "+old+" "+nu)
-			}
-			if _, _, err := c.Instance(ctx, nu); err == nil {
-				return withHint(fmt.Errorf("an instance named %q already exists", nu), "pick another name")
-			} else if !incus.IsNotFound(err) {
-				return vmErr(e, err)
-			}
-			if err := c.Rename(ctx, old, nu); err != nil {
-				return vmErr(e, err)
-			}
-			fmt.Fprintf(e.stderr, "box: %s renamed to %s\n", old, nu)
-			return nil
+			return be.Rename(old, nu)
 		},
 	}
+}
+
+// Rename is box rename for a vm box: stopped boxes only, as Incus renames.
+func (v vmBackend) Rename(old, nu string) error {
+	e := v.e
+	for _, n := range []string{old, nu} {
+		if err := incus.ValidateName(n); err != nil {
+			return vmErr(e, err)
+		}
+	}
+	ctx, c, inst, done, err := v.open(old)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if inst.Running() {
+		return withHint(fmt.Errorf("box %q is running: stop it first", old), "box stop "+old+" && box rename "+old+" "+nu)
+	}
+	if _, _, err := c.Instance(ctx, nu); err == nil {
+		return withHint(fmt.Errorf("an instance named %q already exists", nu), "pick another name")
+	} else if !incus.IsNotFound(err) {
+		return vmErr(e, err)
+	}
+	if err := c.Rename(ctx, old, nu); err != nil {
+		return vmErr(e, err)
+	}
+	fmt.Fprintf(e.stderr, "box: %s renamed to %s\n", old, nu)
+	return nil
 }

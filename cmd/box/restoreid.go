@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend/vm"
 )
 
 // inheritedSnapshot reports whether snap came with the box from the source it was
@@ -60,7 +61,7 @@ func restoreInherited(ctx context.Context, c *incus.Client, name string, req inc
 		if err := c.Start(ctx, name); err != nil {
 			return err
 		}
-		if err := resetVMMachineID(ctx, c, name); err != nil {
+		if err := vm.ResetVMMachineID(ctx, c, name); err != nil {
 			return err
 		}
 		if !running {

@@ -35,20 +35,24 @@ audit: -y skips the question; as root only with --allow-root).`,
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
-				return firstErr(err, func() error { return bwrapBackend{e}.Enter(args[0], l) })
-			}
-			if err := l.refuseVM(); err != nil {
+			be, err := backendFor(e, args[0])
+			if err != nil {
 				return err
 			}
-			return runShell(e, args[0])
+			return be.Enter(args[0], l)
 		},
 	}
 	l.register(cmd)
 	return cmd
 }
 
-func runShell(e *env, name string) error { return runOnTerminal(e, "shell", name, nil) }
+// Enter is box shell for a vm box: the user's login shell on your terminal.
+func (v vmBackend) Enter(name string, l launchFlags) error {
+	if err := l.refuseVM(); err != nil {
+		return err
+	}
+	return runOnTerminal(v.e, "shell", name, nil)
+}
 
 // runOnTerminal runs cmd (nil: the user's login shell) in a box as its user, on your
 // terminal, following its size.

@@ -34,43 +34,48 @@ printed on stdout (label=$(box snapshot work)), the rest on stderr.`,
 			if len(args) == 2 {
 				label = args[1]
 			}
-			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
-				return firstErr(err, func() error { return bwrapBackend{e}.Snapshot(args[0], label) })
-			}
-			req, err := incus.SnapshotRequest(label)
+			be, err := backendFor(e, args[0])
 			if err != nil {
-				return usagef("labels are up to 63 characters, without '/' or spaces", "%s", err)
-			}
-			ctx, stop := vmContext()
-			defer stop()
-			c := e.client()
-			defer c.Close()
-			if _, err := resolve(ctx, e, c, args[0]); err != nil {
 				return err
 			}
-			exists := withHint(fmt.Errorf("box %q already has a snapshot %q", args[0], label), "pick another label; 'box info "+args[0]+"' lists them")
-			snaps, err := c.Snapshots(ctx, args[0])
-			if err != nil {
-				return vmErr(e, err)
-			}
-			for _, s := range snaps {
-				if s.Name == label {
-					return exists
-				}
-			}
-			p := newProgress(e)
-			p.Step("taking snapshot %s/%s", args[0], label)
-			err = c.CreateSnapshot(ctx, args[0], req)
-			p.Done()
-			if err != nil {
-				if incus.IsConflict(err) || strings.Contains(err.Error(), "UNIQUE constraint") {
-					return exists // taken meanwhile
-				}
-				return vmErr(e, err)
-			}
-			fmt.Fprintln(e.stdout, label)
-			note(e, "snapshot %s/%s taken", args[0], label)
-			return nil
+			return be.Snapshot(args[0], label)
 		},
 	}
+}
+
+// Snapshot is box snapshot for a vm box: an Incus snapshot, its label on stdout.
+func (v vmBackend) Snapshot(name, label string) error {
+	e := v.e
+	req, err := incus.SnapshotRequest(label)
+	if err != nil {
+		return usagef("labels are up to 63 characters, without '/' or spaces", "%s", err)
+	}
+	ctx, c, _, done, err := v.open(name)
+	if err != nil {
+		return err
+	}
+	defer done()
+	exists := withHint(fmt.Errorf("box %q already has a snapshot %q", name, label), "pick another label; 'box info "+name+"' lists them")
+	snaps, err := c.Snapshots(ctx, name)
+	if err != nil {
+		return vmErr(e, err)
+	}
+	for _, s := range snaps {
+		if s.Name == label {
+			return exists
+		}
+	}
+	p := newProgress(e)
+	p.Step("taking snapshot %s/%s", name, label)
+	err = c.CreateSnapshot(ctx, name, req)
+	p.Done()
+	if err != nil {
+		if incus.IsConflict(err) || strings.Contains(err.Error(), "UNIQUE constraint") {
+			return exists // taken meanwhile
+		}
+		return vmErr(e, err)
+	}
+	fmt.Fprintln(e.stdout, label)
+	note(e, "snapshot %s/%s taken", name, label)
+	return nil
 }

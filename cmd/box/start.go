@@ -17,22 +17,26 @@ started (it runs while box shell or box exec does): refused.`,
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
-				return firstErr(err, func() error { return refuseStart(args[0]) })
-			}
-			ctx, stop := vmContext()
-			defer stop()
-			c := e.client()
-			defer c.Close()
-			inst, err := resolve(ctx, e, c, args[0])
+			be, err := backendFor(e, args[0])
 			if err != nil {
 				return err
 			}
-			if inst.Running() {
-				fmt.Fprintf(e.stderr, "box: %s is already running\n", args[0])
-				return nil
-			}
-			return vmErr(e, c.Start(ctx, args[0]))
+			return be.Start(args[0])
 		},
 	}
+}
+
+// Start is box start for a vm box; a running box is left as it is.
+func (v vmBackend) Start(name string) error {
+	e := v.e
+	ctx, c, inst, done, err := v.open(name)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if inst.Running() {
+		fmt.Fprintf(e.stderr, "box: %s is already running\n", name)
+		return nil
+	}
+	return vmErr(e, c.Start(ctx, name))
 }

@@ -24,31 +24,35 @@ and leaves ending that command to you.`,
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if b, err := bwrapBox(e, args[0]); err != nil || b != nil {
-				return firstErr(err, func() error { return bwrapStop(e, b) })
-			}
-			ctx, stop := vmContext()
-			defer stop()
-			c := e.client()
-			defer c.Close()
-			inst, err := resolve(ctx, e, c, args[0])
+			be, err := backendFor(e, args[0])
 			if err != nil {
 				return err
 			}
-			if !inst.Running() {
-				fmt.Fprintf(e.stderr, "box: %s is not running\n", args[0])
-				return nil
-			}
-			if err := c.Stop(ctx, args[0], timeout, force); err != nil {
-				if !force {
-					return withHint(vmErr(e, err), "box stop --force "+args[0]+" stops it at once")
-				}
-				return vmErr(e, err)
-			}
-			return nil
+			return be.Stop(args[0], timeout, force)
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "stop at once, without a clean shutdown")
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "how long a clean shutdown may take")
 	return cmd
+}
+
+// Stop is box stop for a vm box: a clean shutdown within timeout, or at once.
+func (v vmBackend) Stop(name string, timeout time.Duration, force bool) error {
+	e := v.e
+	ctx, c, inst, done, err := v.open(name)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if !inst.Running() {
+		fmt.Fprintf(e.stderr, "box: %s is not running\n", name)
+		return nil
+	}
+	if err := c.Stop(ctx, name, timeout, force); err != nil {
+		if !force {
+			return withHint(vmErr(e, err), "box stop --force "+name+" stops it at once")
+		}
+		return vmErr(e, err)
+	}
+	return nil
 }

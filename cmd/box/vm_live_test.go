@@ -236,6 +236,34 @@ func TestVMLive(t *testing.T) {
 		}
 	})
 
+	t.Run("box new --backend vm honours a vm profile's keys and refuses the rest by name", func(t *testing.T) {
+		// Honoured: the profile's template and memory (over the template's 512MiB).
+		r.ok(t, "new", "--backend", "vm", "--profile", "small", "--name", "pv", "--container")
+		inst, _, err := c.Instance(r.ctx, "pv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inst.Config["limits.memory"] != "768MiB" || inst.Config["user.box.template"] != "blank" {
+			t.Errorf("pv config: memory %q, template %q: want the profile's 768MiB and blank", inst.Config["limits.memory"], inst.Config["user.box.template"])
+		}
+		r.ok(t, "rm", "--force", "pv")
+		// Refused, naming the key, the file and the backend, before anything is made: a
+		// vm box cannot have no network, mounts of the host, or the host's env.
+		prof := filepath.Join(r.home, ".config", "box", "profiles")
+		for key, body := range map[string]string{
+			"network": "network = \"none\"\n",
+			"mounts":  "[[mounts]]\npath = \"/srv\"\n",
+			"env":     "env = [\"GITHUB_TOKEN\"]\n",
+		} {
+			r.writeFile(filepath.Join(prof, "vm"+key+".toml"), "backend = \"vm\"\ntemplate = \"blank\"\n"+body)
+			r.fails(t, 1, []string{"vm" + key + ".toml) sets " + key + ", which the vm backend does not honour"},
+				"new", "--backend", "vm", "--profile", "vm"+key, "--name", "pr"+key, "--container")
+			if r.exists("pr" + key) {
+				t.Errorf("a box was made from a vm profile setting %s", key)
+			}
+		}
+	})
+
 	t.Run("a bwrap profile is refused", func(t *testing.T) {
 		r.fails(t, 2, []string{`profile "default" is for the bwrap backend, not vm`}, "new", "--name", "p", "--profile", "default", "--backend", "vm", "--container")
 	})

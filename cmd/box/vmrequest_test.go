@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/boxes"
 )
 
@@ -229,8 +230,8 @@ func TestCloudInitWaitsForTheVMAgent(t *testing.T) {
 	e := newEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	err := provision(ctx, e, e.client(), "vm1", 3*time.Second)
-	var pe *provisionError
+	err := vm.Provision(ctx, e.client(), "vm1", 3*time.Second, vmReporter(e, nil))
+	var pe *vm.ProvisionError
 	if !errors.As(err, &pe) || pe.Timeout == 0 || !pe.Stopped {
 		t.Fatalf("err = %v (%T), want a time-out refusal with the box stopped", err, err)
 	}

@@ -1,6 +1,6 @@
-package main
+package vm
 
-// The cloud-init step of a launch: box new waits for the box's cloud-init to finish and
+// The cloud-init step of a launch: it waits for the box's cloud-init to finish and
 // refuses to hand over a box whose cloud-init failed or did not finish in time.
 
 import (
@@ -17,18 +17,18 @@ import (
 // cloudInitLog is the log whose error lines a failure report quotes.
 const cloudInitLog = "/var/log/cloud-init-output.log"
 
-// provisionError is a box whose cloud-init failed or did not finish within the launch's
+// ProvisionError is a box whose cloud-init failed or did not finish within the launch's
 // time-box. The box is kept, stopped, under its name, for inspection: a failed
 // provisioning is usually explained by the box's own log, and deleting the box would
 // delete the explanation. It is never handed over: box new exits 1.
-type provisionError struct {
+type ProvisionError struct {
 	Box     string
 	Timeout time.Duration // non-zero: the time-box ran out while cloud-init ran
 	Report  string        // cloud-init's own report and the log's error lines
 	Stopped bool          // box could stop it
 }
 
-func (e *provisionError) Error() string {
+func (e *ProvisionError) Error() string {
 	what := "cloud-init failed in box " + fmt.Sprintf("%q", e.Box)
 	if e.Timeout > 0 {
 		what = fmt.Sprintf("cloud-init did not finish in box %q within %s", e.Box, e.Timeout)
@@ -44,7 +44,7 @@ func (e *provisionError) Error() string {
 	return msg
 }
 
-func (e *provisionError) Hint() string {
+func (e *ProvisionError) Hint() string {
 	fix := "a template's user-data is passed to cloud-init verbatim: fix it, or the host's network if packages could not be fetched ('box doctor')"
 	if e.Timeout > 0 {
 		fix = "a first launch may install many packages: try a longer --timeout"
@@ -65,24 +65,24 @@ func indent(s string) string {
 // effect.
 var errNoCloudInit = errors.New("no cloud-init in the image")
 
-// provision waits for cloud-init in a box that has user-data, within ctx (the launch's
+// Provision waits for cloud-init in a box that has user-data, within ctx (the launch's
 // time-box). On failure or time-out it stops the box, keeps it, and returns a
-// *provisionError; an interruption (Ctrl-C) is returned as it is, for the caller to
+// *ProvisionError; an interruption (Ctrl-C) is returned as it is, for the caller to
 // clean up. An image without cloud-init cannot apply the user-data: that is said on
 // stderr, by name, and the box is handed over (a template naming a plain image is the
 // operator's choice; box never pretends the user-data ran).
-func provision(ctx context.Context, e *env, c *incus.Client, name string, timeout time.Duration) error {
+func Provision(ctx context.Context, c *incus.Client, name string, timeout time.Duration, r Reporter) error {
 	report, err := waitCloudInit(ctx, c, name)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, errNoCloudInit):
-		fmt.Fprintf(e.stderr, "box: warning: the image of box %s has no cloud-init: the template's user-data was not applied\n", name)
+		r.Warn("the image of box %s has no cloud-init: the template's user-data was not applied", name)
 		return nil
 	case errors.Is(err, context.Canceled):
 		return err
 	}
-	pe := &provisionError{Box: name, Report: report}
+	pe := &ProvisionError{Box: name, Report: report}
 	if errors.Is(err, context.DeadlineExceeded) {
 		pe.Timeout = timeout
 	} else if report == "" {
