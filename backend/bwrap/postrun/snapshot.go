@@ -93,9 +93,9 @@ type Snapshot struct {
 	Files map[string]File `json:"files"`
 	// Incomplete says which bound stopped the snapshot ("" when it is whole).
 	Incomplete string `json:"incomplete,omitempty"`
-	// Taken is when the snapshot ended (Unix nanoseconds, the fine clock). Take returns
-	// only once the coarse clock has passed it, so every inode born before Take returned
-	// is stamped at or before Taken and every one born after it, later.
+	// Taken is when an incomplete snapshot ended (Unix nanoseconds, the fine clock; 0
+	// for a whole one). Take returns only once the coarse clock has passed it, so every
+	// inode born before Take returned is stamped at or before Taken, every one after later.
 	Taken int64 `json:"taken"`
 }
 
@@ -179,7 +179,9 @@ func Take(in Input) *Snapshot {
 	for _, g := range in.Protected {
 		t.guard(g.Path, g.Runs)
 	}
-	sealTaken(s)
+	if s.Incomplete != "" { // Taken judges only what an incomplete snapshot missed
+		sealTaken(s)
+	}
 	return s
 }
 
