@@ -60,6 +60,7 @@ const (
 	CheckBridgeMeta = "bridge meta"
 	CheckOverreach  = "overreach"
 	CheckUnit       = "boot unit"
+	CheckMembers    = "cluster members" // a cluster's bridge on every member; their firewalls
 	CheckBoxes      = "boxes on the stack"
 	CheckLegacy     = "legacy objects"
 )
@@ -147,6 +148,16 @@ func Doctor(ctx context.Context, c *incus.Client, o DoctorOptions) []Check {
 		fmt.Sprintf("security.acls=%s default ingress %s, egress %s", show(n.Config["security.acls"]),
 			show(n.Config["security.acls.default.ingress.action"]), show(n.Config["security.acls.default.egress.action"])), setup)
 
+	cf, err := readCluster(ctx, c)
+	switch {
+	case err != nil:
+		out = append(out, Check{Name: CheckMembers, Status: Fail, Detail: err.Error(), Fix: "check the cluster with 'incus cluster list'"})
+	case len(cf.members) > 0:
+		out = append(out, memberNetworkChecks(ctx, c, br, cf))
+		for _, m := range cf.others(o.Remote != "") {
+			out = append(out, Check{Name: CheckFirewall + " on member " + m, Status: Warn, Detail: "not checked from here", Fix: MemberFirewallFix(m)})
+		}
+	}
 	if o.Remote != "" {
 		out = append(out, Check{Name: CheckFirewall, Status: Warn, Detail: "not checked from here", Fix: RemoteFirewallFix(o.Remote)},
 			Check{Name: CheckUnit, Status: Warn, Detail: "not checked from here", Fix: RemoteFirewallFix(o.Remote)})

@@ -122,12 +122,20 @@ func Setup(ctx context.Context, c *incus.Client, o SetupOptions) ([]Step, error)
 		return steps, err
 	}
 
+	cf, err := readCluster(ctx, c)
+	if err != nil {
+		return steps, err
+	}
+	if existing != nil && existing.Status == "Pending" {
+		return steps, fmt.Errorf("network %s is only pending on the cluster (defined on some members, never created): remove it ('incus network delete %s') and run box setup-host again", br, br)
+	}
+
 	st, err := ensureACL(ctx, c, plan.ACL)
 	steps = append(steps, st)
 	if err != nil {
 		return steps, err
 	}
-	st, err = ensureNetwork(ctx, c, plan.Network, existing)
+	st, err = ensureNetwork(ctx, c, plan.Network, existing, cf.members)
 	steps = append(steps, st)
 	if err != nil {
 		return steps, err
@@ -137,7 +145,14 @@ func Setup(ctx context.Context, c *incus.Client, o SetupOptions) ([]Step, error)
 	if err != nil {
 		return steps, err
 	}
+	// On a cluster every other member's host gets its firewall from box run there.
+	for _, m := range cf.others(o.Remote != "") {
+		steps = append(steps, Step{Object: "nftables on member " + m, Outcome: NotApplied, Detail: MemberFirewallFix(m)})
+	}
 	if o.Remote != "" {
+		if len(cf.members) > 0 {
+			return steps, nil
+		}
 		return append(steps, Step{Object: "nftables, boot unit", Outcome: NotApplied, Detail: RemoteFirewallFix(o.Remote)}), nil
 	}
 	conn, err := o.conn()
@@ -286,11 +301,17 @@ func RuleString(r incus.ACLRule) string {
 	return b.String()
 }
 
-func ensureNetwork(ctx context.Context, c *incus.Client, want incus.Network, got *incus.Network) (Step, error) {
+// ensureNetwork creates or converges the bridge; members is the cluster's (nil off one),
+// where a new network is defined on each member first.
+func ensureNetwork(ctx context.Context, c *incus.Client, want incus.Network, got *incus.Network, members []string) (Step, error) {
 	st := Step{Object: "network " + want.Name}
 	if got == nil {
 		st.Outcome = Created
 		st.Detail = fmt.Sprintf("bridge %s, IPv4 only, NAT, dns.mode=none", want.Config["ipv4.address"])
+		if len(members) > 0 {
+			st.Detail += ", on every member (" + strings.Join(members, ", ") + ")"
+			return st, createClusterNetwork(ctx, c, want, members)
+		}
 		return st, c.CreateNetwork(ctx, want)
 	}
 	d := ConfigDiff(want.Config, got.Config)

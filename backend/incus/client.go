@@ -268,7 +268,12 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, out any) (s
 // stack's networks, ACLs and profiles). A sync answer's metadata is decoded into out; an
 // async answer's operation is waited for and its metadata decoded into out.
 func (c *Client) Query(ctx context.Context, method, path string, body, out any) error {
-	env, _, err := c.do(ctx, request{method: method, path: path, body: body})
+	return c.query(ctx, method, path, nil, body, out)
+}
+
+// query is Query with URL query parameters.
+func (c *Client) query(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	env, _, err := c.do(ctx, request{method: method, path: path, query: q, body: body})
 	if err != nil {
 		return err
 	}

@@ -6,13 +6,17 @@ package main
 // each box lives.
 
 import (
+	"bytes"
 	"encoding/json"
+	"os/exec"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/heavy-duty/box/drill/incuslab"
+	"github.com/heavy-duty/box/host"
 )
 
 func TestClusterLive(t *testing.T) {
@@ -81,5 +85,74 @@ func TestClusterLive(t *testing.T) {
 		if r.exists("west") || r.exists("east") {
 			t.Error("rm left a box")
 		}
+	})
+
+	// setup-host on a cluster: the network is defined on every member, then created
+	// cluster-wide; the ACL and the profile are cluster-wide; the firewall is applied in
+	// this member's host (the leader's namespace) and every other member is named with
+	// the command that applies it there. box runs in the leader's namespace, with its
+	// own sysfs, as on that host.
+	t.Run("setup-host builds the stack cluster-wide and names each member's firewall", func(t *testing.T) {
+		units := t.TempDir()
+		onLeader := func(args ...string) result {
+			t.Helper()
+			argv := append([]string{"-m", "--propagation", "private", "nsenter", "--net=" + leader.NetNS,
+				"sh", "-c", `mount -t sysfs sysfs /sys && exec "$@"`, "sh", r.box}, args...)
+			c := exec.Command("unshare", argv...)
+			c.Env, c.Dir = r.env, r.home
+			var o, e bytes.Buffer
+			c.Stdout, c.Stderr = &o, &e
+			err := c.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatalf("box %v: %v", args, err)
+			}
+			t.Logf("box %s (leader's host): exit %d\n%s%s", strings.Join(args, " "), code, o.String(), e.String())
+			return result{code, o.String(), e.String()}
+		}
+		res := onLeader("setup-host", "--resolver", "203.0.113.10", "--unit-dir", units)
+		out := res.stdout + res.stderr
+		if res.code != 0 {
+			t.Fatalf("setup-host on the cluster: exit %d", res.code)
+		}
+		for _, want := range []string{"on every member (m1, m2)", "nftables on member m2", "not applied here", "run 'box setup-host' as root on member m2"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("setup-host lacks %q", want)
+			}
+		}
+		if strings.Contains(out, "nftables on member m1") {
+			t.Error("setup-host names its own member's firewall as not applied")
+		}
+		for _, m := range []string{"m1", "m2"} {
+			n, err := r.client.NetworkOn(r.ctx, host.BridgeName, m)
+			if err != nil || n.Status != "Created" {
+				t.Errorf("network %s on %s: %+v %v", host.BridgeName, m, n, err)
+			}
+		}
+		// The firewall is where box ran, and only there.
+		if out, err := leader.InNetNS("nft", "list", "table", "inet", "box").CombinedOutput(); err != nil {
+			t.Errorf("no inet box table on the leader's host: %v %s", err, out)
+		}
+		if err := member.InNetNS("nft", "list", "table", "inet", "box").Run(); err == nil {
+			t.Error("the other member's host got a firewall it was not given")
+		}
+		// A box on the stack's profile, on the other member, gets its lease there.
+		saved := r.env
+		r.env = append(append([]string{}, saved...), "BOX_PLACEMENT_PROFILE="+host.ProfileName)
+		r.ok(t, "new", "--name", "stacked", "--container", "--target", "m2")
+		r.env = saved
+		inst, _, err := r.client.Instance(r.ctx, "stacked")
+		if err != nil || inst.Location != "m2" || !reflect.DeepEqual(inst.Profiles, []string{host.ProfileName}) {
+			t.Errorf("stacked: %+v %v: want m2, on %s only", inst, err, host.ProfileName)
+		}
+		doc := onLeader("doctor", "--unit-dir", units)
+		for _, want := range []string{"ok    cluster members", "warn  firewall on member m2", "ok    firewall"} {
+			if !strings.Contains(doc.stdout, want) {
+				t.Errorf("doctor lacks %q", want)
+			}
+		}
+		r.ok(t, "rm", "stacked", "--force")
 	})
 }
