@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"unsafe"
@@ -51,6 +53,9 @@ func limitProbes(l Limits, nonce string) []Probe {
 		out = append(out, Probe{ID: "limits:memory", Group: "limits", Name: fmt.Sprintf("take %s of memory (memory limit)", mib(l.Memory+memoryMargin)),
 			Kind: KindMemoryBound, Limit: l.Memory, Want: Blocked, Expected: "refused or killed"})
 	}
+	if l.Pids > 0 || l.Memory > 0 {
+		out = append(out, cgroupProbe())
+	}
 	for _, t := range l.Tmpfs {
 		out = append(out, Probe{ID: "limits:tmpfs:" + t.Path, Group: "limits", Name: fmt.Sprintf("fill %s past %s", t.Path, mib(t.Size)),
 			Kind: KindTmpfsBound, Targets: []string{filepath.Join(t.Path, ".box-drill-fill-"+nonce)}, Limit: t.Size, Want: Blocked, Expected: "ENOSPC"})
@@ -68,8 +73,15 @@ func probePidsBound(limit int) (bool, string) {
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		return false, "pipe: " + errName(err)
 	}
-	// Allocated up front: no garbage collection (which may want a thread) while the
-	// sandbox is at its limit.
+	// At the limit the Go runtime cannot start a thread, and one it tries to start is
+	// fatal ("failed to create new OS thread"): with one P and no collector running, it
+	// has no reason to, however busy the machine (a loaded host delays the loop, and the
+	// scheduler would otherwise wake a second thread for the other goroutines).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	// Allocated up front: no allocation while the sandbox is at its limit.
 	kids := make([]int, 0, limit)
 	var ferr syscall.Errno
 	for len(kids) < limit {

@@ -161,6 +161,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail = probeMemoryTouch(pr.Limit)
 	case KindTmpfsBound:
 		o.Seen, o.Detail = probeTmpfsBound(pr.Targets, pr.Limit)
+	case KindCgroupWrite:
+		o.Seen, o.Detail, err = probeCgroupWrite()
 	case KindNixDaemon:
 		o.Seen, o.Detail = r.probeNixDaemon(pr.Targets)
 	case KindUDP:

@@ -21,6 +21,8 @@ const (
 	ProtKeyring  = "keyring"  // a fresh session keyring
 	ProtSeccomp  = "seccomp"  // the syscall filter
 	ProtTerminal = "terminal" // terminal modes restored
+	// ProtKernelMounts refuses profile mounts of kernel interfaces (policy.KernelPaths).
+	ProtKernelMounts = "kernelmounts"
 )
 
 // protectionOff reports whether a test build switched protection name off.

@@ -265,6 +265,14 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 				return nil, err
 			}
 		}
+		if w := policy.KernelAt(real, m.RW()); w != "" && !protectionOff(ProtKernelMounts) {
+			mode := "a mount"
+			if m.RW() {
+				mode = "a read-write mount"
+			}
+			return nil, errs.WithHint(fmt.Errorf("profile %q: refusing %s of %s: it gives the sandbox %s", r.Profile.Name, mode, real, w),
+				"remove the mount from the profile (the sandbox has its own /proc, /dev and a read-only /sys)")
+		}
 		mounts = append(mounts, Mount{Src: real, Dst: dst, RW: m.RW()})
 		for _, h := range f.Homes {
 			if w := policy.SecretAt(real, h); w != "" {

@@ -88,6 +88,24 @@ func TestResolveRefusals(t *testing.T) {
 		}, "mounts /nope", false},
 		{"no home", func(r *Request, f *Facts) { f.Home = "" }, "set HOME", false},
 	}
+	// Kernel interfaces: /proc in any mode, or a directory holding it; cgroupfs, /sys and
+	// /dev writable.
+	for _, m := range []profiles.Mount{
+		{Path: "/proc", Target: "/hostproc", Mode: "ro"}, {Path: "/proc/1", Target: "/p", Mode: "ro"},
+		{Path: "/", Target: "/host", Mode: "ro"}, {Path: "/sys/fs/cgroup", Target: "/sys/fs/cgroup", Mode: "rw"},
+		{Path: "/sys/fs/cgroup/user.slice", Target: "/cg", Mode: "rw"}, {Path: "/sys", Target: "/s", Mode: "rw"},
+		{Path: "/dev", Target: "/d", Mode: "rw"},
+	} {
+		cases = append(cases, struct {
+			name  string
+			edit  func(*Request, *Facts)
+			want  string
+			usage bool
+		}{"kernel mount " + m.Path + " " + m.Mode, func(r *Request, f *Facts) {
+			r.Profile.Mounts = []profiles.Mount{m}
+			f.Mounts[m.Path] = MountFact{Real: m.Path}
+		}, "refusing a", false})
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r, f := testRequest(), testFacts()
@@ -100,6 +118,18 @@ func TestResolveRefusals(t *testing.T) {
 				t.Errorf("usage = %v, want %v", errs.IsUsage(err), c.usage)
 			}
 		})
+	}
+}
+
+// Read-only mounts of /sys and /dev are the operator's to make.
+func TestResolveKernelMountsReadOnly(t *testing.T) {
+	for _, path := range []string{"/sys/fs/cgroup", "/sys/class/net", "/dev/dri"} {
+		r, f := testRequest(), testFacts()
+		r.Profile.Mounts = []profiles.Mount{{Path: path, Target: "/m", Mode: "ro"}}
+		f.Mounts[path] = MountFact{Real: path}
+		if _, err := Resolve(r, f); err != nil {
+			t.Errorf("%s read-only: %v", path, err)
+		}
 	}
 }
 

@@ -241,9 +241,6 @@ target = "` + runDir + `"
 path = "~/agent.sock"
 target = "~/.gnupg/S.gpg-agent"
 `, nil, map[string]drill.Status{"socket:gpg-agent": drill.Breach, "secret:gnupg": drill.Breach}},
-		{"mount-host-proc", `[[mounts]]
-path = "/proc"
-`, nil, map[string]drill.Status{"pids": drill.Breach}},
 		// The host's nix-daemon, mounted by hand: a session opens, a breach. Opted in
 		// with nix = "daemon": a warning.
 		{"mount-nix-daemon", `[[mounts]]
@@ -293,6 +290,25 @@ path = "/nix/var/nix/daemon-socket"
 			}
 		})
 	}
+	// The host's /proc, mounted: box refuses the profile (the host's processes'
+	// environments would be readable); with that refusal off (a test build) the drill
+	// reports the host's processes seen.
+	t.Run("mount-host-proc", func(t *testing.T) {
+		w.t = t
+		w.write(filepath.Join(w.home, ".config/box/profiles/hostproc.toml"), "[[mounts]]\npath = \"/proc\"\n")
+		r := w.inLab(l, nil, "drill", "--backend", "bwrap", "--json", "--profile", "hostproc")
+		if r.code != 1 || !strings.Contains(r.stderr, "refusing a mount of /proc") {
+			t.Errorf("the host's /proc was not refused: exit %d\n%s", r.code, r.stderr)
+		}
+		box, env := w.box, w.env
+		defer func() { w.box, w.env = box, env }()
+		w.withProtectionOff(t, "kernelmounts")
+		d := w.drill(l, "--profile", "hostproc")
+		d.want(t, "pids", drill.Breach)
+		if d.code != 1 {
+			t.Errorf("exit %d, want 1", d.code)
+		}
+	})
 }
 
 // The probe runner outside any sandbox: every probe that no profile can turn off (pid

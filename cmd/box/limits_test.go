@@ -313,8 +313,31 @@ func TestLimitsCgroup(t *testing.T) {
 			t.Errorf("%s: %s %q", x.ID, x.Status, x.Observed)
 		}
 	}
-	if seen != 6 {
-		t.Errorf("%d limits rows, want 6", seen)
+	if seen != 7 {
+		t.Errorf("%d limits rows, want 7", seen)
+	}
+	// The cgroup holding the limits is the user's own: a profile mounting cgroupfs
+	// writable would let the sandbox raise them. box refuses the mount; with that
+	// refusal off (a test build), the drill's limits:cgroup row reports the breach.
+	w.write(filepath.Join(w.home, ".config/box/profiles/cgrw.toml"), "pids = 64\nmemory = \"256MiB\"\n[[mounts]]\npath = \"/sys/fs/cgroup\"\nmode = \"rw\"\n")
+	if r = rig.run(w, "run", "-y", "-p", "cgrw", "--", "true"); r.code != 1 || !strings.Contains(r.stderr, "refusing a read-write mount of /sys/fs/cgroup") {
+		t.Errorf("a writable cgroupfs mount was not refused: exit %d\n%s", r.code, r.stderr)
+	}
+	w.withProtectionOff(t, "kernelmounts")
+	r = rig.run(w, "drill", "--backend", "bwrap", "-p", "cgrw", "--json")
+	rows = nil
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+		t.Fatalf("drill with the mount: exit %d: %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	breached := false
+	for _, x := range rows {
+		if x.ID == "limits:cgroup" {
+			t.Logf("limits:cgroup with cgroupfs mounted rw: %s %q", x.Status, x.Observed)
+			breached = x.Status == drill.Breach
+		}
+	}
+	if !breached || r.code == 0 {
+		t.Errorf("the drill did not report the writable cgroup (exit %d)", r.code)
 	}
 	// tmpfs pages are memory too: they are charged to the sandbox's cgroup, and the
 	// tmpfs sizes still hold.
