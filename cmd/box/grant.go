@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/host"
+	"github.com/spf13/cobra"
+)
+
+func newGrantCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "grant USER",
+		Short:   "give a local user their own confined Incus project for boxes (the restricted tier)",
+		GroupID: groupHost,
+		Long: `Give an unprivileged local user the restricted tier: their own Incus project, user-UID,
+reached through incus-user's socket (INCUS_DIR/` + host.UserSocket + `). Run by the operator (root, or
+a member of incus-admin), after 'box setup-host'.
+
+As themselves the user then runs box new, box shell, box list, ... with box's usual tag
+boundary. Their project may attach a box only to box's bridge (the placement profile's
+network) and holds only box's placement profile (a copy of the operator's) and an empty
+default profile; host paths, nesting, privileged containers, raw and low-level config,
+GPUs and other host devices, proxy devices and cluster targets are refused by incusd.
+They see no other project: not another user's boxes, not the host's other instances.
+Images are the operator's (read-only to them); snapshots and backups are allowed.
+
+incus-user would set a new user up itself, loosely (its own NAT bridge, host paths under
+their home, nesting, its own image store). box grant sets them up first: it creates the
+project, gives the user a certificate in INCUS_DIR/users/UID (root's; the user never holds
+the key) that the trust store confines to the project, and adds the user to the socket's
+group, so incus-user only forwards. A project incus-user made before is converged
+(refused while it holds instances box did not make) and its private bridge removed.
+
+Re-running converges again (after a box upgrade, or to repair what 'box doctor' reports).
+The user's new group takes effect at their next login.`,
+		Example: `  sudo box grant alice
+  sudo -u alice box new --name work    # alice's box, in project user-UID`,
+		Args: boxArgs(1, "one user"),
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			return e.refuseRemote(cmd)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := hostContext()
+			defer cancel()
+			c := hostClient(e)
+			defer c.Close()
+			return runGrant(ctx, e, c, args[0])
+		},
+	}
+	return cmd
+}
+
+// grantState is what grant and doctor read of one user's grant.
+type grantState struct {
+	g         *grantee
+	placement incus.Profile // the default project's placement profile
+	plan      host.Grant
+	project   *incus.Project // nil: none yet
+	cert      []byte         // the user's certificate in incus-user's directory (nil: none)
+	trusted   []incus.Certificate
+	bridge    *incus.Network // incus-user's private bridge (nil: none)
+	instances []incus.Instance
+}
+
+// readGrant reads everything a grant of g acts on. It changes nothing.
+func readGrant(ctx context.Context, e *env, c *incus.Client, g *grantee) (*grantState, error) {
+	s := &grantState{g: g}
+	name := boxes.Placement(e.getenv)
+	p, err := c.InProject("default").Profile(ctx, name)
+	if err != nil {
+		if incus.IsNotFound(err) {
+			return nil, withHint(fmt.Errorf("placement profile %s: %w", name, err), "build the isolation stack first: box setup-host")
+		}
+		return nil, vmErr(e, err)
+	}
+	s.placement = *p
+	br := host.PlacementBridge(*p)
+	if br == "" {
+		return nil, withHint(fmt.Errorf("placement profile %s has no NIC on a network", name), "repair it: box setup-host (box doctor says what is wrong)")
+	}
+	s.plan = host.Grant{User: g.Name, UID: g.UID, Bridge: br}
+	if s.project, err = c.ProjectByName(ctx, g.project()); err != nil {
+		if !incus.IsNotFound(err) {
+			return nil, withHint(vmErr(e, err), "box grant speaks to incusd as its administrator: run it as root, or as a member of incus-admin")
+		}
+		s.project = nil
+	}
+	if s.cert, err = g.userCert(); err != nil {
+		return nil, err
+	}
+	certs, err := c.Certificates(ctx)
+	if err != nil {
+		return nil, vmErr(e, err)
+	}
+	fp := pemFingerprint(s.cert)
+	for _, ct := range certs {
+		if ct.Name == g.certName() || (fp != "" && ct.Fingerprint == fp) || (ct.Restricted && len(ct.Projects) == 1 && ct.Projects[0] == g.project()) {
+			s.trusted = append(s.trusted, ct)
+		}
+	}
+	if n, err := c.InProject("default").Network(ctx, host.UserBridge(g.UID)); err == nil && isIncusUserBridge(n) {
+		s.bridge = n
+	}
+	if s.project != nil {
+		if s.instances, err = c.InProject(g.project()).ListInstances(ctx); err != nil {
+			return nil, vmErr(e, err)
+		}
+	}
+	return s, nil
+}
+
+// isIncusUserBridge: the network is the one incus-user made for a user (its description
+// says so), not an operator's network of the same name.
+func isIncusUserBridge(n *incus.Network) bool {
+	return strings.HasPrefix(n.Description, "Network for user restricted project")
+}
+
+// pemFingerprint is the trust store's fingerprint of a PEM certificate ("" for none).
+func pemFingerprint(b []byte) string {
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return ""
+	}
+	return incus.Fingerprint(blk.Bytes)
+}
+
+// ErrForeignProject: the user's project exists and is not one box grant can converge.
+var ErrForeignProject = errors.New("project not made by box grant")
+
+func runGrant(ctx context.Context, e *env, c *incus.Client, name string) error {
+	g, err := e.lookupGrantee(name)
+	if err != nil {
+		return err
+	}
+	if err := g.needSocket(); err != nil {
+		return err
+	}
+	s, err := readGrant(ctx, e, c, g)
+	if err != nil {
+		return err
+	}
+	// Every precondition before any change.
+	if s.project != nil {
+		if owner, ok := s.project.Config[host.GrantKey]; ok && owner != g.Name {
+			return withHint(fmt.Errorf("project %s: %w: it is %s's grant (uid %d is now %s)", g.project(), ErrForeignProject, owner, g.UID, g.Name),
+				"the account's uid was reused: box revoke "+owner+" --purge first (or delete the project with incus)")
+		}
+		if _, ok := s.project.Config[host.GrantKey]; !ok && len(s.instances) > 0 {
+			names := make([]string, len(s.instances))
+			for i, in := range s.instances {
+				names[i] = in.Name
+			}
+			return withHint(fmt.Errorf("project %s: %w: incus-user made it, and it holds %s", g.project(), ErrForeignProject, strings.Join(names, ", ")),
+				"box grant converges no instance it did not make: delete them (incus delete --project "+g.project()+" NAME) or move them away, then run box grant again")
+		}
+	}
+	if s.project == nil {
+		// incus-user's setup below creates that network; an operator's of the same name
+		// would fail it.
+		if n, err := c.InProject("default").Network(ctx, host.UserBridge(g.UID)); err == nil && !isIncusUserBridge(n) {
+			return withHint(fmt.Errorf("network %s exists: incus-user names %s's private bridge so, and its setup would fail", n.Name, g.Name),
+				"rename or delete that network, then run box grant again")
+		}
+	}
+	if s.bridge != nil {
+		for _, u := range s.bridge.UsedBy {
+			if !strings.HasPrefix(u, "/1.0/profiles/default?project="+g.project()) && u != "/1.0/profiles/default?project="+g.project() {
+				return withHint(fmt.Errorf("network %s (incus-user's private bridge for %s) is used by %s", s.bridge.Name, g.Name, u),
+					"box grant removes that bridge (it has none of box's isolation): detach it from "+u+", then run box grant again")
+			}
+		}
+	}
+
+	fresh := s.project == nil
+	if fresh {
+		// incus-user makes the project (see touchIncusUser); a directory left by a
+		// revoke would tell it the user is set up already.
+		if err := os.RemoveAll(g.UserDir); err != nil {
+			return err
+		}
+		if err := g.touchIncusUser(ctx); err != nil {
+			return withHint(err, "is incus-user healthy? (journalctl -u incus-user; it needs the user in getent passwd and a storage pool named default)")
+		}
+		if s, err = readGrant(ctx, e, c, g); err != nil {
+			return err
+		}
+		if s.project == nil {
+			return withHint(fmt.Errorf("incus-user did not set %s up: no project %s", g.Name, g.project()), "journalctl -u incus-user says why")
+		}
+	}
+	uc := c.InProject(g.project())
+	profiles := host.GrantProfiles(s.placement)
+	// The default profile first: its NIC on the private bridge would block the narrowing
+	// of the networks.
+	if err := uc.ReplaceProfile(ctx, profiles[0]); err != nil {
+		return vmErr(e, err)
+	}
+	if err := c.ReplaceProject(ctx, s.plan.Project()); err != nil {
+		return withHint(vmErr(e, err), "incusd refused box's restrictions for the project as it is: fix what it names, then run box grant again")
+	}
+	for _, p := range profiles {
+		err := uc.ReplaceProfile(ctx, p)
+		if incus.IsNotFound(err) {
+			err = uc.CreateProfileFrom(ctx, p)
+		}
+		if err != nil {
+			return vmErr(e, err)
+		}
+	}
+	if s.bridge != nil {
+		if err := c.InProject("default").DeleteNetwork(ctx, s.bridge.Name); err != nil {
+			return vmErr(e, err)
+		}
+	}
+	cert := s.cert
+	if cert == nil {
+		if cert, err = g.writeUserCert(); err != nil {
+			return fmt.Errorf("certificate of %s: %w", g.Name, err)
+		}
+	}
+	fp := pemFingerprint(cert)
+	found := false
+	for _, ct := range s.trusted {
+		if ct.Fingerprint == fp {
+			found = true
+			if err := c.RestrictCertificate(ctx, fp, g.certName(), []string{g.project()}); err != nil {
+				return vmErr(e, err)
+			}
+			continue
+		}
+		// Another certificate confined to this project (an old one of the user's, or
+		// one added by hand): the grant is the user's one key.
+		if err := c.DeleteCertificate(ctx, ct.Fingerprint); err != nil {
+			return vmErr(e, err)
+		}
+	}
+	if !found {
+		if err := c.TrustCertificate(ctx, g.certName(), cert, g.project()); err != nil {
+			return vmErr(e, err)
+		}
+	}
+	joined := false
+	if !g.inSockGroup() {
+		if err := g.setSockGroup(true); err != nil {
+			return withHint(err, "add "+g.Name+" to group "+g.SockGroup+" yourself; the rest of the grant is in place")
+		}
+		joined = true
+	}
+	verb := "granted"
+	if !fresh {
+		verb = "converged"
+	}
+	note(e, "%s: %s (uid %d) has project %s: network %s only, profile %s, no host paths, no nesting, no privileged or raw config",
+		verb, g.Name, g.UID, g.project(), s.plan.Bridge, s.placement.Name)
+	if joined {
+		note(e, "%s joined group %s (the key to %s): it takes effect at their next login", g.Name, g.SockGroup, g.Socket)
+	}
+	note(e, "as %s, box finds that socket and project by itself: box new --name work", g.Name)
+	return nil
+}
