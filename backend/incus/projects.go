@@ -6,9 +6,13 @@ package incus
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // Project is an Incus project as box reads and writes it.
@@ -183,4 +187,18 @@ func lastSegments(urls []string) []string {
 		out = append(out, n)
 	}
 	return out
+}
+
+// NewDial returns a client whose connections come from dial (a unix socket reached
+// with another user's peer credentials, for example); where names it in messages.
+func NewDial(where string, dial func(ctx context.Context) (net.Conn, error)) *Client {
+	c := New(where)
+	tr := &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	c.http = &http.Client{Transport: tr}
+	c.ws = &websocket.Dialer{NetDialContext: tr.DialContext}
+	return c
 }

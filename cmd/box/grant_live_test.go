@@ -7,6 +7,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/drill/incuslab"
 	"github.com/heavy-duty/box/host"
 	"github.com/heavy-duty/box/internal/testenv"
@@ -342,6 +345,77 @@ func TestGrantLive(t *testing.T) {
 		}
 	})
 
+	t.Run("drill: the attacker's probes in a granted account pass, and BREACH with the protection off", func(t *testing.T) {
+		e := rigEnv(r)
+		rows := grantDrillRows(r.ctx, e, c)
+		want := []string{"mint", "default-project", "all-projects", "host-path", "privileged", "nesting", "raw", "proxy", "network", "profile", "widen", "shared-images"}
+		for _, tn := range []*tenant{alice, bob} {
+			got := drillRowsOf(rows, tn.name)
+			for _, id := range want {
+				if res, ok := got[id]; !ok || res.Status != drill.Pass {
+					t.Errorf("drill row grant:%s:%s: %+v", tn.name, id, res)
+				}
+			}
+		}
+
+		// carol's grant, loosened by hand where each row's protection lives: her
+		// project's restrictions and features (emptied first: Incus changes features
+		// only on an empty project), her default profile given a NIC, then her
+		// certificate unrestricted.
+		carol := newTenant(t, r, "boxtest3", sock)
+		r.ok(t, "grant", carol.name)
+		if err := c.InProject(carol.project()).RemoveProfile(r.ctx, incuslab.Profile); err != nil {
+			t.Fatal(err)
+		}
+		prj, err := c.ProjectByName(r.ctx, carol.project())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range map[string]string{"features.images": "false",
+			"restricted.devices.disk": "allow", "restricted.devices.disk.paths": "/", "restricted.containers.privilege": "allow",
+			"restricted.containers.nesting": "allow", "restricted.containers.lowlevel": "allow", "restricted.devices.proxy": "allow",
+			"restricted.networks.access": incuslab.Network + ",boxlabother"} {
+			prj.Config[k] = v
+		}
+		if err := c.ReplaceProject(r.ctx, *prj); err != nil {
+			t.Fatal(err)
+		}
+		// Her default profile as incus-user leaves it: a NIC (here on the other network) and a root disk.
+		if err := c.InProject(carol.project()).ReplaceProfile(r.ctx, incus.Profile{Name: "default", Config: map[string]string{},
+			Devices: map[string]map[string]string{"eth0": {"type": "nic", "name": "eth0", "network": "boxlabother"},
+				"root": {"type": "disk", "path": "/", "pool": incuslab.Pool}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.InProject(carol.project()).CreateProfileFrom(r.ctx, incus.Profile{Name: incuslab.Profile, Config: map[string]string{},
+			Devices: map[string]map[string]string{"eth0": {"type": "nic", "name": "eth0", "network": incuslab.Network},
+				"root": {"type": "disk", "path": "/", "pool": incuslab.Pool}}}); err != nil {
+			t.Fatal(err)
+		}
+		got := drillRowsOf(grantDrillRows(r.ctx, e, c), carol.name)
+		for _, id := range []string{"host-path", "privileged", "nesting", "raw", "proxy", "network", "profile", "shared-images"} {
+			if got[id].Status != drill.Breach {
+				t.Errorf("project loosened: drill row grant:%s:%s: %+v, want BREACH", carol.name, id, got[id])
+			}
+		}
+		if got["mint"].Status != drill.Pass {
+			t.Errorf("project loosened: the baseline row: %+v", got["mint"])
+		}
+		fp := pemFingerprint(mustRead(t, filepath.Join(lab.IncusDir, "users", strconv.Itoa(carol.uid), "client.crt")))
+		if err := c.Query(r.ctx, "PATCH", "/certificates/"+fp, map[string]any{"restricted": false}, nil); err != nil {
+			t.Fatal(err)
+		}
+		got = drillRowsOf(grantDrillRows(r.ctx, e, c), carol.name)
+		for _, id := range []string{"default-project", "all-projects", "widen"} {
+			if got[id].Status != drill.Breach {
+				t.Errorf("certificate unrestricted: drill row grant:%s:%s: %+v, want BREACH", carol.name, id, got[id])
+			}
+		}
+		r.ok(t, "revoke", carol.name, "--purge")
+		if _, err := c.ImageAlias(r.ctx, incuslab.ImageAlias); err != nil {
+			t.Errorf("the operator's image after carol's purge: %v", err)
+		}
+	})
+
 	t.Run("revoke takes access back; the boxes stay", func(t *testing.T) {
 		r.ok(t, "revoke", bob.name)
 		if res := bob.box(t, "list"); res.code == 0 {
@@ -447,4 +521,41 @@ func tenantShell(t *testing.T, tn *tenant, name, input string) string {
 		t.Errorf("box shell %s as %s did not end; terminal showed %q", name, tn.name, out.String())
 	}
 	return out.String()
+}
+
+// rigEnv is box's env as the operator's box in the rig sees it.
+func rigEnv(r *vmRig) *env {
+	e := newEnv(strings.NewReader(""), io.Discard, io.Discard)
+	e.getenv = func(k string) string {
+		for _, kv := range r.env {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	return e
+}
+
+// drillRowsOf are a user's grant rows by probe (the part of the id after the user).
+func drillRowsOf(rows []drill.Result, user string) map[string]drill.Result {
+	out := map[string]drill.Result{}
+	for _, r := range rows {
+		if strings.HasPrefix(r.ID, "grant:"+user+":") {
+			fmt.Fprintf(os.Stderr, "drill %s %s: %s\n", r.Status, r.ID, r.Observed)
+		}
+		if id, ok := strings.CutPrefix(r.ID, "grant:"+user+":"); ok {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

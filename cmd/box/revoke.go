@@ -81,9 +81,15 @@ func runRevoke(ctx context.Context, e *env, c *incus.Client, name string, purge 
 			return withHint(fmt.Errorf("project %s holds instances box did not mint: %s", g.project(), strings.Join(foreign, ", ")),
 				"box deletes only its own boxes: delete those with incus (incus delete --project "+g.project()+" NAME), then run box revoke --purge again")
 		}
+		// Only what the project owns: with a feature off, the API answers with the
+		// default project's images, profiles or volumes.
+		own := func(feature string) bool { return s.project.Config[feature] == "true" }
 		pools, err := c.StoragePools(ctx)
 		if err != nil {
 			return vmErr(e, err)
+		}
+		if !own("features.storage.volumes") {
+			pools = nil
 		}
 		for _, pool := range pools {
 			vols, err := uc.CustomVolumes(ctx, pool)
@@ -99,16 +105,20 @@ func runRevoke(ctx context.Context, e *env, c *incus.Client, name string, purge 
 					"delete them with incus (incus storage bucket delete --project "+g.project()+" "+pool+" NAME), then run box revoke --purge again")
 			}
 		}
-		if images, err = uc.ImageFingerprints(ctx); err != nil {
-			return vmErr(e, err)
+		if own("features.images") {
+			if images, err = uc.ImageFingerprints(ctx); err != nil {
+				return vmErr(e, err)
+			}
 		}
-		ps, err := uc.Profiles(ctx)
-		if err != nil {
-			return vmErr(e, err)
-		}
-		for _, p := range ps {
-			if p.Name != "default" {
-				profiles = append(profiles, p.Name)
+		if own("features.profiles") {
+			ps, err := uc.Profiles(ctx)
+			if err != nil {
+				return vmErr(e, err)
+			}
+			for _, p := range ps {
+				if p.Name != "default" {
+					profiles = append(profiles, p.Name)
+				}
 			}
 		}
 	}
