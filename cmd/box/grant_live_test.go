@@ -416,6 +416,47 @@ func TestGrantLive(t *testing.T) {
 		}
 	})
 
+	t.Run("a user incus-user set up on its own is flagged, converged by grant, and revoked once the account is gone", func(t *testing.T) {
+		dave := newTenant(t, r, "boxtest4", sock)
+		if out, err := exec.Command("gpasswd", "-a", dave.name, grantGroup).CombinedOutput(); err != nil {
+			t.Fatalf("gpasswd: %v: %s", err, out)
+		}
+		// The first contact (box's, as the incus CLI's would be) has incus-user set dave up.
+		res := dave.box(t, "doctor")
+		if res.code == 0 || !strings.Contains(res.stdout, "loose defaults") {
+			t.Errorf("dave$ box doctor on incus-user's own project: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+		}
+		if ck := grantChecksOf(t, r)["grant "+dave.name]; ck.Status != host.Fail || ck.Fix != "box grant "+dave.name+" converges it (or delete the project with incus)" {
+			t.Errorf("doctor on incus-user's own project: %+v", ck)
+		}
+		if _, err := c.Network(r.ctx, host.UserBridge(dave.uid)); err != nil {
+			t.Errorf("incus-user's private bridge: %v", err)
+		}
+		res = r.ok(t, "grant", dave.name)
+		if !strings.Contains(res.stderr, "converged") {
+			t.Errorf("grant of incus-user's project: %s", res.stderr)
+		}
+		if ck := grantChecksOf(t, r)["grant "+dave.name]; ck.Status != host.OK {
+			t.Errorf("doctor after converging: %+v", ck)
+		}
+		if _, err := c.Network(r.ctx, host.UserBridge(dave.uid)); !incus.IsNotFound(err) {
+			t.Errorf("incus-user's private bridge after the grant: %v", err)
+		}
+		if res := dave.box(t, "doctor"); res.code != 0 {
+			t.Errorf("dave$ box doctor after the grant: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+		}
+		if out, err := exec.Command("userdel", "--remove", dave.name).CombinedOutput(); err != nil {
+			t.Fatalf("userdel: %v: %s", err, out)
+		}
+		if ck := grantChecksOf(t, r)["grant "+dave.name]; ck.Status != host.Fail || ck.Fix != "box revoke "+dave.name+" --purge" {
+			t.Errorf("doctor with the account gone: %+v", ck)
+		}
+		r.ok(t, "revoke", dave.name, "--purge")
+		if _, err := c.ProjectByName(r.ctx, dave.project()); !incus.IsNotFound(err) {
+			t.Errorf("dave's project after --purge: %v", err)
+		}
+	})
+
 	t.Run("revoke takes access back; the boxes stay", func(t *testing.T) {
 		r.ok(t, "revoke", bob.name)
 		if res := bob.box(t, "list"); res.code == 0 {

@@ -65,7 +65,7 @@ func grantCheck(ctx context.Context, e *env, c *incus.Client, p incus.Project, o
 	g, err := e.lookupGrantee(owner)
 	if err != nil {
 		return host.Check{Name: name, Status: host.Fail, Detail: p.Name + ": the account " + owner + " is gone",
-			Fix: "delete the project with incus (its instances first: incus delete --project " + p.Name + " NAME)"}
+			Fix: "box revoke " + owner + " --purge"}
 	}
 	if g.project() != p.Name {
 		return host.Check{Name: name, Status: host.Fail, Detail: fmt.Sprintf("%s: %s's uid is now %d (project %s)", p.Name, owner, g.UID, g.project()),
@@ -143,8 +143,13 @@ func userDoctor(ctx context.Context, e *env) []host.Check {
 	sock := c.Socket()
 	where := fmt.Sprintf("incus-user's socket %s, project %s", sock, c.Project)
 	fix := "ask the operator to run: box grant " + currentUser()
-	if _, err := c.ProjectByName(ctx, c.Project); err != nil {
+	p, err := c.ProjectByName(ctx, c.Project)
+	if err != nil {
 		return []host.Check{{Name: CheckMyGrant, Status: host.Fail, Detail: where + ": " + err.Error(), Fix: fix}}
+	}
+	if _, ok := p.Config[host.GrantKey]; !ok {
+		return []host.Check{{Name: CheckMyGrant, Status: host.Fail,
+			Detail: where + ": incus-user set this project up on its own loose defaults, not box grant (its own NAT bridge, host paths, nesting)", Fix: fix}}
 	}
 	placement := boxes.Placement(e.getenv)
 	if _, err := c.Profile(ctx, placement); err != nil {

@@ -84,7 +84,13 @@ func (e *env) lookupGrantee(name string) (*grantee, error) {
 	if err != nil {
 		return nil, fmt.Errorf("groups of %s: %w", name, err)
 	}
-	g := &grantee{Name: u.Username, UID: uid, GID: gid, Groups: groups, IncusDir: e.incusDir()}
+	return e.granteeOf(u.Username, uid, gid, groups), nil
+}
+
+// granteeOf is the grantee of an account, with the host facts read around it (gid -1
+// and no groups: an account that is gone).
+func (e *env) granteeOf(name string, uid, gid int, groups []string) *grantee {
+	g := &grantee{Name: name, UID: uid, GID: gid, Groups: groups, IncusDir: e.incusDir()}
 	g.Socket = filepath.Join(g.IncusDir, host.UserSocket)
 	g.UserDir = filepath.Join(g.IncusDir, "users", strconv.Itoa(uid))
 	if st, err := os.Stat(g.Socket); err == nil {
@@ -96,7 +102,7 @@ func (e *env) lookupGrantee(name string) (*grantee, error) {
 			}
 		}
 	}
-	return g, nil
+	return g
 }
 
 // ErrNoUserSocket: incus-user does not listen here, so no user can be granted.

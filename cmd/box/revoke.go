@@ -48,7 +48,10 @@ storage bucket.`,
 func runRevoke(ctx context.Context, e *env, c *incus.Client, name string, purge bool) error {
 	g, err := e.lookupGrantee(name)
 	if err != nil {
-		return err
+		// An account deleted before its grant: the project still names it.
+		if g = goneGrantee(ctx, e, c, name); g == nil {
+			return err
+		}
 	}
 	s, err := readGrant(ctx, e, c, g)
 	if err != nil {
@@ -181,5 +184,20 @@ func runRevoke(ctx context.Context, e *env, c *incus.Client, name string, purge 
 		return fmt.Errorf("project %s is still there after its deletion (%v)", g.project(), err)
 	}
 	note(e, "purged: %d box(es), %d volume(s), %d image(s), project %s", len(boxesToGo), len(volumes), len(images), g.project())
+	return nil
+}
+
+// goneGrantee is the grantee of a granted project whose account is gone (nil when no
+// project is granted to name).
+func goneGrantee(ctx context.Context, e *env, c *incus.Client, name string) *grantee {
+	ps, err := c.Projects(ctx)
+	if err != nil {
+		return nil
+	}
+	for _, p := range ps {
+		if uid, ok := host.ProjectOfUID(p.Name); ok && p.Config[host.GrantKey] == name {
+			return e.granteeOf(name, uid, -1, nil)
+		}
+	}
 	return nil
 }
