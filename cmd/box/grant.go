@@ -43,16 +43,10 @@ The user's new group takes effect at their next login.`,
 		Example: `  sudo box grant alice
   sudo -u alice box new --name work    # alice's box, in project user-UID`,
 		Args: boxArgs(1, "one user"),
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			return e.refuseRemote(cmd)
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := hostContext()
-			defer cancel()
-			c := hostClient(e)
-			defer c.Close()
+		PreRunE: e.refuseRemoteArgs,
+		RunE: onLocalHost(e, func(ctx context.Context, c *incus.Client, args []string) error {
 			return runGrant(ctx, e, c, args[0])
-		},
+		}),
 	}
 	return cmd
 }
@@ -264,4 +258,19 @@ func runGrant(ctx context.Context, e *env, c *incus.Client, name string) error {
 	}
 	note(e, "as %s, box finds that socket and project by itself: box new --name work", g.Name)
 	return nil
+}
+
+// refuseRemoteArgs is refuseRemote as a PreRunE: grant and revoke act on this host's
+// incusd and incus-user (peer credentials, files in INCUS_DIR).
+func (e *env) refuseRemoteArgs(cmd *cobra.Command, _ []string) error { return e.refuseRemote(cmd) }
+
+// onLocalHost runs f with the local incusd's administrator client, cancelled on Ctrl-C.
+func onLocalHost(e *env, f func(ctx context.Context, c *incus.Client, args []string) error) func(*cobra.Command, []string) error {
+	return func(_ *cobra.Command, args []string) error {
+		ctx, cancel := hostContext()
+		defer cancel()
+		c := hostClient(e)
+		defer c.Close()
+		return f(ctx, c, args)
+	}
 }

@@ -148,6 +148,9 @@ func (tn *tenant) boxNames(t *testing.T) []string {
 }
 
 func TestGrantLive(t *testing.T) {
+	if _, err := os.Stat(incuslab.IncusUser); err != nil {
+		testenv.Skip(t, "requires incus-user ("+incuslab.IncusUser+", package incus-base): run scripts/incus-install.sh")
+	}
 	lab := incuslab.Start(t)
 	r := newVMRigOn(t, lab)
 	testenv.Group(t, grantGroup)
@@ -232,6 +235,10 @@ func TestGrantLive(t *testing.T) {
 	t.Run("another user's box and the host's instances are out of sight and reach", func(t *testing.T) {
 		if names := alice.boxNames(t); strings.Join(names, ",") != "work" {
 			t.Errorf("alice's box list: %v, want only work", names)
+		}
+		var list []boxJSON
+		if err := json.Unmarshal([]byte(alice.boxOK(t, "list", "--json").stdout), &list); err != nil || len(list) != 1 || !strings.HasPrefix(list[0].IPv4, "10.211.7.") {
+			t.Errorf("alice's box list --json: %+v %v (want work with its address on the box bridge)", list, err)
 		}
 		if names := bob.boxNames(t); strings.Join(names, ",") != "bobs" {
 			t.Errorf("bob's box list: %v, want only bobs", names)

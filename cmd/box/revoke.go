@@ -30,16 +30,10 @@ storage bucket.`,
 		Example: `  sudo box revoke alice
   sudo box revoke alice --purge     # and delete alice's boxes and project`,
 		Args: boxArgs(1, "one user"),
-		PreRunE: func(cmd *cobra.Command, args []string) error {
-			return e.refuseRemote(cmd)
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := hostContext()
-			defer cancel()
-			c := hostClient(e)
-			defer c.Close()
+		PreRunE: e.refuseRemoteArgs,
+		RunE: onLocalHost(e, func(ctx context.Context, c *incus.Client, args []string) error {
 			return runRevoke(ctx, e, c, args[0], purge)
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&purge, "purge", false, "also delete the user's boxes, snapshots, volumes and project")
 	return cmd
