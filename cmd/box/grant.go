@@ -42,7 +42,7 @@ Re-running converges again (after a box upgrade, or to repair what 'box doctor' 
 The user's new group takes effect at their next login.`,
 		Example: `  sudo box grant alice
   sudo -u alice box new --name work    # alice's box, in project user-UID`,
-		Args: boxArgs(1, "one user"),
+		Args:    boxArgs(1, "one user"),
 		PreRunE: e.refuseRemoteArgs,
 		RunE: onLocalHost(e, func(ctx context.Context, c *incus.Client, args []string) error {
 			return runGrant(ctx, e, c, args[0])

@@ -29,7 +29,7 @@ holds what box does not delete: an instance box did not mint (the tag boundary),
 storage bucket.`,
 		Example: `  sudo box revoke alice
   sudo box revoke alice --purge     # and delete alice's boxes and project`,
-		Args: boxArgs(1, "one user"),
+		Args:    boxArgs(1, "one user"),
 		PreRunE: e.refuseRemoteArgs,
 		RunE: onLocalHost(e, func(ctx context.Context, c *incus.Client, args []string) error {
 			return runRevoke(ctx, e, c, args[0], purge)
