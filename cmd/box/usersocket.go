@@ -5,8 +5,11 @@ package main
 // incus-user's beside it, scoped to the user's project (user-UID, box grant's).
 
 import (
+	"errors"
 	"os"
+	"os/user"
 	"path/filepath"
+	"syscall"
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/host"
@@ -46,4 +49,29 @@ func (e *env) localClient() *incus.Client {
 		c.Project = host.GrantProject(os.Getuid())
 	}
 	return c
+}
+
+// userSocketHint is the hint of a local socket error a user of the restricted tier
+// meets: incus-user's socket there but closed to them (no grant yet, or the new group
+// not in this login), or incus-user hanging up (a revoked grant). "" otherwise.
+func (e *env) userSocketHint(err error) string {
+	if e.remoteName() != "" || e.getenv("INCUS_SOCKET") != "" && !isUserSocket(e.getenv("INCUS_SOCKET")) {
+		return ""
+	}
+	name := "USER"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	sock := e.localSocket()
+	us := filepath.Join(filepath.Dir(sock), host.UserSocket)
+	switch {
+	case errors.Is(err, syscall.EACCES) && !isUserSocket(sock):
+		if _, serr := os.Stat(us); serr != nil {
+			return ""
+		}
+		return "incus-user's socket " + us + " is there but not open to you: the operator gives you a project of your own with 'box grant " + name + "' (its group takes effect at your next login)"
+	case isUserSocket(sock) && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)):
+		return "incus-user hung up on you: your grant was revoked, or never made; ask the operator ('box grant " + name + "', 'box doctor' says which)"
+	}
+	return ""
 }

@@ -62,6 +62,9 @@ func vmErr(e *env, err error) error {
 	if incus.Untrusted(err) && e.remoteName() != "" {
 		return withHint(err, remoteHint(e.remoteName()))
 	}
+	if h := e.userSocketHint(err); h != "" {
+		return withHint(err, h) // usersocket.go
+	}
 	var op *net.OpError
 	if errors.As(err, &op) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 		return withHint(err, fmt.Sprintf("is incusd running? 'box doctor' checks the host; INCUS_SOCKET or INCUS_DIR choose the socket (now %s)", e.socketPath()))
