@@ -14,6 +14,7 @@ package host
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,18 +57,59 @@ func ProjectOfUID(project string) (int, bool) {
 	return uid, err == nil && uid > 0 && strconv.Itoa(uid) == s
 }
 
+// GrantLimitsKey records the limits box grant set (NAME=VALUE,...), so doctor checks
+// them and a later box grant without --limit keeps them.
+const GrantLimitsKey = "user.box.grant.limits"
+
+// GrantLimits are the project limits box grant --limit takes (limits.NAME).
+var GrantLimits = []string{"instances", "containers", "virtual-machines", "cpu", "memory", "disk", "processes"}
+
+var (
+	countRe = regexp.MustCompile(`^[0-9]+$`)
+	sizeRe  = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(B|kB|MB|GB|TB|PB|EB|KiB|MiB|GiB|TiB|PiB|EiB)?$`)
+)
+
+// ParseGrantLimit parses one NAME=VALUE of box grant --limit.
+func ParseGrantLimit(s string) (name, value string, err error) {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || !slices.Contains(GrantLimits, name) {
+		return "", "", fmt.Errorf("--limit %q: want NAME=VALUE, NAME one of %s", s, strings.Join(GrantLimits, ", "))
+	}
+	switch {
+	case name == "memory" && strings.HasSuffix(value, "%") && countRe.MatchString(strings.TrimSuffix(value, "%")):
+	case (name == "memory" || name == "disk") && sizeRe.MatchString(value):
+	case name != "memory" && name != "disk" && countRe.MatchString(value):
+	default:
+		return "", "", fmt.Errorf("--limit %s=%q: not a valid value (a count, or for memory and disk a size such as 8GiB)", name, value)
+	}
+	return name, value, nil
+}
+
+// RecordedLimits reads the limits box grant recorded in a project's config.
+func RecordedLimits(cfg map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(cfg[GrantLimitsKey], ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok && slices.Contains(GrantLimits, k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // Grant is what a user's project is planned from: facts read elsewhere.
 type Grant struct {
 	User   string // the local user's name
 	UID    int
 	Bridge string // the box bridge (the placement profile's NIC network)
+	// Limits are the project limits box sets (NAME -> VALUE, of GrantLimits).
+	Limits map[string]string
 }
 
 // ProjectConfig is the whole config of a granted project. Every key box does not set
 // is unset, and with restricted=true an unset restriction blocks. Written out in full
 // so doctor compares exactly what grant set.
 func (g Grant) ProjectConfig() map[string]string {
-	return map[string]string{
+	cfg := map[string]string{
 		GrantKey: g.User,
 		// Images are the project's own, like its profiles, volumes, buckets and network
 		// zones: a restricted certificate may write image aliases, and with
@@ -109,6 +151,15 @@ func (g Grant) ProjectConfig() map[string]string {
 		"restricted.snapshots":                 "allow", // box's clone workflow
 		"restricted.backups":                   "allow", // box export
 	}
+	if len(g.Limits) > 0 {
+		var rec []string
+		for _, k := range slices.Sorted(maps.Keys(g.Limits)) {
+			cfg["limits."+k] = g.Limits[k]
+			rec = append(rec, k+"="+g.Limits[k])
+		}
+		cfg[GrantLimitsKey] = strings.Join(rec, ",")
+	}
+	return cfg
 }
 
 // Project is the granted project as box creates it.
@@ -139,7 +190,8 @@ func (d GrantDrift) String() string {
 }
 
 // ProjectDrift compares a granted project's config with g.ProjectConfig(). A limits.*
-// key the operator added only tightens and is not drift; any other difference is.
+// key box did not set (the operator's own) is not drift; any other difference is, a
+// limit box set and someone removed or changed too.
 func (g Grant) ProjectDrift(got map[string]string) []GrantDrift {
 	want := g.ProjectConfig()
 	var out []GrantDrift

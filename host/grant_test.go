@@ -106,3 +106,25 @@ func TestGrantProfiles(t *testing.T) {
 		t.Error("PlacementBridge")
 	}
 }
+
+func TestGrantLimits(t *testing.T) {
+	for in, ok := range map[string]bool{"instances=5": true, "memory=16GiB": true, "memory=50%": true, "disk=100GiB": true,
+		"cpu=4": true, "processes=2000": true, "gpu=1": false, "instances": false, "instances=-1": false, "memory=lots": false, "cpu=4GiB": false} {
+		if _, _, err := ParseGrantLimit(in); (err == nil) != ok {
+			t.Errorf("ParseGrantLimit(%q): %v", in, err)
+		}
+	}
+	g := Grant{User: "alice", UID: 1001, Bridge: "boxnet", Limits: map[string]string{"instances": "5", "memory": "8GiB"}}
+	cfg := g.ProjectConfig()
+	if cfg["limits.instances"] != "5" || cfg[GrantLimitsKey] != "instances=5,memory=8GiB" {
+		t.Errorf("config %v", cfg)
+	}
+	if got := RecordedLimits(cfg); len(got) != 2 || got["memory"] != "8GiB" {
+		t.Errorf("recorded %v", got)
+	}
+	cfg["limits.instances"] = "50"
+	cfg["limits.cpu"] = "2" // the operator's own
+	if d := g.ProjectDrift(cfg); len(d) != 1 || d[0].Key != "limits.instances" {
+		t.Errorf("drift %v", d)
+	}
+}

@@ -15,6 +15,8 @@ import (
 )
 
 func newGrantCmd(e *env) *cobra.Command {
+	var limitFlags []string
+	var noLimits bool
 	cmd := &cobra.Command{
 		Use:     "grant USER",
 		Short:   "give a local user their own confined Incus project for boxes (the restricted tier)",
@@ -39,15 +41,34 @@ group, so incus-user only forwards. A project incus-user made before is converge
 (refused while it holds instances box did not make) and its private bridge removed.
 
 Re-running converges again (after a box upgrade, or to repair what 'box doctor' reports).
-The user's new group takes effect at their next login.`,
+The user's new group takes effect at their next login.
+
+--limit caps the project (limits.NAME in Incus: instances, containers, virtual-machines,
+cpu, memory, disk, processes), so one user cannot starve the others; box records the
+limits it set and doctor checks them; --no-limits removes them.`,
 		Example: `  sudo box grant alice
+  sudo box grant alice --limit instances=5 --limit memory=16GiB
   sudo -u alice box new --name work    # alice's box, in project user-UID`,
 		Args:    boxArgs(1, "one user"),
 		PreRunE: e.refuseRemoteArgs,
 		RunE: onLocalHost(e, func(ctx context.Context, c *incus.Client, args []string) error {
-			return runGrant(ctx, e, c, args[0])
+			limits := map[string]string{}
+			for _, l := range limitFlags {
+				k, v, err := host.ParseGrantLimit(l)
+				if err != nil {
+					return usagef("for example --limit instances=5 --limit memory=16GiB", "%s", err)
+				}
+				limits[k] = v
+			}
+			if noLimits && len(limitFlags) > 0 {
+				return usagef("pick one", "--limit and --no-limits exclude each other")
+			}
+			return runGrant(ctx, e, c, args[0], limits, noLimits || len(limitFlags) > 0)
 		}),
 	}
+	cmd.Flags().BoolVar(&noLimits, "no-limits", false, "remove the limits an earlier box grant --limit set")
+	cmd.Flags().StringArrayVar(&limitFlags, "limit", nil, "a project limit NAME=VALUE (repeatable; NAME: "+strings.Join(host.GrantLimits, ", ")+
+		"); given, they replace the limits of an earlier grant, which a grant without --limit keeps")
 	return cmd
 }
 
@@ -85,6 +106,8 @@ func readGrant(ctx context.Context, e *env, c *incus.Client, g *grantee) (*grant
 			return nil, withHint(vmErr(e, err), "box grant speaks to incusd as its administrator: run it as root, or as a member of incus-admin")
 		}
 		s.project = nil
+	} else {
+		s.plan.Limits = host.RecordedLimits(s.project.Config)
 	}
 	if s.cert, err = g.userCert(); err != nil {
 		return nil, err
@@ -128,7 +151,7 @@ func pemFingerprint(b []byte) string {
 // ErrForeignProject: the user's project exists and is not one box grant can converge.
 var ErrForeignProject = errors.New("project not made by box grant")
 
-func runGrant(ctx context.Context, e *env, c *incus.Client, name string) error {
+func runGrant(ctx context.Context, e *env, c *incus.Client, name string, limits map[string]string, setLimits bool) error {
 	g, err := e.lookupGrantee(name)
 	if err != nil {
 		return err
@@ -188,6 +211,9 @@ func runGrant(ctx context.Context, e *env, c *incus.Client, name string) error {
 		if s.project == nil {
 			return withHint(fmt.Errorf("incus-user did not set %s up: no project %s", g.Name, g.project()), "journalctl -u incus-user says why")
 		}
+	}
+	if setLimits {
+		s.plan.Limits = limits
 	}
 	uc := c.InProject(g.project())
 	profiles := host.GrantProfiles(s.placement)

@@ -349,6 +349,42 @@ func TestGrantLive(t *testing.T) {
 		if ck := grantChecksOf(t, r)["grant "+alice.name]; ck.Status != host.OK {
 			t.Errorf("doctor after the re-grant: %+v", ck)
 		}
+		// Limits: set, enforced by incusd, kept by a grant without --limit, checked.
+		r.ok(t, "grant", alice.name, "--limit", "instances=1", "--limit", "memory=4GiB")
+		if res := alice.box(t, "new", "--name", "second", "--container"); res.code == 0 || !strings.Contains(res.stderr, "maximum number of instances") {
+			t.Errorf("alice$ box new past limits.instances=1: exit %d\n%s", res.code, res.stderr)
+		}
+		r.ok(t, "grant", alice.name)
+		prj, err := c.ProjectByName(r.ctx, alice.project())
+		if err != nil || prj.Config["limits.instances"] != "1" || prj.Config["limits.memory"] != "4GiB" {
+			t.Errorf("limits after a grant without --limit: %v %v", err, prj)
+		}
+		if ck := grantChecksOf(t, r)["grant "+alice.name]; ck.Status != host.OK {
+			t.Errorf("doctor with box's limits: %+v", ck)
+		}
+		prj.Config["limits.instances"] = "100"
+		if err := c.ReplaceProject(r.ctx, *prj); err != nil {
+			t.Fatal(err)
+		}
+		if ck := grantChecksOf(t, r)["grant "+alice.name]; ck.Status != host.Fail || !strings.Contains(ck.Detail, "limits.instances") {
+			t.Errorf("doctor with a limit raised: %+v", ck)
+		}
+		r.ok(t, "grant", alice.name)
+		if ck := grantChecksOf(t, r)["grant "+alice.name]; ck.Status != host.OK {
+			t.Errorf("doctor after the re-grant: %+v", ck)
+		}
+		r.fails(t, 2, []string{"--limit \"gpu=1\"", "box: hint:"}, "grant", alice.name, "--limit", "gpu=1")
+		r.fails(t, 2, []string{"not a valid value"}, "grant", alice.name, "--limit", "memory=lots")
+		r.fails(t, 2, []string{"exclude each other"}, "grant", alice.name, "--limit", "cpu=1", "--no-limits")
+		// At her limit, the drill's attempts could only be refused for that: they are
+		// inconclusive, not passed.
+		if rows := drillRowsOf(grantDrillRows(r.ctx, rigEnv(r), c), alice.name); rows["mint"].Status != drill.Fail || rows["privileged"].Status != drill.Error {
+			t.Errorf("drill at the instance limit: mint %+v, privileged %+v", rows["mint"], rows["privileged"])
+		}
+		r.ok(t, "grant", alice.name, "--no-limits")
+		if prj, err := c.ProjectByName(r.ctx, alice.project()); err != nil || prj.Config["limits.instances"] != "" || prj.Config[host.GrantLimitsKey] != "" {
+			t.Errorf("limits after --no-limits: %v %v", err, prj)
+		}
 		// The user's own doctor says where they are.
 		if res := alice.box(t, "doctor"); !strings.Contains(res.stdout+res.stderr, alice.project()) {
 			t.Errorf("alice$ box doctor does not name her project:\n%s%s", res.stdout, res.stderr)

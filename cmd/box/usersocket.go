@@ -6,6 +6,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -70,7 +71,7 @@ func (e *env) userSocketHint(err error) string {
 			return ""
 		}
 		return "incus-user's socket " + us + " is there but not open to you: the operator gives you a project of your own with 'box grant " + name + "' (its group takes effect at your next login)"
-	case isUserSocket(sock) && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)):
+	case isUserSocket(sock) && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
 		return "incus-user hung up on you: your grant was revoked, or never made; ask the operator ('box grant " + name + "', 'box doctor' says which)"
 	}
 	return ""
