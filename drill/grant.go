@@ -27,6 +27,9 @@ type GrantOptions struct {
 	// profile; Other a managed network that is not the box bridge ("" when the host has
 	// none: that row is a SKIP).
 	Project, Bridge, Profile, Other string
+	// BridgeMeta: the host firewall matches the box bridge by name (meta ibrname), not
+	// its ports by name (host.DetectBridgeMeta).
+	BridgeMeta bool
 }
 
 // RunGrant runs the grant rows of one granted user.
@@ -145,6 +148,18 @@ func RunGrant(ctx context.Context, o GrantOptions) []Result {
 			seen, detail, err := create(name("net"), nil, nic(o.Other))
 			add(p, seen, detail, inconclusive(detail, err))
 		}
+	}
+	{
+		p := vmProbe{id: id("port-name"), group: group, name: "the user names their box's bridge port out of the box-to-box drop (NIC host_name)", want: Blocked,
+			expected: "refused, or the drop matches the bridge by name", targets: []string{"host_name"}}
+		seen, detail, err := create(name("port"), nil, map[string]map[string]string{
+			"eth0": {"type": "nic", "name": "eth0", "network": o.Bridge, "host_name": "bx" + tag + "p", "security.port_isolation": "false"}})
+		if seen && o.BridgeMeta {
+			seen, detail = false, detail+", but the host firewall matches the bridge by name (bridge meta): the port's name does not matter"
+		} else if seen {
+			detail += " with port isolation off and a port name the firewall's veth*/tap* patterns miss (this kernel has no nft bridge meta)"
+		}
+		add(p, seen, detail, inconclusive(detail, err))
 	}
 	{
 		p := vmProbe{id: id("profile"), group: group, name: "the user makes an instance on their project's default profile", want: Blocked,

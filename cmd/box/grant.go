@@ -16,7 +16,7 @@ import (
 
 func newGrantCmd(e *env) *cobra.Command {
 	var limitFlags []string
-	var noLimits bool
+	var noLimits, portNames bool
 	cmd := &cobra.Command{
 		Use:     "grant USER",
 		Short:   "give a local user their own confined Incus project for boxes (the restricted tier)",
@@ -43,6 +43,11 @@ group, so incus-user only forwards. A project incus-user made before is converge
 Re-running converges again (after a box upgrade, or to repair what 'box doctor' reports).
 The user's new group takes effect at their next login.
 
+On a kernel without nft bridge meta the host firewall's box-to-box drop matches the
+bridge's ports by name, and incusd lets a granted user name their box's port (NIC
+host_name): box grant refuses there unless --port-name-firewall says the operator takes
+that gap (box drill reports it).
+
 --limit caps the project (limits.NAME in Incus: instances, containers, virtual-machines,
 cpu, memory, disk, processes), so one user cannot starve the others; box records the
 limits it set and doctor checks them; --no-limits removes them.`,
@@ -63,10 +68,13 @@ limits it set and doctor checks them; --no-limits removes them.`,
 			if noLimits && len(limitFlags) > 0 {
 				return usagef("pick one", "--limit and --no-limits exclude each other")
 			}
-			return runGrant(ctx, e, c, args[0], limits, noLimits || len(limitFlags) > 0)
+			meta, metaErr := host.DetectBridgeMeta()
+			return runGrant(ctx, e, c, args[0], limits, noLimits || len(limitFlags) > 0, bridgeMetaFact{meta, metaErr, portNames})
 		}),
 	}
 	cmd.Flags().BoolVar(&noLimits, "no-limits", false, "remove the limits an earlier box grant --limit set")
+	cmd.Flags().BoolVar(&portNames, "port-name-firewall", false,
+		"grant on a kernel without nft bridge meta, where a granted user can name their box's bridge port out of the box-to-box drop (box drill reports it)")
 	cmd.Flags().StringArrayVar(&limitFlags, "limit", nil, "a project limit NAME=VALUE (repeatable; NAME: "+strings.Join(host.GrantLimits, ", ")+
 		"); given, they replace the limits of an earlier grant, which a grant without --limit keeps")
 	return cmd
@@ -151,10 +159,27 @@ func pemFingerprint(b []byte) string {
 // ErrForeignProject: the user's project exists and is not one box grant can converge.
 var ErrForeignProject = errors.New("project not made by box grant")
 
-func runGrant(ctx context.Context, e *env, c *incus.Client, name string, limits map[string]string, setLimits bool) error {
+// bridgeMetaFact is the kernel's nft bridge meta support (host.DetectBridgeMeta).
+type bridgeMetaFact struct {
+	ok  bool
+	err error
+	// accepted: --port-name-firewall, the operator takes the weaker box-to-box drop.
+	accepted bool
+}
+
+// ErrPortNameFirewall: the host firewall can tell box ports apart only by name here.
+var ErrPortNameFirewall = errors.New("this kernel has no nft bridge meta (CONFIG_NFT_BRIDGE_META): the host firewall's box-to-box drop matches the bridge's ports by name, and a granted user names their NIC's port (host_name, which incusd lets a restricted project set: measured)")
+
+func runGrant(ctx context.Context, e *env, c *incus.Client, name string, limits map[string]string, setLimits bool, meta bridgeMetaFact) error {
 	g, err := e.lookupGrantee(name)
 	if err != nil {
 		return err
+	}
+	if meta.err != nil {
+		return withHint(fmt.Errorf("box grant: %w", meta.err), "box grant checks the host firewall's kernel support first: run it as root")
+	}
+	if !meta.ok && !meta.accepted {
+		return withHint(ErrPortNameFirewall, "the restricted tier wants a kernel with CONFIG_NFT_BRIDGE_META, so one user's box cannot reach another's; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)")
 	}
 	if err := g.needSocket(); err != nil {
 		return err

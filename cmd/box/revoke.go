@@ -147,6 +147,13 @@ func runRevoke(ctx context.Context, e *env, c *incus.Client, name string, purge 
 		return nil
 	}
 	for _, in := range boxesToGo {
+		// The user may have protected their box against deletion; the purge is the
+		// operator's word over theirs.
+		if in.Config["security.protection.delete"] != "" {
+			if err := uc.SetConfig(ctx, in.Name, nil, "security.protection.delete"); err != nil {
+				return vmErr(e, err)
+			}
+		}
 		if in.Running() {
 			if err := uc.Stop(ctx, in.Name, 0, true); err != nil {
 				return vmErr(e, err)
