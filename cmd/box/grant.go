@@ -213,7 +213,7 @@ func runGrant(ctx context.Context, e *env, c *incus.Client, name string, limits 
 	}
 	if s.bridge != nil {
 		for _, u := range s.bridge.UsedBy {
-			if !strings.HasPrefix(u, "/1.0/profiles/default?project="+g.project()) && u != "/1.0/profiles/default?project="+g.project() {
+			if u != "/1.0/profiles/default?project="+g.project() {
 				return withHint(fmt.Errorf("network %s (incus-user's private bridge for %s) is used by %s", s.bridge.Name, g.Name, u),
 					"box grant removes that bridge (it has none of box's isolation): detach it from "+u+", then run box grant again")
 			}
@@ -226,6 +226,13 @@ func runGrant(ctx context.Context, e *env, c *incus.Client, name string, limits 
 		// revoke would tell it the user is set up already.
 		if err := os.RemoveAll(g.UserDir); err != nil {
 			return err
+		}
+		// A private bridge left from an earlier setup would fail incus-user's (it makes
+		// one); nothing uses it (checked above).
+		if s.bridge != nil {
+			if err := c.InProject("default").DeleteNetwork(ctx, s.bridge.Name); err != nil {
+				return vmErr(e, err)
+			}
 		}
 		if err := g.touchIncusUser(ctx); err != nil {
 			return withHint(err, "is incus-user healthy? (journalctl -u incus-user; it needs the user in getent passwd and a storage pool named default)")
