@@ -4,9 +4,9 @@ package host
 // Incus project, reached through incus-user's socket. incus-user authenticates a
 // connection by its peer credentials and forwards it to incusd with that user's own
 // certificate (INCUS_DIR/users/UID/client.crt), which the trust store confines to the
-// project user-UID. incus-user would set a first-time user up itself, loosely (its own
-// NAT bridge, host paths under $HOME, nesting, a private image store); box grant does
-// that setup first and strictly, so incus-user finds the user set up and only forwards.
+// project user-UID. incus-user sets a first-time user up itself, loosely (its own NAT
+// bridge, host paths under $HOME, nesting, GPUs); box grant has it do so on a first
+// contact box makes as the user, then converges the project to this policy at once.
 //
 // This file is the policy as plain data: the project's config (one list, read by grant
 // and by doctor), the profiles the project holds, and the comparison doctor reports.

@@ -31,14 +31,17 @@ network) and holds only box's placement profile (a copy of the operator's) and a
 default profile; host paths, nesting, privileged containers, raw and low-level config,
 GPUs and other host devices, proxy devices and cluster targets are refused by incusd.
 They see no other project: not another user's boxes, not the host's other instances.
-Images are the operator's (read-only to them); snapshots and backups are allowed.
+Their images are their project's own (an alias they make never reaches another user's box
+new); snapshots and backups are allowed.
 
-incus-user would set a new user up itself, loosely (its own NAT bridge, host paths under
-their home, nesting, its own image store). box grant sets them up first: it creates the
-project, gives the user a certificate in INCUS_DIR/users/UID (root's; the user never holds
-the key) that the trust store confines to the project, and adds the user to the socket's
-group, so incus-user only forwards. A project incus-user made before is converged
-(refused while it holds instances box did not make) and its private bridge removed.
+incus-user sets a new user up itself, loosely (its own NAT bridge, host paths under their
+home, nesting), and knows only the projects it made or saw at its start. So box grant
+makes the user's first contact with incus-user itself, as the user, before they may reach
+its socket; incus-user makes the project and the user's certificate (INCUS_DIR/users/UID,
+root's: the user never holds the key, which the trust store confines to the project); box
+converges both at once, removes incus-user's private bridge, and adds the user to the
+socket's group. A project incus-user made before is converged the same way (refused
+while it holds instances box did not make).
 
 Re-running converges again (after a box upgrade, or to repair what 'box doctor' reports).
 The user's new group takes effect at their next login.
