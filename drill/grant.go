@@ -27,9 +27,9 @@ type GrantOptions struct {
 	// profile; Other a managed network that is not the box bridge ("" when the host has
 	// none: that row is a SKIP).
 	Project, Bridge, Profile, Other string
-	// BridgeMeta: the host firewall matches the box bridge by name (meta ibrname), not
-	// its ports by name (host.DetectBridgeMeta).
-	BridgeMeta bool
+	// PortNameGap: a box whose port is named out of the firewall's patterns leaves the
+	// box-to-box drop on this host (host.PortNameGap: no bridge meta, no br_netfilter).
+	PortNameGap bool
 }
 
 // RunGrant runs the grant rows of one granted user.
@@ -154,10 +154,10 @@ func RunGrant(ctx context.Context, o GrantOptions) []Result {
 			expected: "refused, or the drop matches the bridge by name", targets: []string{"host_name"}}
 		seen, detail, err := create(name("port"), nil, map[string]map[string]string{
 			"eth0": {"type": "nic", "name": "eth0", "network": o.Bridge, "host_name": "bx" + tag + "p", "security.port_isolation": "false"}})
-		if seen && o.BridgeMeta {
-			seen, detail = false, detail+", but the host firewall matches the bridge by name (bridge meta): the port's name does not matter"
+		if seen && !o.PortNameGap {
+			seen, detail = false, detail+", but the port's name does not take it out of the box-to-box drop here (bridge meta, or br_netfilter's inet hooks)"
 		} else if seen {
-			detail += " with port isolation off and a port name the firewall's veth*/tap* patterns miss (this kernel has no nft bridge meta)"
+			detail += " with port isolation off and a port name the firewall's veth*/tap* patterns miss (no bridge meta, no br_netfilter here)"
 		}
 		add(p, seen, detail, inconclusive(detail, err))
 	}

@@ -57,6 +57,18 @@ func ProjectOfUID(project string) (int, bool) {
 	return uid, err == nil && uid > 0 && strconv.Itoa(uid) == s
 }
 
+// BridgeNFPath says whether IPv4 switched between two ports of a bridge also passes the
+// inet hooks (br_netfilter's bridge-nf-call-iptables), where the host firewall drops
+// new connections towards the box bridge whatever the ports are named.
+const BridgeNFPath = "/proc/sys/net/bridge/bridge-nf-call-iptables"
+
+// PortNameGap reports whether a granted user can take their box out of the box-to-box
+// drop by naming its bridge port (NIC host_name, which incusd lets a restricted project
+// set) and turning its port isolation off: only when the firewall matches ports by name
+// (no bridge meta) and switched IPv4 skips the inet hooks. Measured both ways:
+// cmd/box/portname_live_test.go.
+func PortNameGap(bridgeMeta, bridgeNF bool) bool { return !bridgeMeta && !bridgeNF }
+
 // GrantLimitsKey records the limits box grant set (NAME=VALUE,...), so doctor checks
 // them and a later box grant without --limit keeps them.
 const GrantLimitsKey = "user.box.grant.limits"

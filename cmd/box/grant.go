@@ -48,8 +48,9 @@ The user's new group takes effect at their next login.
 
 On a kernel without nft bridge meta the host firewall's box-to-box drop matches the
 bridge's ports by name, and incusd lets a granted user name their box's port (NIC
-host_name): box grant refuses there unless --port-name-firewall says the operator takes
-that gap (box drill reports it).
+host_name); br_netfilter (bridge-nf-call-iptables=1) still drops their switched IPv4 in
+the inet hooks. Without both, box grant refuses unless --port-name-firewall says the
+operator takes that gap (box drill reports it).
 
 --limit caps the project (limits.NAME in Incus: instances, containers, virtual-machines,
 cpu, memory, disk, processes), so one user cannot starve the others; box records the
@@ -71,13 +72,13 @@ limits it set and doctor checks them; --no-limits removes them.`,
 			if noLimits && len(limitFlags) > 0 {
 				return usagef("pick one", "--limit and --no-limits exclude each other")
 			}
-			meta, metaErr := host.DetectBridgeMeta()
-			return runGrant(ctx, e, c, args[0], limits, noLimits || len(limitFlags) > 0, bridgeMetaFact{meta, metaErr, portNames})
+			gap, gapErr := portNameGap()
+			return runGrant(ctx, e, c, args[0], limits, noLimits || len(limitFlags) > 0, portNameFact{gap, gapErr, portNames})
 		}),
 	}
 	cmd.Flags().BoolVar(&noLimits, "no-limits", false, "remove the limits an earlier box grant --limit set")
 	cmd.Flags().BoolVar(&portNames, "port-name-firewall", false,
-		"grant on a kernel without nft bridge meta, where a granted user can name their box's bridge port out of the box-to-box drop (box drill reports it)")
+		"grant on a host where a granted user can name their box's bridge port out of the box-to-box drop (no nft bridge meta, no br_netfilter; box drill reports it)")
 	cmd.Flags().StringArrayVar(&limitFlags, "limit", nil, "a project limit NAME=VALUE (repeatable; NAME: "+strings.Join(host.GrantLimits, ", ")+
 		"); given, they replace the limits of an earlier grant, which a grant without --limit keeps")
 	return cmd
@@ -162,18 +163,30 @@ func pemFingerprint(b []byte) string {
 // ErrForeignProject: the user's project exists and is not one box grant can converge.
 var ErrForeignProject = errors.New("project not made by box grant")
 
-// bridgeMetaFact is the kernel's nft bridge meta support (host.DetectBridgeMeta).
-type bridgeMetaFact struct {
-	ok  bool
+// portNameFact is host.PortNameGap on this host.
+type portNameFact struct {
+	gap bool
 	err error
-	// accepted: --port-name-firewall, the operator takes the weaker box-to-box drop.
+	// accepted: --port-name-firewall, the operator takes the gap.
 	accepted bool
 }
 
-// ErrPortNameFirewall: the host firewall can tell box ports apart only by name here.
-var ErrPortNameFirewall = errors.New("this kernel has no nft bridge meta (CONFIG_NFT_BRIDGE_META): the host firewall's box-to-box drop matches the bridge's ports by name, and a granted user names their NIC's port (host_name, which incusd lets a restricted project set: measured)")
+// portNameGap reads the host facts of host.PortNameGap: nft bridge meta, and whether
+// switched IPv4 passes the inet hooks (br_netfilter).
+func portNameGap() (bool, error) {
+	meta, err := host.DetectBridgeMeta()
+	if err != nil {
+		return false, err
+	}
+	b, err := os.ReadFile(host.BridgeNFPath)
+	return host.PortNameGap(meta, err == nil && strings.TrimSpace(string(b)) == "1"), nil
+}
 
-func runGrant(ctx context.Context, e *env, c *incus.Client, name string, limits map[string]string, setLimits bool, meta bridgeMetaFact) error {
+// ErrPortNameFirewall: on this host a granted user can name their box out of the
+// box-to-box drop.
+var ErrPortNameFirewall = errors.New("this host's box-to-box drop can be escaped by a granted user: the kernel has no nft bridge meta (CONFIG_NFT_BRIDGE_META), so the firewall matches the bridge's ports by name, which incusd lets a restricted project set (NIC host_name), and switched IPv4 skips the inet hooks (" + host.BridgeNFPath + " is not 1)")
+
+func runGrant(ctx context.Context, e *env, c *incus.Client, name string, limits map[string]string, setLimits bool, meta portNameFact) error {
 	g, err := e.lookupGrantee(name)
 	if err != nil {
 		return err
@@ -181,8 +194,8 @@ func runGrant(ctx context.Context, e *env, c *incus.Client, name string, limits 
 	if meta.err != nil {
 		return withHint(fmt.Errorf("box grant: %w", meta.err), "box grant checks the host firewall's kernel support first: run it as root")
 	}
-	if !meta.ok && !meta.accepted {
-		return withHint(ErrPortNameFirewall, "the restricted tier wants a kernel with CONFIG_NFT_BRIDGE_META, so one user's box cannot reach another's; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)")
+	if meta.gap && !meta.accepted {
+		return withHint(ErrPortNameFirewall, "load br_netfilter (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1), or use a kernel with CONFIG_NFT_BRIDGE_META; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)")
 	}
 	if err := g.needSocket(); err != nil {
 		return err

@@ -150,11 +150,11 @@ func (tn *tenant) boxNames(t *testing.T) []string {
 	return names
 }
 
-// bridgeMeta is this kernel's nft bridge meta support; grantStatus is then doctor's
-// status of a sound grant (warn without it: the port-name gap).
+// portGap is host.PortNameGap on this machine; grantStatus is then doctor's status of a
+// sound grant (warn with the gap).
 var (
-	bridgeMeta, _ = host.DetectBridgeMeta()
-	grantStatus   = map[bool]host.CheckStatus{true: host.OK, false: host.Warn}[bridgeMeta]
+	portGap, _  = portNameGap()
+	grantStatus = map[bool]host.CheckStatus{false: host.OK, true: host.Warn}[portGap]
 )
 
 // grantOK runs box grant as the operator, taking the port-name gap where this kernel
@@ -162,7 +162,7 @@ var (
 func grantOK(t *testing.T, r *vmRig, args ...string) result {
 	t.Helper()
 	args = append([]string{"grant"}, args...)
-	if !bridgeMeta {
+	if portGap {
 		args = append(args, "--port-name-firewall")
 	}
 	return r.ok(t, args...)
@@ -220,9 +220,9 @@ func TestGrantLive(t *testing.T) {
 		}
 	})
 
-	if !bridgeMeta {
-		// This kernel's firewall tells box ports apart by name only: grant refuses,
-		// changing nothing, unless the operator takes that gap.
+	if portGap {
+		// A granted user could name their port out of the box-to-box drop here: grant
+		// refuses, changing nothing, unless the operator takes that gap.
 		r.fails(t, 1, []string{"no nft bridge meta", "--port-name-firewall"}, "grant", alice.name)
 		if _, err := c.ProjectByName(r.ctx, alice.project()); !incus.IsNotFound(err) {
 			t.Errorf("a refused grant left project %s: %v", alice.project(), err)
@@ -428,9 +428,9 @@ func TestGrantLive(t *testing.T) {
 					t.Errorf("drill row grant:%s:%s: %+v", tn.name, id, res)
 				}
 			}
-			// incusd lets the user name their port: only bridge meta makes that harmless.
-			if wantPort := map[bool]drill.Status{true: drill.Pass, false: drill.Breach}[bridgeMeta]; got["port-name"].Status != wantPort {
-				t.Errorf("drill row grant:%s:port-name (bridge meta %v): %+v, want %s", tn.name, bridgeMeta, got["port-name"], wantPort)
+			// incusd lets the user name their port: harmless unless the host has the gap.
+			if wantPort := map[bool]drill.Status{false: drill.Pass, true: drill.Breach}[portGap]; got["port-name"].Status != wantPort {
+				t.Errorf("drill row grant:%s:port-name (gap %v): %+v, want %s", tn.name, portGap, got["port-name"], wantPort)
 			}
 		}
 

@@ -27,14 +27,15 @@ func grantChecks(ctx context.Context, e *env, c *incus.Client) []host.Check {
 	if err != nil {
 		return []host.Check{{Name: CheckGrants, Status: host.Fail, Detail: err.Error()}}
 	}
-	meta, _ := host.DetectBridgeMeta() // an error reads as no: the weaker case
+	gap, err := portNameGap()
+	gap = gap || err != nil // an error reads as the weaker case
 	var out []host.Check
 	for _, p := range ps {
 		owner, granted := p.Config[host.GrantKey]
 		uid, isUser := host.ProjectOfUID(p.Name)
 		switch {
 		case granted:
-			out = append(out, grantCheck(ctx, e, c, p, owner, meta))
+			out = append(out, grantCheck(ctx, e, c, p, owner, gap))
 		case isUser:
 			name := strconv.Itoa(uid)
 			if u, err := user.LookupId(name); err == nil {
@@ -57,7 +58,7 @@ func grantChecks(ctx context.Context, e *env, c *incus.Client) []host.Check {
 }
 
 // grantCheck compares one grant with what box grant sets.
-func grantCheck(ctx context.Context, e *env, c *incus.Client, p incus.Project, owner string, bridgeMeta bool) host.Check {
+func grantCheck(ctx context.Context, e *env, c *incus.Client, p incus.Project, owner string, portNameGap bool) host.Check {
 	name := "grant " + owner
 	fix := "box grant " + owner + " converges it again"
 	fail := func(detail string) host.Check {
@@ -130,9 +131,9 @@ func grantCheck(ctx context.Context, e *env, c *incus.Client, p incus.Project, o
 	if !g.inSockGroup() {
 		return host.Check{Name: name, Status: host.Warn, Detail: detail + "; not in group " + g.SockGroup + " (the key to incus-user's socket)", Fix: fix}
 	}
-	if !bridgeMeta {
-		return host.Check{Name: name, Status: host.Warn, Detail: detail + "; but this kernel has no nft bridge meta: the user can name their box's port out of the box-to-box drop",
-			Fix: "a kernel with CONFIG_NFT_BRIDGE_META (box drill's grant:" + owner + ":port-name row shows the gap)"}
+	if portNameGap {
+		return host.Check{Name: name, Status: host.Warn, Detail: detail + "; but the user can name their box's port out of the box-to-box drop (no nft bridge meta, no br_netfilter)",
+			Fix: "modprobe br_netfilter and sysctl net.bridge.bridge-nf-call-iptables=1, or a kernel with CONFIG_NFT_BRIDGE_META (box drill's grant:" + owner + ":port-name row shows the gap)"}
 	}
 	return host.Check{Name: name, Status: host.OK, Detail: detail}
 }

@@ -21,7 +21,8 @@ func grantDrillRows(ctx context.Context, e *env, c *incus.Client) []drill.Result
 			Expected: "listed", Observed: "error: " + err.Error(), Status: drill.Error}}
 	}
 	placement := boxes.Placement(e.getenv)
-	meta, _ := host.DetectBridgeMeta() // an error reads as no: the weaker case
+	gap, err := portNameGap()
+	gap = gap || err != nil // an error reads as the weaker case
 	var rows []drill.Result
 	for _, p := range ps {
 		owner, ok := p.Config[host.GrantKey]
@@ -39,7 +40,7 @@ func grantDrillRows(ctx context.Context, e *env, c *incus.Client) []drill.Result
 		tenant := incus.NewDial(g.Socket, func(ctx context.Context) (net.Conn, error) { return dialAs(g.Socket, g.UID, g.SockGID) })
 		tenant.Project = g.project()
 		rows = append(rows, drill.RunGrant(ctx, drill.GrantOptions{Admin: c, Tenant: tenant, User: g.Name,
-			Project: g.project(), Bridge: s.plan.Bridge, Profile: placement, Other: otherNetwork(ctx, c, s.plan.Bridge), BridgeMeta: meta})...)
+			Project: g.project(), Bridge: s.plan.Bridge, Profile: placement, Other: otherNetwork(ctx, c, s.plan.Bridge), PortNameGap: gap})...)
 		tenant.Close()
 	}
 	return rows
