@@ -31,7 +31,11 @@ profile (the NIC with port isolation and the root disk, nothing else), the host 
 tables against the plan, bridge-meta support, ports the firewall's fallback also
 catches (warning), the boot unit, every box on the placement profile only, leftovers
 of claudebox (warning), and every box's doors (box expose): loopback only, no other
-proxy device. Each failure comes with its fix. Exit 1 on any failure.`,
+proxy device, and each user's grant (box grant): their project's restrictions exactly as
+box set them (a limits.* key the operator added is no drift), its profiles, their one
+confined certificate, and no project of incus-user's own loose making. Run by a granted
+user, doctor checks their side: incus-user's socket, their project, the placement
+profile. Each failure comes with its fix. Exit 1 on any failure.`,
 		Example: `  box doctor
   box doctor --json      # [{check, status, detail, fix}]`,
 		Args: noArgs,
@@ -45,10 +49,21 @@ proxy device. Each failure comes with its fix. Exit 1 on any failure.`,
 func runDoctor(e *env, o *doctorOptions) error {
 	ctx, cancel := hostContext()
 	defer cancel()
+	if e.remoteName() == "" && isUserSocket(e.localSocket()) {
+		return printChecks(e, o, userDoctor(ctx, e)) // a granted user (grantdoctor.go)
+	}
 	c := hostClient(e)
 	defer c.Close()
 	checks := host.Doctor(ctx, c, host.DoctorOptions{UnitDir: o.unitDir, Exe: boxExe(), Remote: c.RemoteName()})
 	checks = append(checks, exposureCheck(ctx, c))
+	if c.RemoteName() == "" {
+		checks = append(checks, grantChecks(ctx, e, c)...)
+	}
+	return printChecks(e, o, checks)
+}
+
+// printChecks prints doctor's lines (or --json) and fails when any check failed.
+func printChecks(e *env, o *doctorOptions, checks []host.Check) error {
 	if o.json {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")

@@ -90,7 +90,7 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.box, "box", "", "drill inside this persistent bwrap box (its stamped profile, template and tier, its own home)")
-	f.StringVar(&o.backend, "backend", "", "backend to drill: bwrap, or vm (the host stack, two boxes probed live, every verb against an instance box did not mint)")
+	f.StringVar(&o.backend, "backend", "", "backend to drill: bwrap, or vm (the host stack, two boxes probed live, every verb against an instance box did not mint, and what each granted user could ask incusd)")
 	f.StringVar(&o.image, "image", "", "removed: the vm drill mints from a template (--template), as box new does")
 	_ = f.MarkHidden("image")
 	f.StringVar(&o.unitDir, "unit-dir", "/etc/systemd/system", "with --backend vm: where setup-host wrote the boot unit")

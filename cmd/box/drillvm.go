@@ -58,6 +58,9 @@ func runDrillVM(e *env, o *drillOptions) error {
 	if err != nil && len(results) == 0 {
 		return hostErr(c, err)
 	}
+	if c.RemoteName() == "" {
+		results = append(results, grantDrillRows(ctx, e, c)...) // grantdrill.go
+	}
 	if o.json {
 		err2 := drill.RenderJSON(e.stdout, results)
 		if err == nil {

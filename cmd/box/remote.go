@@ -203,7 +203,7 @@ func (e *env) checkRemote() error {
 func (e *env) remoteClient() (*incus.Client, error) {
 	name := e.remoteName()
 	if name == "" {
-		return incus.New(e.socketPath()), nil
+		return e.localClient(), nil
 	}
 	r, err := incus.LoadRemote(incus.ConfigDir(e.getenv, e.home()), name)
 	if err != nil {

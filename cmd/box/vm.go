@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -26,15 +25,7 @@ import (
 const groupVM = "vm"
 
 // socketPath resolves incusd's socket as the incus CLI does, from box's environment.
-func (e *env) socketPath() string {
-	if s := e.getenv("INCUS_SOCKET"); s != "" {
-		return s
-	}
-	if d := e.getenv("INCUS_DIR"); d != "" {
-		return filepath.Join(d, "unix.socket")
-	}
-	return incus.DefaultSocket
-}
+func (e *env) socketPath() string { return e.localSocket() }
 
 // client returns a client for incusd: the local socket, or the remote in force
 // (remote.go). Nothing is dialled until a verb asks; a remote that cannot be used
@@ -70,6 +61,9 @@ func vmErr(e *env, err error) error {
 	}
 	if incus.Untrusted(err) && e.remoteName() != "" {
 		return withHint(err, remoteHint(e.remoteName()))
+	}
+	if h := e.userSocketHint(err); h != "" {
+		return withHint(err, h) // usersocket.go
 	}
 	var op *net.OpError
 	if errors.As(err, &op) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {

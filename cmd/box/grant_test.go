@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/host"
+	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/internal/testenv"
+)
+
+// The argv level of box grant and box revoke: every bad input is refused by name with
+// exit 2, before any daemon is asked.
+func TestGrantRevokeUsage(t *testing.T) {
+	isolate(t)
+	t.Setenv("INCUS_SOCKET", "/nonexistent/unix.socket")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"grant"}, "one user"},
+		{[]string{"grant", "a", "b"}, "one user"},
+		{[]string{"revoke"}, "one user"},
+		{[]string{"grant", "no-such-user-box-test"}, "no such user: no-such-user-box-test"},
+		{[]string{"revoke", "no-such-user-box-test", "--purge"}, "no such user"},
+		{[]string{"grant", "root"}, "root is root"},
+		{[]string{"revoke", "--bogus", "x"}, "unknown flag"},
+	} {
+		_, stderr, code := runMain(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "box: hint:") {
+			t.Errorf("box %v: exit %d, stderr %q; want exit 2 naming %q with a hint", tc.args, code, stderr, tc.want)
+		}
+	}
+	t.Setenv("BOX_REMOTE", "lab")
+	if _, stderr, code := runMain(t, "grant", "root"); code != 2 || !strings.Contains(stderr, "BOX_REMOTE") {
+		t.Errorf("grant with BOX_REMOTE: exit %d %q", code, stderr)
+	}
+}
+
+// A granted user's box finds incus-user's socket when incusd's own is not writable, and
+// scopes its client to their project.
+func TestUserSocketFallback(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(nil, nil, nil)
+	env := map[string]string{"INCUS_DIR": dir}
+	e.getenv = func(k string) string { return env[k] }
+	if got := e.localSocket(); got != dir+"/unix.socket" {
+		t.Errorf("nothing there: %s", got)
+	}
+	touch := func(name string, mode uint32) {
+		if err := writeFileMode(dir+"/"+name, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch("unix.socket.user", 0o666)
+	if got := e.localSocket(); got != dir+"/unix.socket.user" {
+		t.Errorf("only incus-user's: %s", got)
+	}
+	if c := e.localClient(); !strings.HasPrefix(c.Project, "user-") {
+		t.Errorf("project on incus-user's socket: %q", c.Project)
+	}
+	touch("unix.socket", 0o666) // writable: the operator's way, even beside incus-user's
+	if got := e.localSocket(); got != dir+"/unix.socket" {
+		t.Errorf("both: %s", got)
+	}
+	if c := e.localClient(); c.Project != "" {
+		t.Errorf("project on incusd's own socket: %q", c.Project)
+	}
+	env["INCUS_SOCKET"] = "/elsewhere/unix.socket.user"
+	if got := e.localSocket(); got != "/elsewhere/unix.socket.user" || !isUserSocket(got) {
+		t.Errorf("INCUS_SOCKET: %s", got)
+	}
+}
+
+func writeFileMode(path string, mode uint32) error {
+	return os.WriteFile(path, nil, os.FileMode(mode))
+}
+
+// Where a granted user could name their port out of the box-to-box drop, grant refuses
+// before it asks incusd anything, unless the operator takes the gap.
+func TestGrantRefusesThePortNameGap(t *testing.T) {
+	testenv.User(t)
+	e := newEnv(strings.NewReader(""), io.Discard, io.Discard)
+	e.getenv = func(string) string { return "" }
+	c := incus.New("/nonexistent/unix.socket") // never dialled on the refusal
+	err := runGrant(context.Background(), e, c, testenv.UserName, nil, false, portNameFact{gap: true})
+	if !errors.Is(err, ErrPortNameFirewall) || !strings.Contains(errs.HintOf(err), "br_netfilter") {
+		t.Fatalf("grant with the gap: %v (hint %q)", err, errs.HintOf(err))
+	}
+	err = runGrant(context.Background(), e, c, testenv.UserName, nil, false, portNameFact{gap: true, accepted: true})
+	if errors.Is(err, ErrPortNameFirewall) || err == nil {
+		t.Fatalf("grant with the gap accepted: %v, want it past the check (and failing on the missing socket)", err)
+	}
+	if !host.PortNameGap(false, false) || host.PortNameGap(true, false) || host.PortNameGap(false, true) {
+		t.Error("host.PortNameGap")
+	}
+}
