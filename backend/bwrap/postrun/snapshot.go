@@ -157,6 +157,10 @@ type File struct {
 	// Hook: under a hooks directory, where git runs only exact hook names (a *.sample
 	// never runs).
 	Hook bool `json:"hook,omitempty"`
+	// Todo: a rebase's todo list, which git rebase --continue carries on with; a finding
+	// only when TodoExec, it holds an exec line (a command git runs through the shell).
+	Todo     bool `json:"todo,omitempty"`
+	TodoExec bool `json:"todo_exec,omitempty"`
 	// content is kept (within Limits.KeepBytes) to restore a changed file.
 	content []byte
 }
@@ -341,6 +345,11 @@ func (t *taker) repoKind(dot, kind string) {
 			t.guardHooks(filepath.Clean(p), "git runs hooks from here (core.hooksPath)")
 		}
 	}
+	// A rebase stopped in the sandbox (a conflict, a break) is carried on by the host's
+	// git rebase --continue, which runs the todo list's exec lines.
+	if r.Gitdir != "" {
+		t.guardTodo(filepath.Join(r.Gitdir, "rebase-merge", "git-rebase-todo"))
+	}
 	// The git directories of its submodules and linked worktrees, wherever their work
 	// trees are.
 	if r.Kind == RepoDir || r.Kind == RepoBare || r.Kind == RepoGitdir {
@@ -461,6 +470,34 @@ func (t *taker) guardAs(p, runs string, hook bool) {
 		t.s.Files[q] = g
 		return nil
 	})
+}
+
+// guardTodo records a rebase todo list, and whether it holds an exec line.
+func (t *taker) guardTodo(p string) {
+	p = realDir(p)
+	if _, ok := t.s.Files[p]; ok {
+		return
+	}
+	f := t.stat(p, false)
+	f.Todo, f.Runs = true, "git rebase --continue (git status tells you to run it) runs the todo list's exec lines through the shell"
+	if f.Kind != "" {
+		// Read as git reads it, through a link; one box cannot read is taken to execute.
+		b, err := readRegular(p, t.lim.ConfigBytes)
+		f.TodoExec = err != nil || TodoExecs(b)
+	}
+	t.s.Files[p] = f
+}
+
+// TodoExecs reports whether a rebase todo list holds a line git runs as a command:
+// exec (or x) and its argument, after any leading blanks (rebase's sequencer parser).
+func TodoExecs(b []byte) bool {
+	for _, l := range strings.Split(string(b), "\n") {
+		w := strings.Fields(l)
+		if len(w) > 0 && (w[0] == "exec" || w[0] == "x") {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *taker) stat(p string, hook bool) File {
