@@ -29,6 +29,9 @@ const (
 	// Project: relative to the working directory and to the top of every repository
 	// nested in it.
 	Project Scope = "project"
+	// HomeLink: a file or directory in the working directory that an entry of your home
+	// links to (a dotfiles repository: ~/.bashrc -> dotfiles/bashrc).
+	HomeLink Scope = "homelink"
 )
 
 // Placeholder is what box puts at a protected path that is absent at launch, so the
@@ -100,6 +103,10 @@ var entries = []Entry{
 	// Whole, not part by part: every bind costs launch time (bwrap's mounts grow
 	// superlinearly), and a clone nested in the project (not a submodule) is rarely
 	// committed to from the agent's run; commit in it from a box run there.
+	// A dotfiles repository: what the home links to is live configuration, run by the
+	// next shell, git or editor, whatever its name in the tree.
+	{Name: "home:link", Scope: HomeLink,
+		Why: "your home links to it (~/.NAME, ~/.config/NAME or ~/.local/bin/NAME; a dotfiles repository): your shell, git, editor or PATH runs it outside the sandbox"},
 	{Name: "git:nested", Scope: Nested, Dir: true,
 		Why: "a repository nested in the working directory: git obeys its config and runs its hooks when you work in it (read-only whole inside)"},
 

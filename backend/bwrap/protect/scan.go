@@ -159,6 +159,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		}
 		t.GitDirs[i].WorktreeConfig = mentionsWorktreeConfig(filepath.Join(common, "config"))
 	}
+	t.HomeLinks = homeLinks(home, workdir)
 	for _, p := range t.Candidates(o) {
 		if fi, err := os.Lstat(p); err == nil {
 			t.Exists[p] = kindOf(fi)
@@ -477,4 +478,43 @@ func containingRepo(dir, home string) string {
 		}
 	}
 	return ""
+}
+
+// homeDirs are where the host's tools find configuration and programs by a fixed name
+// (the home's dotfiles, ~/.config/NAME, ~/.local/bin on PATH), relative to the home.
+var homeDirs = []string{".", ".config", ".local/bin"}
+
+// maxHomeEntries bounds each homeDirs listing: past it the rest is not looked at.
+const maxHomeEntries = 4096
+
+// homeLinks are the targets, inside workdir (strictly), of the symbolic links in home's
+// homeDirs: a dotfiles repository's files, live through the links. One listing per
+// directory and a resolve per link, whatever the size of the tree.
+func homeLinks(home, workdir string) []string {
+	if home == "" {
+		return nil
+	}
+	var out []string
+	buf := make([]byte, 32<<10)
+	for _, d := range homeDirs {
+		dir := filepath.Join(home, d)
+		ents, _ := readDir(dir, buf)
+		for i, e := range ents {
+			if i >= maxHomeEntries {
+				break
+			}
+			p := filepath.Join(dir, e.name)
+			if e.dir {
+				continue
+			}
+			if fi, err := os.Lstat(p); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				continue
+			}
+			if t, err := filepath.EvalSymlinks(p); err == nil && t != workdir && within(t, workdir) && !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -1,0 +1,71 @@
+package protect
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// A dotfiles repository as the working directory: what the home links to (a file, a
+// directory, through a relative link, from ~/.config and ~/.local/bin) is read-only
+// inside, with its parents pinned; a link elsewhere, or to the working directory itself,
+// is not a fact.
+func TestHomeLinks(t *testing.T) {
+	home := realTemp(t)
+	wd := filepath.Join(home, "dotfiles")
+	for _, d := range []string{"shell", "nvim", "bin", ".config", ".local/bin"} {
+		base := wd
+		if d == ".config" || d == ".local/bin" {
+			base = home
+		}
+		os.MkdirAll(filepath.Join(base, d), 0o755)
+	}
+	for _, f := range []string{"shell/bashrc", "gitconfig", "bin/tool", "unlinked"} {
+		os.WriteFile(filepath.Join(wd, f), []byte("x\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(home, "elsewhere"), nil, 0o644)
+	for link, target := range map[string]string{
+		".bashrc":          "dotfiles/shell/bashrc", // relative
+		".gitconfig":       filepath.Join(wd, "gitconfig"),
+		".config/nvim":     filepath.Join(wd, "nvim"),
+		".local/bin/tool":  filepath.Join(wd, "bin/tool"),
+		".profile":         "elsewhere",
+		".whole":           "dotfiles", // the working directory itself: not protectable
+		".config/dangling": filepath.Join(wd, "gone"),
+	} {
+		if err := os.Symlink(target, filepath.Join(home, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree := Scan(wd, home, Options{}, nil)
+	want := []string{filepath.Join(wd, "bin/tool"), filepath.Join(wd, "gitconfig"), filepath.Join(wd, "nvim"), filepath.Join(wd, "shell/bashrc")}
+	if !slices.Equal(tree.HomeLinks, want) {
+		t.Fatalf("HomeLinks %q, want %q", tree.HomeLinks, want)
+	}
+	s, err := Build(tree, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := s.ReadOnly()
+	for _, p := range want {
+		if !slices.Contains(ro, p) {
+			t.Errorf("%s is not read-only: %q", p, ro)
+		}
+	}
+	if slices.Contains(ro, filepath.Join(wd, "unlinked")) {
+		t.Error("a file no link names is read-only")
+	}
+	// shell/ is pinned: renamed away with a look-alike in its place, ~/.bashrc would
+	// name the look-alike.
+	for _, d := range []string{filepath.Join(wd, "shell"), filepath.Join(wd, "bin")} {
+		if !slices.Contains(s.Pins, d) {
+			t.Errorf("%s is not pinned: %q", d, s.Pins)
+		}
+	}
+	// Dropped by a user profile: not protected.
+	s, _ = Build(tree, Options{Drop: []string{"home:link"}})
+	if slices.Contains(s.ReadOnly(), filepath.Join(wd, "gitconfig")) {
+		t.Error("home:link dropped, still read-only")
+	}
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// A dotfiles repository as the working directory, as the unprivileged user: ~/.bashrc
+// links to shell/bashrc in it. The sandbox's write to bashrc, and its swap of shell/ for a
+// look-alike, are refused, and the host's next shell runs nothing it planted. With
+// home:link dropped by a user profile, the same run plants and the host runs it: the
+// check can fail.
+func TestSandboxHomeLinkReadOnly(t *testing.T) {
+	w := newWorld(t)
+	w.write(filepath.Join(w.proj, "shell", "bashrc"), "alias ll='ls -l'\n")
+	bashrc := filepath.Join(w.home, ".bashrc")
+	if err := os.Symlink("src/proj/shell/bashrc", bashrc); err != nil {
+		t.Fatal(err)
+	}
+	os.Lchown(bashrc, w.uid, w.gid)
+	marks := w.markerDir()
+	plant := `echo 'id >` + marks + `/bashrc' >> shell/bashrc 2>/dev/null && echo wrote
+mv shell shell.old 2>/dev/null && mkdir shell && echo 'id >` + marks + `/swap' > shell/bashrc && echo swapped
+true`
+	hostShell := func() {
+		t.Helper()
+		c := exec.Command("sh", "-c", ". "+bashrc)
+		c.Env = w.env
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
+		c.Run()
+	}
+
+	r := w.sh(plant)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "wrote") || strings.Contains(r.stdout, "swapped") {
+		t.Errorf("the sandbox changed what ~/.bashrc names: %q", r.stdout)
+	}
+	hostShell()
+	if m := w.marks(marks); len(m) != 0 {
+		t.Fatalf("the host's shell ran what the sandbox planted: %v", m)
+	}
+	dry := w.run("run", "-y", "--dry-run", "--", "true")
+	if !strings.Contains(dry.stdout+dry.stderr, "home:link") {
+		t.Errorf("--dry-run does not show the home link:\n%s%s", dry.stdout, dry.stderr)
+	}
+
+	w.write(filepath.Join(w.home, ".config/box/profiles/dotfiles.toml"), "protect_drop = [\"home:link\"]\n")
+	r = w.sh(plant, "--profile", "dotfiles")
+	if !strings.Contains(r.stdout, "wrote") {
+		t.Fatalf("with home:link dropped the plant did not land: %q\n%s", r.stdout, r.stderr)
+	}
+	hostShell()
+	if m := w.marks(marks); len(m) == 0 {
+		t.Error("with home:link dropped the host's shell ran nothing: the check above proves nothing")
+	}
+}
