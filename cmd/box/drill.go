@@ -163,6 +163,14 @@ func runDrill(e *env, o *drillOptions) error {
 				fixture = nil
 			} else {
 				defer fixture.Remove()
+				if home, err := os.UserHomeDir(); err == nil {
+					if home, err = filepath.EvalSymlinks(home); err == nil {
+						err = fixture.LinkHome(home)
+					}
+					if err != nil {
+						fmt.Fprintf(e.stderr, "box: warning: the protect probes' home link: %v\n", err)
+					}
+				}
 			}
 		}
 	}
