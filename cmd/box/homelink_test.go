@@ -60,3 +60,25 @@ true`
 		t.Error("with home:link dropped the host's shell ran nothing: the check above proves nothing")
 	}
 }
+
+// rustup's toolchain files, as the unprivileged user: an existing rust-toolchain.toml is
+// read-only inside (a path = "..." there would run the sandbox's own rustc on the host's
+// next cargo or prompt), and a rust-toolchain the run creates is moved aside after it.
+func TestSandboxRustToolchainProtected(t *testing.T) {
+	w := newWorld(t)
+	w.write(filepath.Join(w.proj, "rust-toolchain.toml"), "[toolchain]\nchannel = \"stable\"\n")
+	r := w.sh(`printf '[toolchain]\npath = "%s/.evil"\n' "$PWD" > rust-toolchain.toml 2>/dev/null && echo wrote
+printf '[toolchain]\npath = "%s/.evil"\n' "$PWD" > rust-toolchain && echo created`)
+	if strings.Contains(r.stdout, "wrote") || !strings.Contains(r.stdout, "created") {
+		t.Errorf("inside: %q\n%s", r.stdout, r.stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.proj, "rust-toolchain.toml")); string(b) != "[toolchain]\nchannel = \"stable\"\n" {
+		t.Errorf("rust-toolchain.toml changed: %q", b)
+	}
+	if !strings.Contains(r.stderr, "box: audit: rust-toolchain: protected file added") {
+		t.Errorf("the audit does not report rust-toolchain:\n%s", r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "rust-toolchain")); err == nil {
+		t.Error("rust-toolchain is still in place")
+	}
+}

@@ -140,6 +140,8 @@ var entries = []Entry{
 	{Name: ".nvmrc", Scope: Project, Path: ".nvmrc", Why: "nvm and auto-switching shells pick the node it names on cd"},
 	{Name: ".node-version", Scope: Project, Path: ".node-version", Why: "fnm, nodenv and volta pick the node it names on cd"},
 	{Name: ".python-version", Scope: Project, Path: ".python-version", Why: "pyenv runs the interpreter it names on every python call (CVE-2022-35861: a path there ran any binary)"},
+	{Name: "rust-toolchain.toml", Scope: Project, Path: "rust-toolchain.toml", Why: "rustup runs the toolchain its path setting names on every cargo and rustc call (a prompt showing the Rust version calls rustc on cd)"},
+	{Name: "rust-toolchain", Scope: Project, Path: "rust-toolchain", Why: "the same, under rustup's older name (TOML too)"},
 	{Name: ".ruby-version", Scope: Project, Path: ".ruby-version", Why: "rbenv and chruby run the ruby it names (the same path traversal class as pyenv's)"},
 }
 
