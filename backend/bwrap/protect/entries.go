@@ -106,7 +106,7 @@ var entries = []Entry{
 	// A dotfiles repository: what the home links to is live configuration, run by the
 	// next shell, git or editor, whatever its name in the tree.
 	{Name: "home:link", Scope: HomeLink,
-		Why: "your home links to it (~/.NAME, ~/.config/NAME or ~/.local/bin/NAME; a dotfiles repository): your shell, git, editor or PATH runs it outside the sandbox"},
+		Why: "your home links to it (~/.NAME, ~/.config/..., ~/.local/bin/NAME; a dotfiles repository) or your global git config includes it: your shell, git, editor, session or PATH runs it outside the sandbox"},
 	{Name: "git:nested", Scope: Nested, Dir: true,
 		Why: "a repository nested in the working directory: git obeys its config and runs its hooks when you work in it (read-only whole inside)"},
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -14,14 +15,14 @@ import (
 func TestHomeLinks(t *testing.T) {
 	home := realTemp(t)
 	wd := filepath.Join(home, "dotfiles")
-	for _, d := range []string{"shell", "nvim", "bin", ".config", ".local/bin"} {
+	for _, d := range []string{"shell", "nvim", "bin", "fish", ".config/fish", ".local/bin"} {
 		base := wd
-		if d == ".config" || d == ".local/bin" {
+		if strings.HasPrefix(d, ".") {
 			base = home
 		}
 		os.MkdirAll(filepath.Join(base, d), 0o755)
 	}
-	for _, f := range []string{"shell/bashrc", "gitconfig", "bin/tool", "unlinked"} {
+	for _, f := range []string{"shell/bashrc", "gitconfig", "bin/tool", "unlinked", "fish/config.fish", "git-extra.inc"} {
 		os.WriteFile(filepath.Join(wd, f), []byte("x\n"), 0o644)
 	}
 	os.WriteFile(filepath.Join(home, "elsewhere"), nil, 0o644)
@@ -33,13 +34,18 @@ func TestHomeLinks(t *testing.T) {
 		".profile":         "elsewhere",
 		".whole":           "dotfiles", // the working directory itself: not protectable
 		".config/dangling": filepath.Join(wd, "gone"),
+		// stow without folding: a link per file, a level down in ~/.config
+		".config/fish/config.fish": "../../dotfiles/fish/config.fish",
 	} {
 		if err := os.Symlink(target, filepath.Join(home, link)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The global git config (here the linked gitconfig) includes a file of the tree.
+	os.WriteFile(filepath.Join(wd, "gitconfig"), []byte("[include]\n\tpath = ~/dotfiles/git-extra.inc\n"), 0o644)
 	tree := Scan(wd, home, Options{}, nil)
-	want := []string{filepath.Join(wd, "bin/tool"), filepath.Join(wd, "gitconfig"), filepath.Join(wd, "nvim"), filepath.Join(wd, "shell/bashrc")}
+	want := []string{filepath.Join(wd, "bin/tool"), filepath.Join(wd, "fish/config.fish"), filepath.Join(wd, "git-extra.inc"),
+		filepath.Join(wd, "gitconfig"), filepath.Join(wd, "nvim"), filepath.Join(wd, "shell/bashrc")}
 	if !slices.Equal(tree.HomeLinks, want) {
 		t.Fatalf("HomeLinks %q, want %q", tree.HomeLinks, want)
 	}

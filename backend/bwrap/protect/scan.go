@@ -171,6 +171,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 type dirent struct {
 	name string
 	dir  bool // a real directory (never a symlink to one)
+	link bool // a symbolic link
 }
 
 // readDir lists a directory in the order the kernel gives, with the types getdents
@@ -200,12 +201,13 @@ func readDir(dir string, buf []byte) ([]dirent, error) {
 				name = name[:i]
 			}
 			if nm := string(name); nm != "." && nm != ".." {
-				isDir := typ == unix.DT_DIR
+				isDir, isLink := typ == unix.DT_DIR, typ == unix.DT_LNK
 				if typ == unix.DT_UNKNOWN { // filesystems that do not say: ask
 					var st unix.Stat_t
-					isDir = unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+					ok := unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+					isDir, isLink = ok && st.Mode&unix.S_IFMT == unix.S_IFDIR, ok && st.Mode&unix.S_IFMT == unix.S_IFLNK
 				}
-				out = append(out, dirent{nm, isDir})
+				out = append(out, dirent{nm, isDir, isLink})
 			}
 			b = b[reclen:]
 		}
@@ -481,37 +483,76 @@ func containingRepo(dir, home string) string {
 }
 
 // homeDirs are where the host's tools find configuration and programs by a fixed name
-// (the home's dotfiles, ~/.config/NAME, ~/.local/bin on PATH), relative to the home.
-var homeDirs = []string{".", ".config", ".local/bin"}
+// (the home's dotfiles, ~/.config/NAME and one level below it: ~/.config/fish/config.fish,
+// ~/.config/autostart/*.desktop, ~/.config/systemd/user; ~/.local/bin on PATH), relative
+// to the home, with how many levels of real directories below each are listed too.
+var homeDirs = []struct {
+	dir   string
+	depth int
+}{{".", 0}, {".config", 2}, {".local/bin", 0}}
 
-// maxHomeEntries bounds each homeDirs listing: past it the rest is not looked at.
-const maxHomeEntries = 4096
+// maxHomeEntries bounds the entries homeLinks looks at in all: past it the rest is not
+// looked at.
+const maxHomeEntries = 8192
 
-// homeLinks are the targets, inside workdir (strictly), of the symbolic links in home's
-// homeDirs: a dotfiles repository's files, live through the links. One listing per
-// directory and a resolve per link, whatever the size of the tree.
+// homeLinks are the paths, inside workdir (strictly), that the home names: the targets of
+// the symbolic links in homeDirs (a dotfiles repository's files, live through the links)
+// and the files your global git config includes. One listing per directory and a
+// resolve per link, whatever the size of the tree.
 func homeLinks(home, workdir string) []string {
 	if home == "" {
 		return nil
 	}
 	var out []string
-	buf := make([]byte, 32<<10)
+	add := func(t string) {
+		if t != workdir && within(t, workdir) && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	// Breadth-first, so a big tree deep in ~/.config cannot starve the top levels of
+	// the bound.
+	type item struct {
+		dir   string
+		depth int
+	}
+	var queue []item
 	for _, d := range homeDirs {
-		dir := filepath.Join(home, d)
-		ents, _ := readDir(dir, buf)
-		for i, e := range ents {
-			if i >= maxHomeEntries {
+		queue = append(queue, item{filepath.Join(home, d.dir), d.depth})
+	}
+	buf := make([]byte, 32<<10)
+	for n := 0; len(queue) > 0 && n < maxHomeEntries; {
+		it := queue[0]
+		queue = queue[1:]
+		ents, _ := readDir(it.dir, buf)
+		for _, e := range ents {
+			if n++; n > maxHomeEntries {
 				break
 			}
-			p := filepath.Join(dir, e.name)
+			p := filepath.Join(it.dir, e.name)
 			if e.dir {
+				if it.depth > 0 {
+					queue = append(queue, item{p, it.depth - 1})
+				}
 				continue
 			}
-			if fi, err := os.Lstat(p); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-				continue
+			if !e.link {
+				continue // getdents says what it is: no stat per file
 			}
-			if t, err := filepath.EvalSymlinks(p); err == nil && t != workdir && within(t, workdir) && !slices.Contains(out, t) {
-				out = append(out, t)
+			if t, err := filepath.EvalSymlinks(p); err == nil {
+				add(t)
+			}
+		}
+	}
+	for _, g := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config")} {
+		// The operator's own file: followed through a link (a dotfiles repository's),
+		// as git does.
+		if r, err := filepath.EvalSymlinks(g); err == nil {
+			g = r
+		}
+		_, incs := readGitConfig(g, home)
+		for _, inc := range incs {
+			if t, err := filepath.EvalSymlinks(inc); err == nil {
+				add(t)
 			}
 		}
 	}
