@@ -320,8 +320,10 @@ func Build(t Tree, o Options) (Set, error) {
 		if builtin {
 			rel = e.Path
 		}
-		// A home link's target is pinned wherever it is: the home names its path.
-		topFile := (!builtin || e.Scope == Project) && filepath.Join(t.Workdir, rel) == p.Path || builtin && e.Scope == HomeLink
+		// A home link's target, a hooksPath and an include are pinned wherever they are:
+		// the home or a git config names their path.
+		named := builtin && (e.Scope == HomeLink || e.Scope == HooksPath || e.Scope == Include)
+		topFile := (!builtin || e.Scope == Project) && filepath.Join(t.Workdir, rel) == p.Path || named
 		r := rootOf(roots, p.Path)
 		for d := filepath.Dir(p.Path); d != r; d = filepath.Dir(d) {
 			if !coveredBy(byPath, d) && (topFile || pinnable(d)) {

@@ -150,6 +150,11 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 	if len(dotgits) == 0 || filepath.Dir(dotgits[0]) != workdir {
 		if top := containingRepo(workdir, home); top != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("the working directory lies inside the repository %s, whose .git is not visible inside: git will not find it there (run box from %s to commit inside)", top, top))
+			// Its git is the host's, run while the sandbox runs: a core.hooksPath or
+			// an include it names inside the working directory is protected too.
+			if common := commonOf(filepath.Join(top, ".git")); common != "" {
+				hooksPath(common, top)
+			}
 		}
 	}
 	for i, g := range t.GitDirs {
@@ -420,6 +425,29 @@ func readPath(path, prefix, base string) (string, error) {
 		line = filepath.Join(base, line)
 	}
 	return filepath.Clean(line), nil
+}
+
+// commonOf is the common git directory of the repository whose .git entry is dotgit (a
+// directory, or a file naming a worktree's or submodule's git directory); "" when it
+// names none.
+func commonOf(dotgit string) string {
+	fi, err := os.Lstat(dotgit)
+	switch {
+	case err != nil:
+		return ""
+	case fi.IsDir():
+		return dotgit
+	case !fi.Mode().IsRegular():
+		return ""
+	}
+	g, err := readPointer(dotgit)
+	if err != nil {
+		return ""
+	}
+	if c, err := readPath(filepath.Join(g, "commondir"), "", g); err == nil {
+		return c
+	}
+	return g
 }
 
 func readPointer(dotgit string) (string, error) {

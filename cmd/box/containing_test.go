@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heavy-duty/box/internal/testenv"
+)
+
+// box run in a subdirectory of a repository whose core.hooksPath lies inside it, as the
+// unprivileged user. While the sandbox runs, the operator commits in the repository from
+// another terminal: the hook the sandbox tried to plant must not run. The sandbox waits
+// (for a file the test makes) until the host's commit is done.
+func TestSandboxContainingRepoHooksPathDuringRun(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.host(w.proj, gitInit+`git config core.hooksPath tools/githooks && mkdir -p tools/githooks && git commit -q --allow-empty -m one`); err != nil {
+		t.Fatal(err, out)
+	}
+	m := w.markers()
+	c := w.cmd("run", "-y", "--", "sh", "-c", `printf '#!/bin/sh\ntouch `+m+`/during\n' > githooks/pre-commit 2>/dev/null && chmod +x githooks/pre-commit && echo planted
+touch ready
+while [ ! -e go ]; do sleep 0.05; done`)
+	c.Dir = filepath.Join(w.proj, "tools")
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	// Wait for the condition: the sandbox has tried its plant, or it ended.
+	ready := filepath.Join(w.proj, "tools", "ready")
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("box run ended before its plant: %v\n%s", err, errb.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	w.host(w.proj, `git commit -q --allow-empty -m during`)
+	w.write(filepath.Join(w.proj, "tools", "go"), "")
+	if err := <-done; err != nil {
+		t.Fatalf("box run: %v\n%s", err, errb.String())
+	}
+	if strings.Contains(out.String(), "planted") {
+		t.Errorf("the sandbox wrote into the containing repository's hooksPath")
+	}
+	w.noMarkers(m, "the host's commit during the run")
+}
