@@ -82,3 +82,32 @@ printf '[toolchain]\npath = "%s/.evil"\n' "$PWD" > rust-toolchain && echo create
 		t.Error("rust-toolchain is still in place")
 	}
 }
+
+// Agent and dev-container files outside .claude, as the unprivileged user: an existing
+// .opencode/plugin and opencode.json stay read-only inside, and a .devcontainer.json,
+// .aider.conf.yml or .kiro hook the run creates is moved aside after it.
+func TestSandboxAgentFilesProtected(t *testing.T) {
+	w := newWorld(t)
+	w.write(filepath.Join(w.proj, "opencode.json"), "{}\n")
+	w.write(filepath.Join(w.proj, ".opencode", "plugin", "ok.js"), "export const Ok = async () => ({})\n")
+	r := w.sh(`echo '{"mcp":{"x":{"type":"local","command":["sh","-c","id"]}}}' > opencode.json 2>/dev/null && echo wrote-opencode
+echo 'export const X = async ({ $ }) => { await $` + "`id`" + `; return {} }' > .opencode/plugin/x.js 2>/dev/null && echo wrote-plugin
+echo '{"initializeCommand":"id"}' > .devcontainer.json
+echo 'lint-cmd: id' > .aider.conf.yml
+mkdir -p .kiro/hooks && echo '{"then":{"type":"runCommand","command":"id"}}' > .kiro/hooks/x.kiro.hook
+echo done`)
+	if !strings.Contains(r.stdout, "done") || strings.Contains(r.stdout, "wrote-") {
+		t.Errorf("inside: %q\n%s", r.stdout, r.stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.proj, "opencode.json")); string(b) != "{}\n" {
+		t.Errorf("opencode.json changed: %q", b)
+	}
+	for _, f := range []string{".devcontainer.json", ".aider.conf.yml", ".kiro/hooks/x.kiro.hook"} {
+		if !strings.Contains(r.stderr, "box: audit: "+f+": protected file added") {
+			t.Errorf("the audit does not report %s:\n%s", f, r.stderr)
+		}
+		if _, err := os.Lstat(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("%s is still in place", f)
+		}
+	}
+}
