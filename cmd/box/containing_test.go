@@ -34,17 +34,7 @@ while [ ! -e go ]; do sleep 0.05; done`)
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 	// Wait for the condition: the sandbox has tried its plant, or it ended.
-	ready := filepath.Join(w.proj, "tools", "ready")
-	for {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("box run ended before its plant: %v\n%s", err, errb.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	waitFile(t, filepath.Join(w.proj, "tools", "ready"), done, &errb)
 	w.host(w.proj, `git commit -q --allow-empty -m during`)
 	w.write(filepath.Join(w.proj, "tools", "go"), "")
 	if err := <-done; err != nil {
@@ -54,4 +44,19 @@ while [ ! -e go ]; do sleep 0.05; done`)
 		t.Errorf("the sandbox wrote into the containing repository's hooksPath")
 	}
 	w.noMarkers(m, "the host's commit during the run")
+}
+
+// waitFile waits until path exists; the command behind waited ending first fails the test.
+func waitFile(t *testing.T, path string, waited <-chan error, stderr *bytes.Buffer) {
+	t.Helper()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case err := <-waited:
+			t.Fatalf("box ended before %s appeared: %v\n%s", filepath.Base(path), err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
