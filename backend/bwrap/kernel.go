@@ -90,7 +90,8 @@ type savedTerm struct {
 	modes unix.Termios
 	// excl is TIOCEXCL's state: set, every later open of the terminal (the operator's
 	// sudo, ssh and pinentry prompts, less reading /dev/tty) fails with EBUSY. ldisc is
-	// the line discipline. Neither is a termios mode; both outlive the sandbox.
+	// the line discipline. Neither is a termios mode; both outlive the sandbox (so does
+	// suspended output, which restore resumes).
 	excl, ldisc int
 }
 
@@ -133,6 +134,10 @@ func (ts terminals) restore() {
 		if ld, err := unix.IoctlGetInt(t.fd, unix.TIOCGETD); err == nil && ld != t.ldisc {
 			_ = unix.IoctlSetPointerInt(t.fd, unix.TIOCSETD, t.ldisc)
 		}
+		// Output suspended inside (tcflow TCOOFF, as Ctrl-S does) stays suspended: the
+		// next write to the terminal, your shell's prompt, would hang. Resumed always
+		// (a no-op when it runs).
+		_ = unix.IoctlSetInt(t.fd, unix.TCXONC, unix.TCOON)
 		now, err := unix.IoctlGetTermios(t.fd, unix.TCGETS)
 		if err != nil || *now == t.modes {
 			continue
