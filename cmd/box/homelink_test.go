@@ -22,8 +22,13 @@ func TestSandboxHomeLinkReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Lchown(bashrc, w.uid, w.gid)
+	// Dangling: ~/.bashrc sources it only if it exists.
+	local := filepath.Join(w.home, ".bashrc.local")
+	os.Symlink("src/proj/shell/bashrc.local", local)
+	os.Lchown(local, w.uid, w.gid)
 	marks := w.markerDir()
-	plant := `echo 'id >` + marks + `/bashrc' >> shell/bashrc 2>/dev/null && echo wrote
+	plant := `echo 'id >` + marks + `/local' > shell/bashrc.local
+echo 'id >` + marks + `/bashrc' >> shell/bashrc 2>/dev/null && echo wrote
 mv shell shell.old 2>/dev/null && mkdir shell && echo 'id >` + marks + `/swap' > shell/bashrc && echo swapped
 true`
 	hostShell := func() {
@@ -44,6 +49,12 @@ true`
 	hostShell()
 	if m := w.marks(marks); len(m) != 0 {
 		t.Fatalf("the host's shell ran what the sandbox planted: %v", m)
+	}
+	if !strings.Contains(r.stderr, "box: audit: shell/bashrc.local: protected file added") {
+		t.Errorf("the audit does not report the dangling link's new target:\n%s", r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "shell", "bashrc.local")); err == nil {
+		t.Error("shell/bashrc.local is still in place")
 	}
 	dry := w.run("run", "-y", "--dry-run", "--", "true")
 	if !strings.Contains(dry.stdout+dry.stderr, "home:link") {

@@ -45,7 +45,7 @@ func TestHomeLinks(t *testing.T) {
 	os.WriteFile(filepath.Join(wd, "gitconfig"), []byte("[include]\n\tpath = ~/dotfiles/git-extra.inc\n"), 0o644)
 	tree := Scan(wd, home, Options{}, nil)
 	want := []string{filepath.Join(wd, "bin/tool"), filepath.Join(wd, "fish/config.fish"), filepath.Join(wd, "git-extra.inc"),
-		filepath.Join(wd, "gitconfig"), filepath.Join(wd, "nvim"), filepath.Join(wd, "shell/bashrc")}
+		filepath.Join(wd, "gitconfig"), filepath.Join(wd, "gone"), filepath.Join(wd, "nvim"), filepath.Join(wd, "shell/bashrc")}
 	if !slices.Equal(tree.HomeLinks, want) {
 		t.Fatalf("HomeLinks %q, want %q", tree.HomeLinks, want)
 	}
@@ -54,7 +54,14 @@ func TestHomeLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	ro := s.ReadOnly()
+	// The dangling link's target is absent: nothing to bind, the post-run audit watches it.
+	if !slices.Contains(s.Paths(), filepath.Join(wd, "gone")) || slices.Contains(ro, filepath.Join(wd, "gone")) {
+		t.Errorf("the dangling link's target: paths %q, read-only %q", s.Paths(), ro)
+	}
 	for _, p := range want {
+		if p == filepath.Join(wd, "gone") {
+			continue
+		}
 		if !slices.Contains(ro, p) {
 			t.Errorf("%s is not read-only: %q", p, ro)
 		}

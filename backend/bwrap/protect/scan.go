@@ -510,6 +510,26 @@ func containingRepo(dir, home string) string {
 	return ""
 }
 
+// linkTarget is where the link p leads, links resolved; for a dangling link (a dotfile
+// sourced only if it exists, ~/.bashrc.local), where it would lead once created.
+func linkTarget(p string) string {
+	if t, err := filepath.EvalSymlinks(p); err == nil {
+		return t
+	}
+	t, err := os.Readlink(p)
+	if err != nil {
+		return ""
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(filepath.Dir(p), t)
+	}
+	d, err := filepath.EvalSymlinks(filepath.Dir(t))
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, filepath.Base(t))
+}
+
 // homeDirs are where the host's tools find configuration and programs by a fixed name
 // (the home's dotfiles, ~/.config/NAME and one level below it: ~/.config/fish/config.fish,
 // ~/.config/autostart/*.desktop, ~/.config/systemd/user; ~/.local/bin on PATH), relative
@@ -566,7 +586,7 @@ func homeLinks(home, workdir string) []string {
 			if !e.link {
 				continue // getdents says what it is: no stat per file
 			}
-			if t, err := filepath.EvalSymlinks(p); err == nil {
+			if t := linkTarget(p); t != "" {
 				add(t)
 			}
 		}
