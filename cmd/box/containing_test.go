@@ -60,3 +60,23 @@ func waitFile(t *testing.T, path string, waited <-chan error, stderr *bytes.Buff
 		}
 	}
 }
+
+// A relative core.hooksPath in the user's global git config (core.hooksPath = .githooks,
+// a common way to share a project's hooks), as the unprivileged user: the project's
+// .githooks is read-only inside (made empty where missing), so the host's next commit
+// runs nothing the sandbox wrote there.
+func TestSandboxGlobalHooksPath(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	w.write(filepath.Join(w.home, ".gitconfig"), "[core]\n\thooksPath = .githooks\n")
+	if out, err := w.host(w.proj, gitInit+`git commit -q --allow-empty -m one`); err != nil {
+		t.Fatal(err, out)
+	}
+	m := w.markers()
+	r := w.sh(`mkdir -p .githooks; printf '#!/bin/sh\ntouch ` + m + `/global\n' > .githooks/pre-commit 2>/dev/null && chmod +x .githooks/pre-commit && echo planted; true`)
+	if strings.Contains(r.stdout, "planted") {
+		t.Errorf("the sandbox wrote a hook into .githooks:\n%s", r.stderr)
+	}
+	w.host(w.proj, `git commit -q --allow-empty -m two`)
+	w.noMarkers(m, "the host's commit after the run")
+}

@@ -193,12 +193,37 @@ func (s *Snapshot) Input() Input {
 }
 
 type taker struct {
-	in      Input
-	lim     Limits
-	s       *Snapshot
-	entries int
-	guarded int
-	kept    int64
+	in       Input
+	globalHP *string // the global config's core.hooksPath, read once
+	lim      Limits
+	s        *Snapshot
+	entries  int
+	guarded  int
+	kept     int64
+}
+
+// globalHooksPath is core.hooksPath from your global git config (~/.gitconfig, read after
+// ~/.config/git/config, wins, as in git), "" if none. Read once per snapshot.
+func (t *taker) globalHooksPath() string {
+	if t.globalHP == nil {
+		hp := ""
+		if t.in.Home != "" {
+			for _, g := range []string{filepath.Join(t.in.Home, ".config", "git", "config"), filepath.Join(t.in.Home, ".gitconfig")} {
+				b, err := readRegular(g, t.lim.ConfigBytes)
+				if err != nil {
+					continue
+				}
+				es, _ := ParseConfig(b)
+				for _, e := range es {
+					if e.Name == "core.hookspath" && e.HasValue {
+						hp = e.Value
+					}
+				}
+			}
+		}
+		t.globalHP = &hp
+	}
+	return *t.globalHP
 }
 
 func (t *taker) incomplete(why string) {
@@ -336,14 +361,25 @@ func (t *taker) repoKind(dot, kind string) {
 	if r.Gitdir != r.Common {
 		t.guardHooks(filepath.Join(r.Gitdir, "hooks"), runs)
 	}
+	own := false
 	for _, e := range r.Exec {
 		if e.Name == "core.hookspath" && e.HasValue && e.Value != "" {
+			own = true
 			p := expand(e.Value, t.in.Home)
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(worktreeOf(r), p)
 			}
 			t.guardHooks(filepath.Clean(p), "git runs hooks from here (core.hooksPath)")
 		}
+	}
+	// Without one of its own, the global config's: relative, it names a directory in
+	// every work tree (core.hooksPath = .githooks).
+	if hp := t.globalHooksPath(); !own && hp != "" {
+		p := expand(hp, t.in.Home)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(worktreeOf(r), p)
+		}
+		t.guardHooks(filepath.Clean(p), "git runs hooks from here (core.hooksPath in your global git config)")
 	}
 	// A rebase stopped in the sandbox (a conflict, a break) is carried on by the host's
 	// git rebase --continue, which runs the todo list's exec lines.

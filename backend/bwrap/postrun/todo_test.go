@@ -126,3 +126,27 @@ func TestTodoExecs(t *testing.T) {
 		}
 	}
 }
+
+// A relative core.hooksPath in the global git config makes every repository's .githooks
+// its hooks: a hook added there during the run is a finding; a repository with a
+// core.hooksPath of its own is judged by that.
+func TestAuditGlobalHooksPath(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	base := t.TempDir()
+	home, wd := filepath.Join(base, "home"), filepath.Join(base, "proj")
+	os.MkdirAll(home, 0o755)
+	os.MkdirAll(wd, 0o755)
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+	if out, err := exec.Command("git", "init", "-q", wd).CombinedOutput(); err != nil {
+		t.Fatal(err, string(out))
+	}
+	in := Input{Workdir: wd, Home: home}
+	before := Take(in)
+	hook := filepath.Join(wd, ".githooks", "pre-commit")
+	os.MkdirAll(filepath.Dir(hook), 0o755)
+	os.WriteFile(hook, []byte("#!/bin/sh\nid\n"), 0o755)
+	f := Diff(before, Take(in))
+	if len(f) != 1 || f[0].Kind != FindFile || f[0].Path != hook || !strings.Contains(f[0].Runs, "global") {
+		t.Fatalf("findings %+v", f)
+	}
+}

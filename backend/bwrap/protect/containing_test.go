@@ -38,3 +38,24 @@ func TestScanContainingRepo(t *testing.T) {
 		t.Errorf("scripts/ is not pinned: %q", s.Pins)
 	}
 }
+
+// A relative core.hooksPath in the global git config names a directory in every work
+// tree: the working directory's .githooks is protected (made empty where missing), and a
+// repository's own core.hooksPath overrides it.
+func TestScanGlobalHooksPath(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	home := realTemp(t)
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = .githooks\n"), 0o644)
+	wd := filepath.Join(home, "proj")
+	os.MkdirAll(wd, 0o755)
+	git(t, wd, "init", "-q")
+	own := filepath.Join(wd, "own")
+	os.MkdirAll(own, 0o755)
+	git(t, own, "init", "-q")
+	git(t, own, "config", "core.hooksPath", "hooks-here")
+	tree := Scan(wd, home, Options{}, nil)
+	if !slices.Contains(tree.HooksPaths, filepath.Join(wd, ".githooks")) || !slices.Contains(tree.HooksPaths, filepath.Join(own, "hooks-here")) ||
+		slices.Contains(tree.HooksPaths, filepath.Join(own, ".githooks")) {
+		t.Fatalf("hooksPaths %q", tree.HooksPaths)
+	}
+}

@@ -97,7 +97,7 @@ var entries = []Entry{
 	{Name: "git:pointer", Scope: Pointer,
 		Why: "a worktree's or submodule's .git file: git takes its config and hooks from the directory it names"},
 	{Name: "git:hooksPath", Scope: HooksPath, Dir: true, Absent: EmptyDir,
-		Why: "a repository's core.hooksPath names it: git runs the hooks in it (an empty directory, invisible to git status, is put where it is missing)"},
+		Why: "a repository's core.hooksPath (or, without one, your global config's) names it: git runs the hooks in it (an empty directory, invisible to git status, is put where it is missing)"},
 	{Name: "git:include", Scope: Include, Absent: EmptyFile,
 		Why: "a repository's config includes it (include.path, includeIf): git obeys it like the config (an empty file, which sets nothing, is put where it is missing)"},
 	// Whole, not part by part: every bind costs launch time (bwrap's mounts grow

@@ -85,8 +85,12 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		}
 	}
 
+	globalHP := globalHooksPath(home)
 	hooksPath := func(common, top string) {
 		hp, incs := readGitConfig(filepath.Join(common, "config"), home)
+		if hp == "" {
+			hp = globalHP // a relative one names a directory in every work tree
+		}
 		if h := resolveHooksPath(hp, top, home); h != "" && within(h, workdir) && h != workdir {
 			t.HooksPaths = append(t.HooksPaths, h)
 		}
@@ -294,6 +298,21 @@ func mentionsWorktreeConfig(config string) bool {
 func hooksPathOf(config, top, home string) string {
 	val, _ := readGitConfig(config, home)
 	return resolveHooksPath(val, top, home)
+}
+
+// globalHooksPath is the core.hooksPath of your global git config (raw; ~/.gitconfig,
+// read after ~/.config/git/config, wins, as in git), "" if none. Relative, it names a
+// directory in every repository's work tree (core.hooksPath = .githooks).
+func globalHooksPath(home string) string {
+	hp := ""
+	for _, g := range []string{filepath.Join(home, ".config", "git", "config"), filepath.Join(home, ".gitconfig")} {
+		if r, err := filepath.EvalSymlinks(g); err == nil {
+			if v, _ := readGitConfig(r, home); v != "" {
+				hp = v
+			}
+		}
+	}
+	return hp
 }
 
 func resolveHooksPath(val, top, home string) string {
