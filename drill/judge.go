@@ -80,6 +80,9 @@ func verdict(pr Probe, o Observation) (Status, string) {
 	if pr.Kind == KindTerminal {
 		seen = o.OnHost // only the outside sees whether box put the modes back
 	}
+	if pr.Kind == KindPlant && pr.AuditOnly {
+		seen = o.OnHost // landing inside is allowed: the host must not run it
+	}
 	if pr.Kind == KindWrite {
 		switch {
 		case pr.Want == Open:

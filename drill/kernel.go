@@ -351,7 +351,11 @@ func probeTerminal() (bool, string, error) {
 	if err := unix.IoctlSetTermios(2, unix.TCSETS, t); err != nil {
 		return false, "", err
 	}
-	return false, "echo and canonical mode turned off inside", nil
+	// Exclusive mode: not a termios mode, and every later open of the terminal fails.
+	if err := unix.IoctlSetInt(2, unix.TIOCEXCL, 0); err != nil {
+		return false, "", fmt.Errorf("TIOCEXCL: %v", err)
+	}
+	return false, "echo and canonical mode turned off and exclusive mode on inside", nil
 }
 
 // SettleTerminal records, outside, whether the terminal's modes were still changed once
@@ -361,7 +365,7 @@ func SettleTerminal(obs []Observation, stillChanged bool) []Observation {
 		if obs[i].ID == "kernel:terminal" && obs[i].Err == "" {
 			obs[i].OnHost = stillChanged
 			if stillChanged {
-				obs[i].Detail += "; STILL OFF after box exited"
+				obs[i].Detail += "; STILL CHANGED after box exited"
 			} else {
 				obs[i].Detail += "; restored after"
 			}

@@ -119,6 +119,10 @@ type Probe struct {
 	HostDir  string      `json:"host_dir,omitempty"`
 	Marker   string      `json:"marker,omitempty"`
 	Original string      `json:"original,omitempty"`
+	// AuditOnly: the plant may land inside (what it writes stays writable, for work the
+	// agent does there); only the host running it is a breach: the post-run audit is
+	// the protection.
+	AuditOnly bool `json:"audit_only,omitempty"`
 }
 
 // Plan is what the inside runs. It holds names, paths and addresses, never a value of the

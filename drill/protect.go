@@ -14,7 +14,11 @@ package drill
 // the drill's own plant; anything else there is a BREACH reported without running it.
 
 import (
+	"bytes"
+	"compress/zlib"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,6 +52,8 @@ const (
 	HostDirenv      = "direnv (eval .envrc)"      // an allowed .envrc runs
 	HostVSCodeOpen  = "VS Code folder open"       // tasks with runOn folderOpen run
 	HostClaudeStart = "Claude Code session start" // SessionStart hooks run
+	HostGitRebase   = "git rebase --continue"     // the todo list's exec lines run
+	HostShellRc     = "shell (. ~/LINK)"          // a dotfile the home links to runs
 )
 
 // Fixture is the drill's own little project inside the working directory: Repo and Hp
@@ -64,6 +70,11 @@ type Fixture struct {
 	HpGit   string
 	Wt      string // a linked worktree of Repo, inside it
 	Markers string // a host directory the sandbox cannot see
+	// Commit is the one commit of Repo's main branch (a rebase needs one).
+	Commit string
+	// Dotfile is a file of the fixture that HomeLink, a link in the operator's home (made
+	// by LinkHome), names, as a dotfiles repository's files are named.
+	Dotfile, HomeLink string
 	// Orig is each protected file's content as the fixture made it.
 	Orig map[string]string
 }
@@ -109,6 +120,18 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 			return nil, err
 		}
 	}
+	// One commit on Repo's main branch, by hand (the drill runs no tool here): its tree
+	// is the empty tree, which git knows without an object.
+	commit := "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor box drill <drill@box.invalid> 0 +0000\ncommitter box drill <drill@box.invalid> 0 +0000\n\nbox drill\n"
+	obj := fmt.Sprintf("commit %d\x00%s", len(commit), commit)
+	sum := sha1.Sum([]byte(obj))
+	f.Commit = hex.EncodeToString(sum[:])
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write([]byte(obj))
+	zw.Close()
+	files[filepath.Join(f.RepoGit, "objects", f.Commit[:2], f.Commit[2:])] = z.String()
+	files[filepath.Join(f.RepoGit, "refs", "heads", "main")] = f.Commit + "\n"
 	for p, c := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
 			err = os.WriteFile(p, []byte(c), 0o644)
@@ -122,8 +145,31 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 	return f, nil
 }
 
+// LinkHome makes the fixture's dotfile and links home/.box-drill-fixture-NONCE-rc to it
+// (removed by Remove), before the scan, so box protects it as it protects a dotfiles
+// repository's files.
+func (f *Fixture) LinkHome(home string) error {
+	dot := filepath.Join(f.Dir, "dotfiles", "rc")
+	if err := os.MkdirAll(filepath.Dir(dot), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(dot, []byte("export BOX_DRILL=1\n"), 0o644); err != nil {
+		return err
+	}
+	link := filepath.Join(home, filepath.Base(f.Dir)+"-rc")
+	if err := os.Symlink(dot, link); err != nil {
+		return err
+	}
+	f.Dotfile, f.HomeLink = dot, link
+	f.Orig[dot] = "export BOX_DRILL=1\n"
+	return nil
+}
+
 // Remove deletes the fixture and the markers.
 func (f *Fixture) Remove() {
+	if t, err := os.Readlink(f.HomeLink); f.HomeLink != "" && err == nil && t == f.Dotfile {
+		os.Remove(f.HomeLink) // only the drill's own link
+	}
 	os.RemoveAll(f.Dir)
 	os.RemoveAll(f.Markers)
 }
@@ -140,6 +186,7 @@ func protectProbes(in Input) []Probe {
 		{"hook", "git hook (.git/hooks)"}, {"fsmonitor", "git core.fsmonitor"}, {"hookspath", "git core.hooksPath"},
 		{"nested-config", "nested repository's config"}, {"worktree-pointer", "worktree .git pointer"},
 		{"envrc", ".envrc (direnv)"}, {"vscode-task", ".vscode folderOpen task"}, {"agent-settings", "agent settings hooks"},
+		{"rebase-exec", "rebase todo exec line"}, {"home-link", "dotfile the home links to"},
 	}
 	if f == nil {
 		for _, c := range classes {
@@ -188,6 +235,23 @@ func protectProbes(in Input) []Probe {
 		probe("agent-settings", "agent settings hooks", HostClaudeStart, f.Repo,
 			PlantFile{Path: filepath.Join(f.Repo, ".claude", "settings.json"), Content: `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":` + jsonString(touch("agent-settings")) + `}]}]}}` + "\n"}),
 	)
+	// A rebase stopped with an exec line to do: .git stays writable (commits, rebases
+	// inside), so the plant lands; the post-run audit must take it away before the
+	// host's git rebase --continue.
+	rm := filepath.Join(repoGit, "rebase-merge")
+	rb := probe("rebase-exec", "rebase todo exec line", HostGitRebase, f.Repo,
+		PlantFile{Path: filepath.Join(rm, "git-rebase-todo"), Content: "exec " + touch("rebase-exec") + "\n"},
+		PlantFile{Path: rm, Dir: true}, PlantFile{Path: filepath.Join(rm, "head-name"), Content: "detached HEAD\n"},
+		PlantFile{Path: filepath.Join(rm, "onto"), Content: f.Commit + "\n"}, PlantFile{Path: filepath.Join(rm, "orig-head"), Content: f.Commit + "\n"},
+		PlantFile{Path: filepath.Join(rm, "interactive")}, PlantFile{Path: filepath.Join(rm, "done")})
+	rb.AuditOnly = true
+	hl := probe("home-link", "dotfile the home links to", HostShellRc, f.Repo,
+		PlantFile{Path: f.Dotfile, Content: touch("home-link") + "\n"})
+	if f.HomeLink == "" {
+		hl.Skip = "no link in the home (it could not be made)"
+	}
+	hl.Targets = []string{f.HomeLink, f.Dotfile}
+	out = append(out, rb, hl)
 	return out
 }
 
@@ -268,6 +332,10 @@ func settlePlant(pr Probe) (onHost bool, detail string) {
 		err = hostRun(ctx, pr.HostDir, "git", "status", "--porcelain")
 	case HostDirenv:
 		err = hostRun(ctx, pr.HostDir, "sh", ".envrc")
+	case HostGitRebase:
+		err = hostRun(ctx, pr.HostDir, "git", "rebase", "--continue")
+	case HostShellRc:
+		err = hostRun(ctx, pr.HostDir, "sh", "-c", `. "$0"`, pr.Targets[0])
 	case HostVSCodeOpen:
 		var tasks struct {
 			Tasks []struct {

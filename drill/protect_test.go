@@ -10,7 +10,7 @@ import (
 )
 
 var protectIDs = []string{"protect:hook", "protect:fsmonitor", "protect:hookspath", "protect:nested-config",
-	"protect:worktree-pointer", "protect:envrc", "protect:vscode-task", "protect:agent-settings"}
+	"protect:worktree-pointer", "protect:envrc", "protect:vscode-task", "protect:agent-settings", "protect:rebase-exec", "protect:home-link"}
 
 func TestBuildPlanProtect(t *testing.T) {
 	in := input()
@@ -22,7 +22,8 @@ func TestBuildPlanProtect(t *testing.T) {
 	}
 	in.Fixture = &Fixture{Dir: "/w/.box-drill-fixture-n0", Repo: "/w/f/repo", RepoGit: "/w/f/gitdirs/repo", Nested: "/w/f/repo/nested",
 		Hp: "/w/f/repo/hp", HpGit: "/w/f/gitdirs/hp", Wt: "/w/f/repo/wt",
-		Markers: "/tmp/m", Orig: map[string]string{"/w/f/repo/.envrc": "export X=1\n"}}
+		Markers: "/tmp/m", Orig: map[string]string{"/w/f/repo/.envrc": "export X=1\n"},
+		Commit: "4bdfc6c65896e72a6bfbea9c5b9eb1c616026314", Dotfile: "/w/f/dotfiles/rc", HomeLink: "/h/.box-drill-fixture-n0-rc"}
 	in.Facts.Git = "/usr/bin/git"
 	in.Dropped = []string{".vscode"}
 	p, _ = BuildPlan(in)
@@ -62,6 +63,10 @@ func TestProtectProbesUnsandboxed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fx.Remove()
+	home := t.TempDir()
+	if err := fx.LinkHome(home); err != nil {
+		t.Fatal(err)
+	}
 	in := input()
 	in.Workdir, in.Fixture, in.Facts.Git = wd, fx, git
 	p, _ := BuildPlan(in)
@@ -88,5 +93,8 @@ func TestProtectProbesUnsandboxed(t *testing.T) {
 	fx.Remove()
 	if _, err := os.Stat(fx.Dir); err == nil {
 		t.Error("fixture left behind")
+	}
+	if _, err := os.Lstat(fx.HomeLink); err == nil {
+		t.Error("the home link left behind")
 	}
 }

@@ -90,6 +90,11 @@ type terminals []savedTerm
 type savedTerm struct {
 	fd    int
 	modes unix.Termios
+	// excl is TIOCEXCL's state: set, every later open of the terminal (the operator's
+	// sudo, ssh and pinentry prompts, less reading /dev/tty) fails with EBUSY. ldisc is
+	// the line discipline. Neither is a termios mode; both outlive the sandbox (so does
+	// suspended output, which restore resumes).
+	excl, ldisc int
 }
 
 // saveTerminals records the modes of each distinct terminal among fds.
@@ -109,7 +114,9 @@ func saveTerminals(fds []uintptr) terminals {
 			continue
 		}
 		seen[st.Rdev] = true
-		out = append(out, savedTerm{int(fd), *t})
+		excl, _ := unix.IoctlGetInt(int(fd), unix.TIOCGEXCL)
+		ldisc, _ := unix.IoctlGetInt(int(fd), unix.TIOCGETD)
+		out = append(out, savedTerm{int(fd), *t, excl, ldisc})
 	}
 	return out
 }
@@ -119,6 +126,20 @@ func saveTerminals(fds []uintptr) terminals {
 // background, and the restore must not stop it.
 func (ts terminals) restore() {
 	for _, t := range ts {
+		if excl, err := unix.IoctlGetInt(t.fd, unix.TIOCGEXCL); err == nil && excl != t.excl {
+			req := uint(unix.TIOCNXCL)
+			if t.excl != 0 {
+				req = unix.TIOCEXCL
+			}
+			_ = unix.IoctlSetInt(t.fd, req, 0)
+		}
+		if ld, err := unix.IoctlGetInt(t.fd, unix.TIOCGETD); err == nil && ld != t.ldisc {
+			_ = unix.IoctlSetPointerInt(t.fd, unix.TIOCSETD, t.ldisc)
+		}
+		// Output suspended inside (tcflow TCOOFF, as Ctrl-S does) stays suspended: the
+		// next write to the terminal, your shell's prompt, would hang. Resumed always
+		// (a no-op when it runs).
+		_ = unix.IoctlSetInt(t.fd, unix.TCXONC, unix.TCOON)
 		now, err := unix.IoctlGetTermios(t.fd, unix.TCGETS)
 		if err != nil || *now == t.modes {
 			continue

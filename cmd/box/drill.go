@@ -62,8 +62,9 @@ abstract unix sockets, host PIDs, privilege escalation (no_new_privs, capabiliti
 setuid-root binary, user namespaces), writes outside the working directory, what the
 host would run later (a git hook, core.fsmonitor, core.hooksPath, a nested repository's
 config, a worktree's .git pointer, .envrc, a VS Code folderOpen task, agent settings
-hooks: planted inside a throwaway fixture in the working directory, then git, direnv,
-VS Code and Claude Code's actions are done on the host and checked for a marker), and per
+hooks, a rebase stopped with an exec line, a dotfile your home links to: planted inside a
+throwaway fixture in the working directory, then git, direnv, VS Code, Claude Code and a
+shell's actions are done on the host and checked for a marker), and per
 network tier: the internet, the LAN, the host's own addresses, the sandbox's gateway and
 the cloud metadata address. Tier allowlist adds: an allowed name works (--allowed-url); a
 name not allowed (--internet-url), the same host by address, allowed names that resolve
@@ -163,6 +164,14 @@ func runDrill(e *env, o *drillOptions) error {
 				fixture = nil
 			} else {
 				defer fixture.Remove()
+				if home, err := os.UserHomeDir(); err == nil {
+					if home, err = filepath.EvalSymlinks(home); err == nil {
+						err = fixture.LinkHome(home)
+					}
+					if err != nil {
+						fmt.Fprintf(e.stderr, "box: warning: the protect probes' home link: %v\n", err)
+					}
+				}
 			}
 		}
 	}

@@ -27,6 +27,7 @@ func TestDrillHostExec(t *testing.T) {
 	r := w.drill(l, "--network", "none")
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)
 	r.want(t, hostExecRow, drill.Pass)
+	r.want(t, "protect:rebase-exec", drill.Pass)
 	if !strings.Contains(r.rows[hostExecRow].Observed, "the host's git status ran nothing") {
 		t.Errorf("observed %q", r.rows[hostExecRow].Observed)
 	}
@@ -54,6 +55,8 @@ func TestDrillHostExecBreachAuditOff(t *testing.T) {
 	r := w.drill(l, "--network", "none")
 	t.Logf("box drill, audit off (exit %d): %s %q", r.code, r.rows[hostExecRow].Status, r.rows[hostExecRow].Observed)
 	r.want(t, hostExecRow, drill.Breach)
+	// The rebase left stopped with an exec line: only the audit takes it away.
+	r.want(t, "protect:rebase-exec", drill.Breach)
 	if r.code != 1 {
 		t.Errorf("exit %d, want 1", r.code)
 	}

@@ -136,7 +136,7 @@ func TestDrillLab(t *testing.T) {
 				"net:internet", "net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract", "net:sandbox-gateway",
 				"limits:pids", "limits:memory", "limits:tmpfs:/tmp", "limits:tmpfs:/var/tmp", "limits:tmpfs:/dev/shm", "limits:tmpfs:" + w.home,
 				"protect:hook", "protect:fsmonitor", "protect:hookspath", "protect:nested-config", "protect:worktree-pointer",
-				"protect:envrc", "protect:vscode-task", "protect:agent-settings",
+				"protect:envrc", "protect:vscode-task", "protect:agent-settings", "protect:rebase-exec", "protect:home-link",
 				"nix:daemon", "nix:store-write"} {
 				r.want(t, id, drill.Pass)
 			}
@@ -274,6 +274,8 @@ path = "/nix/var/nix/daemon-socket"
 `, nil, map[string]drill.Status{"protect:vscode-task": drill.Breach, "protect:envrc": drill.Pass}},
 		{"drop-agent-settings", `protect_drop = [".claude/settings.json"]
 `, nil, map[string]drill.Status{"protect:agent-settings": drill.Breach, "protect:drop:.claude/settings.json": drill.Warn}},
+		{"drop-home-link", `protect_drop = ["home:link"]
+`, nil, map[string]drill.Status{"protect:home-link": drill.Breach, "protect:drop:home:link": drill.Warn, "protect:envrc": drill.Pass}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w.t = t

@@ -33,10 +33,11 @@ func (t *drillTTY) changed() bool {
 		return false
 	}
 	now, err := unix.IoctlGetTermios(int(t.slave.Fd()), unix.TCGETS)
+	excl, xerr := unix.IoctlGetInt(int(t.slave.Fd()), unix.TIOCGEXCL)
 	t.slave.Close()
 	t.drained.Wait()
 	t.master.Close()
-	return err != nil || *now != t.before
+	return err != nil || *now != t.before || xerr != nil || excl != 0 // a new pty is not exclusive
 }
 
 // drillKernel leaks an fd on the operator's home (not close-on-exec, as a leaky

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap/postrun"
 	"github.com/heavy-duty/box/internal/testenv"
@@ -197,16 +196,7 @@ func TestSandboxPostRunAuditAfterSIGKILL(t *testing.T) {
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- c.Wait() }()
-	for {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		select {
-		case err := <-waited:
-			t.Fatalf("box ended before planting: %v\n%s", err, stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	waitFile(t, ready, waited, &stderr)
 	c.Process.Signal(syscall.SIGKILL)
 	<-waited
 	if _, err := os.Lstat(filepath.Join(w.proj, "vendor/lib/.git")); err != nil {

@@ -155,6 +155,9 @@ func Diff(before, after *Snapshot) []Finding {
 		if under(p, newDots) || under(p, unknown) {
 			continue // moved aside with its repository, or not judged
 		}
+		if a.Todo && !a.TodoExec {
+			continue // a rebase with nothing to run: the host's --continue only picks
+		}
 		b := before.Files[p]
 		change := "added"
 		if b.Kind != "" {

@@ -157,6 +157,10 @@ type File struct {
 	// Hook: under a hooks directory, where git runs only exact hook names (a *.sample
 	// never runs).
 	Hook bool `json:"hook,omitempty"`
+	// Todo: a rebase's todo list, which git rebase --continue carries on with; a finding
+	// only when TodoExec, it holds an exec line (a command git runs through the shell).
+	Todo     bool `json:"todo,omitempty"`
+	TodoExec bool `json:"todo_exec,omitempty"`
 	// content is kept (within Limits.KeepBytes) to restore a changed file.
 	content []byte
 }
@@ -191,12 +195,37 @@ func (s *Snapshot) Input() Input {
 }
 
 type taker struct {
-	in      Input
-	lim     Limits
-	s       *Snapshot
-	entries int
-	guarded int
-	kept    int64
+	in       Input
+	globalHP *string // the global config's core.hooksPath, read once
+	lim      Limits
+	s        *Snapshot
+	entries  int
+	guarded  int
+	kept     int64
+}
+
+// globalHooksPath is core.hooksPath from your global git config (~/.gitconfig, read after
+// ~/.config/git/config, wins, as in git), "" if none. Read once per snapshot.
+func (t *taker) globalHooksPath() string {
+	if t.globalHP == nil {
+		hp := ""
+		if t.in.Home != "" {
+			for _, g := range []string{filepath.Join(t.in.Home, ".config", "git", "config"), filepath.Join(t.in.Home, ".gitconfig")} {
+				b, err := readRegular(g, t.lim.ConfigBytes)
+				if err != nil {
+					continue
+				}
+				es, _ := ParseConfig(b)
+				for _, e := range es {
+					if e.Name == "core.hookspath" && e.HasValue {
+						hp = e.Value
+					}
+				}
+			}
+		}
+		t.globalHP = &hp
+	}
+	return *t.globalHP
 }
 
 func (t *taker) incomplete(why string) {
@@ -334,14 +363,30 @@ func (t *taker) repoKind(dot, kind string) {
 	if r.Gitdir != r.Common {
 		t.guardHooks(filepath.Join(r.Gitdir, "hooks"), runs)
 	}
+	own := false
 	for _, e := range r.Exec {
 		if e.Name == "core.hookspath" && e.HasValue && e.Value != "" {
+			own = true
 			p := expand(e.Value, t.in.Home)
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(worktreeOf(r), p)
 			}
 			t.guardHooks(filepath.Clean(p), "git runs hooks from here (core.hooksPath)")
 		}
+	}
+	// Without one of its own, the global config's: relative, it names a directory in
+	// every work tree (core.hooksPath = .githooks).
+	if hp := t.globalHooksPath(); !own && hp != "" {
+		p := expand(hp, t.in.Home)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(worktreeOf(r), p)
+		}
+		t.guardHooks(filepath.Clean(p), "git runs hooks from here (core.hooksPath in your global git config)")
+	}
+	// A rebase stopped in the sandbox (a conflict, a break) is carried on by the host's
+	// git rebase --continue, which runs the todo list's exec lines.
+	if r.Gitdir != "" {
+		t.guardTodo(filepath.Join(r.Gitdir, "rebase-merge", "git-rebase-todo"))
 	}
 	// The git directories of its submodules and linked worktrees, wherever their work
 	// trees are.
@@ -463,6 +508,34 @@ func (t *taker) guardAs(p, runs string, hook bool) {
 		t.s.Files[q] = g
 		return nil
 	})
+}
+
+// guardTodo records a rebase todo list, and whether it holds an exec line.
+func (t *taker) guardTodo(p string) {
+	p = realDir(p)
+	if _, ok := t.s.Files[p]; ok {
+		return
+	}
+	f := t.stat(p, false)
+	f.Todo, f.Runs = true, "git rebase --continue (git status tells you to run it) runs the todo list's exec lines through the shell"
+	if f.Kind != "" {
+		// Read as git reads it, through a link; one box cannot read is taken to execute.
+		b, err := readRegular(p, t.lim.ConfigBytes)
+		f.TodoExec = err != nil || TodoExecs(b)
+	}
+	t.s.Files[p] = f
+}
+
+// TodoExecs reports whether a rebase todo list holds a line git runs as a command:
+// exec (or x) and its argument, after any leading blanks (rebase's sequencer parser).
+func TodoExecs(b []byte) bool {
+	for _, l := range strings.Split(string(b), "\n") {
+		w := strings.Fields(l)
+		if len(w) > 0 && (w[0] == "exec" || w[0] == "x") {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *taker) stat(p string, hook bool) File {

@@ -37,6 +37,9 @@ type Tree struct {
 	// Includes are the files the repositories' configs include (include.path,
 	// includeIf.*.path) that lie in the working directory.
 	Includes []string
+	// HomeLinks are the paths in the working directory (links resolved) that an entry of
+	// the home, ~/.config or ~/.local/bin links to.
+	HomeLinks []string
 	// Binds are git directories outside the working directory that commits inside need
 	// (the common directory of the working directory's own worktree or submodule). Scan
 	// lists only directories it verified belong to the working directory's .git file.
@@ -204,9 +207,9 @@ func (t Tree) candidates(o Options) []candidate {
 					add(filepath.Join(g.Path, e.Path), e, g)
 				}
 			}
-		case Pointer, Nested, HooksPath, Include:
+		case Pointer, Nested, HooksPath, Include, HomeLink:
 			// Entries whose path is the fact itself.
-			for _, p := range map[Scope][]string{Pointer: t.Pointers, Nested: t.Nested, HooksPath: t.HooksPaths, Include: t.Includes}[e.Scope] {
+			for _, p := range map[Scope][]string{Pointer: t.Pointers, Nested: t.Nested, HooksPath: t.HooksPaths, Include: t.Includes, HomeLink: t.HomeLinks}[e.Scope] {
 				add(p, e, GitDirFact{})
 			}
 		case Project:
@@ -317,7 +320,10 @@ func Build(t Tree, o Options) (Set, error) {
 		if builtin {
 			rel = e.Path
 		}
-		topFile := (!builtin || e.Scope == Project) && filepath.Join(t.Workdir, rel) == p.Path
+		// A home link's target, a hooksPath and an include are pinned wherever they are:
+		// the home or a git config names their path.
+		named := builtin && (e.Scope == HomeLink || e.Scope == HooksPath || e.Scope == Include)
+		topFile := (!builtin || e.Scope == Project) && filepath.Join(t.Workdir, rel) == p.Path || named
 		r := rootOf(roots, p.Path)
 		for d := filepath.Dir(p.Path); d != r; d = filepath.Dir(d) {
 			if !coveredBy(byPath, d) && (topFile || pinnable(d)) {

@@ -29,6 +29,9 @@ const (
 	// Project: relative to the working directory and to the top of every repository
 	// nested in it.
 	Project Scope = "project"
+	// HomeLink: a file or directory in the working directory that an entry of your home
+	// links to (a dotfiles repository: ~/.bashrc -> dotfiles/bashrc).
+	HomeLink Scope = "homelink"
 )
 
 // Placeholder is what box puts at a protected path that is absent at launch, so the
@@ -94,12 +97,16 @@ var entries = []Entry{
 	{Name: "git:pointer", Scope: Pointer,
 		Why: "a worktree's or submodule's .git file: git takes its config and hooks from the directory it names"},
 	{Name: "git:hooksPath", Scope: HooksPath, Dir: true, Absent: EmptyDir,
-		Why: "a repository's core.hooksPath names it: git runs the hooks in it (an empty directory, invisible to git status, is put where it is missing)"},
+		Why: "a repository's core.hooksPath (or, without one, your global config's) names it: git runs the hooks in it (an empty directory, invisible to git status, is put where it is missing)"},
 	{Name: "git:include", Scope: Include, Absent: EmptyFile,
 		Why: "a repository's config includes it (include.path, includeIf): git obeys it like the config (an empty file, which sets nothing, is put where it is missing)"},
 	// Whole, not part by part: every bind costs launch time (bwrap's mounts grow
 	// superlinearly), and a clone nested in the project (not a submodule) is rarely
 	// committed to from the agent's run; commit in it from a box run there.
+	// A dotfiles repository: what the home links to is live configuration, run by the
+	// next shell, git or editor, whatever its name in the tree.
+	{Name: "home:link", Scope: HomeLink,
+		Why: "your home links to it (~/.NAME, ~/.config/..., ~/.local/bin/NAME; a dotfiles repository) or your global git config includes it: your shell, git, editor, session or PATH runs it outside the sandbox"},
 	{Name: "git:nested", Scope: Nested, Dir: true,
 		Why: "a repository nested in the working directory: git obeys its config and runs its hooks when you work in it (read-only whole inside)"},
 
@@ -119,6 +126,17 @@ var entries = []Entry{
 	{Name: ".cursor", Scope: Project, Path: ".cursor", Dir: true, Why: "Cursor starts the MCP servers in .cursor/mcp.json and obeys its rules"},
 	{Name: ".gemini", Scope: Project, Path: ".gemini", Dir: true, Why: "Gemini CLI obeys settings.json (MCP servers, tools)"},
 	{Name: ".codex", Scope: Project, Path: ".codex", Dir: true, Why: "Codex obeys a project's config.toml (MCP servers, sandbox settings)"},
+	{Name: "opencode.json", Scope: Project, Path: "opencode.json", Why: "opencode starts the local MCP servers (commands) it names when it opens the project"},
+	{Name: "opencode.jsonc", Scope: Project, Path: "opencode.jsonc", Why: "the same, under opencode's other name"},
+	{Name: ".opencode", Scope: Project, Path: ".opencode", Dir: true, Why: "opencode loads and runs the JavaScript plugins in .opencode/plugin at start, and obeys its agents and commands"},
+	{Name: "crush.json", Scope: Project, Path: "crush.json", Why: "Crush starts the MCP servers and language servers (commands) it names"},
+	{Name: ".crush.json", Scope: Project, Path: ".crush.json", Why: "the same, under Crush's other name"},
+	{Name: ".kiro", Scope: Project, Path: ".kiro", Dir: true, Why: "Kiro runs the shell commands of its agent hooks (.kiro/hooks) on file events and starts .kiro/settings/mcp.json's servers"},
+	{Name: ".amazonq", Scope: Project, Path: ".amazonq", Dir: true, Why: "Amazon Q Developer starts the MCP servers in .amazonq/mcp.json"},
+	{Name: ".roo", Scope: Project, Path: ".roo", Dir: true, Why: "Roo Code starts the MCP servers in .roo/mcp.json"},
+	{Name: ".continue", Scope: Project, Path: ".continue", Dir: true, Why: "Continue starts the MCP servers its project config names"},
+	{Name: ".aider.conf.yml", Scope: Project, Path: ".aider.conf.yml", Why: "aider runs its lint-cmd after every edit (auto-lint is on by default) and its test-cmd"},
+	{Name: ".devcontainer.json", Scope: Project, Path: ".devcontainer.json", Why: "dev containers read it like .devcontainer/devcontainer.json: initializeCommand runs on the host"},
 	{Name: ".husky", Scope: Project, Path: ".husky", Dir: true, Why: "husky points core.hooksPath here: git runs these hooks"},
 	{Name: ".pre-commit-config.yaml", Scope: Project, Path: ".pre-commit-config.yaml", Why: "an installed pre-commit hook runs the hooks it names"},
 	{Name: "lefthook.yml", Scope: Project, Path: "lefthook.yml", Why: "an installed lefthook hook runs the commands it names"},
@@ -133,6 +151,8 @@ var entries = []Entry{
 	{Name: ".nvmrc", Scope: Project, Path: ".nvmrc", Why: "nvm and auto-switching shells pick the node it names on cd"},
 	{Name: ".node-version", Scope: Project, Path: ".node-version", Why: "fnm, nodenv and volta pick the node it names on cd"},
 	{Name: ".python-version", Scope: Project, Path: ".python-version", Why: "pyenv runs the interpreter it names on every python call (CVE-2022-35861: a path there ran any binary)"},
+	{Name: "rust-toolchain.toml", Scope: Project, Path: "rust-toolchain.toml", Why: "rustup runs the toolchain its path setting names on every cargo and rustc call (a prompt showing the Rust version calls rustc on cd)"},
+	{Name: "rust-toolchain", Scope: Project, Path: "rust-toolchain", Why: "the same, under rustup's older name (TOML too)"},
 	{Name: ".ruby-version", Scope: Project, Path: ".ruby-version", Why: "rbenv and chruby run the ruby it names (the same path traversal class as pyenv's)"},
 }
 

@@ -85,8 +85,12 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		}
 	}
 
+	globalHP := globalHooksPath(home)
 	hooksPath := func(common, top string) {
 		hp, incs := readGitConfig(filepath.Join(common, "config"), home)
+		if hp == "" {
+			hp = globalHP // a relative one names a directory in every work tree
+		}
 		if h := resolveHooksPath(hp, top, home); h != "" && within(h, workdir) && h != workdir {
 			t.HooksPaths = append(t.HooksPaths, h)
 		}
@@ -150,6 +154,11 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 	if len(dotgits) == 0 || filepath.Dir(dotgits[0]) != workdir {
 		if top := containingRepo(workdir, home); top != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("the working directory lies inside the repository %s, whose .git is not visible inside: git will not find it there (run box from %s to commit inside)", top, top))
+			// Its git is the host's, run while the sandbox runs: a core.hooksPath or
+			// an include it names inside the working directory is protected too.
+			if common := commonOf(filepath.Join(top, ".git")); common != "" {
+				hooksPath(common, top)
+			}
 		}
 	}
 	for i, g := range t.GitDirs {
@@ -159,6 +168,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		}
 		t.GitDirs[i].WorktreeConfig = mentionsWorktreeConfig(filepath.Join(common, "config"))
 	}
+	t.HomeLinks = homeLinks(home, workdir)
 	for _, p := range t.Candidates(o) {
 		if fi, err := os.Lstat(p); err == nil {
 			t.Exists[p] = kindOf(fi)
@@ -170,6 +180,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 type dirent struct {
 	name string
 	dir  bool // a real directory (never a symlink to one)
+	link bool // a symbolic link
 }
 
 // readDir lists a directory in the order the kernel gives, with the types getdents
@@ -199,12 +210,13 @@ func readDir(dir string, buf []byte) ([]dirent, error) {
 				name = name[:i]
 			}
 			if nm := string(name); nm != "." && nm != ".." {
-				isDir := typ == unix.DT_DIR
+				isDir, isLink := typ == unix.DT_DIR, typ == unix.DT_LNK
 				if typ == unix.DT_UNKNOWN { // filesystems that do not say: ask
 					var st unix.Stat_t
-					isDir = unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+					ok := unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+					isDir, isLink = ok && st.Mode&unix.S_IFMT == unix.S_IFDIR, ok && st.Mode&unix.S_IFMT == unix.S_IFLNK
 				}
-				out = append(out, dirent{nm, isDir})
+				out = append(out, dirent{nm, isDir, isLink})
 			}
 			b = b[reclen:]
 		}
@@ -286,6 +298,21 @@ func mentionsWorktreeConfig(config string) bool {
 func hooksPathOf(config, top, home string) string {
 	val, _ := readGitConfig(config, home)
 	return resolveHooksPath(val, top, home)
+}
+
+// globalHooksPath is the core.hooksPath of your global git config (raw; ~/.gitconfig,
+// read after ~/.config/git/config, wins, as in git), "" if none. Relative, it names a
+// directory in every repository's work tree (core.hooksPath = .githooks).
+func globalHooksPath(home string) string {
+	hp := ""
+	for _, g := range []string{filepath.Join(home, ".config", "git", "config"), filepath.Join(home, ".gitconfig")} {
+		if r, err := filepath.EvalSymlinks(g); err == nil {
+			if v, _ := readGitConfig(r, home); v != "" {
+				hp = v
+			}
+		}
+	}
+	return hp
 }
 
 func resolveHooksPath(val, top, home string) string {
@@ -419,6 +446,29 @@ func readPath(path, prefix, base string) (string, error) {
 	return filepath.Clean(line), nil
 }
 
+// commonOf is the common git directory of the repository whose .git entry is dotgit (a
+// directory, or a file naming a worktree's or submodule's git directory); "" when it
+// names none.
+func commonOf(dotgit string) string {
+	fi, err := os.Lstat(dotgit)
+	switch {
+	case err != nil:
+		return ""
+	case fi.IsDir():
+		return dotgit
+	case !fi.Mode().IsRegular():
+		return ""
+	}
+	g, err := readPointer(dotgit)
+	if err != nil {
+		return ""
+	}
+	if c, err := readPath(filepath.Join(g, "commondir"), "", g); err == nil {
+		return c
+	}
+	return g
+}
+
 func readPointer(dotgit string) (string, error) {
 	return readPath(dotgit, "gitdir:", filepath.Dir(dotgit))
 }
@@ -477,4 +527,102 @@ func containingRepo(dir, home string) string {
 		}
 	}
 	return ""
+}
+
+// linkTarget is where the link p leads, links resolved; for a dangling link (a dotfile
+// sourced only if it exists, ~/.bashrc.local), where it would lead once created.
+func linkTarget(p string) string {
+	if t, err := filepath.EvalSymlinks(p); err == nil {
+		return t
+	}
+	t, err := os.Readlink(p)
+	if err != nil {
+		return ""
+	}
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(filepath.Dir(p), t)
+	}
+	d, err := filepath.EvalSymlinks(filepath.Dir(t))
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, filepath.Base(t))
+}
+
+// homeDirs are where the host's tools find configuration and programs by a fixed name
+// (the home's dotfiles, ~/.config/NAME and one level below it: ~/.config/fish/config.fish,
+// ~/.config/autostart/*.desktop, ~/.config/systemd/user; ~/.local/bin on PATH), relative
+// to the home, with how many levels of real directories below each are listed too.
+var homeDirs = []struct {
+	dir   string
+	depth int
+}{{".", 0}, {".config", 2}, {".local/bin", 0}}
+
+// maxHomeEntries bounds the entries homeLinks looks at in all: past it the rest is not
+// looked at.
+const maxHomeEntries = 8192
+
+// homeLinks are the paths, inside workdir (strictly), that the home names: the targets of
+// the symbolic links in homeDirs (a dotfiles repository's files, live through the links)
+// and the files your global git config includes. One listing per directory and a
+// resolve per link, whatever the size of the tree.
+func homeLinks(home, workdir string) []string {
+	if home == "" {
+		return nil
+	}
+	var out []string
+	add := func(t string) {
+		if t != workdir && within(t, workdir) && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	// Breadth-first, so a big tree deep in ~/.config cannot starve the top levels of
+	// the bound.
+	type item struct {
+		dir   string
+		depth int
+	}
+	var queue []item
+	for _, d := range homeDirs {
+		queue = append(queue, item{filepath.Join(home, d.dir), d.depth})
+	}
+	buf := make([]byte, 32<<10)
+	for n := 0; len(queue) > 0 && n < maxHomeEntries; {
+		it := queue[0]
+		queue = queue[1:]
+		ents, _ := readDir(it.dir, buf)
+		for _, e := range ents {
+			if n++; n > maxHomeEntries {
+				break
+			}
+			p := filepath.Join(it.dir, e.name)
+			if e.dir {
+				if it.depth > 0 {
+					queue = append(queue, item{p, it.depth - 1})
+				}
+				continue
+			}
+			if !e.link {
+				continue // getdents says what it is: no stat per file
+			}
+			if t := linkTarget(p); t != "" {
+				add(t)
+			}
+		}
+	}
+	for _, g := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config")} {
+		// The operator's own file: followed through a link (a dotfiles repository's),
+		// as git does.
+		if r, err := filepath.EvalSymlinks(g); err == nil {
+			g = r
+		}
+		_, incs := readGitConfig(g, home)
+		for _, inc := range incs {
+			if t, err := filepath.EvalSymlinks(inc); err == nil {
+				add(t)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

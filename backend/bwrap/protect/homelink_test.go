@@ -1,0 +1,84 @@
+package protect
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A dotfiles repository as the working directory: what the home links to (a file, a
+// directory, through a relative link, from ~/.config and ~/.local/bin) is read-only
+// inside, with its parents pinned; a link elsewhere, or to the working directory itself,
+// is not a fact.
+func TestHomeLinks(t *testing.T) {
+	home := realTemp(t)
+	wd := filepath.Join(home, "dotfiles")
+	for _, d := range []string{"shell", "nvim", "bin", "fish", ".config/fish", ".local/bin"} {
+		base := wd
+		if strings.HasPrefix(d, ".") {
+			base = home
+		}
+		os.MkdirAll(filepath.Join(base, d), 0o755)
+	}
+	for _, f := range []string{"shell/bashrc", "gitconfig", "bin/tool", "unlinked", "fish/config.fish", "git-extra.inc"} {
+		os.WriteFile(filepath.Join(wd, f), []byte("x\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(home, "elsewhere"), nil, 0o644)
+	for link, target := range map[string]string{
+		".bashrc":          "dotfiles/shell/bashrc", // relative
+		".gitconfig":       filepath.Join(wd, "gitconfig"),
+		".config/nvim":     filepath.Join(wd, "nvim"),
+		".local/bin/tool":  filepath.Join(wd, "bin/tool"),
+		".profile":         "elsewhere",
+		".whole":           "dotfiles", // the working directory itself: not protectable
+		".config/dangling": filepath.Join(wd, "gone"),
+		// stow without folding: a link per file, a level down in ~/.config
+		".config/fish/config.fish": "../../dotfiles/fish/config.fish",
+	} {
+		if err := os.Symlink(target, filepath.Join(home, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The global git config (here the linked gitconfig) includes a file of the tree.
+	os.WriteFile(filepath.Join(wd, "gitconfig"), []byte("[include]\n\tpath = ~/dotfiles/git-extra.inc\n"), 0o644)
+	tree := Scan(wd, home, Options{}, nil)
+	want := []string{filepath.Join(wd, "bin/tool"), filepath.Join(wd, "fish/config.fish"), filepath.Join(wd, "git-extra.inc"),
+		filepath.Join(wd, "gitconfig"), filepath.Join(wd, "gone"), filepath.Join(wd, "nvim"), filepath.Join(wd, "shell/bashrc")}
+	if !slices.Equal(tree.HomeLinks, want) {
+		t.Fatalf("HomeLinks %q, want %q", tree.HomeLinks, want)
+	}
+	s, err := Build(tree, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := s.ReadOnly()
+	// The dangling link's target is absent: nothing to bind, the post-run audit watches it.
+	if !slices.Contains(s.Paths(), filepath.Join(wd, "gone")) || slices.Contains(ro, filepath.Join(wd, "gone")) {
+		t.Errorf("the dangling link's target: paths %q, read-only %q", s.Paths(), ro)
+	}
+	for _, p := range want {
+		if p == filepath.Join(wd, "gone") {
+			continue
+		}
+		if !slices.Contains(ro, p) {
+			t.Errorf("%s is not read-only: %q", p, ro)
+		}
+	}
+	if slices.Contains(ro, filepath.Join(wd, "unlinked")) {
+		t.Error("a file no link names is read-only")
+	}
+	// shell/ is pinned: renamed away with a look-alike in its place, ~/.bashrc would
+	// name the look-alike.
+	for _, d := range []string{filepath.Join(wd, "shell"), filepath.Join(wd, "bin")} {
+		if !slices.Contains(s.Pins, d) {
+			t.Errorf("%s is not pinned: %q", d, s.Pins)
+		}
+	}
+	// Dropped by a user profile: not protected.
+	s, _ = Build(tree, Options{Drop: []string{"home:link"}})
+	if slices.Contains(s.ReadOnly(), filepath.Join(wd, "gitconfig")) {
+		t.Error("home:link dropped, still read-only")
+	}
+}
