@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -235,6 +236,13 @@ func readStream(cn *websocket.Conn, w io.Writer) error {
 	if w == nil {
 		w = io.Discard
 	}
+	// A pong that cannot be written means incusd has hung up (it pings and closes as a
+	// command ends): the stream is over, which the next read says; gorilla's default
+	// handler would return the write error instead.
+	cn.SetPingHandler(func(data string) error {
+		_ = cn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(5*time.Second))
+		return nil
+	})
 	for {
 		mt, r, err := cn.NextReader()
 		if err != nil {
