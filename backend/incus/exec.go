@@ -247,7 +247,10 @@ func readStream(cn *websocket.Conn, w io.Writer) error {
 		mt, r, err := cn.NextReader()
 		if err != nil {
 			var ce *websocket.CloseError
-			if errors.As(err, &ce) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+			// A reset is incusd hanging up with our pong unread: the stream's end too
+			// (the exit code comes from the operation, which says if incusd failed).
+			if errors.As(err, &ce) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+				errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 				return nil
 			}
 			return err
