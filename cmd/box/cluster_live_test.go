@@ -6,7 +6,6 @@ package main
 // each box lives.
 
 import (
-	"bytes"
 	"encoding/json"
 	"os/exec"
 	"reflect"
@@ -100,17 +99,9 @@ func TestClusterLive(t *testing.T) {
 				"sh", "-c", `mount -t sysfs sysfs /sys && exec "$@"`, "sh", r.box}, args...)
 			c := exec.Command("unshare", argv...)
 			c.Env, c.Dir = r.env, r.home
-			var o, e bytes.Buffer
-			c.Stdout, c.Stderr = &o, &e
-			err := c.Run()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatalf("box %v: %v", args, err)
-			}
-			t.Logf("box %s (leader's host): exit %d\n%s%s", strings.Join(args, " "), code, o.String(), e.String())
-			return result{code, o.String(), e.String()}
+			res := runResult(t, c)
+			t.Logf("box %s (leader's host): exit %d\n%s%s", strings.Join(args, " "), res.code, res.stdout, res.stderr)
+			return res
 		}
 		res := onLeader("setup-host", "--resolver", "203.0.113.10", "--unit-dir", units)
 		out := res.stdout + res.stderr
