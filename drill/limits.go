@@ -11,7 +11,10 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -76,11 +79,15 @@ func probePidsBound(limit int) (bool, string) {
 	// At the limit the Go runtime cannot start a thread, and one it tries to start is
 	// fatal ("failed to create new OS thread"): with one P and no collector running, it
 	// has no reason to, however busy the machine (a loaded host delays the loop, and the
-	// scheduler would otherwise wake a second thread for the other goroutines).
+	// scheduler would otherwise wake a second thread for the other goroutines). The
+	// goroutine is not locked to its thread: the monitor preempts a long loop, and a
+	// locked goroutine resumes only on its own thread after the P has gone to another.
+	// Some goroutine may still make a blocking call while the loop runs, and its thread
+	// then needs another to carry the P: spare threads, idle in the runtime's pool, are
+	// taken instead of new ones.
+	spareThreads(8)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	// Allocated up front: no allocation while the sandbox is at its limit.
 	kids := make([]int, 0, limit)
 	var ferr syscall.Errno
@@ -92,12 +99,15 @@ func probePidsBound(limit int) (bool, string) {
 		}
 		kids = append(kids, pid)
 	}
-	// Release and reap them all.
-	unix.Close(p[1])
-	unix.Close(p[0])
+	// Release and reap them all by raw system calls too: until the last child is reaped
+	// the sandbox is still at its limit, and a system call made the runtime's way lets
+	// the monitor hand this thread's P to another thread, which it must then start (CI
+	// met it in a close that took a while on a loaded host). A raw call keeps the P;
+	// the monitor can only signal the thread, and the call restarts (SA_RESTART).
+	syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(p[1]), 0, 0)
+	syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(p[0]), 0, 0)
 	for _, k := range kids {
-		var ws unix.WaitStatus
-		unix.Wait4(k, &ws, 0, nil)
+		reapRaw(k)
 	}
 	if ferr != 0 {
 		return false, fmt.Sprintf("fork %d refused (%s)", len(kids)+1, errName(ferr))
@@ -122,6 +132,59 @@ func forkWaiter(r, w int) (int, syscall.Errno) {
 		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
 	}
 	return int(pid), 0
+}
+
+// spareThreads leaves n more threads idle in the runtime's pool: n goroutines block in
+// a read, each holding a thread, until all are (or a bound passes); then they all
+// return and their threads stay, idle.
+func spareThreads(n int) {
+	var p [2]int
+	if syscall.Pipe2(p[:], syscall.O_CLOEXEC) != nil {
+		return
+	}
+	base := threadCount()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b [1]byte
+			syscall.Read(p[0], b[:])
+		}()
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for base > 0 && threadCount() < base+n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	syscall.Close(p[1])
+	wg.Wait()
+	syscall.Close(p[0])
+}
+
+// threadCount is this process's thread count (0 when /proc does not say).
+func threadCount() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+// reapRaw waits for pid without leaving the P (see probePidsBound).
+func reapRaw(pid int) {
+	var ws syscall.WaitStatus
+	for {
+		_, _, errno := syscall.RawSyscall6(syscall.SYS_WAIT4, uintptr(pid), uintptr(unsafe.Pointer(&ws)), 0, 0, 0, 0)
+		if errno != syscall.EINTR {
+			return
+		}
+	}
 }
 
 // probeMemoryBound asks for limit+margin bytes. Under RLIMIT_DATA the mapping itself is
