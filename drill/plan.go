@@ -197,6 +197,10 @@ type Input struct {
 	RebindURLs []string
 	UDPTarget  string
 	Limits     Limits // the sandbox's pids, memory and tmpfs bounds (none: no rows)
+	// AbstractScoped: the sandbox cannot reach abstract sockets bound outside it
+	// (Landlock's scope, which tier full gets where the kernel has it), so the host's
+	// are to be unreachable whatever the tier.
+	AbstractScoped bool
 }
 
 // secretPath is one probe of the secrets group: any of its home-relative (or absolute)
@@ -511,8 +515,12 @@ func BuildPlan(in Input) (Plan, error) {
 	add(Probe{ID: "net:sandbox-gateway", Group: "network", Name: "sandbox's gateway (host loopback)" + tag, Kind: KindGateway,
 		Ports: probePorts(hostPorts), Want: localWant, Expected: word(localWant, "unreachable")})
 	netProbe("metadata", "cloud metadata 169.254.169.254", []netip.Addr{netip.MustParseAddr("169.254.169.254")}, []int{80}, nil, "")
+	abWant := localWant
+	if in.AbstractScoped {
+		abWant = Blocked
+	}
 	ab := Probe{ID: "net:abstract", Group: "network", Name: "host abstract unix sockets" + tag, Kind: KindAbstract,
-		Targets: in.Facts.Abstract, Want: localWant, Expected: word(localWant, "unreachable")}
+		Targets: in.Facts.Abstract, Want: abWant, Expected: word(abWant, "unreachable")}
 	if len(ab.Targets) == 0 {
 		ab.Skip = "no listening abstract socket on host"
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 
@@ -68,6 +69,11 @@ func Gather(r Request, o Outside) (Facts, error) {
 		return f, fmt.Errorf("limits: %w", err)
 	}
 	f.Cgroup = DetectCgroup(f.Euid)
+	f.LandlockABI = LandlockABI()
+	if bin, err := exec.LookPath("bwrap"); err == nil {
+		fi, err := os.Stat(bin)
+		f.BwrapSetuid = err == nil && fi.Mode()&os.ModeSetuid != 0
+	}
 	var nproc unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_NPROC, &nproc) == nil && nproc.Cur != unix.RLIM_INFINITY {
 		f.Nproc = nproc.Cur

@@ -66,6 +66,8 @@ type Policy struct {
 	NixStore    bool
 	// SyscallsAllowed are the filter groups the profile opted back into.
 	SyscallsAllowed []string
+	// AbstractScoped: tier full with Landlock's abstract-socket scope (Spec.ScopeAbstract).
+	AbstractScoped bool
 	// Tier allowlist: the allowed patterns, and the run's id (for box allow --run).
 	Allow []string
 	RunID string
@@ -101,7 +103,15 @@ func SandboxMD(p Policy) string {
 	fmt.Fprintf(&b, "# You are in a box sandbox\n\n")
 	fmt.Fprintf(&b, "This session runs inside `box` (bubblewrap), profile `%s`, template `%s`.\n", p.Profile, p.Template)
 	fmt.Fprintf(&b, "It is generated at every launch from the policy in force; do not edit it.\n\n")
-	fmt.Fprintf(&b, "## Network\n\n%s\n\n", tierText[p.Network])
+	fmt.Fprintf(&b, "## Network\n\n%s", tierText[p.Network])
+	if p.Network == NetFull {
+		if p.AbstractScoped {
+			b.WriteString(" The host's abstract unix sockets (an X server, D-Bus) are not reachable: connecting to one is refused (\"Operation not permitted\").")
+		} else {
+			b.WriteString(" So are the host's abstract unix sockets (an X server, D-Bus).")
+		}
+	}
+	b.WriteString("\n\n")
 	if p.Network == NetAllowlist {
 		fmt.Fprintf(&b, "%s\n", allowText(p))
 	}

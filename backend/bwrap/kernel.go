@@ -23,6 +23,9 @@ const (
 	ProtTerminal = "terminal" // terminal modes restored
 	// ProtKernelMounts refuses profile mounts of kernel interfaces (policy.KernelPaths).
 	ProtKernelMounts = "kernelmounts"
+	// ProtAbstract scopes abstract unix sockets (Landlock) where the sandbox shares the
+	// host's network namespace (tier full).
+	ProtAbstract = "abstract"
 )
 
 // protectionOff reports whether a test build switched protection name off.
@@ -164,14 +167,23 @@ type bwrapProc struct {
 // (and its keyring reference) with the goroutine; it lives until bwrap exits, because
 // bwrap's --die-with-parent watches the thread that forked it, not the process.
 //
+// With scopeAbstract the thread also enters a Landlock domain that scopes abstract
+// unix sockets (scopeAbstractSockets), which bwrap and the sandbox inherit.
+//
 // The wait is for exit only: a stopped bwrap is resumed, never taken for an ended one.
-func spawn(path string, argv []string, attr *syscall.ProcAttr) (*bwrapProc, error) {
+func spawn(path string, argv []string, attr *syscall.ProcAttr, scopeAbstract bool) (*bwrapProc, error) {
 	p := &bwrapProc{pidfd: -1, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		if !protectionOff(ProtKeyring) {
 			if err := joinNewSessionKeyring(); err != nil {
+				started <- err
+				return
+			}
+		}
+		if scopeAbstract && !protectionOff(ProtAbstract) {
+			if err := scopeAbstractSockets(); err != nil {
 				started <- err
 				return
 			}

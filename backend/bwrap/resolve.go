@@ -115,6 +115,10 @@ type Facts struct {
 	Arch string
 	// RuntimeDir is $XDG_RUNTIME_DIR ("" when unset); RunID names this run (NewRunID).
 	RuntimeDir, RunID string
+	// LandlockABI is the kernel's Landlock ABI (LandlockABI; 0: none); BwrapSetuid: the
+	// bwrap on PATH is setuid root. Both decide tier full's abstract-socket scope.
+	LandlockABI int
+	BwrapSetuid bool
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -391,6 +395,8 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Command: command, Hostname: "box", NixDaemon: daemon,
 		NixStore: nixStore, UID: f.Euid, GID: f.Egid, Seccomp: &filter,
 	}
+	p.Spec.ScopeAbstract = p.scopeAbstract(network, f)
+	p.Policy.AbstractScoped = p.Spec.ScopeAbstract
 	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
 		return nil, err
 	}
@@ -398,6 +404,44 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Policy.Limits = limitsText(p.Spec.Limits, p.Spec.Tmpfs)
 	p.Warnings = append(p.Warnings, p.Enforce.Unenforced...)
 	return p, nil
+}
+
+// scopeAbstract decides the abstract-socket scope: tier full only (the others have a
+// network namespace, and with it an abstract namespace, of their own), when the kernel
+// has it and bwrap can run under no_new_privs; otherwise the exposure is a warning.
+func (p *Plan) scopeAbstract(network string, f Facts) bool {
+	if network != NetFull {
+		return false
+	}
+	const what = "tier full: the host's abstract unix sockets (an X server, D-Bus, container shims) are reachable from the sandbox"
+	switch {
+	case f.LandlockABI < landlockScopeABI:
+		p.warn("%s: closing them needs Landlock ABI %d (Linux 6.12 or later, with landlock in the lsm= list); this kernel has %s", what, landlockScopeABI, landlockText(f.LandlockABI))
+		return false
+	case f.BwrapSetuid:
+		p.warn("%s: bwrap is setuid root here, and the Landlock scope that closes them needs no_new_privs, under which a setuid bwrap loses its privileges", what)
+		return false
+	}
+	return true
+}
+
+// AbstractLine is the dry run's account of the abstract-socket scope ("" outside tier
+// full, where the sandbox's own network namespace holds its abstract sockets).
+func (p *Plan) AbstractLine() string {
+	if p.Spec.Network != NetFull {
+		return ""
+	}
+	if p.Spec.ScopeAbstract {
+		return "abstract sockets: the host's are unreachable (Landlock scope)"
+	}
+	return "abstract sockets: the host's are REACHABLE (no Landlock scope here; see the warning)"
+}
+
+func landlockText(abi int) string {
+	if abi == 0 {
+		return "no Landlock"
+	}
+	return fmt.Sprintf("ABI %d", abi)
 }
 
 // allowlist is the allowlist tier's patterns (lists expanded, deduplicated) for the

@@ -342,3 +342,40 @@ func TestResolveNix(t *testing.T) {
 		t.Errorf("SANDBOX.md does not say the daemon is reachable")
 	}
 }
+
+// Tier full, and only tier full, is scoped away from abstract sockets; where the scope
+// cannot be had, the exposure is said, with why.
+func TestResolveAbstractScope(t *testing.T) {
+	for _, c := range []struct {
+		name, network string
+		abi           int
+		setuid        bool
+		scoped        bool
+		warn          string
+	}{
+		{"full", NetFull, 6, false, true, ""},
+		{"full-newer", NetFull, 7, false, true, ""},
+		{"full-old-kernel", NetFull, 5, false, false, "needs Landlock ABI 6 (Linux 6.12 or later, with landlock in the lsm= list); this kernel has ABI 5"},
+		{"full-no-landlock", NetFull, 0, false, false, "this kernel has no Landlock"},
+		{"full-setuid-bwrap", NetFull, 6, true, false, "bwrap is setuid root here"},
+		{"none", NetNone, 6, false, false, ""},
+		{"internet", NetInternet, 6, false, false, ""},
+		{"none-old-kernel", NetNone, 0, false, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, f := testRequest(), testFacts()
+			r.Network, f.LandlockABI, f.BwrapSetuid = c.network, c.abi, c.setuid
+			p, err := Resolve(r, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Spec.ScopeAbstract != c.scoped {
+				t.Errorf("ScopeAbstract = %v, want %v", p.Spec.ScopeAbstract, c.scoped)
+			}
+			w := strings.Join(p.Warnings, "\n")
+			if c.warn == "" && strings.Contains(w, "abstract") || c.warn != "" && !strings.Contains(w, c.warn) {
+				t.Errorf("warnings %q, want %q", w, c.warn)
+			}
+		})
+	}
+}

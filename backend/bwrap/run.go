@@ -41,6 +41,9 @@ type Launch struct {
 	// helper that layers it over the host's store and then becomes bwrap (same pid, same
 	// fds). Self is box's own binary.
 	NixStore, Self string
+	// ScopeAbstract: bwrap starts in a Landlock domain that scopes abstract unix
+	// sockets (Spec.ScopeAbstract).
+	ScopeAbstract bool
 }
 
 // forwarded are the signals box passes on to the sandboxed command. bwrap forwards
@@ -134,7 +137,7 @@ func Run(l Launch) (int, error) {
 		prog, argv = l.Self, nixStoreArgv(l.Self, l.NixStore, l.Bwrap, l.Args)
 		nixStoreAttr(sys)
 	}
-	proc, err := spawn(prog, argv, &syscall.ProcAttr{Env: l.Env, Files: files, Sys: sys})
+	proc, err := spawn(prog, argv, &syscall.ProcAttr{Env: l.Env, Files: files, Sys: sys}, l.ScopeAbstract)
 	infoW.Close()
 	if blockR != nil {
 		blockR.Close()

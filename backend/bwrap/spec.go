@@ -61,6 +61,10 @@ type Spec struct {
 	// not. The sandbox then runs as UID/GID (the operator's), mapped through box's helper.
 	NixStore string
 	UID, GID int
+	// ScopeAbstract starts the sandbox in a Landlock domain that cannot reach abstract
+	// unix sockets bound outside it (tier full, where the network namespace is the
+	// host's; the other tiers have a namespace of their own).
+	ScopeAbstract bool
 }
 
 // NixDaemonDir holds the host nix-daemon's socket.

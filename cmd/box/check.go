@@ -46,11 +46,20 @@ func bwrapChecks() []checkResult {
 		}
 	}
 	out = append(out, userNSCheck(bin), limitsCheck(bwrap.DetectCgroup(os.Geteuid()), os.Geteuid()))
-	out = append(out, userNSCheck(bin))
-	out = append(out, seccompCheck(bin))
+	out = append(out, seccompCheck(bin), abstractScopeCheck())
 	out = append(out, nixCheck())
 	out = append(out, internetChecks()...)
 	return append(out, allowlistCheck())
+}
+
+// abstractScopeCheck: tier full's Landlock scope over abstract unix sockets, really
+// tried. Not fatal: only tier full needs it, and without it box warns at launch.
+func abstractScopeCheck() checkResult {
+	if err := bwrap.CheckAbstractScope(); err != nil {
+		return checkResult{name: "abstract sockets", detail: "tier full would reach the host's abstract unix sockets (an X server, D-Bus): " + err.Error(),
+			fix: "a Linux 6.12+ kernel with landlock in its lsm= list (check /sys/kernel/security/lsm)"}
+	}
+	return checkResult{name: "abstract sockets", ok: true, detail: "tier full cannot reach the host's (Landlock scope, tried)"}
 }
 
 // allowlistCheck: the allowlist tier's setup, really run in a throwaway namespace. Not

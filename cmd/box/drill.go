@@ -228,6 +228,7 @@ func runDrill(e *env, o *drillOptions) error {
 		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
 		Limits:  drillLimits(p.Spec),
 		Fixture: fixture, Dropped: p.Protect.Dropped,
+		AbstractScoped: p.Spec.ScopeAbstract,
 	}
 	if err := allowlistInput(&in, p.Spec, o); err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/drill/lab"
 	"github.com/heavy-duty/box/internal/testenv"
@@ -155,9 +156,13 @@ func TestDrillLab(t *testing.T) {
 	}
 }
 
-// Tier full judged against the internet contract: the LAN, the host, the metadata
-// address and the host's abstract sockets are breaches; judged as full, they are WARN.
+// Tier full judged against the internet contract: the LAN, the host and the metadata
+// address are breaches; judged as full, they are WARN. The host's abstract sockets are
+// unreachable either way (Landlock's scope), and a breach with the scope off.
 func TestDrillBreachTierFull(t *testing.T) {
+	if bwrap.LandlockABI() < 6 {
+		testenv.Skip(t, "tier full's abstract-socket scope needs Landlock ABI 6 (Linux 6.12+)")
+	}
 	w, l := labWorld(t)
 	args := []string{"--network", "full", "--internet-url", "http://" + lab.InternetName + "/", "--lan", lab.LANHost.String() + ":80"}
 	r := w.drill(l, append(args, "--expect", "internet")...)
@@ -165,20 +170,31 @@ func TestDrillBreachTierFull(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "BREACH") {
 		t.Errorf("exit %d, stderr %q; want 1 naming the breaches", r.code, r.stderr)
 	}
-	for _, id := range []string{"net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract"} {
+	for _, id := range []string{"net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata"} {
 		r.want(t, id, drill.Breach)
 	}
 	r.want(t, "net:internet", drill.Pass)
-	if !strings.Contains(r.rows["net:abstract"].Observed, "@"+lab.HostAbstract) {
-		t.Errorf("abstract: %q", r.rows["net:abstract"].Observed)
+	r.want(t, "net:abstract", drill.Pass)
+	if !strings.Contains(strings.Join(r.rows["net:abstract"].Targets, " "), lab.HostAbstract) {
+		t.Errorf("the lab's abstract socket is not among the probed: %q", r.rows["net:abstract"].Targets)
 	}
 
 	r = w.drill(l, args...)
 	if r.code != 0 {
 		t.Errorf("tier full judged as full: exit %d:\n%s%s", r.code, r.table(), r.stderr)
 	}
-	for _, id := range []string{"net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata", "net:abstract"} {
+	for _, id := range []string{"net:lan-gateway", "net:lan-hosts", "net:host", "net:metadata"} {
 		r.want(t, id, drill.Warn)
+	}
+	r.want(t, "net:abstract", drill.Pass)
+
+	// The scope off (a test build): the host's abstract socket answers, a breach.
+	off := *w
+	off.withProtectionOff(t, bwrap.ProtAbstract)
+	r = off.drill(l, args...)
+	r.want(t, "net:abstract", drill.Breach)
+	if !strings.Contains(r.rows["net:abstract"].Observed, "@"+lab.HostAbstract) {
+		t.Errorf("abstract with the scope off: %q", r.rows["net:abstract"].Observed)
 	}
 
 	// Tier none judged as internet: the internet the contract promises is missing (FAIL).

@@ -206,6 +206,13 @@ nix-build fetch.nix 2>&1 | tail -3; echo "fetch rc=$?"`)
 		t.Errorf("the next run: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 
+	// Tier full starts the helper in the abstract-socket scope's Landlock domain: its
+	// mounts (the overlay, /nix) still work there.
+	r = w.run("run", "-y", "--profile", "selfnix", "--network", "full", "--", "sh", "-c", `./result/bin/hello`)
+	if r.code != 0 || !strings.Contains(r.stdout, "built inside") {
+		t.Errorf("tier full: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
 	// box --check tries the mechanism for real and says it holds.
 	r = w.run("--check")
 	if !strings.Contains(r.stdout, `nix = "store" usable`) {

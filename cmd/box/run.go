@@ -55,8 +55,8 @@ of the protected set (--dry-run lists it); commits, branches and rebases still w
 
 Network tiers: none (no network), allowlist (only the names the profile's allow key and
 --allow list, through box's proxy, whatever the program; refusals are logged), internet
-(public internet only), full (the host's network; only when named). Templates never
-choose the network.
+(public internet only), full (the host's network; only when named; the host's abstract
+unix sockets stay out of reach on Linux 6.12+). Templates never choose the network.
 
 After the command ends (however it ends), box audits every git repository under the
 working directory for what the sandbox left for your own git to run: config keys that
@@ -110,6 +110,9 @@ func runRun(e *env, o *runOptions) error {
 		printDryRun(e, pr.Args, p.Vars)
 		if p.Spec.Seccomp != nil {
 			fmt.Fprintf(e.stdout, "seccomp: %s\n", p.Spec.Seccomp.Describe())
+		}
+		if l := p.AbstractLine(); l != "" {
+			fmt.Fprintln(e.stdout, l)
 		}
 		fmt.Fprintln(e.stdout, p.LimitsLine())
 		p.Protect.Render(e.stdout)
