@@ -2,6 +2,7 @@ package drill
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,10 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -68,123 +66,116 @@ func limitProbes(l Limits, nonce string) []Probe {
 
 func mib(n int64) string { return strconv.FormatInt(n>>20, 10) + "MiB" }
 
-// probePidsBound forks up to limit children that wait on a pipe (they are gone as soon
-// as the pipe closes, or with the sandbox). Reaching limit means the sandbox can take
-// that many pids; a fork refused before it means the bound holds.
+// probePidsBound forks up to limit processes that wait on a pipe. Reaching limit means
+// the sandbox can take that many pids; a fork refused before it means the bound holds.
+//
+// At the limit the Go runtime cannot start a thread, and one it tries to start is fatal
+// ("failed to create new OS thread"); a loaded host makes the runtime want one (a system
+// call that takes a while has its P handed to another thread). So the whole time at the
+// limit is spent outside the runtime: one child, cloned by a raw system call and running
+// only raw system calls, forks the waiters, releases and reaps them, writes what it saw
+// and exits; meanwhile this thread sits in one raw wait4 with every signal blocked, so it
+// keeps the only P (GOMAXPROCS 1), nothing else in the process runs, and nothing needs a
+// thread. When the wait returns the waiters are gone and the sandbox is below its limit.
 func probePidsBound(limit int) (bool, string) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+	var res [2]int
+	if err := unix.Pipe2(res[:], unix.O_CLOEXEC); err != nil {
 		return false, "pipe: " + errName(err)
 	}
-	// At the limit the Go runtime cannot start a thread, and one it tries to start is
-	// fatal ("failed to create new OS thread"): with one P and no collector running, it
-	// has no reason to, however busy the machine (a loaded host delays the loop, and the
-	// scheduler would otherwise wake a second thread for the other goroutines). The
-	// goroutine is not locked to its thread: the monitor preempts a long loop, and a
-	// locked goroutine resumes only on its own thread after the P has gone to another.
-	// Some goroutine may still make a blocking call while the loop runs, and its thread
-	// then needs another to carry the P: spare threads, idle in the runtime's pool, are
-	// taken instead of new ones.
-	spareThreads(8)
+	defer unix.Close(res[0])
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	// Allocated up front: no allocation while the sandbox is at its limit.
-	kids := make([]int, 0, limit)
-	var ferr syscall.Errno
-	for len(kids) < limit {
-		pid, errno := forkWaiter(p[0], p[1])
-		if errno != 0 {
-			ferr = errno
-			break
+	errno := forkBomber(limit, res[1])
+	unix.Close(res[1])
+	if errno != 0 {
+		return false, "clone: " + errName(errno)
+	}
+	var out [16]byte
+	n := 0
+	for n < len(out) {
+		k, err := unix.Read(res[0], out[n:])
+		if err == unix.EINTR {
+			continue
 		}
-		kids = append(kids, pid)
+		if err != nil || k == 0 {
+			return false, fmt.Sprintf("the fork probe's child ended without a result (%d bytes): it was killed", n)
+		}
+		n += k
 	}
-	// Release and reap them all by raw system calls too: until the last child is reaped
-	// the sandbox is still at its limit, and a system call made the runtime's way lets
-	// the monitor hand this thread's P to another thread, which it must then start (CI
-	// met it in a close that took a while on a loaded host). A raw call keeps the P;
-	// the monitor can only signal the thread, and the call restarts (SA_RESTART).
-	syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(p[1]), 0, 0)
-	syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(p[0]), 0, 0)
-	for _, k := range kids {
-		reapRaw(k)
-	}
+	forked := binary.NativeEndian.Uint64(out[:8])
+	ferr := syscall.Errno(binary.NativeEndian.Uint64(out[8:]))
 	if ferr != 0 {
-		return false, fmt.Sprintf("fork %d refused (%s)", len(kids)+1, errName(ferr))
+		return false, fmt.Sprintf("fork %d refused (%s)", forked+1, errName(ferr))
 	}
-	return true, fmt.Sprintf("forked %d processes, none refused", len(kids))
+	return true, fmt.Sprintf("forked %d processes, none refused", forked)
 }
 
-// forkWaiter forks a child that closes the pipe's write end, blocks reading the pipe
-// and exits when it reads EOF. The child runs no Go code beyond raw system calls: a
-// forked copy of a Go process has one thread and must not touch the runtime.
+// forkBomber clones the child that runs bomber and waits for it, by raw system calls
+// and with every signal blocked (the child inherits the mask: no Go signal handler ever
+// runs in it or its waiters). It returns once the child has exited.
 //
 //go:nosplit
-func forkWaiter(r, w int) (int, syscall.Errno) {
+func forkBomber(limit, res int) syscall.Errno {
+	all, old := ^uint64(0), uint64(0)
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0)
 	pid, _, errno := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
-	if errno != 0 {
-		return 0, errno
+	if errno == 0 && pid == 0 {
+		bomber(limit, res) // does not return
 	}
-	if pid == 0 {
-		var b [1]byte
-		syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(w), 0, 0)
-		syscall.RawSyscall(syscall.SYS_READ, uintptr(r), uintptr(unsafe.Pointer(&b[0])), 1)
-		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
+	if errno == 0 {
+		var ws uint32
+		for {
+			_, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, pid, uintptr(unsafe.Pointer(&ws)), 0, 0, 0, 0)
+			if e != syscall.EINTR {
+				break
+			}
+		}
 	}
-	return int(pid), 0
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+	return errno
 }
 
-// spareThreads leaves n more threads idle in the runtime's pool: n goroutines block in
-// a read, each holding a thread, until all are (or a bound passes); then they all
-// return and their threads stay, idle.
-func spareThreads(n int) {
-	var p [2]int
-	if syscall.Pipe2(p[:], syscall.O_CLOEXEC) != nil {
-		return
+// bomber is the child: a forked copy of a Go process has one thread and must not touch
+// the runtime, so it makes raw system calls only. It forks waiters (each closes the
+// release pipe's write end and blocks reading it) until limit or a refusal, closes the
+// pipe so they exit, reaps them all, writes the count and the refusal's errno to res,
+// and exits.
+//
+//go:nosplit
+func bomber(limit, res int) {
+	var p [2]int32
+	var out [2]uint64
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PIPE2, uintptr(unsafe.Pointer(&p[0])), 0, 0); e != 0 {
+		out[1] = uint64(e)
+		syscall.RawSyscall(syscall.SYS_WRITE, uintptr(res), uintptr(unsafe.Pointer(&out[0])), 16)
+		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 1, 0, 0)
 	}
-	base := threadCount()
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	n := uint64(0)
+	for n < uint64(limit) {
+		pid, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+		if e != 0 {
+			out[1] = uint64(e)
+			break
+		}
+		if pid == 0 {
 			var b [1]byte
-			syscall.Read(p[0], b[:])
-		}()
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for base > 0 && threadCount() < base+n && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	syscall.Close(p[1])
-	wg.Wait()
-	syscall.Close(p[0])
-}
-
-// threadCount is this process's thread count (0 when /proc does not say).
-func threadCount() int {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
+			syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(p[1]), 0, 0)
+			syscall.RawSyscall(syscall.SYS_READ, uintptr(p[0]), uintptr(unsafe.Pointer(&b[0])), 1)
+			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
 		}
+		n++
 	}
-	return 0
-}
-
-// reapRaw waits for pid without leaving the P (see probePidsBound).
-func reapRaw(pid int) {
-	var ws syscall.WaitStatus
+	syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(p[1]), 0, 0)
+	syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(p[0]), 0, 0)
 	for {
-		_, _, errno := syscall.RawSyscall6(syscall.SYS_WAIT4, uintptr(pid), uintptr(unsafe.Pointer(&ws)), 0, 0, 0, 0)
-		if errno != syscall.EINTR {
-			return
+		_, _, e := syscall.RawSyscall6(syscall.SYS_WAIT4, ^uintptr(0), 0, 0, 0, 0, 0)
+		if e == syscall.ECHILD {
+			break
 		}
 	}
+	out[0] = n
+	syscall.RawSyscall(syscall.SYS_WRITE, uintptr(res), uintptr(unsafe.Pointer(&out[0])), 16)
+	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
 }
 
 // probeMemoryBound asks for limit+margin bytes. Under RLIMIT_DATA the mapping itself is

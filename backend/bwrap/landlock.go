@@ -57,6 +57,9 @@ func scopeAbstractSockets() error {
 	}
 	defer unix.Close(int(fd))
 	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); e != 0 {
+		if e == unix.E2BIG {
+			return fmt.Errorf("abstract socket scope: box already runs inside 16 nested Landlock domains, the kernel's most (landlock_restrict_self: %w)", e)
+		}
 		return fmt.Errorf("abstract socket scope: landlock_restrict_self: %w", e)
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/heavy-duty/box/policy"
 	"io"
 	"net"
 	"net/netip"
@@ -22,6 +21,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap/postrun"
 	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -217,6 +217,14 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	defer release()
 	facts := drill.Gather(p.Spec.Home, os.Getuid(), environ)
+	// An abstract socket of the drill's own, in box's network namespace (the host's):
+	// the abstract row always has one that answers, whatever the host listens on.
+	if name, stop, err := abstractMarker(hex.EncodeToString(nonce)); err == nil {
+		defer stop()
+		facts.Abstract = append(facts.Abstract, name)
+	} else {
+		fmt.Fprintf(e.stderr, "box: warning: the drill's own abstract socket: %v (the abstract row probes the host's only)\n", err)
+	}
 	in := drill.Input{
 		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
 		Tier: p.Spec.Network, Expect: o.expect,
@@ -389,4 +397,24 @@ func forgetPlants(workdir, nonce string, rep *postrun.Report) bool {
 		os.RemoveAll(rep.Quarantine)
 	}
 	return only
+}
+
+// abstractMarker listens on the abstract socket @box-drill-NONCE and accepts (and
+// closes) every connection until stop; name is without the @, as drill.Facts lists them.
+func abstractMarker(nonce string) (name string, stop func(), err error) {
+	name = "box-drill-" + nonce
+	l, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		return "", nil, err
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return name, func() { l.Close() }, nil
 }
