@@ -291,6 +291,34 @@ func TestProtectHooksPathDir(t *testing.T) {
 	}
 }
 
+// A hook that links into the tree (.git/hooks/pre-commit -> ../../scripts/pre-commit, a
+// common setup): hooks/ is read-only, and the script it runs must be too, else the
+// host's next commit runs what the sandbox wrote there (review finding, session 4).
+func TestProtectHookLinkTarget(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	m := w.markers()
+	w.mustHost(w.proj, gitInit+`mkdir scripts && printf '#!/bin/sh\nexit 0\n' > scripts/pre-commit && chmod +x scripts/pre-commit && `+
+		`ln -s ../../scripts/pre-commit .git/hooks/pre-commit && git add -A && git commit -qm one`)
+	r := w.sh(`printf '#!/bin/sh\ntouch ` + m + `/hooklink\n' > scripts/pre-commit && echo PLANTED; mv scripts scripts.old && echo MOVED; exit 0`)
+	if strings.Contains(r.stdout, "PLANTED") || strings.Contains(r.stdout, "MOVED") {
+		t.Fatalf("the hook's target took a plant: %s %s", r.stdout, r.stderr)
+	}
+	w.mustHost(w.proj, `git commit -q --allow-empty -m host`)
+	w.noMarkers(m, "hooklink")
+
+	// The entry dropped: the same plant runs on the host's next commit.
+	w.write(filepath.Join(w.home, ".config/box/profiles/open.toml"), `protect_drop = ["git:hook-link"]`+"\n")
+	r = w.sh(`printf '#!/bin/sh\ntouch `+m+`/hooklink\n' > scripts/pre-commit && echo PLANTED`, "--profile", "open")
+	if !strings.Contains(r.stdout, "PLANTED") {
+		t.Fatalf("dropped, the plant failed: %s %s", r.stdout, r.stderr)
+	}
+	w.mustHost(w.proj, `git commit -q --allow-empty -m host2`)
+	if _, err := os.Stat(filepath.Join(m, "hooklink")); err != nil {
+		t.Errorf("with git:hook-link dropped the host's commit did not run the plant: %v", err)
+	}
+}
+
 // The protection holds during the run, not only after it: while the sandbox is still
 // running (it waits for the host's go-ahead), the host's git, in another "terminal", runs
 // nothing the sandbox tried to plant, including where nothing existed at launch

@@ -76,6 +76,12 @@ var ExecKeys = []ExecKey{
 	{"sendemail.?.tocmd", "git send-email runs it", nil},
 	{"sendemail.?.cccmd", "git send-email runs it", nil},
 	{"sendemail.?.headercmd", "git send-email runs it", nil},
+	{"sendemail.?.sendmailcmd", "git send-email runs it through the shell to send", nil},
+	{"tar.*.command", "git archive runs it through the shell to compress (tar.tar.gz.command)", nil},
+	// git-lfs, whose filter git runs: its custom transfer agents and extensions.
+	{"lfs.*.path", "git-lfs runs the transfer agent it names on fetch and push (lfs.customtransfer.NAME.path)", nil},
+	{"lfs.*.clean", "git-lfs runs it on git add for its extension (lfs.extension.NAME.clean)", nil},
+	{"lfs.*.smudge", "git-lfs runs it on checkout for its extension (lfs.extension.NAME.smudge)", nil},
 	// Writes as the host user, where the agent chooses: trace lines carry names the agent
 	// picks (a directory called $(cmd) appended to ~/.bashrc runs on the next shell).
 	{"trace2.normaltarget", "every git command appends trace lines to the file it names", nil},

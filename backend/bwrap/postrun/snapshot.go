@@ -250,13 +250,32 @@ func containing(dir string) string {
 	}
 }
 
+// bareLooking reports whether git takes d for a git directory: a HEAD, and objects/ and
+// refs/ of its own or a commondir naming where they are (git accepts that as well).
 func bareLooking(d string) bool {
-	for _, n := range []string{"HEAD", "objects", "refs"} {
+	if _, err := os.Lstat(filepath.Join(d, "HEAD")); err != nil {
+		return false
+	}
+	if _, err := os.Lstat(filepath.Join(d, "commondir")); err == nil {
+		return true
+	}
+	for _, n := range []string{"objects", "refs"} {
 		if _, err := os.Lstat(filepath.Join(d, n)); err != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// gitRealPath is p as git resolves a gitdir: or commondir path: links first, then "..",
+// component by component, as the kernel does (a textual Clean would take "link/.." for
+// "."; git reads the config and hooks where the link leads). A path that does not
+// resolve names no repository git would use; it is kept as written, cleaned.
+func gitRealPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }
 
 // walk visits dir's tree without following links or entering .git directories, and
@@ -267,7 +286,7 @@ func (t *taker) walk(dir string, depth int) {
 		return
 	}
 	defer f.Close()
-	var head, objects, refs bool
+	var head, objects, refs, commondir bool
 	var subdirs []string
 	// In batches, so a directory of millions of entries stops at the bound, not after
 	// listing them all.
@@ -282,6 +301,7 @@ func (t *taker) walk(dir string, depth int) {
 			// counts.
 			n := e.Name()
 			head, objects, refs = head || n == "HEAD", objects || n == "objects", refs || n == "refs"
+			commondir = commondir || n == "commondir"
 			switch {
 			case n == ".git":
 				t.repo(filepath.Join(dir, n))
@@ -294,7 +314,9 @@ func (t *taker) walk(dir string, depth int) {
 		}
 	}
 	f.Close()
-	if head && objects && refs {
+	// A HEAD with a commondir is a git directory too: objects and refs are the common
+	// directory's.
+	if head && (objects && refs || commondir) {
 		t.repo(dir)
 	}
 	for _, n := range subdirs {
@@ -337,17 +359,17 @@ func (t *taker) repoKind(dot, kind string) {
 			return
 		}
 		if !filepath.IsAbs(gd) {
-			gd = filepath.Join(filepath.Dir(dot), gd)
+			gd = filepath.Dir(dot) + "/" + gd // not Join: it would clean "link/.." as text
 		}
-		r.Gitdir = filepath.Clean(gd)
+		r.Gitdir = gitRealPath(gd)
 	}
 	r.Common = r.Gitdir
 	if b, err := readRegular(filepath.Join(r.Gitdir, "commondir"), 4096); err == nil {
 		c := strings.TrimRight(string(b), "\r\n")
 		if !filepath.IsAbs(c) {
-			c = filepath.Join(r.Gitdir, c)
+			c = r.Gitdir + "/" + c
 		}
-		r.Common = filepath.Clean(c)
+		r.Common = gitRealPath(c)
 	}
 	files := []string{filepath.Join(r.Common, "config")}
 	if r.Common != r.Gitdir {
@@ -386,7 +408,16 @@ func (t *taker) repoKind(dot, kind string) {
 	// A rebase stopped in the sandbox (a conflict, a break) is carried on by the host's
 	// git rebase --continue, which runs the todo list's exec lines.
 	if r.Gitdir != "" {
-		t.guardTodo(filepath.Join(r.Gitdir, "rebase-merge", "git-rebase-todo"))
+		t.guardTodo(filepath.Join(r.Gitdir, "rebase-merge", "git-rebase-todo"),
+			"git rebase --continue (git status tells you to run it) runs the todo list's exec lines through the shell", TodoExecs)
+		// The merge strategy a stopped rebase or cherry-pick carries on with: git runs
+		// git-merge-NAME, and a NAME with a slash is a path from the work tree.
+		t.guardTodo(filepath.Join(r.Gitdir, "rebase-merge", "strategy"),
+			"git rebase --continue runs git-merge-STRATEGY (a strategy with a slash is a program in the work tree)", StrategyExecs)
+		t.guardTodo(filepath.Join(r.Gitdir, "sequencer", "opts"),
+			"git cherry-pick/revert --continue runs git-merge-STRATEGY for the options' strategy", SequencerOptsExec)
+		t.guardTodo(filepath.Join(r.Gitdir, "sequencer", "todo"),
+			"git cherry-pick/revert --continue carries on with the sequencer's todo list, exec lines included", TodoExecs)
 	}
 	// The git directories of its submodules and linked worktrees, wherever their work
 	// trees are.
@@ -510,20 +541,58 @@ func (t *taker) guardAs(p, runs string, hook bool) {
 	})
 }
 
-// guardTodo records a rebase todo list, and whether it holds an exec line.
-func (t *taker) guardTodo(p string) {
+// guardTodo records a file of a stopped rebase or sequencer that the host's --continue
+// obeys, and whether execs finds a command in it (a finding only then).
+func (t *taker) guardTodo(p, runs string, execs func([]byte) bool) {
 	p = realDir(p)
 	if _, ok := t.s.Files[p]; ok {
 		return
 	}
 	f := t.stat(p, false)
-	f.Todo, f.Runs = true, "git rebase --continue (git status tells you to run it) runs the todo list's exec lines through the shell"
+	f.Todo, f.Runs = true, runs
 	if f.Kind != "" {
 		// Read as git reads it, through a link; one box cannot read is taken to execute.
 		b, err := readRegular(p, t.lim.ConfigBytes)
-		f.TodoExec = err != nil || TodoExecs(b)
+		f.TodoExec = err != nil || execs(b)
 	}
 	t.s.Files[p] = f
+}
+
+// builtinStrategies are the merge strategies git has built in: naming one runs nothing
+// but git.
+var builtinStrategies = []string{"ort", "recursive", "resolve", "octopus", "ours", "subtree"}
+
+// StrategyExecs reports whether a rebase's strategy file names a strategy git would run
+// as a program (git-merge-NAME): anything but a built-in one.
+func StrategyExecs(b []byte) bool {
+	s := strings.TrimSpace(string(b))
+	return s != "" && !slices.Contains(builtinStrategies, s)
+}
+
+// SequencerOptsExec reports whether a sequencer's opts file (git-config syntax) sets a
+// strategy that is not built in, or cannot be read as plain key = value lines (taken to
+// execute: git's parser is the judge, and box does not second-guess it).
+func SequencerOptsExec(b []byte) bool {
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || l[0] == '[' || l[0] == '#' || l[0] == ';' {
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			continue // a boolean key
+		}
+		if strings.EqualFold(strings.TrimSpace(k), "strategy") {
+			v = strings.Trim(strings.TrimSpace(v), `"`)
+			if !slices.Contains(builtinStrategies, v) {
+				return true
+			}
+		}
+		if strings.ContainsAny(l, `\`) {
+			return true // continuation or escape: not plain
+		}
+	}
+	return false
 }
 
 // TodoExecs reports whether a rebase todo list holds a line git runs as a command:

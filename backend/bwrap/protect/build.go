@@ -40,6 +40,9 @@ type Tree struct {
 	// HomeLinks are the paths in the working directory (links resolved) that an entry of
 	// the home, ~/.config or ~/.local/bin links to.
 	HomeLinks []string
+	// HookLinks are the paths in the working directory (links resolved) that a hook of
+	// a repository's hooks directory or core.hooksPath links to.
+	HookLinks []string
 	// Binds are git directories outside the working directory that commits inside need
 	// (the common directory of the working directory's own worktree or submodule). Scan
 	// lists only directories it verified belong to the working directory's .git file.
@@ -207,9 +210,9 @@ func (t Tree) candidates(o Options) []candidate {
 					add(filepath.Join(g.Path, e.Path), e, g)
 				}
 			}
-		case Pointer, Nested, HooksPath, Include, HomeLink:
+		case Pointer, Nested, HooksPath, Include, HomeLink, HookLink:
 			// Entries whose path is the fact itself.
-			for _, p := range map[Scope][]string{Pointer: t.Pointers, Nested: t.Nested, HooksPath: t.HooksPaths, Include: t.Includes, HomeLink: t.HomeLinks}[e.Scope] {
+			for _, p := range map[Scope][]string{Pointer: t.Pointers, Nested: t.Nested, HooksPath: t.HooksPaths, Include: t.Includes, HomeLink: t.HomeLinks, HookLink: t.HookLinks}[e.Scope] {
 				add(p, e, GitDirFact{})
 			}
 		case Project:
@@ -322,7 +325,7 @@ func Build(t Tree, o Options) (Set, error) {
 		}
 		// A home link's target, a hooksPath and an include are pinned wherever they are:
 		// the home or a git config names their path.
-		named := builtin && (e.Scope == HomeLink || e.Scope == HooksPath || e.Scope == Include)
+		named := builtin && (e.Scope == HomeLink || e.Scope == HookLink || e.Scope == HooksPath || e.Scope == Include)
 		topFile := (!builtin || e.Scope == Project) && filepath.Join(t.Workdir, rel) == p.Path || named
 		r := rootOf(roots, p.Path)
 		for d := filepath.Dir(p.Path); d != r; d = filepath.Dir(d) {

@@ -32,6 +32,9 @@ const (
 	// HomeLink: a file or directory in the working directory that an entry of your home
 	// links to (a dotfiles repository: ~/.bashrc -> dotfiles/bashrc).
 	HomeLink Scope = "homelink"
+	// HookLink: a file in the working directory that a hook links to (a repository's
+	// hooks/NAME, or one in its core.hooksPath, is a link to scripts/NAME).
+	HookLink Scope = "hooklink"
 )
 
 // Placeholder is what box puts at a protected path that is absent at launch, so the
@@ -107,6 +110,8 @@ var entries = []Entry{
 	// next shell, git or editor, whatever its name in the tree.
 	{Name: "home:link", Scope: HomeLink,
 		Why: "your home links to it (~/.NAME, ~/.config/..., ~/.local/bin/NAME; a dotfiles repository) or your global git config includes it: your shell, git, editor, session or PATH runs it outside the sandbox"},
+	{Name: "git:hook-link", Scope: HookLink,
+		Why: "a git hook links to it (hooks/pre-commit -> ../../scripts/pre-commit): git runs it on the hook's event"},
 	{Name: "git:nested", Scope: Nested, Dir: true,
 		Why: "a repository nested in the working directory: git obeys its config and runs its hooks when you work in it (read-only whole inside)"},
 
@@ -126,6 +131,8 @@ var entries = []Entry{
 	{Name: ".cursor", Scope: Project, Path: ".cursor", Dir: true, Why: "Cursor starts the MCP servers in .cursor/mcp.json and obeys its rules"},
 	{Name: ".gemini", Scope: Project, Path: ".gemini", Dir: true, Why: "Gemini CLI obeys settings.json (MCP servers, tools)"},
 	{Name: ".codex", Scope: Project, Path: ".codex", Dir: true, Why: "Codex obeys a project's config.toml (MCP servers, sandbox settings)"},
+	{Name: ".qwen", Scope: Project, Path: ".qwen", Dir: true, Why: "Qwen Code obeys settings.json (MCP servers, tools), as Gemini CLI does"},
+	{Name: ".windsurf", Scope: Project, Path: ".windsurf", Dir: true, Why: "Windsurf obeys its rules and workflows, which can tell it to run commands"},
 	{Name: "opencode.json", Scope: Project, Path: "opencode.json", Why: "opencode starts the local MCP servers (commands) it names when it opens the project"},
 	{Name: "opencode.jsonc", Scope: Project, Path: "opencode.jsonc", Why: "the same, under opencode's other name"},
 	{Name: ".opencode", Scope: Project, Path: ".opencode", Dir: true, Why: "opencode loads and runs the JavaScript plugins in .opencode/plugin at start, and obeys its agents and commands"},
@@ -141,6 +148,34 @@ var entries = []Entry{
 	{Name: ".pre-commit-config.yaml", Scope: Project, Path: ".pre-commit-config.yaml", Why: "an installed pre-commit hook runs the hooks it names"},
 	{Name: "lefthook.yml", Scope: Project, Path: "lefthook.yml", Why: "an installed lefthook hook runs the commands it names"},
 	{Name: ".lefthook.yml", Scope: Project, Path: ".lefthook.yml", Why: "the same, under lefthook's other name"},
+	{Name: "lefthook.yaml", Scope: Project, Path: "lefthook.yaml", Why: "the same, under another of the names lefthook reads"},
+	{Name: "lefthook.toml", Scope: Project, Path: "lefthook.toml", Why: "the same, under another of the names lefthook reads"},
+	{Name: "lefthook.json", Scope: Project, Path: "lefthook.json", Why: "the same, under another of the names lefthook reads"},
+	{Name: "lefthook.jsonc", Scope: Project, Path: "lefthook.jsonc", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".lefthook.yaml", Scope: Project, Path: ".lefthook.yaml", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".lefthook.toml", Scope: Project, Path: ".lefthook.toml", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".lefthook.json", Scope: Project, Path: ".lefthook.json", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".lefthook.jsonc", Scope: Project, Path: ".lefthook.jsonc", Why: "the same, under another of the names lefthook reads"},
+	{Name: "lefthook-local.yml", Scope: Project, Path: "lefthook-local.yml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: "lefthook-local.yaml", Scope: Project, Path: "lefthook-local.yaml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: "lefthook-local.toml", Scope: Project, Path: "lefthook-local.toml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: "lefthook-local.json", Scope: Project, Path: "lefthook-local.json", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: "lefthook-local.jsonc", Scope: Project, Path: "lefthook-local.jsonc", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".lefthook-local.yml", Scope: Project, Path: ".lefthook-local.yml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".lefthook-local.yaml", Scope: Project, Path: ".lefthook-local.yaml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".lefthook-local.toml", Scope: Project, Path: ".lefthook-local.toml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".lefthook-local.json", Scope: Project, Path: ".lefthook-local.json", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".lefthook-local.jsonc", Scope: Project, Path: ".lefthook-local.jsonc", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".config/lefthook.yml", Scope: Project, Path: ".config/lefthook.yml", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".config/lefthook.yaml", Scope: Project, Path: ".config/lefthook.yaml", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".config/lefthook.toml", Scope: Project, Path: ".config/lefthook.toml", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".config/lefthook.json", Scope: Project, Path: ".config/lefthook.json", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".config/lefthook.jsonc", Scope: Project, Path: ".config/lefthook.jsonc", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".config/lefthook-local.yml", Scope: Project, Path: ".config/lefthook-local.yml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".config/lefthook-local.yaml", Scope: Project, Path: ".config/lefthook-local.yaml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".config/lefthook-local.toml", Scope: Project, Path: ".config/lefthook-local.toml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".config/lefthook-local.json", Scope: Project, Path: ".config/lefthook-local.json", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".config/lefthook-local.jsonc", Scope: Project, Path: ".config/lefthook-local.jsonc", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
 	{Name: ".gitmodules", Scope: Project, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},
 	{Name: ".npmrc", Scope: Project, Path: ".npmrc", Why: "npm obeys it on every command (script-shell, node-options=--require, registry)"},
 	{Name: ".yarnrc.yml", Scope: Project, Path: ".yarnrc.yml", Why: "yarn runs the file yarnPath names instead of itself"},
@@ -148,6 +183,14 @@ var entries = []Entry{
 	{Name: ".tool-versions", Scope: Project, Path: ".tool-versions", Why: "asdf and mise pick (and may install) the tools it names on cd"},
 	{Name: "mise.toml", Scope: Project, Path: "mise.toml", Why: "mise runs its enter hooks and env scripts on cd (once trusted)"},
 	{Name: ".mise.toml", Scope: Project, Path: ".mise.toml", Why: "the same, under mise's other name"},
+	{Name: "mise.local.toml", Scope: Project, Path: "mise.local.toml", Why: "the same, under another of the names mise reads"},
+	{Name: ".mise.local.toml", Scope: Project, Path: ".mise.local.toml", Why: "the same, under another of the names mise reads"},
+	{Name: ".config/mise.toml", Scope: Project, Path: ".config/mise.toml", Why: "the same, under another of the names mise reads"},
+	{Name: ".config/mise.local.toml", Scope: Project, Path: ".config/mise.local.toml", Why: "the same, under another of the names mise reads"},
+	{Name: "mise/config.toml", Scope: Project, Path: "mise/config.toml", Why: "the same, under another of the names mise reads"},
+	{Name: "mise/config.local.toml", Scope: Project, Path: "mise/config.local.toml", Why: "the same, under another of the names mise reads"},
+	{Name: ".config/mise", Scope: Project, Path: ".config/mise", Dir: true, Why: "mise reads config.toml, config.local.toml and conf.d/*.toml here"},
+	{Name: ".mise", Scope: Project, Path: ".mise", Dir: true, Why: "mise reads config.toml and config.local.toml here"},
 	{Name: ".nvmrc", Scope: Project, Path: ".nvmrc", Why: "nvm and auto-switching shells pick the node it names on cd"},
 	{Name: ".node-version", Scope: Project, Path: ".node-version", Why: "fnm, nodenv and volta pick the node it names on cd"},
 	{Name: ".python-version", Scope: Project, Path: ".python-version", Why: "pyenv runs the interpreter it names on every python call (CVE-2022-35861: a path there ran any binary)"},

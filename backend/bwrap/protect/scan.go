@@ -169,6 +169,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		t.GitDirs[i].WorktreeConfig = mentionsWorktreeConfig(filepath.Join(common, "config"))
 	}
 	t.HomeLinks = homeLinks(home, workdir)
+	t.HookLinks = hookLinks(t, workdir)
 	for _, p := range t.Candidates(o) {
 		if fi, err := os.Lstat(p); err == nil {
 			t.Exists[p] = kindOf(fi)
@@ -548,6 +549,40 @@ func linkTarget(p string) string {
 	}
 	return filepath.Join(d, filepath.Base(t))
 }
+
+// hookLinks are the targets in the working directory of the links among the hooks git
+// runs: each main git directory's hooks/ and each core.hooksPath directory. The hooks
+// directory is read-only inside; a script it links to in the tree would not be.
+func hookLinks(t Tree, workdir string) []string {
+	var dirs []string
+	for _, g := range t.GitDirs {
+		if !g.Linked {
+			dirs = append(dirs, filepath.Join(g.Path, "hooks"))
+		}
+	}
+	dirs = append(dirs, t.HooksPaths...)
+	var out []string
+	buf := make([]byte, 32<<10)
+	for _, d := range dirs {
+		ents, _ := readDir(d, buf)
+		for i, e := range ents {
+			if i >= maxHookEntries {
+				break
+			}
+			if !e.link {
+				continue
+			}
+			if tg := linkTarget(filepath.Join(d, e.name)); tg != "" && tg != workdir && within(tg, workdir) && !slices.Contains(out, tg) {
+				out = append(out, tg)
+			}
+		}
+	}
+	return out
+}
+
+// maxHookEntries bounds what box lists of one hooks directory (git knows some thirty
+// hook names).
+const maxHookEntries = 512
 
 // homeDirs are where the host's tools find configuration and programs by a fixed name
 // (the home's dotfiles, ~/.config/NAME and one level below it: ~/.config/fish/config.fish,
