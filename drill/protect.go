@@ -75,6 +75,9 @@ type Fixture struct {
 	// Dotfile is a file of the fixture that HomeLink, a link in the operator's home (made
 	// by LinkHome), names, as a dotfiles repository's files are named.
 	Dotfile, HomeLink string
+	// HookScript is a script in Repo that Repo's post-commit hook links to (a project
+	// keeping its hooks in the tree; not pre-commit, which the hook row plants).
+	HookScript string
 	// Orig is each protected file's content as the fixture made it.
 	Orig map[string]string
 }
@@ -132,15 +135,25 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 	zw.Close()
 	files[filepath.Join(f.RepoGit, "objects", f.Commit[:2], f.Commit[2:])] = z.String()
 	files[filepath.Join(f.RepoGit, "refs", "heads", "main")] = f.Commit + "\n"
+	f.HookScript = filepath.Join(f.Repo, "scripts", "post-commit")
+	files[f.HookScript] = "#!/bin/sh\nexit 0\n"
 	for p, c := range files {
+		mode := os.FileMode(0o644)
+		if p == f.HookScript {
+			mode = 0o755
+		}
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
-			err = os.WriteFile(p, []byte(c), 0o644)
+			err = os.WriteFile(p, []byte(c), mode)
 		}
 		if err != nil {
 			f.Remove()
 			return nil, err
 		}
 		f.Orig[p] = c
+	}
+	if err := os.Symlink(f.HookScript, filepath.Join(f.RepoGit, "hooks", "post-commit")); err != nil {
+		f.Remove()
+		return nil, err
 	}
 	return f, nil
 }
@@ -187,6 +200,7 @@ func protectProbes(in Input) []Probe {
 		{"nested-config", "nested repository's config"}, {"worktree-pointer", "worktree .git pointer"},
 		{"envrc", ".envrc (direnv)"}, {"vscode-task", ".vscode folderOpen task"}, {"agent-settings", "agent settings hooks"},
 		{"rebase-exec", "rebase todo exec line"}, {"home-link", "dotfile the home links to"},
+		{"hook-link", "script a git hook links to"},
 	}
 	if f == nil {
 		for _, c := range classes {
@@ -251,7 +265,10 @@ func protectProbes(in Input) []Probe {
 		hl.Skip = "no link in the home (it could not be made)"
 	}
 	hl.Targets = []string{f.HomeLink, f.Dotfile}
-	out = append(out, rb, hl)
+	// hooks/ is read-only; the script its post-commit links to, in the tree, must be too.
+	hk := probe("hook-link", "script a git hook links to", HostGitCommit, f.Repo,
+		PlantFile{Path: f.HookScript, Content: hook("hook-link"), Mode: 0o755})
+	out = append(out, rb, hl, hk)
 	return out
 }
 

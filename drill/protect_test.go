@@ -10,7 +10,7 @@ import (
 )
 
 var protectIDs = []string{"protect:hook", "protect:fsmonitor", "protect:hookspath", "protect:nested-config",
-	"protect:worktree-pointer", "protect:envrc", "protect:vscode-task", "protect:agent-settings", "protect:rebase-exec", "protect:home-link"}
+	"protect:worktree-pointer", "protect:envrc", "protect:vscode-task", "protect:agent-settings", "protect:rebase-exec", "protect:home-link", "protect:hook-link"}
 
 func TestBuildPlanProtect(t *testing.T) {
 	in := input()

@@ -138,7 +138,7 @@ func TestDrillLab(t *testing.T) {
 				"limits:pids", "limits:memory", "limits:tmpfs:/tmp", "limits:tmpfs:/var/tmp", "limits:tmpfs:/dev/shm", "limits:tmpfs:" + w.home,
 				"protect:hook", "protect:fsmonitor", "protect:hookspath", "protect:nested-config", "protect:worktree-pointer",
 				"protect:envrc", "protect:vscode-task", "protect:agent-settings", "protect:rebase-exec", "protect:home-link",
-				"nix:daemon", "nix:store-write"} {
+				"protect:hook-link", "nix:daemon", "nix:store-write"} {
 				r.want(t, id, drill.Pass)
 			}
 			if c.tier == "internet" && !strings.HasPrefix(r.rows["net:internet"].Observed, "HTTP 200") {
@@ -293,6 +293,8 @@ path = "/nix/var/nix/daemon-socket"
 `, nil, map[string]drill.Status{"protect:agent-settings": drill.Breach, "protect:drop:.claude/settings.json": drill.Warn}},
 		{"drop-home-link", `protect_drop = ["home:link"]
 `, nil, map[string]drill.Status{"protect:home-link": drill.Breach, "protect:drop:home:link": drill.Warn, "protect:envrc": drill.Pass}},
+		{"drop-hook-link", `protect_drop = ["git:hook-link"]
+`, nil, map[string]drill.Status{"protect:hook-link": drill.Breach, "protect:drop:git:hook-link": drill.Warn, "protect:hook": drill.Pass}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w.t = t
