@@ -96,6 +96,8 @@ var attempts = map[string]attempt{
 	// CLONE_NEWNS with CLONE_FS is invalid: EINVAL before anything is made.
 	"clone":  {call: raw(unix.CLONE_NEWNS | unix.CLONE_FS), oracle: true},
 	"clone3": {call: raw(0, 0), oracle: true}, // EINVAL: size 0
+	// A netlink pair: EOPNOTSUPP from the family, after its create code ran.
+	"socketpair": {call: raw(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_SOCK_DIAG, p(ioBuf)), oracle: true},
 	// TIOCSTI on a non-terminal: ENOTTY (or EBADF).
 	"ioctl":             {call: raw(bad, unix.TIOCSTI, p(zero[:])), oracle: true},
 	"init_module":       {call: raw(0, 0, 0)},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -60,10 +61,29 @@ func checkShape(name, value string) string {
 	if !ok || value == "" {
 		return ""
 	}
-	if len(value) > sh.max || !charclass.All(value, sh.chars) || strings.Contains(value, "//") {
+	if len(value) > sh.max || !charclass.All(value, sh.chars) || strings.Contains(value, "//") || !fitsForm(name, value) {
 		return "value does not look like " + sh.what + " (a base variable's value is checked against its shape)"
 	}
 	return ""
+}
+
+// localeForm is a locale name's structure: C or POSIX, or language[_TERRITORY][.codeset]
+// [@modifier] (a token of the right characters, Xk9fQ2mZp7, is no locale).
+var localeForm = regexp.MustCompile(`^(C|POSIX|[a-z]{2,3}(_([A-Z]{2}|[0-9]{3}))?)(\.[A-Za-z0-9-]{1,20})?(@[a-z0-9]{1,16})?$`)
+
+// fitsForm checks the structure of the values that have one: a locale, a list of them.
+func fitsForm(name, value string) bool {
+	switch sh := baseShapes[name]; {
+	case sh == localeShape:
+		return localeForm.MatchString(value)
+	case name == "LANGUAGE":
+		for _, l := range strings.Split(value, ":") {
+			if l != "" && !localeForm.MatchString(l) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Var is one variable that will enter the sandbox, and why.

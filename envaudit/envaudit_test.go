@@ -334,7 +334,7 @@ func TestBaseShapes(t *testing.T) {
 	good := map[string][]string{
 		"TERM":      {"xterm-256color", "screen.xterm-256color", "rxvt-unicode-256color", "st+x", "linux"},
 		"COLORTERM": {"truecolor", "24bit"},
-		"LANG":      {"C", "POSIX", "C.UTF-8", "en_US.UTF-8", "de_DE@euro", "sr_RS.UTF-8@latin"},
+		"LANG":      {"C", "POSIX", "C.UTF-8", "C.utf8", "en_US.UTF-8", "de_DE@euro", "sr_RS.UTF-8@latin", "es_419.UTF-8", "ast_ES.UTF-8", "zh_CN.GB18030", "ca_ES.UTF-8@valencia"},
 		"LC_TIME":   {"en_GB.UTF-8"},
 		"LANGUAGE":  {"en_US:en", "fr:en_GB"},
 		"TZ":        {"Europe/Paris", "America/Argentina/Buenos_Aires", "UTC", "Etc/GMT+3", ":/etc/localtime", "CET-1CEST,M3.5.0,M10.5.0/3", "<+03>-3"},
@@ -350,9 +350,10 @@ func TestBaseShapes(t *testing.T) {
 	bad := map[string][]string{
 		"TERM":      {"xterm; curl x", "xterm 256", strings.Repeat("x", 65)},
 		"COLORTERM": {"true color"},
-		"LANG":      {"en_US.UTF-8/../../x", "hunter2!", "https://hooks.example.com"},
+		"LANG":      {"en_US.UTF-8/../../x", "hunter2!", "https://hooks.example.com", "Xk9fQ2mZp7LrT4vW8bN", "hunter2", "en_US.UTF-8.x"},
+		"LC_CTYPE":  {"s3cr3tPassw0rd"},
 		"LC_ALL":    {"C;rm -rf", "a b"},
-		"LANGUAGE":  {"en US"},
+		"LANGUAGE":  {"en US", "en:Xk9fQ2mZp7"},
 		"TZ":        {"https://hooks.slack.com/services/T000/B000/XXXX", "//evil", "Europe/Paris?token=abc", "a b", strings.Repeat("A", 49)},
 		"NO_COLOR":  {"yes please", "123456789"},
 	}

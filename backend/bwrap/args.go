@@ -65,7 +65,11 @@ func Args(spec Spec, host Host) ([]string, error) {
 	// /proc/sys read-only: a sysctl file's owner may write it whatever capabilities were
 	// dropped, and under --allow-root that owner is the sandbox (core_pattern would run
 	// a program of its choosing as host root).
+	// /proc/keys and /proc/key-users are not namespaced: they list the operator's keys
+	// (krb5cc_NAME, tokens) by serial and description, which the keyring's filter
+	// keeps unreadable but not unlisted. Empty files stand in.
 	a = append(a, "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+		"--ro-bind-try", "/dev/null", "/proc/keys", "--ro-bind-try", "/dev/null", "/proc/key-users",
 		"--dev", "/dev")
 	// Each scratch tmpfs is sized: unsized, each could hold half the host's RAM.
 	a = append(a, sized(spec.Tmpfs.Shm, "/dev/shm")...)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/heavy-duty/box/internal/errs"
 	"golang.org/x/sys/unix"
 )
 
@@ -73,7 +74,7 @@ func Run(l Launch) (int, error) {
 	}()
 	stdio := make([]uintptr, 3)
 	for i, s := range []any{l.Stdin, l.Stdout, l.Stderr} {
-		f, err := asFile(s, i == 0, &copies)
+		f, err := asFile(s, i, &copies)
 		if err != nil {
 			return 1, err
 		}
@@ -212,9 +213,17 @@ type stdFile struct {
 
 // asFile passes an *os.File through (a terminal stays a terminal for the command);
 // anything else is bridged with a pipe.
-func asFile(s any, input bool, copies *sync.WaitGroup) (stdFile, error) {
+func asFile(s any, fd int, copies *sync.WaitGroup) (stdFile, error) {
+	input := fd == 0
 	if f, ok := s.(*os.File); ok && f != nil {
-		return stdFile{File: f}, nil
+		switch bridge, err := stdioKind(f, fd); {
+		case err != nil:
+			return stdFile{}, err
+		case !bridge:
+			return stdFile{File: f}, nil
+		}
+		// A regular file is copied through a pipe: passed itself, the sandbox could open
+		// /proc/self/fd/N again, for writing (box run -- cmd < ~/.bashrc).
 	}
 	if s == nil {
 		f, err := os.Open(os.DevNull)
@@ -232,6 +241,32 @@ func asFile(s any, input bool, copies *sync.WaitGroup) (stdFile, error) {
 	copies.Add(1)
 	go func() { io.Copy(s.(io.Writer), r); r.Close(); copies.Done() }()
 	return stdFile{w, true}, nil
+}
+
+// stdioKind says how a stdio file may reach the sandbox: a terminal, pipe, socket or
+// character device as it is (reopened through /proc/self/fd it is the same thing), a
+// regular file or block device only through a pipe (bridge); a directory, or an O_PATH
+// link, is refused: /proc/self/fd/N would be a way into the whole tree under it.
+func stdioKind(f *os.File, fd int) (bridge bool, err error) {
+	if protectionOff(ProtFDs) {
+		return false, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return false, fmt.Errorf("%s: %w", stdioName(fd), err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR, unix.S_IFLNK:
+		return false, errs.WithHint(fmt.Errorf("%s is a directory: the sandbox could reach every file under it through /proc/self/fd/%d", stdioName(fd), fd),
+			"redirect a file or a pipe instead (for example < /dev/null)")
+	case unix.S_IFREG, unix.S_IFBLK:
+		return true, nil
+	}
+	return false, nil
+}
+
+func stdioName(fd int) string {
+	return [...]string{"stdin", "stdout", "stderr"}[fd]
 }
 
 // readChildPid reads bwrap's --info-fd JSON for the sandbox's pid 1 (seen from outside).

@@ -202,8 +202,17 @@ func (c *command) signal(s syscall.Signal) {
 	if c.fd < 0 {
 		return
 	}
-	if err := unix.PidfdSendSignal(c.fd, s, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP); err != nil {
-		_ = unix.PidfdSendSignal(c.fd, s, nil, 0)
+	send := func(s syscall.Signal) {
+		if err := unix.PidfdSendSignal(c.fd, s, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP); err != nil {
+			_ = unix.PidfdSendSignal(c.fd, s, nil, 0)
+		}
+	}
+	send(s)
+	// A command that stopped itself (kill -STOP $$) holds an ending signal pending, and
+	// box with it, until it is continued: Ctrl-C, SIGTERM and a hangup must still end it.
+	switch s {
+	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+		send(syscall.SIGCONT)
 	}
 }
 

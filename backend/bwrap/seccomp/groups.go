@@ -88,6 +88,9 @@ var Groups = []Group{
 		Rules: []Rule{
 			{Syscall: "socket", Tests: []Test{{Arg: 0, Op: NotIn, Values: []uint32{afUnix, afInet, afInet6, afNetlink}}}},
 			{Syscall: "socket", Tests: []Test{{Arg: 0, Op: In, Values: []uint32{afNetlink}}, {Arg: 2, Op: NotIn, Values: []uint32{netlinkRoute}}}},
+			// Only AF_UNIX makes pairs; for any other family the kernel still runs the
+			// family's create code before refusing.
+			{Syscall: "socketpair", Tests: []Test{{Arg: 0, Op: NotIn, Values: []uint32{afUnix}}}},
 		}},
 	{Name: "io_uring", OptIn: true, Why: "io_uring bypasses the syscall filter for the I/O it does and was the kernel's largest source of exploitable bugs (Google disabled it fleet-wide; Docker refuses it)",
 		Refused: []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}},
