@@ -124,7 +124,7 @@ func (be bwrapBackend) Mint(o *newOptions, given []string) error {
 	network := prof.Network
 	if o.network != "" {
 		if err := profiles.ValidNetwork(o.network); err != nil {
-			return usagef("the tiers are none, internet and full", "--network: %s", err)
+			return usagef("the tiers are none, allowlist, internet and full", "--network: %s", err)
 		}
 		network = o.network
 	}
@@ -194,6 +194,9 @@ func (be bwrapBackend) clone(o *newOptions, given []string) error {
 // copyCost words what a copy did.
 func copyCost(cs dirbox.CopyStats) string {
 	s := fmt.Sprintf("%d files, %.1f MiB", cs.Files, float64(cs.Bytes)/(1<<20))
+	if cs.Hardlinked > 0 {
+		s += fmt.Sprintf(", %d hard links kept", cs.Hardlinked)
+	}
 	if cs.Reflinked > 0 {
 		s += fmt.Sprintf(", %d reflinked", cs.Reflinked)
 	}

@@ -61,11 +61,11 @@ func report(w io.Writer, err error) int {
 	if errors.As(err, &ex) {
 		return ex.code
 	}
-	fmt.Fprintf(w, "box: error: %s\n", err)
+	fmt.Fprintf(w, "box: error: %s\n", termSafe(err.Error()))
 	var h interface{ Hint() string }
 	if errors.As(err, &h) && h.Hint() != "" {
 		for _, line := range strings.Split(h.Hint(), "\n") {
-			fmt.Fprintf(w, "box: hint: %s\n", line)
+			fmt.Fprintf(w, "box: hint: %s\n", termSafe(line))
 		}
 	}
 	if bwrap.IsAuditError(err) {
@@ -103,3 +103,29 @@ func (e *usageError) Hint() string {
 func usagef(hint, format string, a ...any) error { return errs.Usage(hint, format, a...) }
 
 func withHint(err error, hint string) error { return errs.WithHint(err, hint) }
+
+// termSafe escapes the control characters in s but newline and tab: an error can quote
+// a name the sandbox chose (a file in a box's home), and an escape sequence in it would
+// otherwise reach the operator's terminal (a title, a cleared screen, OSC 52's
+// clipboard).
+func termSafe(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !unsafeRune(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 || r == 0xfffd
+}

@@ -16,6 +16,12 @@ type CopyStats struct {
 	Dirs, Files, Links, Reflinked int
 	Bytes                         int64
 	Skipped                       []string // sockets and devices, relative to the source
+	// Hardlinked are files copied as a hard link to an earlier copy (the source's were
+	// one file under several names).
+	Hardlinked int
+
+	root  int                  // the destination root's fd, for hard links
+	inode map[[2]uint64]string // a multiply linked source file -> its copy (root-relative)
 }
 
 // CopyTree copies the directory src to dst (which must not exist), preserving modes,
@@ -25,9 +31,12 @@ type CopyStats struct {
 // src is written by a sandbox, possibly while the copy runs, so it is walked by file
 // descriptor: every directory is opened relative to its parent with O_NOFOLLOW, every
 // file with O_NOFOLLOW, so a directory swapped for a link mid-copy fails the copy
-// instead of leading it out of the box. Hard links are copied as separate files.
+// instead of leading it out of the box. Hard links stay hard links and holes stay holes:
+// a box's 10MiB under fifty names, or a 1TiB sparse file, would otherwise fill the host's
+// disk at the next snapshot, restore or clone. A file is copied up to the size it had
+// when opened (a sandbox appending to it cannot make the copy endless).
 func CopyTree(src, dst string) (CopyStats, error) {
-	var st CopyStats
+	st := CopyStats{inode: map[[2]uint64]string{}}
 	sfd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return st, fmt.Errorf("open %s: %w", src, err)
@@ -45,6 +54,7 @@ func CopyTree(src, dst string) (CopyStats, error) {
 		return st, err
 	}
 	defer unix.Close(dfd)
+	st.root = dfd
 	if err := copyDir(sfd, dfd, ".", &st); err != nil {
 		return st, err
 	}
@@ -148,6 +158,16 @@ func copyFile(sfd, dfd int, name, path string, st *CopyStats) error {
 	if fi.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("copy %s: changed while copying (no longer a regular file)", path)
 	}
+	key := [2]uint64{uint64(fi.Dev), fi.Ino}
+	if fi.Nlink > 1 {
+		if first, ok := st.inode[key]; ok {
+			if err := unix.Linkat(st.root, first, dfd, name, 0); err != nil {
+				return fmt.Errorf("link %s: %w", path, err)
+			}
+			st.Hardlinked++
+			return nil
+		}
+	}
 	out, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
@@ -158,15 +178,62 @@ func copyFile(sfd, dfd int, name, path string, st *CopyStats) error {
 		st.Reflinked++
 	} else if !cloneUnsupported(err) {
 		return fmt.Errorf("clone %s: %w", path, err)
-	} else if _, err := io.Copy(outf, inf); err != nil {
+	} else if err := copySparse(outf, inf, fi.Size); err != nil {
 		return fmt.Errorf("copy %s: %w", path, err)
 	}
 	st.Files++
 	st.Bytes += fi.Size
+	if fi.Nlink > 1 {
+		st.inode[key] = path
+	}
 	if err := unix.Fchmod(out, fi.Mode&0o7777); err != nil {
 		return err
 	}
 	return unix.UtimesNanoAt(dfd, name, []unix.Timespec{fi.Atim, fi.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// copySparse copies in's first size bytes to out, only its data: the holes SEEK_DATA
+// and SEEK_HOLE report stay holes (a file system that cannot tell is copied whole).
+func copySparse(out, in *os.File, size int64) error {
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(int(in.Fd()), off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // only a hole from here on
+		}
+		if err != nil {
+			data = off
+		}
+		hole, err := unix.Seek(int(in.Fd()), data, unix.SEEK_HOLE)
+		if err != nil || hole > size {
+			hole = size
+		}
+		if data >= size {
+			break
+		}
+		if err := copyRange(out, in, data, hole-data); err != nil {
+			return err
+		}
+		off = hole
+	}
+	return out.Truncate(size)
+}
+
+// copyRange copies n bytes at off from in to the same offset in out: in the kernel
+// (copy_file_range) where it can, else through a buffer.
+func copyRange(out, in *os.File, off, n int64) error {
+	roff, woff := off, off
+	for n > 0 {
+		k, err := unix.CopyFileRange(int(in.Fd()), &roff, int(out.Fd()), &woff, int(min(n, 1<<30)), 0)
+		if err != nil || k == 0 {
+			if k == 0 && err == nil {
+				return nil // the file shrank under the copy: what is left is a hole
+			}
+			_, err := io.Copy(io.NewOffsetWriter(out, woff), io.NewSectionReader(in, roff, n))
+			return err
+		}
+		n -= int64(k)
+	}
+	return nil
 }
 
 // cloneUnsupported: the file system (or the pair of them) cannot clone; copy instead.

@@ -69,6 +69,9 @@ func (l *Log) Record(e Event) {
 	if e.Time.IsZero() {
 		e.Time = l.now()
 	}
+	// Names come from the sandbox (a DNS query's labels are any bytes): escaped, they
+	// can neither forge a line of the log nor drive the operator's terminal.
+	e.Name, e.Addr, e.Reason = logField(e.Name, false), logField(e.Addr, false), logField(e.Reason, true)
 	line := e.String() + "\n"
 	l.lines++
 	switch {
@@ -88,6 +91,28 @@ func (l *Log) Record(e Event) {
 		l.refused[key]++
 		l.total++
 	}
+}
+
+// logField escapes the bytes of s that are not printable ASCII (and the backslash) as
+// \xNN; spaces too unless spaces is set (a name is one field of the line).
+func logField(s string, spaces bool) string {
+	clean := func(c byte) bool { return c > ' ' && c < 0x7f && c != '\\' || spaces && c == ' ' }
+	i := 0
+	for i < len(s) && clean(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	for j := 0; j < len(s); j++ {
+		if clean(s[j]) {
+			b.WriteByte(s[j])
+		} else {
+			fmt.Fprintf(&b, "\\x%02x", s[j])
+		}
+	}
+	return b.String()
 }
 
 // Refused is how many refusals were recorded.
