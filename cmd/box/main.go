@@ -12,6 +12,7 @@ import (
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/internal/termtext"
 )
 
 // version is stamped at build time (-ldflags "-X main.version=..."); otherwise it comes
@@ -105,27 +106,5 @@ func usagef(hint, format string, a ...any) error { return errs.Usage(hint, forma
 func withHint(err error, hint string) error { return errs.WithHint(err, hint) }
 
 // termSafe escapes the control characters in s but newline and tab: an error can quote
-// a name the sandbox chose (a file in a box's home), and an escape sequence in it would
-// otherwise reach the operator's terminal (a title, a cleared screen, OSC 52's
-// clipboard).
-func termSafe(s string) string {
-	if !strings.ContainsFunc(s, unsafeRune) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case !unsafeRune(r):
-			b.WriteRune(r)
-		case r < 0x100:
-			fmt.Fprintf(&b, "\\x%02x", r)
-		default:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-	}
-	return b.String()
-}
-
-func unsafeRune(r rune) bool {
-	return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 || r == 0xfffd
-}
+// a name the sandbox chose (a file in a box's home).
+func termSafe(s string) string { return termtext.Escape(s, true) }

@@ -14,7 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
+
+	"github.com/heavy-duty/box/internal/termtext"
 )
 
 // Report is the audit's outcome: the findings, each neutralised (or not: Error), where
@@ -462,19 +463,4 @@ func oneLine(s string) string {
 
 // safe escapes control characters, and truncates nothing (a restore command must be
 // whole).
-func safe(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == utf8.RuneError:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+func safe(s string) string { return termtext.Escape(s, false) }
