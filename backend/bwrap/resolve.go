@@ -31,6 +31,10 @@ type Request struct {
 	// Persistent is set for a named bwrap box: everything else resolves exactly as for
 	// box run, so a persistent box is never weaker than a throwaway sandbox.
 	Persistent *Persistent
+	// Binds are read-only binds box itself adds after the profile's (the drill's probe
+	// runner): no profile rule applies to them, and neither SANDBOX.md nor the audit
+	// lists them.
+	Binds []Mount
 }
 
 // Persistent is what a named bwrap box brings to a request: its own home in place of
@@ -119,6 +123,8 @@ type Facts struct {
 	// bwrap on PATH is setuid root. Both decide tier full's abstract-socket scope.
 	LandlockABI int
 	BwrapSetuid bool
+	// Host is the system paths the argv binds (DetectHost).
+	Host Host
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -152,6 +158,8 @@ type Plan struct {
 	// set's placeholders are in place.
 	Protect     protect.Set
 	ProtectLock string
+	// Host is what Args needs of the machine (Facts.Host).
+	Host Host
 }
 
 // Resolve turns a request and the host's facts into a plan. It is pure.
@@ -394,7 +402,16 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		GitBinds: pset.Binds, Pins: pset.Pins, ReadOnly: pset.ReadOnly(),
 		Command: command, Hostname: "box", NixDaemon: daemon,
 		NixStore: nixStore, UID: f.Euid, GID: f.Egid, Seccomp: &filter,
+		// The block fd always: the limits go on the sandbox's pid 1 before it is released.
+		InfoFD: InfoFD, BlockFD: BlockFD, SeccompFD: SeccompFD,
 	}
+	p.Spec.Mounts = append(p.Spec.Mounts, r.Binds...)
+	if network == NetInternet || network == NetAllowlist {
+		// The tier's resolver (the internet helper's, or box's own on the sandbox's
+		// loopback), fixed before launch: a bind over /etc/resolv.conf.
+		p.Spec.ResolvConf = filepath.Join(instanceDir, "resolv.conf")
+	}
+	p.Host = f.Host
 	p.Spec.ScopeAbstract = p.scopeAbstract(network, f)
 	p.Policy.AbstractScoped = p.Spec.ScopeAbstract
 	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
