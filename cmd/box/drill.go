@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -149,7 +148,8 @@ func runDrill(e *env, o *drillOptions) error {
 		}
 	}
 
-	if err := recoverAudits(e, e.stderr); err != nil {
+	s := e.session(false)
+	if err := s.RecoverAudits(); err != nil {
 		return err
 	}
 	nonce := make([]byte, 6)
@@ -178,23 +178,6 @@ func runDrill(e *env, o *drillOptions) error {
 
 	// The sandbox is box run's, with one addition: the box binary, read-only, as the
 	// probe runner, and the runner as the command.
-	probe := []string{drill.ProbePath, drill.ProbeSubcommand}
-	p, unlock, err := drillBox(e, o, probe)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if p == nil {
-		if p, err = resolveRun(e, &runOptions{
-			profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
-			allow: o.allow, command: probe,
-		}); err != nil {
-			return err
-		}
-	}
-	for _, w := range p.Warnings {
-		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
-	}
 	exe, err := os.Executable()
 	if err == nil {
 		exe, err = filepath.EvalSymlinks(exe)
@@ -202,7 +185,26 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return fmt.Errorf("locating the box binary for the probe runner: %w", err)
 	}
-	p.Spec.Mounts = append(p.Spec.Mounts, bwrap.Mount{Src: exe, Dst: drill.ProbePath})
+	probe := []string{drill.ProbePath, drill.ProbeSubcommand}
+	binds := []bwrap.Mount{{Src: exe, Dst: drill.ProbePath}}
+	p, unlock, err := drillBox(e, s, o, probe, binds)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if p == nil {
+		req, err := runRequest(e, &runOptions{
+			profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
+			allow: o.allow, command: probe,
+		})
+		if err != nil {
+			return err
+		}
+		req.Binds = binds
+		if p, err = s.Resolve(req); err != nil {
+			return err
+		}
+	}
 
 	var entered []string
 	for _, v := range p.Vars {
@@ -250,22 +252,18 @@ func runDrill(e *env, o *drillOptions) error {
 		return err
 	}
 
-	pr, err := bwrap.Prepare(p, e.getenv("BOX_INTERNET_HELPER"))
-	if err != nil {
-		return err
-	}
-	bin, err := bwrap.LookBwrap()
+	pr, err := s.Prepare(p)
 	if err != nil {
 		return err
 	}
 	var out, audit bytes.Buffer
-	var stderr io.Writer = e.stderr
+	// The runner reads its plan on stdin and writes its observations on stdout; the
+	// audit's report is held back until the drill's own plants are told apart.
+	s.Stdin, s.Stdout, s.AuditOut = bytes.NewReader(planJSON), &out, &audit
 	if kernel.tty != nil {
-		stderr = kernel.tty.slave
+		s.Stderr = kernel.tty.slave
 	}
-	code, rep, err := withAudit(e, &audit, p, func() (int, error) {
-		return p.Start(pr, bin, bytes.NewReader(planJSON), &out, stderr)
-	})
+	code, rep, err := s.Supervise(p, pr)
 	stillChanged := kernel.tty.changed()
 	if !forgetPlants(p.Spec.Workdir, hex.EncodeToString(nonce), rep) {
 		e.stderr.Write(audit.Bytes()) // something besides the drill's own plants
