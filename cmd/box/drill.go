@@ -1,26 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"net/url"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap"
-	"github.com/heavy-duty/box/backend/bwrap/postrun"
 	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill"
-	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -149,141 +137,47 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 
 	s := e.session(false)
-	if err := s.RecoverAudits(); err != nil {
-		return err
-	}
-	nonce := make([]byte, 6)
-	rand.Read(nonce)
-	// The protect group's fixture, made before the scan so box protects it as it
-	// protects the operator's own repositories; removed whatever happens.
-	var fixture *drill.Fixture
-	if wd, err := os.Getwd(); err == nil {
-		if wd, err = filepath.EvalSymlinks(wd); err == nil {
-			if fixture, err = drill.MakeFixture(wd, hex.EncodeToString(nonce)); err != nil {
-				fmt.Fprintf(e.stderr, "box: warning: the protect probes' fixture: %v\n", err)
-				fixture = nil
-			} else {
-				defer fixture.Remove()
-				if home, err := os.UserHomeDir(); err == nil {
-					if home, err = filepath.EvalSymlinks(home); err == nil {
-						err = fixture.LinkHome(home)
-					}
-					if err != nil {
-						fmt.Fprintf(e.stderr, "box: warning: the protect probes' home link: %v\n", err)
-					}
-				}
+	d := &drill.Bwrap{
+		Session: s,
+		Options: drill.BwrapOptions{
+			Expect: o.expect, InternetURL: o.internetURL, HostPort: o.hostPort, LAN: o.lan,
+			AllowedURL: o.allowedURL, RebindURLs: o.rebindURLs, UDP: o.udp, Box: o.box != "",
+		},
+		Environ: e.environ(),
+		Resolve: func(probe []string, binds []bwrap.Mount) (*bwrap.Plan, func(), error) {
+			p, unlock, err := drillBox(e, s, o, probe, binds)
+			if err != nil || p != nil {
+				return p, unlock, err
 			}
-		}
+			req, err := runRequest(e, &runOptions{
+				profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
+				allow: o.allow, command: probe,
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			req.Binds = binds
+			if p, err = s.Resolve(req); err != nil {
+				return nil, nil, err
+			}
+			return p, unlock, nil
+		},
 	}
-
-	// The sandbox is box run's, with one addition: the box binary, read-only, as the
-	// probe runner, and the runner as the command.
-	exe, err := os.Executable()
-	if err == nil {
-		exe, err = filepath.EvalSymlinks(exe)
-	}
-	if err != nil {
-		return fmt.Errorf("locating the box binary for the probe runner: %w", err)
-	}
-	probe := []string{drill.ProbePath, drill.ProbeSubcommand}
-	binds := []bwrap.Mount{{Src: exe, Dst: drill.ProbePath}}
-	p, unlock, err := drillBox(e, s, o, probe, binds)
-	if err != nil {
+	rep, err := d.Run()
+	var allowed *drill.InternetAllowedError
+	var runner *drill.RunnerError
+	switch {
+	case errors.Is(err, drill.ErrAllowlistTargets):
+		return usagef("add --network allowlist, or --expect allowlist", "--allowed-url, --rebind-url and --udp are for the allowlist contract")
+	case errors.As(err, &allowed):
+		return usagef("give --internet-url a host the allowlist refuses (it is the 'name not allowed' probe)",
+			"--internet-url %s: %s is allowed", allowed.URL, allowed.Host)
+	case errors.As(err, &runner):
+		return withHint(err, "run 'box --check' to diagnose the sandbox")
+	case err != nil:
 		return err
 	}
-	defer unlock()
-	if p == nil {
-		req, err := runRequest(e, &runOptions{
-			profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
-			allow: o.allow, command: probe,
-		})
-		if err != nil {
-			return err
-		}
-		req.Binds = binds
-		if p, err = s.Resolve(req); err != nil {
-			return err
-		}
-	}
-
-	var entered []string
-	for _, v := range p.Vars {
-		if v.Origin != "box" {
-			entered = append(entered, v.Name)
-		}
-	}
-	environ := e.environ()
-	kernel, release, err := drillKernel(p, e.stderr)
-	if err != nil {
-		return err
-	}
-	defer release()
-	facts := drill.Gather(p.Spec.Home, os.Getuid(), environ)
-	// An abstract socket of the drill's own, in box's network namespace (the host's):
-	// the abstract row always has one that answers, whatever the host listens on.
-	if name, stop, err := abstractMarker(hex.EncodeToString(nonce)); err == nil {
-		defer stop()
-		facts.Abstract = append(facts.Abstract, name)
-	} else {
-		fmt.Fprintf(e.stderr, "box: warning: the drill's own abstract socket: %v (the abstract row probes the host's only)\n", err)
-	}
-	in := drill.Input{
-		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
-		Tier: p.Spec.Network, Expect: o.expect,
-		Environ: environ, Entered: entered, AuthPassthrough: p.Profile.AuthPassthrough,
-		NixDaemon:   p.Profile.Nix == profiles.NixDaemon,
-		NixStore:    p.Profile.Nix == profiles.NixStore,
-		Facts:       facts,
-		InternetURL: o.internetURL, HostPort: o.hostPort, LANTargets: o.lan,
-		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
-		Limits:  drillLimits(p.Spec),
-		Fixture: fixture, Dropped: p.Protect.Dropped,
-		AbstractScoped: p.Spec.ScopeAbstract,
-	}
-	if err := allowlistInput(&in, p.Spec, o); err != nil {
-		return err
-	}
-	plan, err := drill.BuildPlan(in)
-	if err != nil {
-		return err
-	}
-	planJSON, err := json.Marshal(plan)
-	if err != nil {
-		return err
-	}
-
-	pr, err := s.Prepare(p)
-	if err != nil {
-		return err
-	}
-	var out, audit bytes.Buffer
-	// The runner reads its plan on stdin and writes its observations on stdout; the
-	// audit's report is held back until the drill's own plants are told apart.
-	s.Stdin, s.Stdout, s.AuditOut = bytes.NewReader(planJSON), &out, &audit
-	if kernel.tty != nil {
-		s.Stderr = kernel.tty.slave
-	}
-	code, rep, err := s.Supervise(p, pr)
-	stillChanged := kernel.tty.changed()
-	if !forgetPlants(p.Spec.Workdir, hex.EncodeToString(nonce), rep) {
-		e.stderr.Write(audit.Bytes()) // something besides the drill's own plants
-	}
-	if err != nil {
-		return err
-	}
-	var obs []drill.Observation
-	if code != 0 || json.Unmarshal(out.Bytes(), &obs) != nil {
-		return withHint(fmt.Errorf("the probe runner failed inside the sandbox (exit %d)", code),
-			"run 'box --check' to diagnose the sandbox")
-	}
-	obs = drill.SettleTerminal(obs, stillChanged)
-	// Settle runs the host's git where the probes planted, after the audit: as the
-	// operator would, once the run is over.
-	obs = drill.Settle(plan, obs)
-	if o.box != "" {
-		obs = drill.OwnFiles(plan, obs) // a box's home holds its own files at the real home's paths
-	}
-	results := drill.Judge(plan, obs)
+	results := rep.Results
 	if o.json {
 		err = drill.RenderJSON(e.stdout, results)
 	} else {
@@ -292,8 +186,8 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return err
 	}
-	what := fmt.Sprintf("profile %s, tier %s", p.Profile.Name, p.Spec.Network)
-	if o.expect != "" && o.expect != p.Spec.Network {
+	what := fmt.Sprintf("profile %s, tier %s", rep.Profile, rep.Tier)
+	if o.expect != "" && o.expect != rep.Tier {
 		what += ", judged as " + o.expect
 	}
 	if drill.Failed(results) {
@@ -301,118 +195,4 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	fmt.Fprintf(e.stderr, "box: drill (%s): %s\n", what, drill.Summary(results))
 	return nil
-}
-
-// allowlistInput fills what tier allowlist's rows need when the drill judges as
-// allowlist: the allowed URL (default: the first exact name allowed), the address the
-// --internet-url host has on the host, and the rebind and UDP targets. The --internet-url
-// host must be one the allowlist refuses.
-func allowlistInput(in *drill.Input, spec bwrap.Spec, o *drillOptions) error {
-	expect := o.expect
-	if expect == "" {
-		expect = spec.Network
-	}
-	if expect != drill.TierAllowlist {
-		if o.allowedURL != "" || len(o.rebindURLs) > 0 || o.udp != "" {
-			return usagef("add --network allowlist, or --expect allowlist", "--allowed-url, --rebind-url and --udp are for the allowlist contract")
-		}
-		return nil
-	}
-	u, _ := url.Parse(o.internetURL)
-	ps, err := policy.ParseAllow(spec.Allow)
-	if err != nil {
-		return err
-	}
-	for _, pt := range ps {
-		if pt.Matches(policy.NormalizeName(u.Hostname()), portOf(u)) {
-			return usagef("give --internet-url a host the allowlist refuses (it is the 'name not allowed' probe)",
-				"--internet-url %s: %s is allowed", o.internetURL, u.Hostname())
-		}
-	}
-	in.AllowedURL, in.RebindURLs, in.UDPTarget = o.allowedURL, o.rebindURLs, o.udp
-	if in.AllowedURL == "" {
-		for _, pt := range ps {
-			if !pt.Wildcard && (pt.Port == 0 || pt.Port == 443) {
-				in.AllowedURL = "https://" + pt.Host + "/"
-				break
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", u.Hostname()); err == nil && len(addrs) > 0 {
-		in.Facts.InternetAddr = addrs[0]
-	}
-	return nil
-}
-
-// portOf is u's port, or its scheme's.
-func portOf(u *url.URL) uint16 {
-	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
-		return uint16(p)
-	}
-	if u.Scheme == "https" {
-		return 443
-	}
-	return 80
-}
-
-// drillLimits are the bounds of the drilled sandbox, as the resolver set them.
-func drillLimits(s bwrap.Spec) drill.Limits {
-	l := drill.Limits{Pids: s.Limits.Pids, Memory: s.Limits.Memory, Tmpfs: []drill.TmpfsBound{
-		{Path: "/tmp", Size: s.Tmpfs.Tmp}, {Path: "/var/tmp", Size: s.Tmpfs.VarTmp},
-		{Path: "/dev/shm", Size: s.Tmpfs.Shm},
-	}}
-	if s.HomeDir == "" {
-		// A persistent box's home is its own directory on the host's disk, not a tmpfs:
-		// like the working directory, it is not sized.
-		l.Tmpfs = append(l.Tmpfs, drill.TmpfsBound{Path: s.Home, Size: s.Tmpfs.Home})
-	}
-	return l
-}
-
-// forgetPlants removes from the quarantine what the audit moved aside of the drill's own
-// plants (every one lies under WORKDIR/.box-drill-*NONCE*; Settle removes the rest of
-// them), and the quarantine directory when nothing else is in it. It reports whether the
-// audit found only those.
-func forgetPlants(workdir, nonce string, rep *postrun.Report) bool {
-	if rep == nil {
-		return false
-	}
-	only := rep.Incomplete == ""
-	for _, f := range rep.Findings {
-		rel, err := filepath.Rel(workdir, f.Path)
-		top, _, _ := strings.Cut(rel, "/")
-		if err != nil || f.Error != "" || !strings.HasPrefix(top, ".box-drill-") || !strings.Contains(top, nonce) {
-			only = false
-			continue
-		}
-		for _, k := range f.Kept {
-			os.RemoveAll(k)
-		}
-	}
-	if only && rep.Quarantine != "" {
-		os.RemoveAll(rep.Quarantine)
-	}
-	return only
-}
-
-// abstractMarker listens on the abstract socket @box-drill-NONCE and accepts (and
-// closes) every connection until stop; name is without the @, as drill.Facts lists them.
-func abstractMarker(nonce string) (name string, stop func(), err error) {
-	name = "box-drill-" + nonce
-	l, err := net.Listen("unix", "@"+name)
-	if err != nil {
-		return "", nil, err
-	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return name, func() { l.Close() }, nil
 }

@@ -1,4 +1,4 @@
-package main
+package drill
 
 import (
 	"fmt"
@@ -7,20 +7,19 @@ import (
 	"sync"
 
 	"github.com/heavy-duty/box/backend/bwrap"
-	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/internal/pty"
 	"golang.org/x/sys/unix"
 )
 
-// drillKernelSetup is what the drill's kernel rows need from outside the sandbox.
-type drillKernelSetup struct {
-	in  drill.Kernel
-	tty *drillTTY
+// bwrapKernelSetup is what the drill's kernel rows need from outside the sandbox.
+type bwrapKernelSetup struct {
+	in  Kernel
+	tty *bwrapTTY
 }
 
-// drillTTY is a pseudo-terminal the probe runner gets as stderr: the terminal row
+// bwrapTTY is a pseudo-terminal the probe runner gets as stderr: the terminal row
 // changes its modes inside, and the drill checks box put them back.
-type drillTTY struct {
+type bwrapTTY struct {
 	master, slave *os.File
 	before        unix.Termios
 	drained       sync.WaitGroup
@@ -28,7 +27,7 @@ type drillTTY struct {
 
 // changed reports whether the terminal's modes differ from before the launch, and ends
 // the terminal (its output has been copied to the drill's stderr).
-func (t *drillTTY) changed() bool {
+func (t *bwrapTTY) changed() bool {
 	if t == nil {
 		return false
 	}
@@ -40,11 +39,11 @@ func (t *drillTTY) changed() bool {
 	return err != nil || *now != t.before || xerr != nil || excl != 0 // a new pty is not exclusive
 }
 
-// drillKernel leaks an fd on the operator's home (not close-on-exec, as a leaky
+// bwrapKernel leaks an fd on the operator's home (not close-on-exec, as a leaky
 // launcher would: box must not pass it on), names the filter groups the profile turned
 // off, and opens the terminal row's pseudo-terminal. release undoes it.
-func drillKernel(p *bwrap.Plan, stderr io.Writer) (drillKernelSetup, func(), error) {
-	var k drillKernelSetup
+func bwrapKernel(p *bwrap.Plan, stderr io.Writer) (bwrapKernelSetup, func(), error) {
+	var k bwrapKernelSetup
 	var undo []func()
 	release := func() {
 		for _, f := range undo {
@@ -72,7 +71,7 @@ func drillKernel(p *bwrap.Plan, stderr io.Writer) (drillKernelSetup, func(), err
 		k.in.OptedOut = p.Spec.Seccomp.OptIn
 	}
 	if m, s, err := pty.Open(); err == nil {
-		t := &drillTTY{master: m, slave: s}
+		t := &bwrapTTY{master: m, slave: s}
 		if b, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS); err == nil {
 			t.before = *b
 			t.drained.Add(1)
