@@ -52,7 +52,7 @@ profile. Each failure comes with its fix. Exit 1 on any failure.`,
 func runDoctor(e *env, o *doctorOptions) error {
 	ctx, cancel := hostContext()
 	defer cancel()
-	if e.remoteName() == "" && isUserSocket(e.localSocket()) {
+	if e.remoteName() == "" && host.IsUserSocket(e.localSocket()) {
 		// A granted user: their side of it (host/grantdoctor.go).
 		uc := e.localClient()
 		checks := host.UserDoctor(ctx, uc, boxes.Placement(e.getenv), currentUser())

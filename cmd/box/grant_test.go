@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/heavy-duty/box/host"
 )
 
 // The argv level of box grant and box revoke: every bad input is refused by name with
@@ -64,7 +66,7 @@ func TestUserSocketFallback(t *testing.T) {
 		t.Errorf("project on incusd's own socket: %q", c.Project)
 	}
 	env["INCUS_SOCKET"] = "/elsewhere/unix.socket.user"
-	if got := e.localSocket(); got != "/elsewhere/unix.socket.user" || !isUserSocket(got) {
+	if got := e.localSocket(); got != "/elsewhere/unix.socket.user" || !host.IsUserSocket(got) {
 		t.Errorf("INCUS_SOCKET: %s", got)
 	}
 }
