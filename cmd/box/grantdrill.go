@@ -15,12 +15,13 @@ import (
 func grantDrillRows(ctx context.Context, e *env, c *incus.Client) []drill.Result {
 	gap, err := host.DetectPortNameGap()
 	gap = gap || err != nil // an error reads as the weaker case
+	placement := boxes.Placement(e.getenv)
 	var rows []drill.Result
 	err = grantHost(e, c).EachGrantTenant(ctx, func(t host.GrantTenant) {
 		tenant := incus.NewDial(t.Socket, t.Dial)
 		tenant.Project = t.Project
 		rows = append(rows, drill.RunGrant(ctx, drill.GrantOptions{Admin: c, Tenant: tenant, User: t.User,
-			Project: t.Project, Bridge: t.Bridge, Profile: boxes.Placement(e.getenv), Other: t.Other, PortNameGap: gap})...)
+			Project: t.Project, Bridge: t.Bridge, Profile: placement, Other: t.Other, PortNameGap: gap})...)
 		tenant.Close()
 	})
 	if err != nil {
