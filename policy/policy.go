@@ -9,18 +9,6 @@ import (
 	"strings"
 )
 
-// Network tiers: a closed set, in order of exposure.
-const (
-	NetNone     = "none"
-	NetInternet = "internet"
-	NetFull     = "full"
-	// NetAllowlist: named hosts only, through box's proxy (the bwrap backend).
-	NetAllowlist = "allowlist"
-)
-
-// Tiers lists the network tiers in order of exposure.
-var Tiers = []string{NetNone, NetAllowlist, NetInternet, NetFull}
-
 // Secret is one well-known secret location of an operator's home.
 type Secret struct {
 	ID    string   // the drill's probe id

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/internal/charclass"
+	"github.com/heavy-duty/box/policy"
 	"io"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ var safeChars = charclass.New("A-Za-z0-9._-")
 type Policy struct {
 	Profile   string
 	Template  string
-	Network   string
+	Network   policy.Tier
 	Workdir   string
 	Writable  []string // beyond the working directory and ~/.claude
 	ReadOnly  []string // extra read-only mounts
@@ -77,7 +78,7 @@ type Policy struct {
 // refused (box's copy for the agent; the operator's is the run log).
 const RefusalsFile = "box-network.log"
 
-var tierText = map[string]string{
+var tierText = map[policy.Tier]string{
 	NetNone:      "none: there is no network at all (only loopback). Downloads will fail; ask the operator for what you need.",
 	NetInternet:  "internet: the public internet only. The host (its addresses as of launch), the LAN, private ranges (10/8, 172.16/12, 192.168/16, 100.64/10) and the cloud metadata address (169.254.169.254) are blocked.",
 	NetFull:      "full: the host's network, as the operator chose explicitly. Be careful: the LAN and the host's services are reachable.",
@@ -104,7 +105,7 @@ func SandboxMD(p Policy) string {
 	fmt.Fprintf(&b, "This session runs inside `box` (bubblewrap), profile `%s`, template `%s`.\n", p.Profile, p.Template)
 	fmt.Fprintf(&b, "It is generated at every launch from the policy in force; do not edit it.\n\n")
 	fmt.Fprintf(&b, "## Network\n\n%s", tierText[p.Network])
-	if p.Network == NetFull {
+	if p.Network.SharesHostNet() {
 		if p.AbstractScoped {
 			b.WriteString(" The host's abstract unix sockets (an X server, D-Bus) are not reachable: connecting to one is refused (\"Operation not permitted\").")
 		} else {
@@ -112,7 +113,7 @@ func SandboxMD(p Policy) string {
 		}
 	}
 	b.WriteString("\n\n")
-	if p.Network == NetAllowlist {
+	if p.Network.Proxied() {
 		fmt.Fprintf(&b, "%s\n", allowText(p))
 	}
 	fmt.Fprintf(&b, "## Files\n\n")

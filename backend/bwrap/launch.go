@@ -35,7 +35,7 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 	// The block fd always: the limits go on the sandbox's pid 1 before it is released.
 	p.Spec.InfoFD, p.Spec.BlockFD = InfoFD, BlockFD
 	p.Spec.SeccompFD = SeccompFD
-	if p.Spec.Network == NetInternet {
+	if p.Spec.Network.NeedsHelper() {
 		// The helper decides the resolver address, which the sandbox's resolv.conf
 		// (a bind, fixed before launch) must name.
 		h := inet.Helper(helper)
@@ -50,7 +50,7 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 		}
 		p.Spec.ResolvConf = filepath.Join(p.Spec.InstanceDir, "resolv.conf")
 	}
-	if p.Spec.Network == NetAllowlist {
+	if p.Spec.Network.Proxied() {
 		// No uplink: the proxy dials from box's own netns and never to the host's
 		// addresses; DNS is box's, on the sandbox's loopback.
 		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
@@ -135,7 +135,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		}
 		launch.NixStore, launch.Self = p.Spec.NixStore, self
 	}
-	if p.Spec.Network == NetInternet {
+	if p.Spec.Network.NeedsHelper() {
 		if err := os.WriteFile(p.Spec.ResolvConf, []byte(inet.ResolvConf(pr.Net.Helper)), 0o644); err != nil {
 			return 1, fmt.Errorf("internet tier: %w", err)
 		}
@@ -151,7 +151,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 			return func() { s.Close() }, nil
 		}
 	}
-	if p.Spec.Network == NetAllowlist {
+	if p.Spec.Network.Proxied() {
 		if err := p.startAllowlist(pr, &launch, stderr); err != nil {
 			return 1, err
 		}

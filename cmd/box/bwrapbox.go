@@ -121,7 +121,7 @@ func (be bwrapBackend) Mint(o *newOptions, given []string) error {
 	if err != nil {
 		return err
 	}
-	network := prof.Network
+	network := string(prof.Network)
 	if o.network != "" {
 		if err := profiles.ValidNetwork(o.network); err != nil {
 			return usagef("the tiers are none, allowlist, internet and full", "--network: %s", err)

@@ -227,7 +227,7 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	in := drill.Input{
 		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
-		Tier: p.Spec.Network, Expect: o.expect,
+		Tier: p.Spec.Network, Expect: policy.Tier(o.expect),
 		Environ: environ, Entered: entered, AuthPassthrough: p.Profile.AuthPassthrough,
 		NixDaemon:   p.Profile.Nix == profiles.NixDaemon,
 		NixStore:    p.Profile.Nix == profiles.NixStore,
@@ -295,7 +295,7 @@ func runDrill(e *env, o *drillOptions) error {
 		return err
 	}
 	what := fmt.Sprintf("profile %s, tier %s", p.Profile.Name, p.Spec.Network)
-	if o.expect != "" && o.expect != p.Spec.Network {
+	if o.expect != "" && policy.Tier(o.expect) != p.Spec.Network {
 		what += ", judged as " + o.expect
 	}
 	if drill.Failed(results) {
@@ -310,11 +310,11 @@ func runDrill(e *env, o *drillOptions) error {
 // --internet-url host has on the host, and the rebind and UDP targets. The --internet-url
 // host must be one the allowlist refuses.
 func allowlistInput(in *drill.Input, spec bwrap.Spec, o *drillOptions) error {
-	expect := o.expect
+	expect := policy.Tier(o.expect)
 	if expect == "" {
 		expect = spec.Network
 	}
-	if expect != drill.TierAllowlist {
+	if !expect.Proxied() {
 		if o.allowedURL != "" || len(o.rebindURLs) > 0 || o.udp != "" {
 			return usagef("add --network allowlist, or --expect allowlist", "--allowed-url, --rebind-url and --udp are for the allowlist contract")
 		}
