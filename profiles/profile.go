@@ -11,8 +11,6 @@ import (
 	"github.com/heavy-duty/box/policy"
 	"strings"
 
-	"github.com/heavy-duty/box/backend/bwrap/protect"
-	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/templates"
 )
 
@@ -257,14 +255,14 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("command: an argument contains a NUL byte")
 		}
 	}
-	if err := protect.CheckOptions(protect.Options{Add: p.ProtectAdd, Drop: p.ProtectDrop}); err != nil {
+	if err := policy.CheckProtect(p.ProtectAdd, p.ProtectDrop); err != nil {
 		return err
 	}
 	if len(p.Syscalls) > 0 {
 		if p.Backend != BackendBwrap {
 			return fmt.Errorf("syscalls: the syscall filter is the bwrap backend's; a vm box has its own kernel")
 		}
-		if err := seccomp.CheckOptIn(p.Syscalls); err != nil {
+		if err := policy.CheckSyscallOptIn(p.Syscalls); err != nil {
 			return err
 		}
 	}

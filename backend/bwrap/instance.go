@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/internal/charclass"
 	"github.com/heavy-duty/box/policy"
 	"io"
@@ -169,7 +168,7 @@ func SandboxMD(p Policy) string {
 	if len(p.SyscallsAllowed) > 0 {
 		fmt.Fprintf(&b, "The operator opted back into: %s. ", strings.Join(p.SyscallsAllowed, ", "))
 	}
-	fmt.Fprintf(&b, "If a tool needs one of these, ask the operator: a profile of theirs may allow %s (`syscalls = [...]`).\n", strings.Join(seccomp.OptInNames(), ", "))
+	fmt.Fprintf(&b, "If a tool needs one of these, ask the operator: a profile of theirs may allow %s (`syscalls = [...]`).\n", strings.Join(policy.SyscallOptInNames(), ", "))
 	if p.Notes != "" {
 		fmt.Fprintf(&b, "\n## Notes\n\n%s\n", strings.TrimSpace(p.Notes))
 	}
