@@ -8,6 +8,7 @@ import (
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -83,7 +84,7 @@ is deleted) and printed with how to restore it. The exit code stays the command'
 	f.StringVarP(&o.profile, "profile", "p", "", "profile to run (default $BOX_PROFILE, else \"default\")")
 	f.StringVar(&o.backend, "backend", "", "backend: bwrap (vm boxes are made with 'box new')")
 	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's)")
-	f.StringVarP(&o.network, "network", "n", "", "network tier: none, allowlist, internet or full (default: the profile's)")
+	f.StringVarP(&o.network, "network", "n", "", "network tier: "+policy.TierList("or")+" (default: the profile's)")
 	f.StringArrayVar(&o.allow, "allow", nil, "with --network allowlist: allow NAME, *.DOMAIN or @LIST, optionally :PORT (repeatable; adds to the profile's allow)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
