@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -25,6 +26,9 @@ func TestTierQuestions(t *testing.T) {
 		got := answers{tier.OwnNetNS(), tier.SharesHostNet(), tier.Offline(), tier.NeedsHelper(), tier.Proxied(), tier.OwnResolver(), tier.VMCapable()}
 		if got != w {
 			t.Errorf("tier %s: got %+v, want %+v", tier, got, w)
+		}
+		if tier.Explain() == "" || !strings.HasPrefix(tier.Explain(), string(tier)+": ") {
+			t.Errorf("tier %s: SANDBOX.md has no text for it", tier)
 		}
 		if !tier.Valid() {
 			t.Errorf("tier %s: not valid", tier)

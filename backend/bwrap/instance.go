@@ -77,13 +77,6 @@ type Policy struct {
 // refused (box's copy for the agent; the operator's is the run log).
 const RefusalsFile = "box-network.log"
 
-var tierText = map[policy.Tier]string{
-	NetNone:      "none: there is no network at all (only loopback). Downloads will fail; ask the operator for what you need.",
-	NetInternet:  "internet: the public internet only. The host (its addresses as of launch), the LAN, private ranges (10/8, 172.16/12, 192.168/16, 100.64/10) and the cloud metadata address (169.254.169.254) are blocked.",
-	NetFull:      "full: the host's network, as the operator chose explicitly. Be careful: the LAN and the host's services are reachable.",
-	NetAllowlist: "allowlist: only the host names below, on ports 80 and 443 unless a port is named, through box's proxy (it reads the TLS server name or the HTTP Host; it does not decrypt). Names not listed do not resolve, connections by address are refused, and so are UDP (except DNS), ICMP and IPv6. Proxy variables are not needed: every TCP connection goes through box whatever the program.",
-}
-
 // allowText is SANDBOX.md's part about the allowlist: what is allowed, where refusals
 // are written, and how to ask for more.
 func allowText(p Policy) string {
@@ -103,7 +96,7 @@ func SandboxMD(p Policy) string {
 	fmt.Fprintf(&b, "# You are in a box sandbox\n\n")
 	fmt.Fprintf(&b, "This session runs inside `box` (bubblewrap), profile `%s`, template `%s`.\n", p.Profile, p.Template)
 	fmt.Fprintf(&b, "It is generated at every launch from the policy in force; do not edit it.\n\n")
-	fmt.Fprintf(&b, "## Network\n\n%s", tierText[p.Network])
+	fmt.Fprintf(&b, "## Network\n\n%s", p.Network.Explain())
 	if p.Network.SharesHostNet() {
 		if p.AbstractScoped {
 			b.WriteString(" The host's abstract unix sockets (an X server, D-Bus) are not reachable: connecting to one is refused (\"Operation not permitted\").")
