@@ -1,6 +1,7 @@
 // Package policy is the single source of what the backends, the host stack and the drill
-// share: the network tiers, the secret paths of an operator's home, and the address
-// ranges no box may reach. Each list lives here once; everything else reads it.
+// share: the network tiers (tier.go), the secret paths of an operator's home, the address
+// ranges no box may reach, the protected set (protect.go) and the syscall filter's groups
+// (syscalls.go). Each list lives here once; everything else reads it.
 package policy
 
 import (
