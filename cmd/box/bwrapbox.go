@@ -18,6 +18,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 )
@@ -124,7 +125,7 @@ func (be bwrapBackend) Mint(o *newOptions, given []string) error {
 	network := string(prof.Network)
 	if o.network != "" {
 		if err := profiles.ValidNetwork(o.network); err != nil {
-			return usagef("the tiers are none, allowlist, internet and full", "--network: %s", err)
+			return usagef("the tiers are "+policy.TierList("and"), "--network: %s", err)
 		}
 		network = o.network
 	}

@@ -123,7 +123,7 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	if o.expect != "" {
 		if err := profiles.ValidNetwork(o.expect); err != nil {
-			return usagef("the tiers are none, allowlist, internet and full", "--expect: %s", err)
+			return usagef("the tiers are "+policy.TierList("and"), "--expect: %s", err)
 		}
 	}
 	if u, err := url.Parse(o.internetURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -191,7 +191,7 @@ func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
 	}
 	if o.network != "" {
 		if err := profiles.ValidNetwork(o.network); err != nil {
-			return nil, usagef("the tiers are none, allowlist, internet and full: run 'box run --help'", "--network: %s", err)
+			return nil, usagef("the tiers are "+policy.TierList("and")+": run 'box run --help'", "--network: %s", err)
 		}
 	}
 	if err := profiles.CheckKeys(profiles.UseRun, prof, tmpl); err != nil {
