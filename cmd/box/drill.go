@@ -97,8 +97,8 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 	_ = f.MarkHidden("unit-dir")
 	f.StringVarP(&o.profile, "profile", "p", "", "profile whose sandbox is drilled (default $BOX_PROFILE, else \"default\")")
 	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's; with --backend vm: the boxes' template, default "+boxes.DefaultTemplate+")")
-	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: none, allowlist, internet or full (default: the profile's)")
-	f.StringVar(&o.expect, "expect", "", "judge against this tier's contract: none, allowlist, internet or full (default: the sandbox's tier)")
+	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: "+policy.TierList("or")+" (default: the profile's)")
+	f.StringVar(&o.expect, "expect", "", "judge against this tier's contract: "+policy.TierList("or")+" (default: the sandbox's tier)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter, as box run --env does (repeatable)")
 	f.BoolVar(&o.json, "json", false, "print the results as a JSON array (fields: docs/json.md)")
 	f.StringVar(&o.internetURL, "internet-url", drill.DefaultInternetURL, "URL the internet probe fetches")
@@ -122,7 +122,7 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	if o.expect != "" {
 		if err := profiles.ValidNetwork(o.expect); err != nil {
-			return usagef("the tiers are none, allowlist, internet and full", "--expect: %s", err)
+			return usagef("the tiers are "+policy.TierList("and"), "--expect: %s", err)
 		}
 	}
 	if u, err := url.Parse(o.internetURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -229,7 +229,7 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	in := drill.Input{
 		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
-		Tier: p.Spec.Network, Expect: o.expect,
+		Tier: p.Spec.Network, Expect: policy.Tier(o.expect),
 		Environ: environ, Entered: entered, AuthPassthrough: p.Profile.AuthPassthrough,
 		NixDaemon:   p.Profile.Nix == profiles.NixDaemon,
 		NixStore:    p.Profile.Nix == profiles.NixStore,
@@ -293,7 +293,7 @@ func runDrill(e *env, o *drillOptions) error {
 		return err
 	}
 	what := fmt.Sprintf("profile %s, tier %s", p.Profile.Name, p.Spec.Network)
-	if o.expect != "" && o.expect != p.Spec.Network {
+	if o.expect != "" && policy.Tier(o.expect) != p.Spec.Network {
 		what += ", judged as " + o.expect
 	}
 	if drill.Failed(results) {
@@ -308,11 +308,11 @@ func runDrill(e *env, o *drillOptions) error {
 // --internet-url host has on the host, and the rebind and UDP targets. The --internet-url
 // host must be one the allowlist refuses.
 func allowlistInput(in *drill.Input, spec bwrap.Spec, o *drillOptions) error {
-	expect := o.expect
+	expect := policy.Tier(o.expect)
 	if expect == "" {
 		expect = spec.Network
 	}
-	if expect != drill.TierAllowlist {
+	if !expect.Proxied() {
 		if o.allowedURL != "" || len(o.rebindURLs) > 0 || o.udp != "" {
 			return usagef("add --network allowlist, or --expect allowlist", "--allowed-url, --rebind-url and --udp are for the allowlist contract")
 		}
