@@ -24,7 +24,7 @@ import (
 
 // BwrapOptions is what the bwrap drill was asked, already checked by the CLI.
 type BwrapOptions struct {
-	Expect      string // the contract judged ("" = the sandbox's tier)
+	Expect      policy.Tier // the contract judged ("" = the sandbox's tier)
 	InternetURL string
 	HostPort    int
 	LAN         []string
@@ -53,8 +53,8 @@ type Bwrap struct {
 // BwrapReport is what a bwrap drill found, and what it drilled.
 type BwrapReport struct {
 	Results []Result
-	Profile string // the drilled profile's name
-	Tier    string // the sandbox's network tier
+	Profile string      // the drilled profile's name
+	Tier    policy.Tier // the sandbox's network tier
 }
 
 // ErrAllowlistTargets: the allowlist's targets were given to a drill that does not
@@ -214,7 +214,7 @@ func allowlistInput(in *Input, spec bwrap.Spec, o BwrapOptions) error {
 	if expect == "" {
 		expect = spec.Network
 	}
-	if expect != TierAllowlist {
+	if !expect.Proxied() {
 		if o.AllowedURL != "" || len(o.RebindURLs) > 0 || o.UDP != "" {
 			return ErrAllowlistTargets
 		}

@@ -28,7 +28,7 @@ type Prepared struct {
 func Prepare(p *Plan, helper string) (Prepared, error) {
 	var pr Prepared
 	var err error
-	if p.Spec.Network == NetInternet {
+	if p.Spec.Network.NeedsHelper() {
 		// The helper decides the resolver address the sandbox's resolv.conf names.
 		h := inet.Helper(helper)
 		if h != inet.Auto && h != inet.Pasta && h != inet.Slirp4netns {
@@ -41,7 +41,7 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 			return pr, fmt.Errorf("internet tier: listing the host's addresses: %w", err)
 		}
 	}
-	if p.Spec.Network == NetAllowlist {
+	if p.Spec.Network.Proxied() {
 		// No uplink: the proxy dials from box's own netns and never to the host's
 		// addresses; DNS is box's, on the sandbox's loopback.
 		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
@@ -124,7 +124,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		}
 		launch.NixStore, launch.Self = p.Spec.NixStore, self
 	}
-	if p.Spec.Network == NetInternet {
+	if p.Spec.Network.NeedsHelper() {
 		if err := os.WriteFile(p.Spec.ResolvConf, []byte(inet.ResolvConf(pr.Net.Helper)), 0o644); err != nil {
 			return 1, fmt.Errorf("internet tier: %w", err)
 		}
@@ -140,7 +140,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 			return func() { s.Close() }, nil
 		}
 	}
-	if p.Spec.Network == NetAllowlist {
+	if p.Spec.Network.Proxied() {
 		if err := p.startAllowlist(pr, &launch, stderr); err != nil {
 			return 1, err
 		}

@@ -166,7 +166,7 @@ type Plan struct {
 func Resolve(r Request, f Facts) (*Plan, error) {
 	network := r.Profile.Network
 	if r.Network != "" {
-		network = r.Network
+		network = policy.Tier(r.Network)
 	}
 	p := &Plan{Profile: r.Profile, Template: r.Template, AllowRoot: r.AllowRoot}
 	allowed, err := p.allowlist(r, network)
@@ -348,7 +348,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		// Single-user Nix inside: no build sandbox (no user namespaces in here) and no
 		// build users; without a network, no substituters to wait for.
 		conf := "sandbox = false\nbuild-users-group =\nexperimental-features = nix-command flakes\n"
-		if network == NetNone {
+		if network.Offline() {
 			conf += "substituters =\n"
 		}
 		boxSet["NIX_CONFIG"] = conf
@@ -368,7 +368,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
 		Allow: allowed,
 	}
-	if network == NetAllowlist {
+	if network.Proxied() {
 		if f.RunID == "" {
 			return nil, errors.New("allowlist tier: no run id")
 		}
@@ -406,7 +406,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		InfoFD: InfoFD, BlockFD: BlockFD, SeccompFD: SeccompFD,
 	}
 	p.Spec.Mounts = append(p.Spec.Mounts, r.Binds...)
-	if network == NetInternet || network == NetAllowlist {
+	if network.OwnResolver() {
 		// The tier's resolver (the internet helper's, or box's own on the sandbox's
 		// loopback), fixed before launch: a bind over /etc/resolv.conf.
 		p.Spec.ResolvConf = filepath.Join(instanceDir, "resolv.conf")
@@ -426,8 +426,8 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 // scopeAbstract decides the abstract-socket scope: tier full only (the others have a
 // network namespace, and with it an abstract namespace, of their own), when the kernel
 // has it and bwrap can run under no_new_privs; otherwise the exposure is a warning.
-func (p *Plan) scopeAbstract(network string, f Facts) bool {
-	if network != NetFull {
+func (p *Plan) scopeAbstract(network policy.Tier, f Facts) bool {
+	if !network.SharesHostNet() {
 		return false
 	}
 	const what = "tier full: the host's abstract unix sockets (an X server, D-Bus, container shims) are reachable from the sandbox"
@@ -445,7 +445,7 @@ func (p *Plan) scopeAbstract(network string, f Facts) bool {
 // AbstractLine is the dry run's account of the abstract-socket scope ("" outside tier
 // full, where the sandbox's own network namespace holds its abstract sockets).
 func (p *Plan) AbstractLine() string {
-	if p.Spec.Network != NetFull {
+	if !p.Spec.Network.SharesHostNet() {
 		return ""
 	}
 	if p.Spec.ScopeAbstract {
@@ -464,8 +464,8 @@ func landlockText(abi int) string {
 // allowlist is the allowlist tier's patterns (lists expanded, deduplicated) for the
 // tier network: the profile's allow and --allow. --allow on another tier is refused; a
 // profile's allow that a --network override leaves unused is a warning.
-func (p *Plan) allowlist(r Request, network string) ([]string, error) {
-	if network != NetAllowlist {
+func (p *Plan) allowlist(r Request, network policy.Tier) ([]string, error) {
+	if !network.Proxied() {
 		if len(r.Allow) > 0 {
 			return nil, errs.Usage("add --network allowlist (or use a profile with network = \"allowlist\")",
 				"--allow: the network tier is %s, not allowlist", network)

@@ -136,9 +136,9 @@ func TestSessionGatherError(t *testing.T) {
 // The decisions Prepare used to make are the pure Resolve's: the fds always, and the
 // tier's own resolv.conf for internet and allowlist.
 func TestResolveFinal(t *testing.T) {
-	for _, tier := range []string{NetNone, NetInternet, NetAllowlist, NetFull} {
+	for _, tier := range []Tier{NetNone, NetInternet, NetAllowlist, NetFull} {
 		r := testRequest()
-		r.Network = tier
+		r.Network = string(tier)
 		f := testFacts()
 		f.RunID = "run1"
 		p, err := Resolve(r, f)

@@ -19,6 +19,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 )
@@ -122,10 +123,10 @@ func (be bwrapBackend) Mint(o *newOptions, given []string) error {
 	if err != nil {
 		return err
 	}
-	network := prof.Network
+	network := string(prof.Network)
 	if o.network != "" {
 		if err := profiles.ValidNetwork(o.network); err != nil {
-			return usagef("the tiers are none, allowlist, internet and full", "--network: %s", err)
+			return usagef("the tiers are "+policy.TierList("and"), "--network: %s", err)
 		}
 		network = o.network
 	}

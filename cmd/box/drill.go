@@ -9,6 +9,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -85,8 +86,8 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 	_ = f.MarkHidden("unit-dir")
 	f.StringVarP(&o.profile, "profile", "p", "", "profile whose sandbox is drilled (default $BOX_PROFILE, else \"default\")")
 	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's; with --backend vm: the boxes' template, default "+boxes.DefaultTemplate+")")
-	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: none, allowlist, internet or full (default: the profile's)")
-	f.StringVar(&o.expect, "expect", "", "judge against this tier's contract: none, allowlist, internet or full (default: the sandbox's tier)")
+	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: "+policy.TierList("or")+" (default: the profile's)")
+	f.StringVar(&o.expect, "expect", "", "judge against this tier's contract: "+policy.TierList("or")+" (default: the sandbox's tier)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter, as box run --env does (repeatable)")
 	f.BoolVar(&o.json, "json", false, "print the results as a JSON array (fields: docs/json.md)")
 	f.StringVar(&o.internetURL, "internet-url", drill.DefaultInternetURL, "URL the internet probe fetches")
@@ -110,7 +111,7 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	if o.expect != "" {
 		if err := profiles.ValidNetwork(o.expect); err != nil {
-			return usagef("the tiers are none, allowlist, internet and full", "--expect: %s", err)
+			return usagef("the tiers are "+policy.TierList("and"), "--expect: %s", err)
 		}
 	}
 	if u, err := url.Parse(o.internetURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -140,7 +141,7 @@ func runDrill(e *env, o *drillOptions) error {
 	d := &drill.Bwrap{
 		Session: s,
 		Options: drill.BwrapOptions{
-			Expect: o.expect, InternetURL: o.internetURL, HostPort: o.hostPort, LAN: o.lan,
+			Expect: policy.Tier(o.expect), InternetURL: o.internetURL, HostPort: o.hostPort, LAN: o.lan,
 			AllowedURL: o.allowedURL, RebindURLs: o.rebindURLs, UDP: o.udp, Box: o.box != "",
 		},
 		Environ: e.environ(),
@@ -187,7 +188,7 @@ func runDrill(e *env, o *drillOptions) error {
 		return err
 	}
 	what := fmt.Sprintf("profile %s, tier %s", rep.Profile, rep.Tier)
-	if o.expect != "" && o.expect != rep.Tier {
+	if o.expect != "" && policy.Tier(o.expect) != rep.Tier {
 		what += ", judged as " + o.expect
 	}
 	if drill.Failed(results) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -81,7 +82,7 @@ is deleted) and printed with how to restore it. The exit code stays the command'
 	f.StringVarP(&o.profile, "profile", "p", "", "profile to run (default $BOX_PROFILE, else \"default\")")
 	f.StringVar(&o.backend, "backend", "", "backend: bwrap (vm boxes are made with 'box new')")
 	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's)")
-	f.StringVarP(&o.network, "network", "n", "", "network tier: none, allowlist, internet or full (default: the profile's)")
+	f.StringVarP(&o.network, "network", "n", "", "network tier: "+policy.TierList("or")+" (default: the profile's)")
 	f.StringArrayVar(&o.allow, "allow", nil, "with --network allowlist: allow NAME, *.DOMAIN or @LIST, optionally :PORT (repeatable; adds to the profile's allow)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
@@ -175,7 +176,7 @@ func runRequest(e *env, o *runOptions) (bwrap.Request, error) {
 	}
 	if o.network != "" {
 		if err := profiles.ValidNetwork(o.network); err != nil {
-			return req, usagef("the tiers are none, allowlist, internet and full: run 'box run --help'", "--network: %s", err)
+			return req, usagef("the tiers are "+policy.TierList("and")+": run 'box run --help'", "--network: %s", err)
 		}
 	}
 	if err := profiles.CheckKeys(profiles.UseRun, prof, tmpl); err != nil {
