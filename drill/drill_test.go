@@ -1,4 +1,4 @@
-package main
+package drill_test
 
 // box drill, for real: the built binary as the unprivileged test user with a planted
 // HOME, in the hermetic lab (drill/lab), for tiers none and internet; then every
@@ -6,103 +6,20 @@ package main
 // report the breach.
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/drill/lab"
 	"github.com/heavy-duty/box/internal/testenv"
 )
-
-func requireLab(t *testing.T) {
-	t.Helper()
-	testenv.RequireRoot(t)
-	for _, tool := range append(lab.Tools, "bwrap") {
-		testenv.RequireTool(t, tool)
-	}
-}
-
-// drillRun is one box drill (or other box command) run in the lab as the world's user.
-type drillRun struct {
-	code           int
-	stdout, stderr string
-	rows           map[string]drill.Result
-	list           []drill.Result
-}
-
-func (w *world) inLab(l *lab.Lab, stdin []byte, args ...string) drillRun {
-	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	c := l.UserCommand(ctx, w.uid, w.gid, append([]string{w.box}, args...)...)
-	c.Env = w.env
-	c.Dir = w.proj
-	var o, e bytes.Buffer
-	c.Stdout, c.Stderr = &o, &e
-	if stdin != nil {
-		c.Stdin = bytes.NewReader(stdin)
-	}
-	err := c.Run()
-	r := drillRun{stdout: o.String(), stderr: e.String()}
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			w.t.Fatalf("box %q: %v", args, err)
-		}
-		r.code = ee.ExitCode()
-	}
-	return r
-}
-
-// drill runs box drill --json with args and parses the rows.
-func (w *world) drill(l *lab.Lab, args ...string) drillRun {
-	w.t.Helper()
-	r := w.inLab(l, nil, append([]string{"drill", "--backend", "bwrap", "--json"}, args...)...)
-	if err := json.Unmarshal([]byte(r.stdout), &r.list); err != nil {
-		w.t.Fatalf("drill %q: exit %d, JSON does not parse: %v\nstdout:\n%s\nstderr:\n%s", args, r.code, err, r.stdout, r.stderr)
-	}
-	r.rows = map[string]drill.Result{}
-	for _, x := range r.list {
-		r.rows[x.ID] = x
-	}
-	return r
-}
-
-func (r drillRun) want(t *testing.T, id string, s drill.Status) {
-	t.Helper()
-	x, ok := r.rows[id]
-	if !ok {
-		t.Errorf("no row %s", id)
-		return
-	}
-	if x.Status != s {
-		t.Errorf("%s: %s (observed %q), want %s", id, x.Status, x.Observed, s)
-	}
-}
-
-func (r drillRun) table() string {
-	var b bytes.Buffer
-	drill.Render(&b, r.list)
-	return b.String()
-}
-
-// labWorld is a planted world whose operator runs box in the lab's host namespace.
-func labWorld(t *testing.T) (*world, *lab.Lab) {
-	requireLab(t)
-	w := newWorld(t)
-	return w, lab.New(t)
-}
 
 // The drill CI runs on every run: tiers none and internet in the lab, every row PASS or
 // SKIP (with a reason), exit 0, and the JSON parses.
@@ -392,23 +309,5 @@ func TestDrillRunnerWithoutSandbox(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
 		t.Error("Settle left the probe's file behind")
-	}
-}
-
-func TestDrillBackendVM(t *testing.T) {
-	// Never the machine's own incusd: a socket that does not exist. (The vm drill runs
-	// for real against the lab's incusd in hoststack_test.go.)
-	sock := filepath.Join(t.TempDir(), "no-incusd.socket")
-	t.Setenv("INCUS_SOCKET", sock)
-	var o, e bytes.Buffer
-	code := Main([]string{"drill", "--backend", "vm"}, strings.NewReader(""), &o, &e)
-	if code != 1 || !strings.Contains(e.String(), sock) || !strings.Contains(e.String(), "box: hint:") {
-		t.Errorf("exit %d: %s", code, e.String())
-	}
-	for _, args := range [][]string{{"drill", "--expect", "lan"}, {"drill", "--lan", "nope"}, {"drill", "--internet-url", "ftp://x"}, {"drill", "extra"}} {
-		e.Reset()
-		if code := Main(args, strings.NewReader(""), &o, &e); code != 2 {
-			t.Errorf("%q: exit %d, want 2: %s", args, code, e.String())
-		}
 	}
 }

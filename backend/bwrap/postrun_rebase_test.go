@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // The internet tier through the CLI, for real: box run --network internet as the
 // unprivileged user in the lab's host namespace, with both user-mode helpers.

@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // Real bubblewrap, run as an unprivileged user: the isolation claims of the bwrap
 // backend, each proven by a probe inside a real sandbox. The test runs the built box
@@ -6,7 +6,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/heavy-duty/box/internal/pty"
 	"os"
 	"os/exec"
 	"os/user"
@@ -20,162 +19,6 @@ import (
 
 	"github.com/heavy-duty/box/internal/testenv"
 )
-
-var (
-	buildMu sync.Mutex
-	builds  = map[string]string{} // build tags -> binary
-	binDir  string
-)
-
-// boxBinary builds cmd/box once into a directory every user can read.
-func boxBinary(t testing.TB) string { return boxBuild(t, "") }
-
-// boxBuild builds cmd/box with the given build tags, once per set of tags.
-func boxBuild(t testing.TB, tags string) string {
-	t.Helper()
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if b, ok := builds[tags]; ok {
-		return b
-	}
-	if binDir == "" {
-		dir, err := os.MkdirTemp("", "box-bin-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(dir, 0o755)
-		binDir = dir
-	}
-	bin := filepath.Join(binDir, "box")
-	if tags != "" {
-		bin += "-" + tags
-	}
-	// Without cgo, as the flake, the Makefile and install.sh build what ships.
-	build := exec.Command("go", "build", "-tags", tags, "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build -tags %q: %v\n%s", tags, err, out)
-	}
-	builds[tags] = bin
-	return bin
-}
-
-// world is a planted unprivileged user's world: a HOME with secrets and a project.
-type world struct {
-	t        testing.TB
-	box      string
-	uid, gid int
-	home     string
-	proj     string
-	env      []string
-}
-
-// secrets are planted in HOME; none may be readable or visible inside.
-var secrets = map[string]string{
-	".ssh/id_ed25519":                   "-----BEGIN OPENSSH PRIVATE KEY-----\nPLANTED-SSH-KEY\n",
-	".ssh/config":                       "Host planted-ssh-config\n",
-	".aws/credentials":                  "[default]\naws_secret_access_key = PLANTED-AWS-SECRET\n",
-	".gnupg/private-keys-v1.d/ABCD.key": "PLANTED-GPG-KEY\n",
-	".config/gcloud/application_default_credentials.json": `{"PLANTED-GCLOUD":1}`,
-	".local/share/tailscale/tailscaled.state":             "PLANTED-TAILSCALE\n",
-	".config/age/keys.txt":                                "AGE-SECRET-KEY-1PLANTEDAGE\n",
-	".netrc":                                              "machine x login y password PLANTED-NETRC\n",
-	".git-credentials":                                    "https://u:PLANTED-GITCRED@example.com\n",
-	".docker/config.json":                                 `{"auths":{"x":{"auth":"PLANTED-DOCKER"}}}`,
-	".kube/config":                                        "token: PLANTED-KUBE\n",
-	".config/gh/hosts.yml":                                "oauth_token: PLANTED-GH\n",
-	".claude/.credentials.json":                           `{"PLANTED-CLAUDE-CREDS":1}`,
-}
-
-const plantedToken = "ghp_PLANTEDtoken0123456789abcdefghijklmnop"
-
-func newWorld(t testing.TB) *world {
-	t.Helper()
-	testenv.RequireTool(t, "bwrap")
-	uid, gid := testenv.User(t)
-	box := boxBinary(t)
-	base, err := os.MkdirTemp("", "box-world-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	os.Chmod(base, 0o755)
-	w := &world{t: t, box: box, uid: uid, gid: gid, home: filepath.Join(base, "home")}
-	w.proj = filepath.Join(w.home, "src", "proj")
-	for rel, content := range secrets {
-		w.write(filepath.Join(w.home, rel), content)
-	}
-	w.write(filepath.Join(w.proj, "README"), "project file\n")
-	os.Chmod(w.home, 0o700)
-	w.env = []string{
-		"HOME=" + w.home, "PATH=/usr/local/bin:/usr/bin:/bin", "TERM=xterm", "LANG=C.UTF-8",
-		"AWS_SECRET_ACCESS_KEY=PLANTED-ENV-AWS", "ANTHROPIC_API_KEY=sk-ant-PLANTED-ENV-KEY-000000",
-		"SSH_AUTH_SOCK=/run/user/" + strconv.Itoa(uid) + "/ssh-agent.sock", "GITHUB_TOKEN=" + plantedToken,
-		"XDG_RUNTIME_DIR=/run/user/" + strconv.Itoa(uid),
-	}
-	return w
-}
-
-// write creates path (and its parents) owned by the test user.
-func (w *world) write(path, content string) {
-	w.t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		w.t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		w.t.Fatal(err)
-	}
-	for p := path; strings.HasPrefix(p, filepath.Dir(w.home)+"/"); p = filepath.Dir(p) {
-		os.Chown(p, w.uid, w.gid)
-	}
-}
-
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-// cmd prepares box ARGS as the unprivileged user, in the project directory.
-func (w *world) cmd(args ...string) *exec.Cmd {
-	c := exec.Command(w.box, args...)
-	c.Dir = w.proj
-	c.Env = w.env
-	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
-	return c
-}
-
-func (w *world) run(args ...string) result {
-	w.t.Helper()
-	return w.collect(w.cmd(args...))
-}
-
-// collect runs c and returns its exit code and output.
-func (w *world) collect(c *exec.Cmd) result { return runResult(w.t, c) }
-
-// runResult runs c to the end and returns its exit code and output; only a command that
-// could not run at all fails the test.
-func runResult(t testing.TB, c *exec.Cmd) result {
-	t.Helper()
-	var o, e bytes.Buffer
-	c.Stdout, c.Stderr = &o, &e
-	err := c.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("%q: %v", c.Args, err)
-		}
-		code = ee.ExitCode()
-	}
-	return result{code, o.String(), e.String()}
-}
-
-// sh runs a shell snippet in the default sandbox (tier none).
-func (w *world) sh(script string, extra ...string) result {
-	w.t.Helper()
-	return w.run(append(append([]string{"run", "-y"}, extra...), "--", "sh", "-c", script)...)
-}
 
 func TestSandboxSecretsInvisible(t *testing.T) {
 	w := newWorld(t)
@@ -448,15 +291,6 @@ func TestSandboxTerminal(t *testing.T) {
 	}
 }
 
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, s, err := pty.Open()
-	if err != nil {
-		testenv.Skip(t, "no pseudo-terminal: "+err.Error())
-	}
-	return m, s
-}
-
 // TestSandboxAuthPassthrough: the host login enters read-only only when a profile asks,
 // and nothing else of the real ~/.claude comes with it.
 func TestSandboxAuthPassthrough(t *testing.T) {
@@ -600,14 +434,4 @@ func TestSandboxPlantedLinks(t *testing.T) {
 		os.Remove(filepath.Join(u.HomeDir, "ran"))
 		t.Error("the command ran in the real home")
 	}
-}
-
-func envWithout(env []string, name string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package main
+package drill_test
 
 // box drill --network allowlist, for real in the lab, and every row of the allowlist
 // contract shown to BREACH with its protection off: the internet tier (no allowlist, no

@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // The post-run audit reads the protected set: a project file absent at launch (so not
 // bound read-only, and given no placeholder) that the run creates is moved aside after it.

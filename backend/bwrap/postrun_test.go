@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // The post-run audit, for real: a hostile `box run -y` as the unprivileged test user
 // plants what the host's git would execute (a nested repository with core.fsmonitor, a
@@ -48,23 +48,6 @@ func (w *world) marks(d string) []string {
 		}
 	}
 	return out
-}
-
-// plant is the hostile command: everything a sandbox can make the host execute.
-func plant(marks string) string {
-	return `set -e
-git init -q vendor/lib
-git -C vendor/lib config core.fsmonitor 'id >` + marks + `/m3; false'
-git -C vendor/lib config alias.st '!id >` + marks + `/alias'
-git -C vendor/lib config filter.x.smudge 'id >` + marks + `/filter; cat'
-echo '* filter=x' > vendor/lib/.gitattributes
-echo 'the agent wrote this' > vendor/lib/code.txt
-git -C vendor/lib add code.txt .gitattributes
-git -C vendor/lib -c core.fsmonitor=false -c user.name=a -c user.email=a@example.com commit -qm 'made inside'
-# The project's own repository: read-only where the protected set holds, else audited.
-git config core.fsmonitor 'id >` + marks + `/top; false' 2>/dev/null || true
-printf '#!/bin/sh\nid >` + marks + `/hook\n' > .git/hooks/post-checkout 2>/dev/null && chmod +x .git/hooks/post-checkout || true
-`
 }
 
 func TestSandboxPostRunAudit(t *testing.T) {

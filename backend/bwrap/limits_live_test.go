@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // Resource limits, for real: the built box as the unprivileged test user. A bounded fork
 // loop stops at the pids limit while the host user keeps forking; a memory hog fails (or

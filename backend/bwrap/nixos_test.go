@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // A NixOS-like host, built hermetically: in a private mount namespace, /usr/bin holds
 // only env (and sh, a link into the store, as NixOS's /bin/sh is), /etc's certificates

@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // Cost of the allowlist tier against the internet tier, in the same run, in the lab:
 // time to first byte of a small HTTP GET (connection set-up: DNS, connect, and for the

@@ -1,4 +1,4 @@
-package main
+package drill_test
 
 // The drill's host-exec row: inside, the probe plants a nested repository whose
 // core.fsmonitor writes a marker; outside, after the run, Settle runs git status there as

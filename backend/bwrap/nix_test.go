@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // Nix in the sandbox, for real: a multi-user Nix host (a real nix-daemon), the profile's
 // packages realised on the host and on PATH inside, a minimal PATH, and the daemon's

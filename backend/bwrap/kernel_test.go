@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // The bwrap sandbox's kernel surface, for real, as the unprivileged user: inherited fds,
 // the session keyring, the syscall filter and socket families, a stopped or traced pid 1,
@@ -25,16 +25,6 @@ import (
 	"github.com/heavy-duty/box/internal/testenv"
 	"golang.org/x/sys/unix"
 )
-
-// unsafeBoxBinary builds box with -tags boxunsafe: BOX_UNSAFE_OFF=fds,keyring,seccomp,
-// terminal switches those protections off. Only tests build it.
-func unsafeBoxBinary(t *testing.T) string { return boxBuild(t, "boxunsafe") }
-
-// withProtectionOff makes w run the test build with protections off (none: restore).
-func (w *world) withProtectionOff(t *testing.T, off string) {
-	w.box = unsafeBoxBinary(t)
-	w.env = append(envWithout(w.env, "BOX_UNSAFE_OFF"), "BOX_UNSAFE_OFF="+off)
-}
 
 // shell runs a sh script as the world's user in the project, with $BOX the box binary.
 func (w *world) shell(script string) result {

@@ -1,12 +1,10 @@
-package main
+package bwrap_test
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/heavy-duty/box/internal/testenv"
 )
@@ -44,21 +42,6 @@ while [ ! -e go ]; do sleep 0.05; done`)
 		t.Errorf("the sandbox wrote into the containing repository's hooksPath")
 	}
 	w.noMarkers(m, "the host's commit during the run")
-}
-
-// waitFile waits until path exists; the command behind waited ending first fails the test.
-func waitFile(t *testing.T, path string, waited <-chan error, stderr *bytes.Buffer) {
-	t.Helper()
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		select {
-		case err := <-waited:
-			t.Fatalf("box ended before %s appeared: %v\n%s", filepath.Base(path), err, stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // A relative core.hooksPath in the user's global git config (core.hooksPath = .githooks,

@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // The protected set, for real: box run as the unprivileged user in real git trees. A
 // hostile run plants every class of thing the host would execute later (hooks,

@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // The allowlist tier through the CLI, for real: box run --network allowlist as the
 // unprivileged user in the lab's host namespace, with curl and git over HTTPS inside;
