@@ -1,4 +1,4 @@
-package main
+package vm_test
 
 // box export and box import for real, against the lab's incusd: a round trip with
 // snapshots, a fresh identity and the import stamp; the tag boundary and the box shape

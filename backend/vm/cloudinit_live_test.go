@@ -1,4 +1,4 @@
-package main
+package vm_test
 
 // The cloud-init step of box new, for real: the lab image that runs cloud-init
 // (incuslab.CloudInitRecipe, built once per machine and cached), a good user-data that

@@ -1,4 +1,4 @@
-package main
+package vm_test
 
 // box expose for real, on the real isolation stack (setup-host in drill/lab's topology):
 // the door answers on the host's loopback, and neither the LAN nor a sibling box gains

@@ -1,4 +1,4 @@
-package main
+package vm_test
 
 // The bugs a live comparison with the bash box found, and the surface its users rely
 // on, proven against a real incusd (drill/incuslab, containers). Each subtest failed

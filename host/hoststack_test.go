@@ -1,7 +1,6 @@
-package main
+package host_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/nftables"
 	"github.com/heavy-duty/box/backend/incus"
@@ -20,95 +18,6 @@ import (
 	"github.com/heavy-duty/box/host"
 	"github.com/heavy-duty/box/internal/testenv"
 )
-
-// hostLab is drill/lab's topology with a real incusd in its host namespace: the box
-// bridge NATs out through the lab's router to its fake internet (203.0.113.10, DNS
-// example.test), the LAN (192.168.77.10) and the host's public address (198.51.100.2)
-// exist, and every packet stays in namespaces the test made.
-type hostLab struct {
-	net     *lab.Lab
-	incus   *incuslab.Lab
-	box     string // the box binary (this test binary, as testscript installs it)
-	unitDir string
-	config  string         // XDG_CONFIG_HOME of the box runs: its blank template names the lab image
-	conn    *nftables.Conn // the lab host namespace's nftables
-}
-
-func startHostLab(t *testing.T) *hostLab {
-	t.Helper()
-	incuslab.Require(t)
-	box, err := exec.LookPath("box")
-	if err != nil {
-		t.Fatalf("box not on PATH: %v", err)
-	}
-	nl := lab.New(t)
-	il := incuslab.StartWith(t, incuslab.Options{Bare: true, NetNS: nl.HostNS()})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	img, err := incuslab.EnsureImage(ctx, incuslab.BookwormRecipe(), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := il.Client.ImportImage(ctx, img.Metadata, img.Rootfs, incuslab.ImageAlias); err != nil {
-		t.Fatal(err)
-	}
-	ns, err := os.Open(nl.HostNS())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Close() })
-	conn, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The host's templates name a local image, as on a host without an image server: the
-	// drill must mint from them (the user's blank), as box new does.
-	config := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(config, "box", "templates", "blank"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(config, "box", "templates", "blank", "box.env"), []byte(labBoxEnv), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return &hostLab{net: nl, incus: il, box: box, unitDir: filepath.Join(t.TempDir(), "systemd"), config: config, conn: conn}
-}
-
-// run runs the box binary in the lab's host namespace (with its own sysfs, as on a real
-// host) against the lab's incusd, and returns stdout, stderr and the exit code.
-func (h *hostLab) run(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	argv := append([]string{"-m", "--propagation", "private", "nsenter", "--net=" + h.net.HostNS(),
-		"sh", "-c", `mount -t sysfs sysfs /sys && exec "$@"`, "sh", h.box}, args...)
-	cmd := exec.Command("unshare", argv...)
-	cmd.Env = append(append(os.Environ(), h.incus.Env()...), "XDG_CONFIG_HOME="+h.config)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("box %v: %v", args, err)
-	}
-	t.Logf("box %s: exit %d in %s\n%s%s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), out.String(), errb.String())
-	return out.String(), errb.String(), code
-}
-
-func (h *hostLab) mustRun(t *testing.T, args ...string) string {
-	t.Helper()
-	out, _, code := h.run(t, args...)
-	if code != 0 {
-		t.Fatalf("box %v: exit %d", args, code)
-	}
-	return out
-}
-
-var labSetup = []string{"setup-host", "--resolver", lab.Internet.String()}
-
-func (h *hostLab) setup(t *testing.T) string {
-	return h.mustRun(t, append(labSetup, "--unit-dir", h.unitDir)...)
-}
 
 // objects are the API objects of the stack, for before/after comparisons.
 type stackObjects struct {
@@ -147,26 +56,6 @@ func rootRuleset(t *testing.T) string {
 		t.Fatalf("nft list ruleset: %v: %s", err, out)
 	}
 	return string(out)
-}
-
-func drillArgs(h *hostLab) []string {
-	return []string{"drill", "--backend", "vm", "--json",
-		"--internet-url", "http://" + lab.InternetName + "/", "--lan", lab.LANHost.String() + ":80",
-		"--host-port", "8080", "--unit-dir", h.unitDir}
-}
-
-func (h *hostLab) drill(t *testing.T) (map[string]drill.Result, int) {
-	t.Helper()
-	out, _, code := h.run(t, drillArgs(h)...)
-	var rs []drill.Result
-	if err := json.Unmarshal([]byte(out), &rs); err != nil {
-		t.Fatalf("drill output is not JSON: %v", err)
-	}
-	m := map[string]drill.Result{}
-	for _, r := range rs {
-		m[r.ID] = r
-	}
-	return m, code
 }
 
 // TestHostStack runs setup-host, doctor, the vm drill (and each protection removed),
@@ -471,11 +360,4 @@ func setNet(t *testing.T, c *incus.Client, key, value string) {
 	must(t, err)
 	n.Config[key] = value
 	must(t, c.UpdateNetwork(context.Background(), *n))
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package bwrap_test
 
 // Persistent bwrap boxes for real: the built box binary, real bwrap, run as the
 // unprivileged test user with a planted HOME full of secrets (world, sandbox_test.go),

@@ -1,4 +1,4 @@
-package main
+package vm_test
 
 // A two-member Incus cluster for real: two lab incusd in two network namespaces joined
 // by a veth on 192.0.2.0/24 (cluster.https_address on each end, a join token), box on

@@ -1,4 +1,4 @@
-package main
+package host_test
 
 // The port-name gap of the restricted tier, measured (host.PortNameGap): on the full
 // host stack, a box whose NIC is set as a granted user may set it (its bridge port

@@ -1,4 +1,4 @@
-package main
+package drill_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package main
+package host_test
 
 import (
 	"context"
@@ -68,13 +68,5 @@ func TestTeardownAllOrNothing(t *testing.T) {
 	}
 	if err := host.Leftovers(ctx, c, h.conn, host.BridgeName, h.unitDir); err != nil {
 		t.Error(err)
-	}
-}
-
-func TestNotBoxes(t *testing.T) {
-	got := notBoxes([]incus.Instance{{Name: "a", Config: map[string]string{incus.KeyBox: "1"}},
-		{Name: "legacy", Config: map[string]string{incus.KeyLegacy: "1"}}, {Name: "db"}})
-	if len(got) != 1 || got[0] != "db" {
-		t.Errorf("notBoxes = %q", got)
 	}
 }
