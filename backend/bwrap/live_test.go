@@ -5,14 +5,12 @@ package bwrap_test
 
 import (
 	"context"
-
-	"github.com/google/nftables"
-	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/drill/incuslab"
 	"os/exec"
 	"testing"
 
+	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/drill/incuslab"
 	"github.com/heavy-duty/box/drill/lab"
 	"github.com/heavy-duty/box/internal/boxtest"
 )
@@ -79,13 +77,6 @@ func (w *world) withProtectionOff(t *testing.T, off string) {
 	w.box, w.env = p.Box, p.Env
 }
 
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-func res(r boxtest.Result) result { return result{r.Code, r.Stdout, r.Stderr} }
-
 func (w *world) write(path, content string)   { w.t.Helper(); w.pub().Write(path, content) }
 func (w *world) cmd(args ...string) *exec.Cmd { return w.pub().Cmd(args...) }
 func (w *world) run(args ...string) result    { w.t.Helper(); return res(w.pub().Run(args...)) }
@@ -94,6 +85,13 @@ func (w *world) sh(script string, extra ...string) result {
 	w.t.Helper()
 	return res(w.pub().Sh(script, extra...))
 }
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func res(r boxtest.Result) result { return result{r.Code, r.Stdout, r.Stderr} }
 
 func runResult(t testing.TB, c *exec.Cmd) result { t.Helper(); return res(boxtest.RunResult(t, c)) }
 
@@ -178,41 +176,3 @@ func (r *vmRig) rootExec(name string, cmd ...string) string {
 func (r *vmRig) info(t *testing.T, name string) infoJSON { t.Helper(); return r.pub().Info(t, name) }
 func (r *vmRig) exists(name string) bool                 { return r.pub().Exists(name) }
 func (r *vmRig) freeze(name string) frozen               { r.t.Helper(); return r.pub().Freeze(name) }
-
-// hostLab is boxtest.HostLab with the field names the tests use.
-type hostLab struct {
-	net     *lab.Lab
-	incus   *incuslab.Lab
-	box     string
-	unitDir string
-	config  string
-	conn    *nftables.Conn
-}
-
-func startHostLab(t *testing.T) *hostLab {
-	t.Helper()
-	p := boxtest.StartHostLab(t)
-	return &hostLab{net: p.Net, incus: p.Incus, box: p.Box, unitDir: p.UnitDir, config: p.Config, conn: p.Conn}
-}
-
-func (h *hostLab) pub() *boxtest.HostLab {
-	return &boxtest.HostLab{Net: h.net, Incus: h.incus, Box: h.box, UnitDir: h.unitDir, Config: h.config, Conn: h.conn}
-}
-
-var labSetup = boxtest.LabSetup
-
-func (h *hostLab) run(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	return h.pub().Run(t, args...)
-}
-func (h *hostLab) mustRun(t *testing.T, args ...string) string {
-	t.Helper()
-	return h.pub().MustRun(t, args...)
-}
-func (h *hostLab) setup(t *testing.T) string { return h.pub().Setup(t) }
-func (h *hostLab) drill(t *testing.T) (map[string]drill.Result, int) {
-	t.Helper()
-	return h.pub().Drill(t)
-}
-
-func drillArgs(h *hostLab) []string { return boxtest.DrillArgs(h.pub()) }

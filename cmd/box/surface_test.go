@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/heavy-duty/box/internal/boxtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heavy-duty/box/internal/boxtest"
 	"github.com/spf13/cobra"
 )
 
