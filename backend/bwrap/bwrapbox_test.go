@@ -1,8 +1,8 @@
 package bwrap_test
 
 // Persistent bwrap boxes for real: the built box binary, real bwrap, run as the
-// unprivileged test user with a planted HOME full of secrets (world, sandbox_test.go),
-// and a real incusd (vmRig, vm_live_test.go) for the verbs across both backends.
+// unprivileged test user with a planted HOME full of secrets (world, internal/boxtest),
+// and a real incusd (vmRig, internal/boxtest) for the verbs across both backends.
 
 import (
 	"encoding/json"

@@ -10,7 +10,7 @@ import (
 // The drill's CLI refusals, in process (the live drill tests are in drill/).
 func TestDrillBackendVM(t *testing.T) {
 	// Never the machine's own incusd: a socket that does not exist. (The vm drill runs
-	// for real against the lab's incusd in hoststack_test.go.)
+	// for real against the lab's incusd in host/hoststack_test.go.)
 	sock := filepath.Join(t.TempDir(), "no-incusd.socket")
 	t.Setenv("INCUS_SOCKET", sock)
 	var o, e bytes.Buffer
