@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/heavy-duty/box/backend/bwrap/seccomp"
+	"github.com/heavy-duty/box/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -156,11 +156,11 @@ func kernelProbes(in Input) []Probe {
 	}
 	add(kr)
 	add(Probe{ID: "kernel:seccomp", Group: "kernel", Name: "syscall filter", Kind: KindSeccomp, Want: Blocked,
-		Expected: seccomp.Name + " in force"})
+		Expected: policy.SyscallFilter + " in force"})
 
 	rows := map[string]*Probe{}
 	var order []string
-	for _, g := range seccomp.Groups {
+	for _, g := range policy.SyscallGroups {
 		if g.Name == "sockets" {
 			continue
 		}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/heavy-duty/box/backend/bwrap/seccomp"
+	"github.com/heavy-duty/box/policy"
 )
 
 // The kernel rows: one per filter group (those the kernel's capability checks refuse
@@ -33,7 +33,7 @@ func TestKernelPlan(t *testing.T) {
 			}
 		}
 	}
-	for _, g := range seccomp.Groups {
+	for _, g := range policy.SyscallGroups {
 		for _, n := range g.Refused {
 			if !covered[n] {
 				t.Errorf("%s (group %s) is in no drill row", n, g.Name)

@@ -168,7 +168,7 @@ type Input struct {
 	UID     int
 	// Tier is the sandbox's network tier; Expect the contract judged ("" = Tier). Tier full
 	// judged against the internet contract turns LAN, host and metadata into breaches.
-	Tier, Expect string
+	Tier, Expect policy.Tier
 	// Environ is the operator's environment (KEY=VALUE): values are checked with
 	// envaudit.Check here and never copied into the plan.
 	Environ []string
@@ -272,11 +272,11 @@ func getenv(environ []string, name string) string {
 }
 
 // Tiers' contracts for the network group: what each network target is allowed to be.
-func contract(expect string) (internet, local Want, why string) {
-	switch expect {
-	case TierNone:
+func contract(expect policy.Tier) (internet, local Want, why string) {
+	switch {
+	case expect.Offline():
 		return Blocked, Blocked, ""
-	case TierInternet, TierAllowlist:
+	case expect.OwnNetNS():
 		return Open, Blocked, ""
 	default: // full: the host's network, named explicitly by the operator
 		return Open, Allowed, "exposed (tier full)"
@@ -288,15 +288,15 @@ func BuildPlan(in Input) (Plan, error) {
 	if in.Expect == "" {
 		in.Expect = in.Tier
 	}
-	for _, t := range []string{in.Tier, in.Expect} {
-		if !slices.Contains(policy.Tiers, t) {
-			return Plan{}, fmt.Errorf("network tier %q: want one of %s", t, strings.Join(policy.Tiers, ", "))
+	for _, t := range []policy.Tier{in.Tier, in.Expect} {
+		if !t.Valid() {
+			return Plan{}, fmt.Errorf("network tier %q: want one of %s", t, strings.Join(policy.TierNames(), ", "))
 		}
 	}
 	if in.InternetURL == "" {
 		in.InternetURL = DefaultInternetURL
 	}
-	p := Plan{MaxProcs: 2, OuterCmdline: in.Facts.OuterCmdline, TimeoutMs: 3000, Proxied: in.Tier == TierAllowlist}
+	p := Plan{MaxProcs: 2, OuterCmdline: in.Facts.OuterCmdline, TimeoutMs: 3000, Proxied: in.Tier.Proxied()}
 	add := func(pr Probe) { p.Probes = append(p.Probes, pr) }
 	exists := func(paths []string) bool {
 		for _, q := range paths {
@@ -453,9 +453,9 @@ func BuildPlan(in Input) (Plan, error) {
 	}
 	tag := ""
 	if in.Expect != in.Tier {
-		tag = " [tier " + in.Tier + " judged as " + in.Expect + "]"
+		tag = " [tier " + string(in.Tier) + " judged as " + string(in.Expect) + "]"
 	}
-	if in.Expect == TierAllowlist {
+	if in.Expect.Proxied() {
 		for _, pr := range allowlistProbes(in, tag) {
 			add(pr)
 		}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/heavy-duty/box/policy"
 )
 
 const planted = "ghp_PLANTEDtoken0123456789abcdefghijklmnop"
@@ -53,7 +55,7 @@ func ids(p Plan) []string {
 func TestBuildPlanContracts(t *testing.T) {
 	local := []string{"net:lan-gateway", "net:lan-hosts", "net:host", "net:sandbox-gateway", "net:metadata", "net:abstract"}
 	for _, c := range []struct {
-		tier, expect string
+		tier, expect policy.Tier
 		internet     Want
 		local        Want
 	}{

@@ -54,4 +54,14 @@
 // ApplyFirewall(nftables.New(), bridge, ipv4Address) with the bridge name and its
 // ipv4.address, and prints the returned Ruleset; the boot unit runs box to do the same;
 // doctor plans the same Ruleset and reports Verify's drift; teardown-host calls Remove.
+//
+// # The restricted tier
+//
+// box grant, box revoke, doctor's grant lines and the drill's grant rows act on a
+// GrantHost: the local incusd as its administrator, with facts the CLI read (the incus
+// directory, the placement profile) and its wording of incusd's errors passed in. The
+// policy is plain data (grant.go); the sequences, what is done in what order against
+// incusd, incus-user and the group database, are grantconverge.go, revoke.go,
+// grantdoctor.go and grantdrill.go. The hints they give that name a box verb moved with
+// them verbatim.
 package host

@@ -1,10 +1,14 @@
 package host
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/internal/testenv"
 )
 
 func TestGrantProjectDrift(t *testing.T) {
@@ -126,5 +130,24 @@ func TestGrantLimits(t *testing.T) {
 	cfg["limits.cpu"] = "2" // the operator's own
 	if d := g.ProjectDrift(cfg); len(d) != 1 || d[0].Key != "limits.instances" {
 		t.Errorf("drift %v", d)
+	}
+}
+
+// Where a granted user could name their port out of the box-to-box drop, grant refuses
+// before it asks incusd anything, unless the operator takes the gap.
+func TestGrantRefusesThePortNameGap(t *testing.T) {
+	testenv.User(t)
+	c := incus.New("/nonexistent/unix.socket") // never dialled on the refusal
+	h := GrantHost{Client: c, IncusDir: "/var/lib/incus", Placement: "box-net"}
+	err := h.Grant(context.Background(), GrantRequest{User: testenv.UserName, PortName: PortNameFact{Gap: true}})
+	if !errors.Is(err, ErrPortNameFirewall) || !strings.Contains(errs.HintOf(err), "br_netfilter") {
+		t.Fatalf("grant with the gap: %v (hint %q)", err, errs.HintOf(err))
+	}
+	err = h.Grant(context.Background(), GrantRequest{User: testenv.UserName, PortName: PortNameFact{Gap: true, Accepted: true}})
+	if errors.Is(err, ErrPortNameFirewall) || err == nil {
+		t.Fatalf("grant with the gap accepted: %v, want it past the check (and failing on the missing socket)", err)
+	}
+	if !PortNameGap(false, false) || PortNameGap(true, false) || PortNameGap(false, true) {
+		t.Error("PortNameGap")
 	}
 }

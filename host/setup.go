@@ -155,7 +155,7 @@ func Setup(ctx context.Context, c *incus.Client, o SetupOptions) ([]Step, error)
 		}
 		return append(steps, Step{Object: "nftables, boot unit", Outcome: NotApplied, Detail: RemoteFirewallFix(o.Remote)}), nil
 	}
-	conn, err := o.conn()
+	conn, err := nftables.New()
 	if err != nil {
 		return steps, err
 	}
@@ -419,6 +419,40 @@ func devString(d map[string]string) string {
 		parts[i] = k + "=" + d[k]
 	}
 	return strings.Join(parts, " ")
+}
+
+// GatewayError: the bridge's gateway, which the firewall is planned from, could not be
+// read from incusd (ReapplyFirewall without a gateway given).
+type GatewayError struct{ Err error }
+
+func (e *GatewayError) Error() string { return e.Err.Error() }
+func (e *GatewayError) Unwrap() error { return e.Err }
+
+// ReapplyFirewall is setup-host's firewall-only path, what the boot unit runs: only the
+// host firewall of bridge, planned from gatewayCIDR, else from the bridge's address as
+// incusd has it (a *GatewayError when that cannot be read). It returns the firewall's
+// step, also when it fails.
+func ReapplyFirewall(ctx context.Context, c *incus.Client, bridge, gatewayCIDR string) ([]Step, error) {
+	gw := gatewayCIDR
+	if gw == "" {
+		n, err := c.Network(ctx, bridge)
+		if err != nil {
+			return nil, &GatewayError{err}
+		}
+		gw = n.Config["ipv4.address"]
+	}
+	conn, err := nftables.New()
+	if err != nil {
+		return nil, err
+	}
+	st, err := EnsureFirewall(conn, bridge, gw)
+	return []Step{st}, err
+}
+
+// SystemdRunning: systemd is this machine's init, so the boot unit runs at boot.
+func SystemdRunning() bool {
+	_, err := os.Stat("/run/systemd/system")
+	return err == nil
 }
 
 // EnsureFirewall applies the host firewall for the bridge when the kernel's box tables

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -282,5 +284,39 @@ func RemoveLegacyTable(conn *nftables.Conn) error {
 	if err := conn.Flush(); err != nil {
 		return fmt.Errorf("remove table inet %s: %w", LegacyTable, err)
 	}
+	return nil
+}
+
+// ForeignInstances names the instances of c that box did not mint: they would outlive a
+// purge of the Incus package, so teardown-host --purge-incus refuses (before it deletes
+// a box).
+func ForeignInstances(ctx context.Context, c *incus.Client) ([]string, error) {
+	all, err := c.ListInstances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return NotBoxes(all), nil
+}
+
+// NotBoxes names the instances that are not boxes.
+func NotBoxes(all []incus.Instance) []string {
+	var out []string
+	for _, i := range all {
+		if !incus.IsBox(i) {
+			out = append(out, i.Name)
+		}
+	}
+	return out
+}
+
+// PurgeIncus removes the Incus package (apt-get purge, its output to out) and the system
+// daemon's socket it leaves behind.
+func PurgeIncus(out io.Writer) error {
+	cmd := exec.Command("apt-get", "purge", "-y", "incus", "incus-client")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("apt-get purge incus: %w", err)
+	}
+	_ = os.Remove(incus.DefaultSocket)
 	return nil
 }

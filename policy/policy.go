@@ -1,6 +1,7 @@
 // Package policy is the single source of what the backends, the host stack and the drill
-// share: the network tiers, the secret paths of an operator's home, and the address
-// ranges no box may reach. Each list lives here once; everything else reads it.
+// share: the network tiers (tier.go), the secret paths of an operator's home, the address
+// ranges no box may reach, the protected set (protect.go) and the syscall filter's groups
+// (syscalls.go). Each list lives here once; everything else reads it.
 package policy
 
 import (
@@ -8,18 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 )
-
-// Network tiers: a closed set, in order of exposure.
-const (
-	NetNone     = "none"
-	NetInternet = "internet"
-	NetFull     = "full"
-	// NetAllowlist: named hosts only, through box's proxy (the bwrap backend).
-	NetAllowlist = "allowlist"
-)
-
-// Tiers lists the network tiers in order of exposure.
-var Tiers = []string{NetNone, NetAllowlist, NetInternet, NetFull}
 
 // Secret is one well-known secret location of an operator's home.
 type Secret struct {

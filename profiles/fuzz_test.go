@@ -35,7 +35,7 @@ func FuzzParse(f *testing.F) {
 		if err := p.Validate(); err != nil {
 			t.Fatalf("accepted profile fails Validate: %v\n%+v", err, p)
 		}
-		if ValidBackend(p.Backend) != nil || ValidNetwork(p.Network) != nil || p.Template == "" {
+		if ValidBackend(p.Backend) != nil || ValidNetwork(string(p.Network)) != nil || p.Template == "" {
 			t.Fatalf("defaults or closed sets broken: %+v", p)
 		}
 		if p.Backend == BackendVM && p.Network == NetFull {

@@ -187,7 +187,7 @@ func CheckKeys(use Use, p *Profile, t *templates.Template) error {
 
 // vmInternet: network = "internet" is what a vm box has, so it is honoured.
 func vmInternet(use Use, p *Profile, key string) bool {
-	return use == UseVM && key == "network" && p.Network == NetInternet
+	return use == UseVM && key == "network" && p.Network == vmNetwork
 }
 
 func profileFile(p *Profile) string {

@@ -11,8 +11,6 @@ import (
 	"github.com/heavy-duty/box/policy"
 	"strings"
 
-	"github.com/heavy-duty/box/backend/bwrap/protect"
-	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/templates"
 )
 
@@ -31,24 +29,27 @@ const (
 // Tiers lists the network tiers in order of exposure.
 var Tiers = policy.Tiers
 
+// vmNetwork is the tier a vm box has: the box bridge's public internet.
+const vmNetwork = NetInternet
+
 // Profile is one parsed, validated profile.
 type Profile struct {
 	Name   string `toml:"-"`
 	Source string `toml:"-"` // "built-in" or the file it came from
 
-	Description     string   `toml:"description"`
-	Backend         string   `toml:"backend"`
-	Template        string   `toml:"template"`
-	Network         string   `toml:"network"`
-	Allow           []string `toml:"allow"` // network = "allowlist": names, *.names, @lists
-	Env             []string `toml:"env"`
-	Mounts          []Mount  `toml:"mounts"`
-	Tools           []string `toml:"tools"`
-	Command         []string `toml:"command"`
-	AuthPassthrough bool     `toml:"auth_passthrough"`
-	CPU             string   `toml:"cpu"`
-	Memory          string   `toml:"memory"`
-	Disk            string   `toml:"disk"`
+	Description     string      `toml:"description"`
+	Backend         string      `toml:"backend"`
+	Template        string      `toml:"template"`
+	Network         policy.Tier `toml:"network"`
+	Allow           []string    `toml:"allow"` // network = "allowlist": names, *.names, @lists
+	Env             []string    `toml:"env"`
+	Mounts          []Mount     `toml:"mounts"`
+	Tools           []string    `toml:"tools"`
+	Command         []string    `toml:"command"`
+	AuthPassthrough bool        `toml:"auth_passthrough"`
+	CPU             string      `toml:"cpu"`
+	Memory          string      `toml:"memory"`
+	Disk            string      `toml:"disk"`
 	// The protected set (bwrap): paths added to it, entries dropped from it. Only a
 	// user's own profile may drop; box warns at every launch that does.
 	ProtectAdd  []string `toml:"protect_add"`
@@ -110,12 +111,8 @@ func ValidName(name string) error {
 
 // ValidNetwork checks a network tier name.
 func ValidNetwork(n string) error {
-	for _, t := range Tiers {
-		if n == t {
-			return nil
-		}
-	}
-	return fmt.Errorf("network %q: want one of %s", n, strings.Join(Tiers, ", "))
+	_, err := policy.ParseTier(n)
+	return err
 }
 
 // ValidBackend checks a backend name.
@@ -191,7 +188,7 @@ func (p *Profile) applyDefaults() {
 		// A vm box has the box bridge's network; a bwrap sandbox none until asked.
 		p.Network = NetNone
 		if p.Backend == BackendVM {
-			p.Network = NetInternet
+			p.Network = vmNetwork
 		}
 	}
 	for i := range p.Mounts {
@@ -212,13 +209,13 @@ func (p *Profile) Validate() error {
 	if err := templates.ValidName(p.Template); err != nil {
 		return err
 	}
-	if err := ValidNetwork(p.Network); err != nil {
+	if err := ValidNetwork(string(p.Network)); err != nil {
 		return err
 	}
-	if p.Backend == BackendVM && (p.Network == NetFull || p.Network == NetAllowlist) {
+	if p.Backend == BackendVM && !p.Network.VMCapable() {
 		return fmt.Errorf("network %q is for the bwrap backend only: a vm box is always isolated", p.Network)
 	}
-	if len(p.Allow) > 0 && p.Network != NetAllowlist {
+	if len(p.Allow) > 0 && !p.Network.Proxied() {
 		return fmt.Errorf("allow is the allowlist tier's: set network = %q, or remove allow", NetAllowlist)
 	}
 	if _, err := policy.ParseAllow(p.Allow); err != nil {
@@ -258,14 +255,14 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("command: an argument contains a NUL byte")
 		}
 	}
-	if err := protect.CheckOptions(protect.Options{Add: p.ProtectAdd, Drop: p.ProtectDrop}); err != nil {
+	if err := policy.CheckProtect(p.ProtectAdd, p.ProtectDrop); err != nil {
 		return err
 	}
 	if len(p.Syscalls) > 0 {
 		if p.Backend != BackendBwrap {
 			return fmt.Errorf("syscalls: the syscall filter is the bwrap backend's; a vm box has its own kernel")
 		}
-		if err := seccomp.CheckOptIn(p.Syscalls); err != nil {
+		if err := policy.CheckSyscallOptIn(p.Syscalls); err != nil {
 			return err
 		}
 	}

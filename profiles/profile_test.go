@@ -198,7 +198,7 @@ nix = "daemon"
 func TestParseNetworkTiers(t *testing.T) {
 	for _, b := range []string{BackendBwrap, BackendVM} {
 		for _, n := range Tiers {
-			_, err := parse(t, "backend = \""+b+"\"\nnetwork = \""+n+"\"\n")
+			_, err := parse(t, "backend = \""+b+"\"\nnetwork = \""+string(n)+"\"\n")
 			refused := b == BackendVM && (n == NetFull || n == NetAllowlist)
 			if (err != nil) != refused {
 				t.Errorf("backend %s network %s: err = %v, refused = %v", b, n, err, refused)

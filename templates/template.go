@@ -7,6 +7,7 @@ package templates
 import (
 	"fmt"
 	"github.com/heavy-duty/box/internal/charclass"
+	"github.com/heavy-duty/box/policy"
 	"strconv"
 	"strings"
 )
@@ -56,7 +57,7 @@ func (e *NetworkError) Error() string {
 
 // Hint says where networking does come from.
 func (e *NetworkError) Hint() string {
-	return "the network comes from a profile's network tier or --network (none, allowlist, internet, full)"
+	return "the network comes from a profile's network tier or --network (" + strings.Join(policy.TierNames(), ", ") + ")"
 }
 
 // isNetworkKey is true for keys that would let a template pick a network. They get the

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/heavy-duty/box/policy"
 )
 
 // Args builds bwrap's argv (without the program name) for spec on host. It is pure: it
@@ -19,15 +21,12 @@ func Args(spec Spec, host Host) ([]string, error) {
 		"--die-with-parent", "--new-session",
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
 	}
-	switch spec.Network {
-	case NetNone, NetInternet, NetAllowlist:
-		// internet: a namespace of its own; the exec layer attaches user-mode
-		// networking and the egress filter before the command is released.
-		// allowlist: a namespace with no uplink; the exec layer redirects it to box's
-		// proxy before the command is released.
+	// internet: a namespace of its own; the exec layer attaches user-mode networking
+	// and the egress filter before the command is released. allowlist: a namespace with
+	// no uplink; the exec layer redirects it to box's proxy before the command is
+	// released. full: the host's network, named explicitly by the operator.
+	if spec.Network.OwnNetNS() {
 		a = append(a, "--unshare-net")
-	case NetFull:
-		// the host's network, named explicitly by the operator.
 	}
 	// No capabilities, and no further user namespaces: the sandbox cannot make itself
 	// a namespace where it holds capabilities again.
@@ -53,7 +52,7 @@ func Args(spec Spec, host Host) ([]string, error) {
 			a = append(a, "--ro-bind", s.Path, s.Path)
 		}
 	}
-	if spec.Network == NetFull && host.ResolvTarget != "" && !strings.HasPrefix(host.ResolvTarget, "/etc/") {
+	if spec.Network.SharesHostNet() && host.ResolvTarget != "" && !strings.HasPrefix(host.ResolvTarget, "/etc/") {
 		d := filepath.Dir(host.ResolvTarget)
 		a = append(a, "--ro-bind", d, d)
 	}
@@ -168,14 +167,11 @@ func validate(s Spec) error {
 		// The limits are put on the sandbox's pid 1 before the command is released.
 		return fmt.Errorf("the sandbox needs the info and block fds: its limits are applied before release")
 	}
-	switch s.Network {
-	case NetNone, NetFull:
-	case NetInternet, NetAllowlist:
-		if s.InfoFD <= 0 || s.BlockFD <= 0 || s.ResolvConf == "" {
-			return fmt.Errorf("network %s needs the info and block fds and a resolv.conf", s.Network)
-		}
-	default:
-		return fmt.Errorf("network %q: want none, allowlist, internet or full", s.Network)
+	switch {
+	case !s.Network.Valid():
+		return fmt.Errorf("network %q: want %s", s.Network, policy.TierList("or"))
+	case s.Network.OwnResolver() && (s.InfoFD <= 0 || s.BlockFD <= 0 || s.ResolvConf == ""):
+		return fmt.Errorf("network %s needs the info and block fds and a resolv.conf", s.Network)
 	}
 	if s.Seccomp != nil && s.SeccompFD <= 0 {
 		return fmt.Errorf("a seccomp filter needs its fd")

@@ -27,7 +27,7 @@ type Outside struct {
 
 // Gather finds the facts Resolve needs for r. It is the only place the resolver's input
 // is looked up on the host: the working directory, the password database, tools on PATH,
-// mount sources and credential files.
+// mount sources, credential files and the system paths the argv binds.
 func Gather(r Request, o Outside) (Facts, error) {
 	f := Facts{
 		Euid: os.Geteuid(), Egid: os.Getegid(), Home: o.Home, User: o.User,
@@ -103,6 +103,9 @@ func Gather(r Request, o Outside) (Facts, error) {
 				f.AuthFiles = append(f.AuthFiles, p)
 			}
 		}
+	}
+	if f.Host, err = DetectHost(); err != nil {
+		return f, err
 	}
 	return f, nil
 }

@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/internal/charclass"
+	"github.com/heavy-duty/box/policy"
 	"io"
 	"os"
 	"path/filepath"
@@ -44,7 +44,7 @@ var safeChars = charclass.New("A-Za-z0-9._-")
 type Policy struct {
 	Profile   string
 	Template  string
-	Network   string
+	Network   policy.Tier
 	Workdir   string
 	Writable  []string // beyond the working directory and ~/.claude
 	ReadOnly  []string // extra read-only mounts
@@ -77,13 +77,6 @@ type Policy struct {
 // refused (box's copy for the agent; the operator's is the run log).
 const RefusalsFile = "box-network.log"
 
-var tierText = map[string]string{
-	NetNone:      "none: there is no network at all (only loopback). Downloads will fail; ask the operator for what you need.",
-	NetInternet:  "internet: the public internet only. The host (its addresses as of launch), the LAN, private ranges (10/8, 172.16/12, 192.168/16, 100.64/10) and the cloud metadata address (169.254.169.254) are blocked.",
-	NetFull:      "full: the host's network, as the operator chose explicitly. Be careful: the LAN and the host's services are reachable.",
-	NetAllowlist: "allowlist: only the host names below, on ports 80 and 443 unless a port is named, through box's proxy (it reads the TLS server name or the HTTP Host; it does not decrypt). Names not listed do not resolve, connections by address are refused, and so are UDP (except DNS), ICMP and IPv6. Proxy variables are not needed: every TCP connection goes through box whatever the program.",
-}
-
 // allowText is SANDBOX.md's part about the allowlist: what is allowed, where refusals
 // are written, and how to ask for more.
 func allowText(p Policy) string {
@@ -103,8 +96,8 @@ func SandboxMD(p Policy) string {
 	fmt.Fprintf(&b, "# You are in a box sandbox\n\n")
 	fmt.Fprintf(&b, "This session runs inside `box` (bubblewrap), profile `%s`, template `%s`.\n", p.Profile, p.Template)
 	fmt.Fprintf(&b, "It is generated at every launch from the policy in force; do not edit it.\n\n")
-	fmt.Fprintf(&b, "## Network\n\n%s", tierText[p.Network])
-	if p.Network == NetFull {
+	fmt.Fprintf(&b, "## Network\n\n%s", p.Network.Explain())
+	if p.Network.SharesHostNet() {
 		if p.AbstractScoped {
 			b.WriteString(" The host's abstract unix sockets (an X server, D-Bus) are not reachable: connecting to one is refused (\"Operation not permitted\").")
 		} else {
@@ -112,7 +105,7 @@ func SandboxMD(p Policy) string {
 		}
 	}
 	b.WriteString("\n\n")
-	if p.Network == NetAllowlist {
+	if p.Network.Proxied() {
 		fmt.Fprintf(&b, "%s\n", allowText(p))
 	}
 	fmt.Fprintf(&b, "## Files\n\n")
@@ -168,7 +161,7 @@ func SandboxMD(p Policy) string {
 	if len(p.SyscallsAllowed) > 0 {
 		fmt.Fprintf(&b, "The operator opted back into: %s. ", strings.Join(p.SyscallsAllowed, ", "))
 	}
-	fmt.Fprintf(&b, "If a tool needs one of these, ask the operator: a profile of theirs may allow %s (`syscalls = [...]`).\n", strings.Join(seccomp.OptInNames(), ", "))
+	fmt.Fprintf(&b, "If a tool needs one of these, ask the operator: a profile of theirs may allow %s (`syscalls = [...]`).\n", strings.Join(policy.SyscallOptInNames(), ", "))
 	if p.Notes != "" {
 		fmt.Fprintf(&b, "\n## Notes\n\n%s\n", strings.TrimSpace(p.Notes))
 	}

@@ -33,7 +33,7 @@ func TestCheckAbstractScope(t *testing.T) {
 
 func TestAbstractLine(t *testing.T) {
 	for _, c := range []struct {
-		network string
+		network Tier
 		scoped  bool
 		want    string
 	}{

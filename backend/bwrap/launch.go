@@ -22,22 +22,14 @@ type Prepared struct {
 	Net  inet.Options
 }
 
-// Prepare makes a resolved plan ready to launch: the network tier's helper (which
-// decides the sandbox's resolv.conf) and bwrap's argv. It starts nothing. helper is
-// $BOX_INTERNET_HELPER ("" lets box choose). box run and box drill share it, so the drill
-// probes exactly the sandbox box run builds.
+// Prepare makes a resolved plan ready to launch: the network tier's helper (found on
+// PATH, with the host's addresses as of now) and bwrap's argv. It changes no decision of
+// the plan, and starts nothing. helper is $BOX_INTERNET_HELPER ("" lets box choose).
 func Prepare(p *Plan, helper string) (Prepared, error) {
 	var pr Prepared
-	host, err := DetectHost()
-	if err != nil {
-		return pr, err
-	}
-	// The block fd always: the limits go on the sandbox's pid 1 before it is released.
-	p.Spec.InfoFD, p.Spec.BlockFD = InfoFD, BlockFD
-	p.Spec.SeccompFD = SeccompFD
-	if p.Spec.Network == NetInternet {
-		// The helper decides the resolver address, which the sandbox's resolv.conf
-		// (a bind, fixed before launch) must name.
+	var err error
+	if p.Spec.Network.NeedsHelper() {
+		// The helper decides the resolver address the sandbox's resolv.conf names.
 		h := inet.Helper(helper)
 		if h != inet.Auto && h != inet.Pasta && h != inet.Slirp4netns {
 			return pr, errs.Usage("unset it to let box choose (pasta, else slirp4netns)", "BOX_INTERNET_HELPER=%q: want pasta or slirp4netns", helper)
@@ -48,18 +40,15 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
 			return pr, fmt.Errorf("internet tier: listing the host's addresses: %w", err)
 		}
-		p.Spec.ResolvConf = filepath.Join(p.Spec.InstanceDir, "resolv.conf")
 	}
-	if p.Spec.Network == NetAllowlist {
+	if p.Spec.Network.Proxied() {
 		// No uplink: the proxy dials from box's own netns and never to the host's
 		// addresses; DNS is box's, on the sandbox's loopback.
 		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
 			return pr, fmt.Errorf("allowlist tier: listing the host's addresses: %w", err)
 		}
-		p.Spec.BlockFD = BlockFD
-		p.Spec.ResolvConf = filepath.Join(p.Spec.InstanceDir, "resolv.conf")
 	}
-	pr.Args, err = Args(p.Spec, host)
+	pr.Args, err = Args(p.Spec, p.Host)
 	return pr, err
 }
 
@@ -135,7 +124,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		}
 		launch.NixStore, launch.Self = p.Spec.NixStore, self
 	}
-	if p.Spec.Network == NetInternet {
+	if p.Spec.Network.NeedsHelper() {
 		if err := os.WriteFile(p.Spec.ResolvConf, []byte(inet.ResolvConf(pr.Net.Helper)), 0o644); err != nil {
 			return 1, fmt.Errorf("internet tier: %w", err)
 		}
@@ -151,7 +140,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 			return func() { s.Close() }, nil
 		}
 	}
-	if p.Spec.Network == NetAllowlist {
+	if p.Spec.Network.Proxied() {
 		if err := p.startAllowlist(pr, &launch, stderr); err != nil {
 			return 1, err
 		}

@@ -31,6 +31,10 @@ type Request struct {
 	// Persistent is set for a named bwrap box: everything else resolves exactly as for
 	// box run, so a persistent box is never weaker than a throwaway sandbox.
 	Persistent *Persistent
+	// Binds are read-only binds box itself adds after the profile's (the drill's probe
+	// runner): no profile rule applies to them, and neither SANDBOX.md nor the audit
+	// lists them.
+	Binds []Mount
 }
 
 // Persistent is what a named bwrap box brings to a request: its own home in place of
@@ -119,6 +123,8 @@ type Facts struct {
 	// bwrap on PATH is setuid root. Both decide tier full's abstract-socket scope.
 	LandlockABI int
 	BwrapSetuid bool
+	// Host is the system paths the argv binds (DetectHost).
+	Host Host
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -152,13 +158,15 @@ type Plan struct {
 	// set's placeholders are in place.
 	Protect     protect.Set
 	ProtectLock string
+	// Host is what Args needs of the machine (Facts.Host).
+	Host Host
 }
 
 // Resolve turns a request and the host's facts into a plan. It is pure.
 func Resolve(r Request, f Facts) (*Plan, error) {
 	network := r.Profile.Network
 	if r.Network != "" {
-		network = r.Network
+		network = policy.Tier(r.Network)
 	}
 	p := &Plan{Profile: r.Profile, Template: r.Template, AllowRoot: r.AllowRoot}
 	allowed, err := p.allowlist(r, network)
@@ -340,7 +348,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		// Single-user Nix inside: no build sandbox (no user namespaces in here) and no
 		// build users; without a network, no substituters to wait for.
 		conf := "sandbox = false\nbuild-users-group =\nexperimental-features = nix-command flakes\n"
-		if network == NetNone {
+		if network.Offline() {
 			conf += "substituters =\n"
 		}
 		boxSet["NIX_CONFIG"] = conf
@@ -360,7 +368,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
 		Allow: allowed,
 	}
-	if network == NetAllowlist {
+	if network.Proxied() {
 		if f.RunID == "" {
 			return nil, errors.New("allowlist tier: no run id")
 		}
@@ -394,7 +402,16 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		GitBinds: pset.Binds, Pins: pset.Pins, ReadOnly: pset.ReadOnly(),
 		Command: command, Hostname: "box", NixDaemon: daemon,
 		NixStore: nixStore, UID: f.Euid, GID: f.Egid, Seccomp: &filter,
+		// The block fd always: the limits go on the sandbox's pid 1 before it is released.
+		InfoFD: InfoFD, BlockFD: BlockFD, SeccompFD: SeccompFD,
 	}
+	p.Spec.Mounts = append(p.Spec.Mounts, r.Binds...)
+	if network.OwnResolver() {
+		// The tier's resolver (the internet helper's, or box's own on the sandbox's
+		// loopback), fixed before launch: a bind over /etc/resolv.conf.
+		p.Spec.ResolvConf = filepath.Join(instanceDir, "resolv.conf")
+	}
+	p.Host = f.Host
 	p.Spec.ScopeAbstract = p.scopeAbstract(network, f)
 	p.Policy.AbstractScoped = p.Spec.ScopeAbstract
 	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
@@ -409,8 +426,8 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 // scopeAbstract decides the abstract-socket scope: tier full only (the others have a
 // network namespace, and with it an abstract namespace, of their own), when the kernel
 // has it and bwrap can run under no_new_privs; otherwise the exposure is a warning.
-func (p *Plan) scopeAbstract(network string, f Facts) bool {
-	if network != NetFull {
+func (p *Plan) scopeAbstract(network policy.Tier, f Facts) bool {
+	if !network.SharesHostNet() {
 		return false
 	}
 	const what = "tier full: the host's abstract unix sockets (an X server, D-Bus, container shims) are reachable from the sandbox"
@@ -428,7 +445,7 @@ func (p *Plan) scopeAbstract(network string, f Facts) bool {
 // AbstractLine is the dry run's account of the abstract-socket scope ("" outside tier
 // full, where the sandbox's own network namespace holds its abstract sockets).
 func (p *Plan) AbstractLine() string {
-	if p.Spec.Network != NetFull {
+	if !p.Spec.Network.SharesHostNet() {
 		return ""
 	}
 	if p.Spec.ScopeAbstract {
@@ -447,8 +464,8 @@ func landlockText(abi int) string {
 // allowlist is the allowlist tier's patterns (lists expanded, deduplicated) for the
 // tier network: the profile's allow and --allow. --allow on another tier is refused; a
 // profile's allow that a --network override leaves unused is a warning.
-func (p *Plan) allowlist(r Request, network string) ([]string, error) {
-	if network != NetAllowlist {
+func (p *Plan) allowlist(r Request, network policy.Tier) ([]string, error) {
+	if !network.Proxied() {
 		if len(r.Allow) > 0 {
 			return nil, errs.Usage("add --network allowlist (or use a profile with network = \"allowlist\")",
 				"--allow: the network tier is %s, not allowlist", network)

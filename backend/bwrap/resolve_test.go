@@ -347,11 +347,12 @@ func TestResolveNix(t *testing.T) {
 // cannot be had, the exposure is said, with why.
 func TestResolveAbstractScope(t *testing.T) {
 	for _, c := range []struct {
-		name, network string
-		abi           int
-		setuid        bool
-		scoped        bool
-		warn          string
+		name    string
+		network Tier
+		abi     int
+		setuid  bool
+		scoped  bool
+		warn    string
 	}{
 		{"full", NetFull, 6, false, true, ""},
 		{"full-newer", NetFull, 7, false, true, ""},
@@ -364,7 +365,7 @@ func TestResolveAbstractScope(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, f := testRequest(), testFacts()
-			r.Network, f.LandlockABI, f.BwrapSetuid = c.network, c.abi, c.setuid
+			r.Network, f.LandlockABI, f.BwrapSetuid = string(c.network), c.abi, c.setuid
 			p, err := Resolve(r, f)
 			if err != nil {
 				t.Fatal(err)

@@ -10,6 +10,9 @@ import (
 	"github.com/heavy-duty/box/policy"
 )
 
+// Tier is a network tier (policy's).
+type Tier = policy.Tier
+
 // Network tiers.
 const (
 	NetNone     = policy.NetNone
@@ -24,17 +27,17 @@ const BinDir = "/run/box/bin"
 
 // Spec is everything the sandbox is made of. Paths are absolute and clean.
 type Spec struct {
-	Workdir     string   // mounted read-write at its own path; the command starts here
-	Home        string   // $HOME inside: an empty tmpfs at the operator's home path
-	HomeDir     string   // "" or a persistent box's own home, bound at Home instead of the tmpfs
-	InstanceDir string   // host dir whose StateDir stands in for ~/StateDir
-	StateDir    string   // the agent's state directory, home-relative (template data: .claude)
-	Network     string   // NetNone, NetAllowlist, NetInternet or NetFull
-	Allow       []string // NetAllowlist: the allowed patterns, lists expanded (policy.Pattern)
-	Mounts      []Mount  // extra binds a profile names
-	AuthFiles   []string // host credential files, bound read-only at the same path
-	Tools       []Tool   // linked into BinDir
-	Command     []string // argv of the sandboxed command
+	Workdir     string      // mounted read-write at its own path; the command starts here
+	Home        string      // $HOME inside: an empty tmpfs at the operator's home path
+	HomeDir     string      // "" or a persistent box's own home, bound at Home instead of the tmpfs
+	InstanceDir string      // host dir whose StateDir stands in for ~/StateDir
+	StateDir    string      // the agent's state directory, home-relative (template data: .claude)
+	Network     policy.Tier // a tier of policy.Tiers
+	Allow       []string    // NetAllowlist: the allowed patterns, lists expanded (policy.Pattern)
+	Mounts      []Mount     // extra binds a profile names
+	AuthFiles   []string    // host credential files, bound read-only at the same path
+	Tools       []Tool      // linked into BinDir
+	Command     []string    // argv of the sandboxed command
 	// The protected set (package protect), bound after the working directory: GitBinds
 	// read-write (git directories outside it that commits need), then Pins onto
 	// themselves read-write (mount points cannot be renamed away), then ReadOnly.

@@ -7,6 +7,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 )
@@ -121,10 +123,10 @@ func (be bwrapBackend) Mint(o *newOptions, given []string) error {
 	if err != nil {
 		return err
 	}
-	network := prof.Network
+	network := string(prof.Network)
 	if o.network != "" {
 		if err := profiles.ValidNetwork(o.network); err != nil {
-			return usagef("the tiers are none, allowlist, internet and full", "--network: %s", err)
+			return usagef("the tiers are "+policy.TierList("and"), "--network: %s", err)
 		}
 		network = o.network
 	}
@@ -206,34 +208,48 @@ func copyCost(cs dirbox.CopyStats) string {
 	return s
 }
 
-// request is the resolver's request for a launch in the box st (under dir).
-func boxRequest(b *dirbox.Box, command []string, allowRoot bool, allow []string) bwrap.Request {
+// boxRequest is the resolver's request for a launch in b, once its stamp's keys are
+// checked.
+func boxRequest(b *dirbox.Box, command []string, allowRoot bool, allow []string) (bwrap.Request, error) {
+	if err := profiles.CheckKeys(profiles.UseBox, b.Profile, b.Template); err != nil {
+		return bwrap.Request{}, err
+	}
 	return bwrap.Request{
 		Profile: b.Profile, Template: b.Template, Network: b.Network,
 		Command: command, AllowRoot: allowRoot, Allow: allow,
 		Persistent: &bwrap.Persistent{Name: b.Name, Home: b.Home(), Instance: b.Instance(), Workdir: b.Workdir},
-	}
+	}, nil
 }
 
-// check resolves the stamp as a launch would, before the box is made.
+// check resolves the stamp as a launch would, before the box is made (its warnings wait
+// for the launch).
 func (be bwrapBackend) check(st dirbox.Stamp) error {
 	b := &dirbox.Box{Dir: filepath.Join(be.e.boxStore().Root, st.Name), Stamp: st}
-	_, err := be.plan(b, []string{"sh"}, false, nil)
+	req, err := boxRequest(b, []string{"sh"}, false, nil)
+	if err != nil {
+		return err
+	}
+	s := be.e.session(false)
+	s.Stderr = io.Discard
+	_, err = be.plan(s, b, req)
 	return err
 }
 
-// plan resolves a launch in b: the stamped profile, template and tier, the box's home,
-// instance directory and working directory; everything else exactly as box run.
-func (be bwrapBackend) plan(b *dirbox.Box, command []string, allowRoot bool, allow []string) (*bwrap.Plan, error) {
-	if err := profiles.CheckKeys(profiles.UseBox, b.Profile, b.Template); err != nil {
-		return nil, err
+// plan resolves req, a launch in b (boxRequest): the stamped profile, template and tier,
+// the box's home, instance directory and working directory; everything else exactly as
+// box run.
+func (be bwrapBackend) plan(s *bwrap.Session, b *dirbox.Box, req bwrap.Request) (*bwrap.Plan, error) {
+	p, err := s.Resolve(req)
+	return p, boxErr(b, err)
+}
+
+// boxErr says, of a failure to gather the host's facts, which directory b is bound to.
+func boxErr(b *dirbox.Box, err error) error {
+	var ge *bwrap.GatherError
+	if errors.As(err, &ge) {
+		return withHint(fmt.Errorf("box %s: %w", b.Name, ge.Err), "the box is bound to "+b.Workdir+"; clone it elsewhere with box new --name NAME --from "+b.Name+" --workdir DIR")
 	}
-	req := boxRequest(b, command, allowRoot, allow)
-	facts, err := bwrap.Gather(req, be.e.outside())
-	if err != nil {
-		return nil, withHint(fmt.Errorf("box %s: %w", b.Name, err), "the box is bound to "+b.Workdir+"; clone it elsewhere with box new --name NAME --from "+b.Name+" --workdir DIR")
-	}
-	return bwrap.Resolve(req, facts)
+	return err
 }
 
 // launch runs command in the box, holding its lock (shared) for as long as it runs.
@@ -247,15 +263,12 @@ func (be bwrapBackend) launch(name string, command []string, l launchFlags) erro
 		return err
 	}
 	defer unlock()
-	p, err := be.plan(b, command, l.allowRoot, l.allow)
+	req, err := boxRequest(b, command, l.allowRoot, l.allow)
 	if err != nil {
 		return err
 	}
-	pr, err := prepareLaunch(be.e, p)
-	if err != nil {
-		return err
-	}
-	return startLaunch(be.e, p, pr, l.yes)
+	out, err := be.e.session(l.yes).Run(req)
+	return exitCode(out.Code, boxErr(b, err))
 }
 
 func (be bwrapBackend) lookup(name string) (*dirbox.Box, error) {

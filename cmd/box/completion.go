@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 	"github.com/spf13/cobra"
@@ -93,7 +94,7 @@ func registerCompletions(root *cobra.Command, e *env) {
 			}
 			return out, cobra.ShellCompDirectiveNoFileComp
 		},
-		"network": fixed("none", "internet", "full"),
+		"network": fixed(policy.TierNames()...),
 		"backend": fixed("bwrap"),
 	} {
 		register(run, flag, fn)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -49,15 +52,19 @@ profile. Each failure comes with its fix. Exit 1 on any failure.`,
 func runDoctor(e *env, o *doctorOptions) error {
 	ctx, cancel := hostContext()
 	defer cancel()
-	if e.remoteName() == "" && isUserSocket(e.localSocket()) {
-		return printChecks(e, o, userDoctor(ctx, e)) // a granted user (grantdoctor.go)
+	if e.remoteName() == "" && host.IsUserSocket(e.localSocket()) {
+		// A granted user: their side of it (host/grantdoctor.go).
+		uc := e.localClient()
+		checks := host.UserDoctor(ctx, uc, boxes.Placement(e.getenv), currentUser())
+		uc.Close()
+		return printChecks(e, o, checks)
 	}
 	c := hostClient(e)
 	defer c.Close()
 	checks := host.Doctor(ctx, c, host.DoctorOptions{UnitDir: o.unitDir, Exe: boxExe(), Remote: c.RemoteName()})
 	checks = append(checks, exposureCheck(ctx, c))
 	if c.RemoteName() == "" {
-		checks = append(checks, grantChecks(ctx, e, c)...)
+		checks = append(checks, grantHost(e, c).GrantChecks(ctx)...)
 	}
 	return printChecks(e, o, checks)
 }
@@ -125,4 +132,12 @@ func exposureCheck(ctx context.Context, c *incus.Client) host.Check {
 		return host.Check{Name: CheckExposures, Status: host.OK, Detail: "no box has a door from the host"}
 	}
 	return host.Check{Name: CheckExposures, Status: host.OK, Detail: "loopback only: " + strings.Join(doors, ", ")}
+}
+
+// currentUser is the name of the user running box (their uid when it has none).
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(os.Getuid())
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -98,8 +97,8 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 	_ = f.MarkHidden("unit-dir")
 	f.StringVarP(&o.profile, "profile", "p", "", "profile whose sandbox is drilled (default $BOX_PROFILE, else \"default\")")
 	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's; with --backend vm: the boxes' template, default "+boxes.DefaultTemplate+")")
-	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: none, allowlist, internet or full (default: the profile's)")
-	f.StringVar(&o.expect, "expect", "", "judge against this tier's contract: none, allowlist, internet or full (default: the sandbox's tier)")
+	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: "+policy.TierList("or")+" (default: the profile's)")
+	f.StringVar(&o.expect, "expect", "", "judge against this tier's contract: "+policy.TierList("or")+" (default: the sandbox's tier)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter, as box run --env does (repeatable)")
 	f.BoolVar(&o.json, "json", false, "print the results as a JSON array (fields: docs/json.md)")
 	f.StringVar(&o.internetURL, "internet-url", drill.DefaultInternetURL, "URL the internet probe fetches")
@@ -123,7 +122,7 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	if o.expect != "" {
 		if err := profiles.ValidNetwork(o.expect); err != nil {
-			return usagef("the tiers are none, allowlist, internet and full", "--expect: %s", err)
+			return usagef("the tiers are "+policy.TierList("and"), "--expect: %s", err)
 		}
 	}
 	if u, err := url.Parse(o.internetURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -149,7 +148,8 @@ func runDrill(e *env, o *drillOptions) error {
 		}
 	}
 
-	if err := recoverAudits(e, e.stderr); err != nil {
+	s := e.session(false)
+	if err := s.RecoverAudits(); err != nil {
 		return err
 	}
 	nonce := make([]byte, 6)
@@ -178,23 +178,6 @@ func runDrill(e *env, o *drillOptions) error {
 
 	// The sandbox is box run's, with one addition: the box binary, read-only, as the
 	// probe runner, and the runner as the command.
-	probe := []string{drill.ProbePath, drill.ProbeSubcommand}
-	p, unlock, err := drillBox(e, o, probe)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if p == nil {
-		if p, err = resolveRun(e, &runOptions{
-			profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
-			allow: o.allow, command: probe,
-		}); err != nil {
-			return err
-		}
-	}
-	for _, w := range p.Warnings {
-		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
-	}
 	exe, err := os.Executable()
 	if err == nil {
 		exe, err = filepath.EvalSymlinks(exe)
@@ -202,7 +185,26 @@ func runDrill(e *env, o *drillOptions) error {
 	if err != nil {
 		return fmt.Errorf("locating the box binary for the probe runner: %w", err)
 	}
-	p.Spec.Mounts = append(p.Spec.Mounts, bwrap.Mount{Src: exe, Dst: drill.ProbePath})
+	probe := []string{drill.ProbePath, drill.ProbeSubcommand}
+	binds := []bwrap.Mount{{Src: exe, Dst: drill.ProbePath}}
+	p, unlock, err := drillBox(e, s, o, probe, binds)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if p == nil {
+		req, err := runRequest(e, &runOptions{
+			profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
+			allow: o.allow, command: probe,
+		})
+		if err != nil {
+			return err
+		}
+		req.Binds = binds
+		if p, err = s.Resolve(req); err != nil {
+			return err
+		}
+	}
 
 	var entered []string
 	for _, v := range p.Vars {
@@ -227,7 +229,7 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	in := drill.Input{
 		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
-		Tier: p.Spec.Network, Expect: o.expect,
+		Tier: p.Spec.Network, Expect: policy.Tier(o.expect),
 		Environ: environ, Entered: entered, AuthPassthrough: p.Profile.AuthPassthrough,
 		NixDaemon:   p.Profile.Nix == profiles.NixDaemon,
 		NixStore:    p.Profile.Nix == profiles.NixStore,
@@ -250,22 +252,18 @@ func runDrill(e *env, o *drillOptions) error {
 		return err
 	}
 
-	pr, err := bwrap.Prepare(p, e.getenv("BOX_INTERNET_HELPER"))
-	if err != nil {
-		return err
-	}
-	bin, err := bwrap.LookBwrap()
+	pr, err := s.Prepare(p)
 	if err != nil {
 		return err
 	}
 	var out, audit bytes.Buffer
-	var stderr io.Writer = e.stderr
+	// The runner reads its plan on stdin and writes its observations on stdout; the
+	// audit's report is held back until the drill's own plants are told apart.
+	s.Stdin, s.Stdout, s.AuditOut = bytes.NewReader(planJSON), &out, &audit
 	if kernel.tty != nil {
-		stderr = kernel.tty.slave
+		s.Stderr = kernel.tty.slave
 	}
-	code, rep, err := withAudit(e, &audit, p, func() (int, error) {
-		return p.Start(pr, bin, bytes.NewReader(planJSON), &out, stderr)
-	})
+	code, rep, err := s.Supervise(p, pr)
 	stillChanged := kernel.tty.changed()
 	if !forgetPlants(p.Spec.Workdir, hex.EncodeToString(nonce), rep) {
 		e.stderr.Write(audit.Bytes()) // something besides the drill's own plants
@@ -295,7 +293,7 @@ func runDrill(e *env, o *drillOptions) error {
 		return err
 	}
 	what := fmt.Sprintf("profile %s, tier %s", p.Profile.Name, p.Spec.Network)
-	if o.expect != "" && o.expect != p.Spec.Network {
+	if o.expect != "" && policy.Tier(o.expect) != p.Spec.Network {
 		what += ", judged as " + o.expect
 	}
 	if drill.Failed(results) {
@@ -310,11 +308,11 @@ func runDrill(e *env, o *drillOptions) error {
 // --internet-url host has on the host, and the rebind and UDP targets. The --internet-url
 // host must be one the allowlist refuses.
 func allowlistInput(in *drill.Input, spec bwrap.Spec, o *drillOptions) error {
-	expect := o.expect
+	expect := policy.Tier(o.expect)
 	if expect == "" {
 		expect = spec.Network
 	}
-	if expect != drill.TierAllowlist {
+	if !expect.Proxied() {
 		if o.allowedURL != "" || len(o.rebindURLs) > 0 || o.udp != "" {
 			return usagef("add --network allowlist, or --expect allowlist", "--allowed-url, --rebind-url and --udp are for the allowlist contract")
 		}

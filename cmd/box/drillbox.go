@@ -6,8 +6,9 @@ import (
 
 // drillBox resolves box drill --box NAME: the persistent bwrap box's own launch (the same
 // plan box exec builds, holding the box's lock while the probes run), so the drill
-// proves a box is never weaker than box run. A nil plan: no --box, drill box run's.
-func drillBox(e *env, o *drillOptions, probe []string) (*bwrap.Plan, func(), error) {
+// proves a box is never weaker than box run; binds are the drill's own. A nil plan: no
+// --box, drill box run's.
+func drillBox(e *env, s *bwrap.Session, o *drillOptions, probe []string, binds []bwrap.Mount) (*bwrap.Plan, func(), error) {
 	if o.box == "" {
 		return nil, func() {}, nil
 	}
@@ -23,7 +24,13 @@ func drillBox(e *env, o *drillOptions, probe []string) (*bwrap.Plan, func(), err
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := be.plan(b, probe, false, nil)
+	req, err := boxRequest(b, probe, false, nil)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	req.Binds = binds
+	p, err := be.plan(s, b, req)
 	if err != nil {
 		unlock()
 		return nil, nil, err

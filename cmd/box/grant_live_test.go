@@ -153,7 +153,7 @@ func (tn *tenant) boxNames(t *testing.T) []string {
 // portGap is host.PortNameGap on this machine; grantStatus is then doctor's status of a
 // sound grant (warn with the gap).
 var (
-	portGap, _  = portNameGap()
+	portGap, _  = host.DetectPortNameGap()
 	grantStatus = map[bool]host.CheckStatus{false: host.OK, true: host.Warn}[portGap]
 )
 
@@ -476,7 +476,7 @@ func TestGrantLive(t *testing.T) {
 		if got["mint"].Status != drill.Pass {
 			t.Errorf("project loosened: the baseline row: %+v", got["mint"])
 		}
-		fp := pemFingerprint(mustRead(t, filepath.Join(lab.IncusDir, "users", strconv.Itoa(carol.uid), "client.crt")))
+		fp := host.PemFingerprint(mustRead(t, filepath.Join(lab.IncusDir, "users", strconv.Itoa(carol.uid), "client.crt")))
 		if err := c.Query(r.ctx, "PATCH", "/certificates/"+fp, map[string]any{"restricted": false}, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"io"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/host"
-	"github.com/heavy-duty/box/internal/errs"
-	"github.com/heavy-duty/box/internal/testenv"
 )
 
 // The argv level of box grant and box revoke: every bad input is refused by name with
@@ -72,31 +66,11 @@ func TestUserSocketFallback(t *testing.T) {
 		t.Errorf("project on incusd's own socket: %q", c.Project)
 	}
 	env["INCUS_SOCKET"] = "/elsewhere/unix.socket.user"
-	if got := e.localSocket(); got != "/elsewhere/unix.socket.user" || !isUserSocket(got) {
+	if got := e.localSocket(); got != "/elsewhere/unix.socket.user" || !host.IsUserSocket(got) {
 		t.Errorf("INCUS_SOCKET: %s", got)
 	}
 }
 
 func writeFileMode(path string, mode uint32) error {
 	return os.WriteFile(path, nil, os.FileMode(mode))
-}
-
-// Where a granted user could name their port out of the box-to-box drop, grant refuses
-// before it asks incusd anything, unless the operator takes the gap.
-func TestGrantRefusesThePortNameGap(t *testing.T) {
-	testenv.User(t)
-	e := newEnv(strings.NewReader(""), io.Discard, io.Discard)
-	e.getenv = func(string) string { return "" }
-	c := incus.New("/nonexistent/unix.socket") // never dialled on the refusal
-	err := runGrant(context.Background(), e, c, testenv.UserName, nil, false, portNameFact{gap: true})
-	if !errors.Is(err, ErrPortNameFirewall) || !strings.Contains(errs.HintOf(err), "br_netfilter") {
-		t.Fatalf("grant with the gap: %v (hint %q)", err, errs.HintOf(err))
-	}
-	err = runGrant(context.Background(), e, c, testenv.UserName, nil, false, portNameFact{gap: true, accepted: true})
-	if errors.Is(err, ErrPortNameFirewall) || err == nil {
-		t.Fatalf("grant with the gap accepted: %v, want it past the check (and failing on the missing socket)", err)
-	}
-	if !host.PortNameGap(false, false) || host.PortNameGap(true, false) || host.PortNameGap(false, true) {
-		t.Error("host.PortNameGap")
-	}
 }

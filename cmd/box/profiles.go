@@ -90,7 +90,7 @@ func newProfileJSON(p *profiles.Profile) profileJSON {
 		Description:     p.Description,
 		Backend:         p.Backend,
 		Template:        p.Template,
-		Network:         p.Network,
+		Network:         string(p.Network),
 		Env:             nonNil(p.Env),
 		Tools:           nonNil(p.Tools),
 		Command:         nonNil(p.Command),

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/heavy-duty/box/policy"
 	"github.com/spf13/cobra"
 )
 
@@ -24,7 +26,7 @@ reach your secrets, the LAN, the host, or other boxes.
 
 The bwrap backend ('box run') wraps a command in the current directory: an environment
 allowlist with a pre-launch audit, your home directory hidden, only the working
-directory writable, and a network tier (none, internet, full) you choose.
+directory writable, and a network tier (` + strings.Join(policy.TierNames(), ", ") + `) you choose.
 
 The vm backend ('box new', 'box shell', ...) mints persistent Incus boxes from templates,
 creds-free, on an isolation stack 'box setup-host' builds and 'box doctor' checks. The

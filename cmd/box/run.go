@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -83,7 +82,7 @@ is deleted) and printed with how to restore it. The exit code stays the command'
 	f.StringVarP(&o.profile, "profile", "p", "", "profile to run (default $BOX_PROFILE, else \"default\")")
 	f.StringVar(&o.backend, "backend", "", "backend: bwrap (vm boxes are made with 'box new')")
 	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's)")
-	f.StringVarP(&o.network, "network", "n", "", "network tier: none, allowlist, internet or full (default: the profile's)")
+	f.StringVarP(&o.network, "network", "n", "", "network tier: "+policy.TierList("or")+" (default: the profile's)")
 	f.StringArrayVar(&o.allow, "allow", nil, "with --network allowlist: allow NAME, *.DOMAIN or @LIST, optionally :PORT (repeatable; adds to the profile's allow)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
@@ -93,62 +92,48 @@ is deleted) and printed with how to restore it. The exit code stays the command'
 }
 
 func runRun(e *env, o *runOptions) error {
+	s := e.session(o.yes)
 	if !o.dryRun {
-		if err := recoverAudits(e, e.stderr); err != nil {
+		if err := s.RecoverAudits(); err != nil {
 			return err
 		}
 	}
-	p, err := resolveRun(e, o)
+	req, err := runRequest(e, o)
 	if err != nil {
 		return err
 	}
-	pr, err := prepareLaunch(e, p)
-	if err != nil {
-		return err
+	s.DryRun = o.dryRun
+	out, err := s.Run(req)
+	if err != nil || !o.dryRun {
+		return exitCode(out.Code, err)
 	}
-	if o.dryRun {
-		printDryRun(e, pr.Args, p.Vars)
-		if p.Spec.Seccomp != nil {
-			fmt.Fprintf(e.stdout, "seccomp: %s\n", p.Spec.Seccomp.Describe())
-		}
-		if l := p.AbstractLine(); l != "" {
-			fmt.Fprintln(e.stdout, l)
-		}
-		fmt.Fprintln(e.stdout, p.LimitsLine())
-		p.Protect.Render(e.stdout)
-		for _, f := range p.Findings {
-			fmt.Fprintf(e.stderr, "box: warning: %s: %s\n", f.Name, f.Reason)
-		}
-		return nil
+	p := out.Plan
+	printDryRun(e, out.Prepared.Args, p.Vars)
+	if p.Spec.Seccomp != nil {
+		fmt.Fprintf(e.stdout, "seccomp: %s\n", p.Spec.Seccomp.Describe())
 	}
-	return startLaunch(e, p, pr, o.yes)
+	if l := p.AbstractLine(); l != "" {
+		fmt.Fprintln(e.stdout, l)
+	}
+	fmt.Fprintln(e.stdout, p.LimitsLine())
+	p.Protect.Render(e.stdout)
+	for _, f := range p.Findings {
+		fmt.Fprintf(e.stderr, "box: warning: %s: %s\n", f.Name, f.Reason)
+	}
+	return nil
 }
 
-// prepareLaunch prints a resolved plan's warnings and makes it ready to launch. box run
-// and the bwrap boxes (box shell, box exec) share it and startLaunch.
-func prepareLaunch(e *env, p *bwrap.Plan) (bwrap.Prepared, error) {
-	for _, w := range p.Warnings {
-		fmt.Fprintf(e.stderr, "box: warning: %s\n", w)
+// session is a bwrap session (bwrap.Session) on e's streams and environment; yes skips
+// its question.
+func (e *env) session(yes bool) *bwrap.Session {
+	return &bwrap.Session{
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, StdinTTY: e.stdinTTY, Yes: yes,
+		Outside: e.outside(), InternetHelper: e.getenv("BOX_INTERNET_HELPER"),
 	}
-	return bwrap.Prepare(p, e.getenv("BOX_INTERNET_HELPER"))
 }
 
-// startLaunch prints the audit, asks (unless yes), runs the sandbox and passes its exit
-// code on.
-func startLaunch(e *env, p *bwrap.Plan, pr bwrap.Prepared, yes bool) error {
-	if err := p.RefuseRoot(); err != nil {
-		return err
-	}
-	bin, err := bwrap.LookBwrap()
-	if err != nil {
-		return err
-	}
-
-	envaudit.Report(e.stderr, p.Vars, p.Findings)
-	if err := confirm(e, yes); err != nil {
-		return err
-	}
-	code, _, err := withAudit(e, e.stderr, p, func() (int, error) { return p.Start(pr, bin, e.stdin, e.stdout, e.stderr) })
+// exitCode is a session's end as box's error: the sandboxed command's code passes on.
+func exitCode(code int, err error) error {
 	if err != nil {
 		return err
 	}
@@ -158,17 +143,18 @@ func startLaunch(e *env, p *bwrap.Plan, pr bwrap.Prepared, yes bool) error {
 	return nil
 }
 
-// resolveRun loads the profile and template the options name, checks the flags, and
-// resolves the sandbox (bwrap.Gather, then the pure bwrap.Resolve). It starts nothing.
-func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
+// runRequest loads the profile and template the options name, checks the flags, and
+// makes the resolver's request. It looks nothing else up.
+func runRequest(e *env, o *runOptions) (bwrap.Request, error) {
+	var req bwrap.Request
 	prof, err := loadProfile(e, profileName(e, o.profile))
 	if err != nil {
-		return nil, err
+		return req, err
 	}
 	backend := prof.Backend
 	if o.backend != "" {
 		if err := profiles.ValidBackend(o.backend); err != nil {
-			return nil, usagef("the backends are bwrap (box run) and vm (box new)", "--backend: %s", err)
+			return req, usagef("the backends are bwrap (box run) and vm (box new)", "--backend: %s", err)
 		}
 		backend = o.backend
 	}
@@ -177,7 +163,7 @@ func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
 		if o.backend != "" {
 			who = "--backend names"
 		}
-		return nil, usagef("box run sandboxes a command with bwrap; vm boxes are made and entered with 'box new' and 'box shell'",
+		return req, usagef("box run sandboxes a command with bwrap; vm boxes are made and entered with 'box new' and 'box shell'",
 			"box run is the bwrap backend; %s backend %q", who, backend)
 	}
 	tmplName := prof.Template
@@ -186,25 +172,20 @@ func resolveRun(e *env, o *runOptions) (*bwrap.Plan, error) {
 	}
 	tmpl, err := loadTemplate(e, tmplName)
 	if err != nil {
-		return nil, err
+		return req, err
 	}
 	if o.network != "" {
 		if err := profiles.ValidNetwork(o.network); err != nil {
-			return nil, usagef("the tiers are none, allowlist, internet and full: run 'box run --help'", "--network: %s", err)
+			return req, usagef("the tiers are "+policy.TierList("and")+": run 'box run --help'", "--network: %s", err)
 		}
 	}
 	if err := profiles.CheckKeys(profiles.UseRun, prof, tmpl); err != nil {
-		return nil, err
+		return req, err
 	}
-	req := bwrap.Request{
+	return bwrap.Request{
 		Profile: prof, Template: tmpl, Network: o.network, Env: o.env,
 		Command: o.command, AllowRoot: o.allowRoot, Allow: o.allow,
-	}
-	facts, err := bwrap.Gather(req, e.outside())
-	if err != nil {
-		return nil, err
-	}
-	return bwrap.Resolve(req, facts)
+	}, nil
 }
 
 // outside is what the bwrap resolver is told of the operator's session.
@@ -213,24 +194,6 @@ func (e *env) outside() bwrap.Outside {
 		Home: e.home(), ConfigHome: e.configHome(), DataHome: e.dataHome(),
 		User: e.userName(), Environ: e.environ(), RuntimeDir: e.runtimeDir(),
 	}
-}
-
-// confirm asks y/N on a terminal; without one, and without -y, it refuses.
-func confirm(e *env, yes bool) error {
-	if yes {
-		return nil
-	}
-	if !e.stdinTTY() {
-		return withHint(errors.New("refusing to launch: no terminal to confirm the environment above"),
-			"review the list above and re-run with -y to launch without asking")
-	}
-	fmt.Fprint(e.stderr, "box: launch the sandbox with this environment? [y/N] ")
-	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return nil
-	}
-	return withHint(errors.New("not launched"), "answer y to launch, or pass -y")
 }
 
 func printDryRun(e *env, args []string, vars []envaudit.Var) {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/google/nftables"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
@@ -157,21 +156,11 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 	var steps []host.Step
 	var err error
 	if o.firewallOnly {
-		gw := o.gateway
-		if gw == "" {
-			n, nerr := c.Network(ctx, o.bridge)
-			if nerr != nil {
-				return withHint(hostErr(c, nerr), "run box setup-host first, or pass --gateway")
-			}
-			gw = n.Config["ipv4.address"]
+		steps, err = host.ReapplyFirewall(ctx, c, o.bridge, o.gateway)
+		var gw *host.GatewayError
+		if errors.As(err, &gw) {
+			return withHint(hostErr(c, gw.Err), "run box setup-host first, or pass --gateway")
 		}
-		conn, cerr := nftables.New()
-		if cerr != nil {
-			return cerr
-		}
-		var st host.Step
-		st, err = host.EnsureFirewall(conn, o.bridge, gw)
-		steps = append(steps, st)
 	} else {
 		steps, err = host.Setup(ctx, c, host.SetupOptions{
 			Bridge: o.bridge, Subnet: o.subnet, Resolvers: resolvers, Pool: o.pool,
@@ -196,7 +185,7 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 	if r := c.RemoteName(); r != "" {
 		fmt.Fprintf(e.stderr, "box: note: on remote %s the stack is built but for its host firewall: %s\n", r, host.RemoteFirewallFix(r))
 	} else if !o.firewallOnly {
-		if _, err := os.Stat("/run/systemd/system"); err != nil {
+		if !host.SystemdRunning() {
 			fmt.Fprintf(e.stderr, "box: note: systemd is not running here: the boot unit is written and enabled for when it is; re-run box setup-host --firewall-only after each boot meanwhile\n")
 		}
 	}

@@ -104,7 +104,7 @@ func TestCompletionScripts(t *testing.T) {
 	for args, want := range map[string][]string{
 		"run --profile ":  {"claude", "default"},
 		"run --template ": {"blank", "claude", "codex", "grok", "kimi"},
-		"run --network ":  {"none", "internet", "full"},
+		"run --network ":  {"none", "allowlist", "internet", "full"},
 		"completion ":     {"bash", "zsh", "fish"},
 	} {
 		argv := append([]string{"__complete"}, strings.Split(args, " ")...)

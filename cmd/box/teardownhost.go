@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 
 	"github.com/heavy-duty/box/backend/incus"
@@ -59,11 +57,11 @@ func runTeardownHost(e *env, o *teardownHostOptions) error {
 	// All or nothing: --purge-incus's own precondition (no instance box did not mint) is
 	// checked before the teardown deletes a box.
 	if o.purgeIncus {
-		all, err := c.ListInstances(ctx)
+		foreign, err := host.ForeignInstances(ctx, c)
 		if err != nil {
 			return hostErr(c, err)
 		}
-		if foreign := notBoxes(all); len(foreign) > 0 {
+		if len(foreign) > 0 {
 			return withHint(fmt.Errorf("--purge-incus: instances box did not mint would remain (%s); nothing was removed", strings.Join(foreign, ", ")),
 				"box never touches them: delete them with incus, or drop --purge-incus to keep Incus")
 		}
@@ -85,23 +83,6 @@ func runTeardownHost(e *env, o *teardownHostOptions) error {
 	if !o.purgeIncus {
 		return nil
 	}
-	cmd := exec.Command("apt-get", "purge", "-y", "incus", "incus-client")
-	cmd.Stdout, cmd.Stderr = e.stderr, e.stderr
 	fmt.Fprintf(e.stderr, "box: running: apt-get purge -y incus incus-client\n")
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("apt-get purge incus: %w", err)
-	}
-	_ = os.Remove(incus.DefaultSocket)
-	return nil
-}
-
-// notBoxes names the instances that are not boxes.
-func notBoxes(all []incus.Instance) []string {
-	var out []string
-	for _, i := range all {
-		if !incus.IsBox(i) {
-			out = append(out, i.Name)
-		}
-	}
-	return out
+	return host.PurgeIncus(e.stderr)
 }

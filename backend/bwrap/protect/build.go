@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/heavy-duty/box/policy"
 )
 
 // FileKind is what lstat found at a path.
@@ -134,33 +136,8 @@ func (s Set) Paths() []string {
 	return out
 }
 
-// OptionError is a profile's protect_add or protect_drop naming something box refuses.
-type OptionError struct{ Key, Value, Why string }
-
-func (e *OptionError) Error() string { return fmt.Sprintf("%s %q: %s", e.Key, e.Value, e.Why) }
-
-// Hint says what box accepts.
-func (e *OptionError) Hint() string {
-	if e.Key == "protect_drop" {
-		return "name an entry as 'box run --dry-run' lists it (for example .vscode or git:hooks)"
-	}
-	return "give a path relative to the project, for example .env or scripts/hooks"
-}
-
 // CheckOptions validates a profile's protect_add and protect_drop.
-func CheckOptions(o Options) error {
-	for _, a := range o.Add {
-		if a == "" || filepath.IsAbs(a) || filepath.Clean(a) != a || a == "." || a == ".." || strings.HasPrefix(a, "../") || strings.ContainsAny(a, "\x00\n") {
-			return &OptionError{"protect_add", a, "want a clean path relative to the project, inside it"}
-		}
-	}
-	for _, d := range o.Drop {
-		if _, ok := Lookup(d); !ok {
-			return &OptionError{"protect_drop", d, "no such entry in the protected set"}
-		}
-	}
-	return nil
-}
+func CheckOptions(o Options) error { return policy.CheckProtect(o.Add, o.Drop) }
 
 // candidate is one (path, rule) pair before the facts are applied.
 type candidate struct {
@@ -195,7 +172,7 @@ func (t Tree) candidates(o Options) []candidate {
 			out = append(out, candidate{p, e, r, gd})
 		}
 	}
-	project := slices.Clone(entries)
+	project := Entries()
 	for _, a := range o.Add {
 		project = append(project, Entry{Name: a, Scope: Project, Path: a, Why: "added by the profile (protect_add)"})
 	}

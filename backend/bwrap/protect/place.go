@@ -13,12 +13,6 @@ import (
 // assumes without the file.
 const selfCommonDir = ".\n"
 
-// Temporary reports whether box removes the placeholder after the run. Only commondir is
-// removed: with it, `git rev-parse --git-common-dir` prints an absolute path, which
-// scripts comparing it with --git-dir take for a linked worktree. An empty hooks/ (what
-// git init makes) and an empty config.worktree change nothing and stay.
-func (p Placeholder) Temporary() bool { return p == SelfCommonDir }
-
 // Place creates the set's placeholders on the host before launch, so each absent
 // protected path exists and is bound read-only. lock (a file in box's own data directory,
 // out of the sandbox's reach) is held shared for the run: release removes the temporary

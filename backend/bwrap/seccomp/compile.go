@@ -67,35 +67,6 @@ func ForArch(archName string, optIn []string) (Filter, error) {
 	return Filter{Arch: archName, OptIn: slices.Compact(o)}, nil
 }
 
-// OptInError names a syscall group a profile may not turn off.
-type OptInError struct {
-	Group string
-	Known bool // it exists but is not one a profile may turn off
-}
-
-func (e *OptInError) Error() string {
-	if e.Known {
-		return fmt.Sprintf("syscalls: group %q cannot be turned off (it guards the host, not a tool's needs)", e.Group)
-	}
-	return fmt.Sprintf("syscalls: no syscall group %q", e.Group)
-}
-
-// Hint lists what may be named.
-func (e *OptInError) Hint() string {
-	return "the groups a profile may opt back into are: " + strings.Join(OptInNames(), ", ")
-}
-
-// CheckOptIn refuses names that are not opt-in groups.
-func CheckOptIn(names []string) error {
-	for _, n := range names {
-		g, ok := Lookup(n)
-		if !ok || !g.OptIn {
-			return &OptInError{Group: n, Known: ok}
-		}
-	}
-	return nil
-}
-
 // Describe is the filter in one line, for --dry-run and the launch warning.
 func (f Filter) Describe() string {
 	s := Name + " (" + f.Arch + ")"
@@ -131,7 +102,7 @@ func (f Filter) Instructions() ([]bpf.Instruction, error) {
 	byErrno := map[unix.Errno][]uint32{}
 	var errnos []unix.Errno
 	for _, g := range f.groups() {
-		e := g.errno()
+		e := groupErrno(g)
 		for _, name := range g.Refused {
 			nr, ok := info.SyscallNames[name]
 			if !ok {
@@ -233,7 +204,8 @@ func (f Filter) groups() []Group {
 	return out
 }
 
-func (g Group) errno() unix.Errno {
+// groupErrno is what g's outright refusals return (EPERM when it names none).
+func groupErrno(g Group) unix.Errno {
 	if g.Errno == 0 {
 		return unix.EPERM
 	}

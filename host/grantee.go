@@ -1,4 +1,4 @@
-package main
+package host
 
 // The host facts box grant and box revoke act on: the local user, incus-user's socket
 // and its group, and the user's directory of incus-user (INCUS_DIR/users/UID), whose
@@ -25,12 +25,12 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/host"
+	"github.com/heavy-duty/box/internal/errs"
 	"golang.org/x/sys/unix"
 )
 
-// grantee is a local user box grant/revoke acts on, with the host facts around them.
-type grantee struct {
+// Grantee is a local user box grant/revoke acts on, with the host facts around them.
+type Grantee struct {
 	Name      string
 	UID, GID  int
 	Groups    []string // the user's supplementary group ids (the group database)
@@ -41,57 +41,45 @@ type grantee struct {
 	UserDir   string // INCUS_DIR/users/UID: incus-user's record of the user
 }
 
-func (g *grantee) project() string  { return host.GrantProject(g.UID) }
-func (g *grantee) certName() string { return host.GrantCertName(g.UID) }
-func (g *grantee) certPath() string { return filepath.Join(g.UserDir, "client.crt") }
-func (g *grantee) keyPath() string  { return filepath.Join(g.UserDir, "client.key") }
+func (g *Grantee) Project() string  { return GrantProject(g.UID) }
+func (g *Grantee) CertName() string { return GrantCertName(g.UID) }
+func (g *Grantee) certPath() string { return filepath.Join(g.UserDir, "client.crt") }
+func (g *Grantee) keyPath() string  { return filepath.Join(g.UserDir, "client.key") }
 
-// inSuppGroup: the socket's group is one of the user's supplementary groups (the one
+// InSuppGroup: the socket's group is one of the user's supplementary groups (the one
 // membership box grant adds and box revoke removes).
-func (g *grantee) inSuppGroup() bool {
+func (g *Grantee) InSuppGroup() bool {
 	return g.SockGID != "" && strconv.Itoa(g.GID) != g.SockGID && slices.Contains(g.Groups, g.SockGID)
 }
 
-func (g *grantee) inSockGroup() bool {
+func (g *Grantee) InSockGroup() bool {
 	return g.SockGID != "" && (strconv.Itoa(g.GID) == g.SockGID || slices.Contains(g.Groups, g.SockGID))
 }
 
-// incusDir is the directory of the local incusd: $INCUS_DIR, else the directory of
-// $INCUS_SOCKET, else /var/lib/incus.
-func (e *env) incusDir() string {
-	if d := e.getenv("INCUS_DIR"); d != "" {
-		return d
-	}
-	if s := e.getenv("INCUS_SOCKET"); s != "" {
-		return filepath.Dir(s)
-	}
-	return filepath.Dir(incus.DefaultSocket)
-}
-
-// lookupGrantee reads the user and the host facts. A missing user is a usage error;
-// root needs no grant.
-func (e *env) lookupGrantee(name string) (*grantee, error) {
+// LookupGrantee reads the user and the host facts around incusDir. A missing user is a
+// usage error; root needs no grant.
+func LookupGrantee(name, incusDir string) (*Grantee, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
-		return nil, usagef("name a local account (getent passwd NAME)", "no such user: %s", name)
+		return nil, errs.Usage("name a local account (getent passwd NAME)", "no such user: %s", name)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	if uid == 0 {
-		return nil, usagef("root reaches incusd's own socket: grant an unprivileged user", "%s is root: a grant confines an unprivileged user", name)
+		return nil, errs.Usage("root reaches incusd's own socket: grant an unprivileged user", "%s is root: a grant confines an unprivileged user", name)
 	}
 	groups, err := u.GroupIds()
 	if err != nil {
 		return nil, fmt.Errorf("groups of %s: %w", name, err)
 	}
-	return e.granteeOf(u.Username, uid, gid, groups), nil
+	return GranteeOf(u.Username, uid, gid, groups, incusDir), nil
 }
 
-// granteeOf is the grantee of an account, with the host facts read around it (gid -1
+// GranteeOf is the grantee of an account, with the host facts read around it (gid -1
 // and no groups: an account that is gone).
-func (e *env) granteeOf(name string, uid, gid int, groups []string) *grantee {
-	g := &grantee{Name: name, UID: uid, GID: gid, Groups: groups, IncusDir: e.incusDir()}
-	g.Socket = filepath.Join(g.IncusDir, host.UserSocket)
+func GranteeOf(name string, uid, gid int, groups []string, incusDir string) *Grantee {
+	g := &Grantee{Name: name, UID: uid, GID: gid, Groups: groups, IncusDir: incusDir}
+	g.Socket = filepath.Join(g.IncusDir, UserSocket)
 	g.UserDir = filepath.Join(g.IncusDir, "users", strconv.Itoa(uid))
 	if st, err := os.Stat(g.Socket); err == nil {
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
@@ -108,9 +96,9 @@ func (e *env) granteeOf(name string, uid, gid int, groups []string) *grantee {
 // ErrNoUserSocket: incus-user does not listen here, so no user can be granted.
 var ErrNoUserSocket = errors.New("incus-user's socket is not there")
 
-func (g *grantee) needSocket() error {
+func (g *Grantee) needSocket() error {
 	if g.SockGID == "" {
-		return withHint(fmt.Errorf("%s: %w", g.Socket, ErrNoUserSocket),
+		return errs.WithHint(fmt.Errorf("%s: %w", g.Socket, ErrNoUserSocket),
 			"start incus-user, the daemon the restricted tier rides (systemctl enable --now incus-user.socket, or /usr/libexec/incus/incus-user --group incus)")
 	}
 	return nil
@@ -118,7 +106,7 @@ func (g *grantee) needSocket() error {
 
 // userCert reads the user's certificate from incus-user's directory (nil when there is
 // none: a fresh user, or one revoked).
-func (g *grantee) userCert() ([]byte, error) {
+func (g *Grantee) userCert() ([]byte, error) {
 	b, err := os.ReadFile(g.certPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -128,7 +116,7 @@ func (g *grantee) userCert() ([]byte, error) {
 
 // writeUserCert gives the user a new certificate in incus-user's directory (0700, root's:
 // incus-user reads it, the user never holds the key).
-func (g *grantee) writeUserCert() ([]byte, error) {
+func (g *Grantee) writeUserCert() ([]byte, error) {
 	crt, key, err := incus.NewClientCert("box grant " + g.Name)
 	if err != nil {
 		return nil, err
@@ -145,7 +133,7 @@ func (g *grantee) writeUserCert() ([]byte, error) {
 // dropUserCert removes the user's key and certificate but keeps their directory:
 // incus-user sets up (loosely, on its own) any user without one, and with an empty one
 // it refuses the connection.
-func (g *grantee) dropUserCert() error {
+func (g *Grantee) dropUserCert() error {
 	if err := os.MkdirAll(g.UserDir, 0o700); err != nil {
 		return err
 	}
@@ -159,7 +147,7 @@ func (g *grantee) dropUserCert() error {
 
 // setSockGroup adds the user to (add) or removes them from the socket's group, with
 // gpasswd (the shadow suite's tool: /etc/group and /etc/gshadow stay consistent).
-func (g *grantee) setSockGroup(add bool) error {
+func (g *Grantee) setSockGroup(add bool) error {
 	flag := "-d"
 	if add {
 		flag = "-a"
@@ -180,8 +168,8 @@ func (g *grantee) setSockGroup(add bool) error {
 // and delete their certificate (measured, Incus 6.0.4). box grant converges the project
 // right after; the user is not in the socket's group yet, so the loose project it
 // starts as is out of their reach.
-func (g *grantee) touchIncusUser(ctx context.Context) error {
-	conn, err := dialAs(g.Socket, g.UID, g.SockGID)
+func (g *Grantee) touchIncusUser(ctx context.Context) error {
+	conn, err := DialAs(g.Socket, g.UID, g.SockGID)
 	if err != nil {
 		return fmt.Errorf("connect to %s as %s: %w", g.Socket, g.Name, err)
 	}
@@ -202,11 +190,11 @@ func (g *grantee) touchIncusUser(ctx context.Context) error {
 	return nil
 }
 
-// dialAs connects to a unix socket with the peer credentials of uid (and gid, the
+// DialAs connects to a unix socket with the peer credentials of uid (and gid, the
 // socket's group, for the permission to connect). Only one OS thread takes those
 // credentials (setresuid/setresgid on it alone, not the process-wide syscall.Setuid),
 // and that thread is never handed back: it ends with its goroutine.
-func dialAs(sock string, uid int, gid string) (net.Conn, error) {
+func DialAs(sock string, uid int, gid string) (net.Conn, error) {
 	g, err := strconv.Atoi(gid)
 	if err != nil {
 		return nil, fmt.Errorf("group id %q: %w", gid, err)

@@ -1,0 +1,191 @@
+package bwrap
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/heavy-duty/box/backend/bwrap/postrun"
+	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/internal/errs"
+)
+
+// Session is one bwrap launch, the sequence box run, the bwrap boxes and the drill all
+// go through: resolve (Gather, then the pure Resolve), prepare, the environment's audit
+// report, the question, the launch under the post-run audit, and the command's exit
+// code. It knows nothing of flags: its inputs are these fields.
+type Session struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// StdinTTY reports whether Stdin is a terminal: the question is asked only there
+	// (nil: never a terminal).
+	StdinTTY func() bool
+	// Yes skips the question; the report still prints and its rules still apply.
+	Yes bool
+	// Outside is the operator's session, as Gather reads it.
+	Outside Outside
+	// InternetHelper is $BOX_INTERNET_HELPER ("" lets box choose).
+	InternetHelper string
+	// DryRun makes Run stop once the plan is prepared: nothing is launched.
+	DryRun bool
+	// AuditOut is where the post-run audit reports (nil: Stderr).
+	AuditOut io.Writer
+}
+
+// Ran is what Run did: the plan and its argv (all a dry run has), and the
+// sandboxed command's exit code (its own, or 128+N when signal N ended it).
+type Ran struct {
+	Plan     *Plan
+	Prepared Prepared
+	Code     int
+}
+
+// GatherError is a failure to gather the host's facts for a request (before anything
+// is resolved): a persistent box says which directory it is bound to.
+type GatherError struct{ Err error }
+
+func (e *GatherError) Error() string { return e.Err.Error() }
+func (e *GatherError) Unwrap() error { return e.Err }
+
+// Run is the whole sequence for box run and the bwrap boxes: resolve, prepare, then
+// (unless DryRun) Launch.
+func (s *Session) Run(r Request) (Ran, error) {
+	p, err := s.Resolve(r)
+	if err != nil {
+		return Ran{}, err
+	}
+	out := Ran{Plan: p}
+	if out.Prepared, err = s.Prepare(p); err != nil || s.DryRun {
+		return out, err
+	}
+	out.Code, err = s.Launch(p, out.Prepared)
+	return out, err
+}
+
+// Resolve gathers the host's facts for r (a failure is a *GatherError), resolves the
+// plan (pure: every decision is made here) and prints its warnings. It starts nothing.
+func (s *Session) Resolve(r Request) (*Plan, error) {
+	facts, err := Gather(r, s.Outside)
+	if err != nil {
+		return nil, &GatherError{err}
+	}
+	p, err := Resolve(r, facts)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(s.Stderr, "box: warning: %s\n", w)
+	}
+	return p, nil
+}
+
+// Prepare makes p ready to launch (Prepare): the tier's helper and bwrap's argv.
+func (s *Session) Prepare(p *Plan) (Prepared, error) {
+	return Prepare(p, s.InternetHelper)
+}
+
+// Launch refuses root, prints the environment's audit, asks (unless Yes), and runs the
+// sandbox under the post-run audit. The code is the command's; a failed audit is an
+// *AuditError (ExitAudit).
+func (s *Session) Launch(p *Plan, pr Prepared) (int, error) {
+	if err := p.RefuseRoot(); err != nil {
+		return 1, err
+	}
+	bin, err := LookBwrap()
+	if err != nil {
+		return 1, err
+	}
+	envaudit.Report(s.Stderr, p.Vars, p.Findings)
+	if err := s.confirm(); err != nil {
+		return 1, err
+	}
+	code, _, err := s.supervise(p, pr, bin)
+	return code, err
+}
+
+// Supervise runs the sandbox under the post-run audit, without the environment's report
+// or the question (the drill: its command is box's own probe runner), and returns the
+// audit's report too.
+func (s *Session) Supervise(p *Plan, pr Prepared) (int, *postrun.Report, error) {
+	bin, err := LookBwrap()
+	if err != nil {
+		return 1, nil, err
+	}
+	return s.supervise(p, pr, bin)
+}
+
+// confirm asks y/N on a terminal; without one, and without Yes, it refuses.
+func (s *Session) confirm() error {
+	if s.Yes {
+		return nil
+	}
+	if s.StdinTTY == nil || !s.StdinTTY() {
+		return errs.WithHint(errors.New("refusing to launch: no terminal to confirm the environment above"),
+			"review the list above and re-run with -y to launch without asking")
+	}
+	fmt.Fprint(s.Stderr, "box: launch the sandbox with this environment? [y/N] ")
+	line, _ := bufio.NewReader(s.Stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return errs.WithHint(errors.New("not launched"), "answer y to launch, or pass -y")
+}
+
+// supervise runs the launch of p inside the post-run audit: the snapshot before, and
+// after the command ended however it ended (its code, a signal's 128+N, or a launch
+// error), the comparison that moves aside whatever the sandbox left for the host to
+// execute, reported on AuditOut. A failed audit is an *AuditError (exit 125); otherwise
+// the command's code and error pass through unchanged.
+func (s *Session) supervise(p *Plan, pr Prepared, bin string) (int, *postrun.Report, error) {
+	w := s.AuditOut
+	if w == nil {
+		w = s.Stderr
+	}
+	audit, err := BeginAudit(p.AuditInput(), s.Outside.DataHome)
+	if err != nil {
+		return 1, nil, err
+	}
+	code, err := p.Start(pr, bin, s.Stdin, s.Stdout, s.Stderr)
+	// A second Ctrl-C (or the terminal closing) must not stop the audit half way: it is
+	// short, and what it leaves undone would wait for the next run.
+	hold := make(chan os.Signal, 1)
+	signal.Notify(hold, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	rep := audit.End()
+	signal.Stop(hold)
+	if aerr := Finish(w, rep, code); aerr != nil {
+		return code, rep, aerr
+	}
+	return code, rep, err
+}
+
+// RecoverAudits finishes what earlier runs in the current directory left of their
+// audits (box was killed, or a finding could not be neutralised), before anything reads
+// the tree for this run. It refuses the run while a finding is still in place.
+func (s *Session) RecoverAudits() error {
+	wd, err := os.Getwd()
+	if err == nil {
+		wd, err = filepath.EvalSymlinks(wd)
+	}
+	if err != nil {
+		return fmt.Errorf("working directory: %w", err)
+	}
+	reps, err := RecoverAudits(wd, s.Outside.DataHome)
+	if err != nil {
+		return err
+	}
+	for _, r := range reps {
+		fmt.Fprintf(s.Stderr, "box: audit: an earlier run in %s left its audit unfinished (box was killed, or the audit failed); auditing it now\n", wd)
+		// An incomplete audit is said (Finish prints it) and the run goes on.
+		if err := Finish(s.Stderr, r, 0); err != nil && r.Failed() {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,251 @@
+package policy
+
+// The protected set of the bwrap backend, as data: the paths in and around the working
+// directory that host tools execute or obey on their own (git hooks and config, direnv's
+// .envrc, an editor's tasks, an agent's settings), kept read-only inside the sandbox so
+// nothing the sandbox writes runs outside it. backend/bwrap/protect scans a tree and
+// builds the concrete paths from these entries; profiles check protect_drop against
+// them; the drill plants in them.
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// ProtectScope says what an entry's path is relative to.
+type ProtectScope string
+
+const (
+	// ScopeGitDir: relative to every git directory found (a repository's .git, each
+	// .git/modules/* of a submodule, each .git/worktrees/* of a linked worktree).
+	ScopeGitDir ProtectScope = "gitdir"
+	// ScopePointer: the .git file of a worktree or submodule (a "gitdir: PATH" line).
+	ScopePointer ProtectScope = "pointer"
+	// ScopeNested: the .git directory of a repository nested in the working directory (not
+	// a submodule or worktree of its repository): read-only as a whole.
+	ScopeNested ProtectScope = "nested"
+	// ScopeHooksPath: a directory a repository's core.hooksPath names inside the working
+	// directory (husky's .husky/_, a project's .githooks).
+	ScopeHooksPath ProtectScope = "hookspath"
+	// ScopeInclude: a file a repository's config includes, inside the working directory.
+	ScopeInclude ProtectScope = "include"
+	// ScopeProject: relative to the working directory and to the top of every repository
+	// nested in it.
+	ScopeProject ProtectScope = "project"
+	// ScopeHomeLink: a file or directory in the working directory that an entry of your home
+	// links to (a dotfiles repository: ~/.bashrc -> dotfiles/bashrc).
+	ScopeHomeLink ProtectScope = "homelink"
+	// ScopeHookLink: a file in the working directory that a hook links to (a repository's
+	// hooks/NAME, or one in its core.hooksPath, is a link to scripts/NAME).
+	ScopeHookLink ProtectScope = "hooklink"
+)
+
+// Placeholder is what box puts at a protected path that is absent at launch, so the
+// sandbox cannot create it to effect during the run.
+type Placeholder string
+
+const (
+	// NoPlaceholder: an absent path stays absent and creatable; the post-run audit
+	// moves aside what the run created there.
+	NoPlaceholder Placeholder = ""
+	// EmptyDir: an empty directory (git's own hooks/ after git init).
+	EmptyDir Placeholder = "dir"
+	// EmptyFile: an empty file (an empty git config file is valid and sets nothing).
+	EmptyFile Placeholder = "file"
+	// SelfCommonDir: a commondir file naming the directory itself ("."), which is what
+	// git assumes when there is none (an empty commondir file makes git die).
+	SelfCommonDir Placeholder = "commondir"
+)
+
+// Temporary reports whether box removes the placeholder after the run. Only commondir is
+// removed: with it, `git rev-parse --git-common-dir` prints an absolute path, which
+// scripts comparing it with --git-dir take for a linked worktree. An empty hooks/ (what
+// git init makes) and an empty config.worktree change nothing and stay.
+func (p Placeholder) Temporary() bool { return p == SelfCommonDir }
+
+// ProtectEntry is one rule of the protected set.
+type ProtectEntry struct {
+	// Name is how the entry is named in profiles (protect_drop) and in --dry-run: the
+	// relative path for project entries, "git:PATH" for git directory entries.
+	Name  string
+	Scope ProtectScope
+	Path  string // relative to the scope ("" for Pointer)
+	Dir   bool   // a directory (protected with everything in it)
+	// Why says what executes or obeys it.
+	Why string
+	// Absent is what box does when the path does not exist at launch.
+	Absent Placeholder
+	// Only limits a GitDir entry to main git directories (hooks and config live in the
+	// common directory; git never reads them from a linked worktree's) or to linked ones
+	// (.git/worktrees/*: the gitdir back-link only exists there). "" is both.
+	Only GitDirKind
+}
+
+// GitDirKind tells a repository's (or submodule's) own git directory from a linked
+// worktree's.
+type GitDirKind string
+
+const (
+	MainGitDir   GitDirKind = "main"
+	LinkedGitDir GitDirKind = "linked"
+)
+
+// protectEntries is THE protected set. Every entry says what executes or obeys it; docs/bwrap.md
+// explains the choices (and what is deliberately not here).
+var protectEntries = []ProtectEntry{
+	// Inside every git directory.
+	{Name: "git:hooks", Scope: ScopeGitDir, Path: "hooks", Dir: true, Absent: EmptyDir, Only: MainGitDir,
+		Why: "git runs hooks/<name> on commit, checkout, merge, rebase, push, am"},
+	{Name: "git:config", Scope: ScopeGitDir, Path: "config", Absent: EmptyFile, Only: MainGitDir,
+		Why: "git obeys it on every command: core.fsmonitor runs on each git status, core.hooksPath, core.pager, core.sshCommand, aliases, filters, diff and merge drivers, credential helpers, include.path"},
+	// Absent, it gets a placeholder only where the config enables it (Build): git
+	// never reads it otherwise, and the config is protected.
+	{Name: "git:config.worktree", Scope: ScopeGitDir, Path: "config.worktree", Absent: EmptyFile,
+		Why: "git reads it like config when extensions.worktreeConfig is set"},
+	{Name: "git:commondir", Scope: ScopeGitDir, Path: "commondir", Absent: SelfCommonDir,
+		Why: "redirects git to another directory's config and hooks"},
+	{Name: "git:gitdir", Scope: ScopeGitDir, Path: "gitdir", Only: LinkedGitDir,
+		Why: "a linked worktree's back-link: git worktree repair writes a .git file where it points, prune deletes by it"},
+	{Name: "git:pointer", Scope: ScopePointer,
+		Why: "a worktree's or submodule's .git file: git takes its config and hooks from the directory it names"},
+	{Name: "git:hooksPath", Scope: ScopeHooksPath, Dir: true, Absent: EmptyDir,
+		Why: "a repository's core.hooksPath (or, without one, your global config's) names it: git runs the hooks in it (an empty directory, invisible to git status, is put where it is missing)"},
+	{Name: "git:include", Scope: ScopeInclude, Absent: EmptyFile,
+		Why: "a repository's config includes it (include.path, includeIf): git obeys it like the config (an empty file, which sets nothing, is put where it is missing)"},
+	// Whole, not part by part: every bind costs launch time (bwrap's mounts grow
+	// superlinearly), and a clone nested in the project (not a submodule) is rarely
+	// committed to from the agent's run; commit in it from a box run there.
+	// A dotfiles repository: what the home links to is live configuration, run by the
+	// next shell, git or editor, whatever its name in the tree.
+	{Name: "home:link", Scope: ScopeHomeLink,
+		Why: "your home links to it (~/.NAME, ~/.config/..., ~/.local/bin/NAME; a dotfiles repository) or your global git config includes it: your shell, git, editor, session or PATH runs it outside the sandbox"},
+	{Name: "git:hook-link", Scope: ScopeHookLink,
+		Why: "a git hook links to it (hooks/pre-commit -> ../../scripts/pre-commit): git runs it on the hook's event"},
+	{Name: "git:nested", Scope: ScopeNested, Dir: true,
+		Why: "a repository nested in the working directory: git obeys its config and runs its hooks when you work in it (read-only whole inside)"},
+
+	// The project: what host tools execute or obey when the operator opens or enters it.
+	{Name: ".envrc", Scope: ScopeProject, Path: ".envrc", Why: "direnv runs it on cd (once allowed, or at once under a whitelisted prefix)"},
+	{Name: ".vscode", Scope: ScopeProject, Path: ".vscode", Dir: true, Why: "VS Code runs tasks with runOn folderOpen and obeys settings naming interpreters, shells and formatters"},
+	{Name: ".idea", Scope: ScopeProject, Path: ".idea", Dir: true, Why: "JetBrains IDEs run startup tasks, run configurations and external tools defined here"},
+	{Name: ".zed", Scope: ScopeProject, Path: ".zed", Dir: true, Why: "Zed obeys project settings naming language-server binaries and tasks"},
+	{Name: ".devcontainer", Scope: ScopeProject, Path: ".devcontainer", Dir: true, Why: "dev containers run initializeCommand on the host, and build what it names"},
+	{Name: ".mcp.json", Scope: ScopeProject, Path: ".mcp.json", Why: "Claude Code starts the MCP servers it names"},
+	{Name: ".claude/settings.json", Scope: ScopeProject, Path: ".claude/settings.json", Why: "Claude Code on the host runs its hooks and obeys its permissions"},
+	{Name: ".claude/settings.local.json", Scope: ScopeProject, Path: ".claude/settings.local.json", Why: "the same, for the local settings"},
+	{Name: ".claude/commands", Scope: ScopeProject, Path: ".claude/commands", Dir: true, Why: "slash commands the host's Claude Code obeys"},
+	{Name: ".claude/agents", Scope: ScopeProject, Path: ".claude/agents", Dir: true, Why: "subagent definitions the host's Claude Code obeys"},
+	{Name: ".claude/hooks", Scope: ScopeProject, Path: ".claude/hooks", Dir: true, Why: "scripts the settings' hooks commonly run"},
+	{Name: ".claude/skills", Scope: ScopeProject, Path: ".claude/skills", Dir: true, Why: "skills (instructions and scripts) the host's Claude Code loads"},
+	{Name: ".cursor", Scope: ScopeProject, Path: ".cursor", Dir: true, Why: "Cursor starts the MCP servers in .cursor/mcp.json and obeys its rules"},
+	{Name: ".gemini", Scope: ScopeProject, Path: ".gemini", Dir: true, Why: "Gemini CLI obeys settings.json (MCP servers, tools)"},
+	{Name: ".codex", Scope: ScopeProject, Path: ".codex", Dir: true, Why: "Codex obeys a project's config.toml (MCP servers, sandbox settings)"},
+	{Name: ".qwen", Scope: ScopeProject, Path: ".qwen", Dir: true, Why: "Qwen Code obeys settings.json (MCP servers, tools), as Gemini CLI does"},
+	{Name: ".windsurf", Scope: ScopeProject, Path: ".windsurf", Dir: true, Why: "Windsurf obeys its rules and workflows, which can tell it to run commands"},
+	{Name: "opencode.json", Scope: ScopeProject, Path: "opencode.json", Why: "opencode starts the local MCP servers (commands) it names when it opens the project"},
+	{Name: "opencode.jsonc", Scope: ScopeProject, Path: "opencode.jsonc", Why: "the same, under opencode's other name"},
+	{Name: ".opencode", Scope: ScopeProject, Path: ".opencode", Dir: true, Why: "opencode loads and runs the JavaScript plugins in .opencode/plugin at start, and obeys its agents and commands"},
+	{Name: "crush.json", Scope: ScopeProject, Path: "crush.json", Why: "Crush starts the MCP servers and language servers (commands) it names"},
+	{Name: ".crush.json", Scope: ScopeProject, Path: ".crush.json", Why: "the same, under Crush's other name"},
+	{Name: ".kiro", Scope: ScopeProject, Path: ".kiro", Dir: true, Why: "Kiro runs the shell commands of its agent hooks (.kiro/hooks) on file events and starts .kiro/settings/mcp.json's servers"},
+	{Name: ".amazonq", Scope: ScopeProject, Path: ".amazonq", Dir: true, Why: "Amazon Q Developer starts the MCP servers in .amazonq/mcp.json"},
+	{Name: ".roo", Scope: ScopeProject, Path: ".roo", Dir: true, Why: "Roo Code starts the MCP servers in .roo/mcp.json"},
+	{Name: ".continue", Scope: ScopeProject, Path: ".continue", Dir: true, Why: "Continue starts the MCP servers its project config names"},
+	{Name: ".aider.conf.yml", Scope: ScopeProject, Path: ".aider.conf.yml", Why: "aider runs its lint-cmd after every edit (auto-lint is on by default) and its test-cmd"},
+	{Name: ".devcontainer.json", Scope: ScopeProject, Path: ".devcontainer.json", Why: "dev containers read it like .devcontainer/devcontainer.json: initializeCommand runs on the host"},
+	{Name: ".husky", Scope: ScopeProject, Path: ".husky", Dir: true, Why: "husky points core.hooksPath here: git runs these hooks"},
+	{Name: ".pre-commit-config.yaml", Scope: ScopeProject, Path: ".pre-commit-config.yaml", Why: "an installed pre-commit hook runs the hooks it names"},
+	{Name: "lefthook.yml", Scope: ScopeProject, Path: "lefthook.yml", Why: "an installed lefthook hook runs the commands it names"},
+	{Name: ".lefthook.yml", Scope: ScopeProject, Path: ".lefthook.yml", Why: "the same, under lefthook's other name"},
+	{Name: "lefthook.yaml", Scope: ScopeProject, Path: "lefthook.yaml", Why: "the same, under another of the names lefthook reads"},
+	{Name: "lefthook.toml", Scope: ScopeProject, Path: "lefthook.toml", Why: "the same, under another of the names lefthook reads"},
+	{Name: "lefthook.json", Scope: ScopeProject, Path: "lefthook.json", Why: "the same, under another of the names lefthook reads"},
+	{Name: "lefthook.jsonc", Scope: ScopeProject, Path: "lefthook.jsonc", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".lefthook.yaml", Scope: ScopeProject, Path: ".lefthook.yaml", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".lefthook.toml", Scope: ScopeProject, Path: ".lefthook.toml", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".lefthook.json", Scope: ScopeProject, Path: ".lefthook.json", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".lefthook.jsonc", Scope: ScopeProject, Path: ".lefthook.jsonc", Why: "the same, under another of the names lefthook reads"},
+	{Name: "lefthook-local.yml", Scope: ScopeProject, Path: "lefthook-local.yml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: "lefthook-local.yaml", Scope: ScopeProject, Path: "lefthook-local.yaml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: "lefthook-local.toml", Scope: ScopeProject, Path: "lefthook-local.toml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: "lefthook-local.json", Scope: ScopeProject, Path: "lefthook-local.json", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: "lefthook-local.jsonc", Scope: ScopeProject, Path: "lefthook-local.jsonc", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".lefthook-local.yml", Scope: ScopeProject, Path: ".lefthook-local.yml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".lefthook-local.yaml", Scope: ScopeProject, Path: ".lefthook-local.yaml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".lefthook-local.toml", Scope: ScopeProject, Path: ".lefthook-local.toml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".lefthook-local.json", Scope: ScopeProject, Path: ".lefthook-local.json", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".lefthook-local.jsonc", Scope: ScopeProject, Path: ".lefthook-local.jsonc", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".config/lefthook.yml", Scope: ScopeProject, Path: ".config/lefthook.yml", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".config/lefthook.yaml", Scope: ScopeProject, Path: ".config/lefthook.yaml", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".config/lefthook.toml", Scope: ScopeProject, Path: ".config/lefthook.toml", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".config/lefthook.json", Scope: ScopeProject, Path: ".config/lefthook.json", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".config/lefthook.jsonc", Scope: ScopeProject, Path: ".config/lefthook.jsonc", Why: "the same, under another of the names lefthook reads"},
+	{Name: ".config/lefthook-local.yml", Scope: ScopeProject, Path: ".config/lefthook-local.yml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".config/lefthook-local.yaml", Scope: ScopeProject, Path: ".config/lefthook-local.yaml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".config/lefthook-local.toml", Scope: ScopeProject, Path: ".config/lefthook-local.toml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".config/lefthook-local.json", Scope: ScopeProject, Path: ".config/lefthook-local.json", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".config/lefthook-local.jsonc", Scope: ScopeProject, Path: ".config/lefthook-local.jsonc", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	{Name: ".gitmodules", Scope: ScopeProject, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},
+	{Name: ".npmrc", Scope: ScopeProject, Path: ".npmrc", Why: "npm obeys it on every command (script-shell, node-options=--require, registry)"},
+	{Name: ".yarnrc.yml", Scope: ScopeProject, Path: ".yarnrc.yml", Why: "yarn runs the file yarnPath names instead of itself"},
+	{Name: ".yarnrc", Scope: ScopeProject, Path: ".yarnrc", Why: "yarn classic runs yarn-path instead of itself"},
+	{Name: ".tool-versions", Scope: ScopeProject, Path: ".tool-versions", Why: "asdf and mise pick (and may install) the tools it names on cd"},
+	{Name: "mise.toml", Scope: ScopeProject, Path: "mise.toml", Why: "mise runs its enter hooks and env scripts on cd (once trusted)"},
+	{Name: ".mise.toml", Scope: ScopeProject, Path: ".mise.toml", Why: "the same, under mise's other name"},
+	{Name: "mise.local.toml", Scope: ScopeProject, Path: "mise.local.toml", Why: "the same, under another of the names mise reads"},
+	{Name: ".mise.local.toml", Scope: ScopeProject, Path: ".mise.local.toml", Why: "the same, under another of the names mise reads"},
+	{Name: ".config/mise.toml", Scope: ScopeProject, Path: ".config/mise.toml", Why: "the same, under another of the names mise reads"},
+	{Name: ".config/mise.local.toml", Scope: ScopeProject, Path: ".config/mise.local.toml", Why: "the same, under another of the names mise reads"},
+	{Name: "mise/config.toml", Scope: ScopeProject, Path: "mise/config.toml", Why: "the same, under another of the names mise reads"},
+	{Name: "mise/config.local.toml", Scope: ScopeProject, Path: "mise/config.local.toml", Why: "the same, under another of the names mise reads"},
+	{Name: ".config/mise", Scope: ScopeProject, Path: ".config/mise", Dir: true, Why: "mise reads config.toml, config.local.toml and conf.d/*.toml here"},
+	{Name: ".mise", Scope: ScopeProject, Path: ".mise", Dir: true, Why: "mise reads config.toml and config.local.toml here"},
+	{Name: ".nvmrc", Scope: ScopeProject, Path: ".nvmrc", Why: "nvm and auto-switching shells pick the node it names on cd"},
+	{Name: ".node-version", Scope: ScopeProject, Path: ".node-version", Why: "fnm, nodenv and volta pick the node it names on cd"},
+	{Name: ".python-version", Scope: ScopeProject, Path: ".python-version", Why: "pyenv runs the interpreter it names on every python call (CVE-2022-35861: a path there ran any binary)"},
+	{Name: "rust-toolchain.toml", Scope: ScopeProject, Path: "rust-toolchain.toml", Why: "rustup runs the toolchain its path setting names on every cargo and rustc call (a prompt showing the Rust version calls rustc on cd)"},
+	{Name: "rust-toolchain", Scope: ScopeProject, Path: "rust-toolchain", Why: "the same, under rustup's older name (TOML too)"},
+	{Name: ".ruby-version", Scope: ScopeProject, Path: ".ruby-version", Why: "rbenv and chruby run the ruby it names (the same path traversal class as pyenv's)"},
+}
+
+// ProtectEntries returns the protected set's rules, in their order.
+func ProtectEntries() []ProtectEntry { return append([]ProtectEntry(nil), protectEntries...) }
+
+// ProtectEntryNamed finds an entry by name.
+func ProtectEntryNamed(name string) (ProtectEntry, bool) {
+	for _, e := range protectEntries {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return ProtectEntry{}, false
+}
+
+// ProtectOptionError is a profile's protect_add or protect_drop naming something box refuses.
+type ProtectOptionError struct{ Key, Value, Why string }
+
+func (e *ProtectOptionError) Error() string { return fmt.Sprintf("%s %q: %s", e.Key, e.Value, e.Why) }
+
+// Hint says what box accepts.
+func (e *ProtectOptionError) Hint() string {
+	if e.Key == "protect_drop" {
+		return "name an entry as 'box run --dry-run' lists it (for example .vscode or git:hooks)"
+	}
+	return "give a path relative to the project, for example .env or scripts/hooks"
+}
+
+// CheckProtect validates a profile's protect_add (add) and protect_drop (drop).
+func CheckProtect(add, drop []string) error {
+	for _, a := range add {
+		if a == "" || filepath.IsAbs(a) || filepath.Clean(a) != a || a == "." || a == ".." || strings.HasPrefix(a, "../") || strings.ContainsAny(a, "\x00\n") {
+			return &ProtectOptionError{"protect_add", a, "want a clean path relative to the project, inside it"}
+		}
+	}
+	for _, d := range drop {
+		if _, ok := ProtectEntryNamed(d); !ok {
+			return &ProtectOptionError{"protect_drop", d, "no such entry in the protected set"}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Every tier answers every question; a new tier must be added to this table.
+func TestTierQuestions(t *testing.T) {
+	type answers struct{ ownNetNS, sharesHost, offline, helper, proxied, resolver, vm bool }
+	want := map[Tier]answers{
+		NetNone:      {ownNetNS: true, offline: true, vm: true},
+		NetAllowlist: {ownNetNS: true, proxied: true, resolver: true},
+		NetInternet:  {ownNetNS: true, helper: true, resolver: true, vm: true},
+		NetFull:      {sharesHost: true},
+	}
+	if len(want) != len(Tiers) {
+		t.Fatalf("the table has %d tiers, Tiers %d", len(want), len(Tiers))
+	}
+	for _, tier := range Tiers {
+		w, ok := want[tier]
+		if !ok {
+			t.Fatalf("tier %s: not in the table", tier)
+		}
+		got := answers{tier.OwnNetNS(), tier.SharesHostNet(), tier.Offline(), tier.NeedsHelper(), tier.Proxied(), tier.OwnResolver(), tier.VMCapable()}
+		if got != w {
+			t.Errorf("tier %s: got %+v, want %+v", tier, got, w)
+		}
+		if tier.Explain() == "" || !strings.HasPrefix(tier.Explain(), string(tier)+": ") {
+			t.Errorf("tier %s: SANDBOX.md has no text for it", tier)
+		}
+		if !tier.Valid() {
+			t.Errorf("tier %s: not valid", tier)
+		}
+		if p, err := ParseTier(string(tier)); err != nil || p != tier {
+			t.Errorf("ParseTier(%q) = %q, %v", tier, p, err)
+		}
+	}
+	// An unknown name answers no to everything a sandbox would act on.
+	bad := Tier("lan")
+	if bad.Valid() || bad.OwnNetNS() || bad.SharesHostNet() || bad.Offline() || bad.NeedsHelper() || bad.Proxied() || bad.OwnResolver() || bad.VMCapable() {
+		t.Errorf("an unknown tier answers yes")
+	}
+}
+
+func TestParseTier(t *testing.T) {
+	for _, s := range []string{"", "lan", "None", " none"} {
+		_, err := ParseTier(s)
+		want := `network "` + s + `": want one of none, allowlist, internet, full`
+		if err == nil || err.Error() != want {
+			t.Errorf("ParseTier(%q) = %v, want %s", s, err, want)
+		}
+	}
+	if got := TierList("or"); got != "none, allowlist, internet or full" {
+		t.Errorf("TierList = %q", got)
+	}
+	if got := TierNames(); !slices.Equal(got, []string{"none", "allowlist", "internet", "full"}) {
+		t.Errorf("TierNames = %q", got)
+	}
+}
