@@ -13,4 +13,8 @@ if [ "$(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 1024)" -
 	sysctl -qw fs.inotify.max_user_instances=1024 || echo "test: could not raise fs.inotify.max_user_instances" >&2
 fi
 env $gocmd vet ./...
+# The live tests sit in the packages they prove (backend/bwrap, backend/vm, host, drill),
+# so go test runs two of them side by side: their labs, namespaces, cgroups and temp
+# directories are named per process, the test user is made race-free, and the tests that
+# need the nix daemon take a machine-wide lock (internal/testenv).
 env $gocmd test -count=1 -timeout 60m ./... "$@"

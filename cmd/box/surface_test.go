@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/heavy-duty/box/internal/boxtest"
 	"github.com/spf13/cobra"
 )
 
@@ -179,59 +179,8 @@ func TestManPages(t *testing.T) {
 	}
 }
 
-// documentedFields reads the field names of one section of docs/json.md: the first
-// column of the table under "## HEADING".
-func documentedFields(t *testing.T, heading string) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "json.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## "+heading+"\n")
-	if !ok {
-		t.Fatalf("docs/json.md has no section %q", heading)
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
-	var fields []string
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9_]+)` \\|").FindAllStringSubmatch(sec, -1) {
-		fields = append(fields, m[1])
-	}
-	return fields
-}
-
-// decodeJSON parses a --json answer as an array of objects and checks that each object
-// has exactly the fields docs/json.md documents, in that order.
-func decodeJSON(t *testing.T, out, heading string) []map[string]any {
-	t.Helper()
-	var items []map[string]any
-	if err := json.Unmarshal([]byte(out), &items); err != nil {
-		t.Fatalf("%s: not a JSON array of objects: %v\n%s", heading, err, out)
-	}
-	want := documentedFields(t, heading)
-	dec := json.NewDecoder(strings.NewReader(out))
-	var raw []json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range raw {
-		var keys []string
-		d := json.NewDecoder(bytes.NewReader(r))
-		d.Token() // {
-		for d.More() {
-			k, _ := d.Token()
-			keys = append(keys, k.(string))
-			var v json.RawMessage
-			d.Decode(&v)
-			if string(v) == "null" {
-				t.Errorf("%s: field %q is null", heading, k)
-			}
-		}
-		if !slices.Equal(keys, want) {
-			t.Errorf("%s: fields %v, documented %v", heading, keys, want)
-		}
-	}
-	return items
-}
+// decodeJSON parses a --json answer and checks its fields against docs/json.md.
+var decodeJSON = boxtest.DecodeJSON
 
 // TestProfilesJSON: box profiles --json parses back, carries the documented fields, and
 // says what the table says, for built-ins and a user profile with every key.

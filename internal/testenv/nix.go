@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -15,11 +17,13 @@ const NixDaemonSocket = "/nix/var/nix/daemon-socket/socket"
 // NixDaemon makes sure a nix-daemon answers on NixDaemonSocket, as on a multi-user Nix
 // host: it reuses one that runs, else starts one (as root, with a build group nixbld and
 // a configuration of its own: no substituters, since no binary cache is reachable) and
-// stops it, by pid, when the test ends.
+// stops it, by pid, when the test ends. Test packages run side by side: one test at a time
+// on the machine holds the daemon (nixLock), so none stops a daemon another still uses.
 func NixDaemon(t testing.TB) {
 	t.Helper()
 	RequireRoot(t)
 	daemon := RequireTool(t, "nix-daemon")
+	nixLock(t)
 	if nixAnswers() {
 		return
 	}
@@ -68,4 +72,42 @@ func nixAnswers() bool {
 	}
 	c.Close()
 	return true
+}
+
+// nixLockPath is the machine-wide lock of the tests that use the nix daemon.
+const nixLockPath = "/run/box-test-nix.lock"
+
+// The lock is held once per process while any of its tests holds it (a test and its
+// subtests may each ask).
+var (
+	nixMu   sync.Mutex
+	nixHeld int
+	nixFile *os.File
+)
+
+// nixLock waits for the machine-wide nix lock and holds it until the test ends (its
+// cleanup runs after the daemon's, registered later).
+func nixLock(t testing.TB) {
+	t.Helper()
+	nixMu.Lock()
+	defer nixMu.Unlock()
+	if nixHeld == 0 {
+		f, err := os.OpenFile(nixLockPath, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatalf("nix lock: %v", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			t.Fatalf("nix lock %s: %v", nixLockPath, err)
+		}
+		nixFile = f
+	}
+	nixHeld++
+	t.Cleanup(func() {
+		nixMu.Lock()
+		defer nixMu.Unlock()
+		if nixHeld--; nixHeld == 0 {
+			nixFile.Close()
+		}
+	})
 }

@@ -1,0 +1,178 @@
+package bwrap_test
+
+// The live tests' names for internal/boxtest: the tests here were written in cmd/box
+// against these unexported helpers, and kept them when they moved.
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/drill/incuslab"
+	"github.com/heavy-duty/box/drill/lab"
+	"github.com/heavy-duty/box/internal/boxtest"
+)
+
+var secrets = boxtest.Secrets
+
+const plantedToken = boxtest.PlantedToken
+
+var (
+	openPTY    = boxtest.OpenPTY
+	envWithout = boxtest.EnvWithout
+	waitFile   = boxtest.WaitFile
+	plant      = boxtest.Plant
+	requireLab = boxtest.RequireLab
+	must       = boxtest.Must
+	openPty    = boxtest.OpenPty
+	setSize    = boxtest.SetSize
+)
+
+type (
+	syncBuf  = boxtest.SyncBuf
+	boxJSON  = boxtest.BoxJSON
+	infoJSON = boxtest.InfoJSON
+	frozen   = boxtest.Frozen
+)
+
+const (
+	labBoxEnv   = boxtest.LabBoxEnv
+	labUserData = boxtest.LabUserData
+)
+
+func boxBinary(t testing.TB) string             { return boxtest.Binary(t) }
+func boxBuild(t testing.TB, tags string) string { return boxtest.Build(t, tags) }
+
+// unsafeBoxBinary builds box with -tags boxunsafe: BOX_UNSAFE_OFF=fds,keyring,seccomp,
+// terminal switches those protections off. Only tests build it.
+func unsafeBoxBinary(t *testing.T) string { return boxtest.UnsafeBinary(t) }
+
+// world is boxtest.World with the field names the tests use.
+type world struct {
+	t        testing.TB
+	box      string
+	uid, gid int
+	home     string
+	proj     string
+	env      []string
+}
+
+func newWorld(t testing.TB) *world {
+	t.Helper()
+	p := boxtest.NewWorld(t)
+	return &world{t: p.T, box: p.Box, uid: p.UID, gid: p.GID, home: p.Home, proj: p.Proj, env: p.Env}
+}
+
+// pub is w as boxtest.World, as it is now (a test may change its env, box or t).
+func (w *world) pub() *boxtest.World {
+	return &boxtest.World{T: w.t, Box: w.box, UID: w.uid, GID: w.gid, Home: w.home, Proj: w.proj, Env: w.env}
+}
+
+// withProtectionOff makes w run the test build with protections off (none: restore).
+func (w *world) withProtectionOff(t *testing.T, off string) {
+	p := w.pub()
+	p.WithProtectionOff(t, off)
+	w.box, w.env = p.Box, p.Env
+}
+
+func (w *world) write(path, content string)   { w.t.Helper(); w.pub().Write(path, content) }
+func (w *world) cmd(args ...string) *exec.Cmd { return w.pub().Cmd(args...) }
+func (w *world) run(args ...string) result    { w.t.Helper(); return res(w.pub().Run(args...)) }
+func (w *world) collect(c *exec.Cmd) result   { w.t.Helper(); return res(w.pub().Collect(c)) }
+func (w *world) sh(script string, extra ...string) result {
+	w.t.Helper()
+	return res(w.pub().Sh(script, extra...))
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func res(r boxtest.Result) result { return result{r.Code, r.Stdout, r.Stderr} }
+
+func runResult(t testing.TB, c *exec.Cmd) result { t.Helper(); return res(boxtest.RunResult(t, c)) }
+
+// drillRun is boxtest.DrillRun with the field names the tests use.
+type drillRun struct {
+	code           int
+	stdout, stderr string
+	rows           map[string]drill.Result
+	list           []drill.Result
+}
+
+func drillRunOf(r boxtest.DrillRun) drillRun {
+	return drillRun{r.Code, r.Stdout, r.Stderr, r.Rows, r.List}
+}
+
+func (r drillRun) pub() boxtest.DrillRun {
+	return boxtest.DrillRun{Code: r.code, Stdout: r.stdout, Stderr: r.stderr, Rows: r.rows, List: r.list}
+}
+
+func (w *world) inLab(l *lab.Lab, stdin []byte, args ...string) drillRun {
+	w.t.Helper()
+	return drillRunOf(w.pub().InLab(l, stdin, args...))
+}
+
+func (w *world) drill(l *lab.Lab, args ...string) drillRun {
+	w.t.Helper()
+	return drillRunOf(w.pub().Drill(l, args...))
+}
+
+func (r drillRun) want(t *testing.T, id string, s drill.Status) { t.Helper(); r.pub().Want(t, id, s) }
+func (r drillRun) table() string                                { return r.pub().Table() }
+
+// labWorld is a planted world whose operator runs box in the lab's host namespace.
+func labWorld(t *testing.T) (*world, *lab.Lab) {
+	requireLab(t)
+	w := newWorld(t)
+	return w, lab.New(t)
+}
+
+// vmRig is boxtest.VMRig with the field names the tests use.
+type vmRig struct {
+	t      *testing.T
+	lab    *incuslab.Lab
+	box    string
+	home   string
+	tmpls  string // the user template directory
+	env    []string
+	ctx    context.Context
+	client *incus.Client
+}
+
+func newVMRig(t *testing.T) *vmRig { return vmRigOf(boxtest.NewVMRig(t)) }
+
+func newVMRigOn(t *testing.T, lab *incuslab.Lab) *vmRig { return vmRigOf(boxtest.NewVMRigOn(t, lab)) }
+
+func vmRigOf(p *boxtest.VMRig) *vmRig {
+	return &vmRig{t: p.T, lab: p.Lab, box: p.Box, home: p.Home, tmpls: p.Tmpls, env: p.Env, ctx: p.Ctx, client: p.Client}
+}
+
+func (r *vmRig) pub() *boxtest.VMRig {
+	return &boxtest.VMRig{T: r.t, Lab: r.lab, Box: r.box, Home: r.home, Tmpls: r.tmpls, Env: r.env, Ctx: r.ctx, Client: r.client}
+}
+
+func (r *vmRig) writeFile(path, content string) { r.t.Helper(); r.pub().WriteFile(path, content) }
+func (r *vmRig) run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	return res(r.pub().Run(t, stdin, args...))
+}
+func (r *vmRig) ok(t *testing.T, args ...string) result {
+	t.Helper()
+	return res(r.pub().OK(t, args...))
+}
+func (r *vmRig) fails(t *testing.T, want int, msgs []string, args ...string) result {
+	t.Helper()
+	return res(r.pub().Fails(t, want, msgs, args...))
+}
+func (r *vmRig) raw(name string, config map[string]string) { r.t.Helper(); r.pub().Raw(name, config) }
+func (r *vmRig) rootExec(name string, cmd ...string) string {
+	r.t.Helper()
+	return r.pub().RootExec(name, cmd...)
+}
+func (r *vmRig) info(t *testing.T, name string) infoJSON { t.Helper(); return r.pub().Info(t, name) }
+func (r *vmRig) exists(name string) bool                 { return r.pub().Exists(name) }
+func (r *vmRig) freeze(name string) frozen               { r.t.Helper(); return r.pub().Freeze(name) }
