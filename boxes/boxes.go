@@ -7,6 +7,8 @@
 package boxes
 
 import (
+	"github.com/heavy-duty/box/backend"
+
 	"context"
 	"fmt"
 	"sort"
@@ -31,8 +33,9 @@ func (e *NotBoxError) Hint() string {
 // NotFoundError is the answer for a name no instance has.
 type NotFoundError struct{ Name string }
 
-func (e *NotFoundError) Error() string { return fmt.Sprintf("no box named %q", e.Name) }
-func (e *NotFoundError) Hint() string  { return "run 'box list' to see the boxes" }
+func (e *NotFoundError) Error() string        { return fmt.Sprintf("no box named %q", e.Name) }
+func (e *NotFoundError) Hint() string         { return "run 'box list' to see the boxes" }
+func (e *NotFoundError) Is(target error) bool { return target == backend.ErrNotFound }
 
 // Resolve validates name, fetches the instance and enforces the tag boundary. It
 // changes nothing. The ETag comes back for a conditional write.

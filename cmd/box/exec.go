@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/heavy-duty/box/backend"
+
 	"context"
 	"fmt"
 	"os"
@@ -47,7 +49,7 @@ skips the question, without a terminal and without -y box refuses; as root only 
 			if err != nil {
 				return err
 			}
-			return be.Exec(box, rest, l)
+			return be.Exec(box, rest, l.req())
 		},
 	}
 	l.register(cmd)
@@ -56,8 +58,8 @@ skips the question, without a terminal and without -y box refuses; as root only 
 }
 
 // Exec is box exec for a vm box: the command as the box's user, its exit code box's.
-func (v vmBackend) Exec(name string, command []string, l launchFlags) error {
-	if err := l.refuseVM(); err != nil {
+func (v vmBackend) Exec(name string, command []string, l backend.LaunchRequest) error {
+	if err := refuseVM(l); err != nil {
 		return err
 	}
 	e := v.e

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/heavy-duty/box/backend"
+
 	"fmt"
 	"strconv"
 	"strings"
@@ -34,7 +36,8 @@ With --json, one JSON object; the field names are stable and documented in docs/
 			if err != nil {
 				return err
 			}
-			info, err := be.Info(args[0])
+			bi, err := be.Info(args[0])
+			info := infoJSONOf(bi)
 			switch {
 			case err != nil:
 				return err
@@ -51,24 +54,24 @@ With --json, one JSON object; the field names are stable and documented in docs/
 }
 
 // Info is box info for a vm box: the instance, its state when running, its snapshots.
-func (v vmBackend) Info(name string) (infoJSON, error) {
+func (v vmBackend) Info(name string) (backend.Info, error) {
 	e := v.e
 	ctx, c, inst, done, err := v.open(name)
 	if err != nil {
-		return infoJSON{}, err
+		return backend.Info{}, err
 	}
 	defer done()
 	var st *incus.InstanceState
 	if inst.Running() {
 		if st, err = c.State(ctx, inst.Name); err != nil {
-			return infoJSON{}, vmErr(e, err)
+			return backend.Info{}, vmErr(e, err)
 		}
 	}
 	snaps, err := c.Snapshots(ctx, inst.Name)
 	if err != nil {
-		return infoJSON{}, vmErr(e, err)
+		return backend.Info{}, vmErr(e, err)
 	}
-	return newInfoJSON(*inst, st, snaps), nil
+	return newInfo(*inst, st, snaps), nil
 }
 
 // printVMInfo is box info's table for a vm box.
@@ -137,22 +140,46 @@ type snapshotJSON struct {
 	Created string `json:"created"`
 }
 
-func newInfoJSON(inst incus.Instance, st *incus.InstanceState, snaps []incus.Snapshot) infoJSON {
-	out := infoJSON{
-		boxJSON:   newBoxJSON(boxes.Summarize(inst, st)),
+// newInfo is box info of a vm box: the instance, its state (nil when stopped), its
+// snapshots.
+func newInfo(inst incus.Instance, st *incus.InstanceState, snaps []incus.Snapshot) backend.Info {
+	out := backend.Info{
+		Summary:   summaryOf(boxes.Summarize(inst, st)),
 		CPU:       inst.Config[incus.KeyCPU],
 		Memory:    inst.Config[incus.KeyMemory],
 		Disk:      inst.Devices["root"]["size"],
-		Snapshots: []snapshotJSON{},
-		Exposed:   []boxes.Exposure{},
+		Snapshots: []backend.SnapshotInfo{},
+		Exposed:   []backend.Exposure{},
 	}
-	if exp, _ := boxes.Exposures(inst.Devices); len(exp) > 0 {
-		out.Exposed = exp
+	exp, _ := boxes.Exposures(inst.Devices)
+	for _, x := range exp {
+		out.Exposed = append(out.Exposed, backend.Exposure(x))
 	}
 	out.Imported, out.ImportedLast = inst.Config[boxes.KeyImported], inst.Config[boxes.KeyImportedLast]
 	out.ImportedCount, _ = strconv.Atoi(inst.Config[boxes.KeyImportedCount])
 	for _, s := range snaps {
-		out.Snapshots = append(out.Snapshots, snapshotJSON{Name: s.Name, Created: s.CreatedAt.UTC().Format(time.RFC3339)})
+		out.Snapshots = append(out.Snapshots, backend.SnapshotInfo{Name: s.Name, Created: s.CreatedAt.UTC().Format(time.RFC3339)})
+	}
+	return out
+}
+
+// newInfoJSON is box info --json of a vm box.
+func newInfoJSON(inst incus.Instance, st *incus.InstanceState, snaps []incus.Snapshot) infoJSON {
+	return infoJSONOf(newInfo(inst, st, snaps))
+}
+
+// infoJSONOf is box info --json of what a backend answered.
+func infoJSONOf(i backend.Info) infoJSON {
+	out := infoJSON{
+		boxJSON: boxJSON(i.Summary), CPU: i.CPU, Memory: i.Memory, Disk: i.Disk,
+		Snapshots: []snapshotJSON{}, Exposed: []boxes.Exposure{},
+		Imported: i.Imported, ImportedLast: i.ImportedLast, ImportedCount: i.ImportedCount, Home: i.Home,
+	}
+	for _, s := range i.Snapshots {
+		out.Snapshots = append(out.Snapshots, snapshotJSON(s))
+	}
+	for _, x := range i.Exposed {
+		out.Exposed = append(out.Exposed, boxes.Exposure(x))
 	}
 	return out
 }

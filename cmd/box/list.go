@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/heavy-duty/box/backend"
+
 	"context"
 	"fmt"
 	"net"
@@ -75,7 +77,9 @@ func allBoxes(e *env) ([]boxJSON, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, list...)
+		for _, s := range list {
+			out = append(out, boxJSON(s))
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -83,7 +87,7 @@ func allBoxes(e *env) ([]boxJSON, error) {
 
 // List is box list for the vm backend. Without incusd (its socket absent: the vm
 // backend is not set up here) it lists nothing, with a warning.
-func (v vmBackend) List() ([]boxJSON, error) {
+func (v vmBackend) List() ([]backend.Summary, error) {
 	e := v.e
 	ctx, stop := vmContext()
 	defer stop()
@@ -99,9 +103,9 @@ func (v vmBackend) List() ([]boxJSON, error) {
 	case err != nil:
 		return nil, vmErr(e, err)
 	}
-	out := make([]boxJSON, 0, len(list))
+	out := make([]backend.Summary, 0, len(list))
 	for _, s := range list {
-		out = append(out, newBoxJSON(s))
+		out = append(out, summaryOf(s))
 	}
 	return out, nil
 }
@@ -241,12 +245,15 @@ type boxJSON struct {
 	Workdir string `json:"workdir"`
 }
 
-func newBoxJSON(s boxes.Summary) boxJSON {
+func newBoxJSON(s boxes.Summary) boxJSON { return boxJSON(summaryOf(s)) }
+
+// summaryOf is a vm box's summary as the backend interface answers it.
+func summaryOf(s boxes.Summary) backend.Summary {
 	created := ""
 	if !s.Created.IsZero() {
 		created = s.Created.UTC().Format(time.RFC3339)
 	}
-	return boxJSON{
+	return backend.Summary{
 		Name: s.Name, State: s.State, Type: s.Type, IPv4: s.IPv4, Template: s.Template, User: s.User,
 		Origin: s.Origin, OriginFrom: s.OriginFrom, Created: created, Legacy: s.Legacy, Location: s.Location,
 		Backend: profiles.BackendVM,

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/heavy-duty/box/backend"
+
 	"context"
 	"errors"
 	"fmt"
@@ -96,11 +98,11 @@ user-data: box warns by name.`,
 			if err != nil {
 				return err
 			}
-			var be boxBackend = vmBackend{e: e, mint: runF}
+			var be backend.Backend = vmBackend{e: e, mint: runF}
 			if bwrap {
 				be = bwrapBackend{e}
 			}
-			return be.Mint(o, given)
+			return be.Mint(mintRequest(o, given))
 		},
 	}
 	newBackendFlags(cmd, o)

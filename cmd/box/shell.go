@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/heavy-duty/box/backend"
+
 	"context"
 	"errors"
 	"os"
@@ -39,7 +41,7 @@ audit: -y skips the question; as root only with --allow-root).`,
 			if err != nil {
 				return err
 			}
-			return be.Enter(args[0], l)
+			return be.Enter(args[0], l.req())
 		},
 	}
 	l.register(cmd)
@@ -47,8 +49,8 @@ audit: -y skips the question; as root only with --allow-root).`,
 }
 
 // Enter is box shell for a vm box: the user's login shell on your terminal.
-func (v vmBackend) Enter(name string, l launchFlags) error {
-	if err := l.refuseVM(); err != nil {
+func (v vmBackend) Enter(name string, l backend.LaunchRequest) error {
+	if err := refuseVM(l); err != nil {
 		return err
 	}
 	return runOnTerminal(v.e, "shell", name, nil)

@@ -38,31 +38,32 @@ printed on stdout (label=$(box snapshot work)), the rest on stderr.`,
 			if err != nil {
 				return err
 			}
-			return be.Snapshot(args[0], label)
+			_, err = be.Snapshot(args[0], label) // vm prints the label itself (bwrap does not)
+			return err
 		},
 	}
 }
 
 // Snapshot is box snapshot for a vm box: an Incus snapshot, its label on stdout.
-func (v vmBackend) Snapshot(name, label string) error {
+func (v vmBackend) Snapshot(name, label string) (string, error) {
 	e := v.e
 	req, err := incus.SnapshotRequest(label)
 	if err != nil {
-		return usagef("labels are up to 63 characters, without '/' or spaces", "%s", err)
+		return "", usagef("labels are up to 63 characters, without '/' or spaces", "%s", err)
 	}
 	ctx, c, _, done, err := v.open(name)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer done()
 	exists := withHint(fmt.Errorf("box %q already has a snapshot %q", name, label), "pick another label; 'box info "+name+"' lists them")
 	snaps, err := c.Snapshots(ctx, name)
 	if err != nil {
-		return vmErr(e, err)
+		return "", vmErr(e, err)
 	}
 	for _, s := range snaps {
 		if s.Name == label {
-			return exists
+			return "", exists
 		}
 	}
 	p := newProgress(e)
@@ -71,11 +72,11 @@ func (v vmBackend) Snapshot(name, label string) error {
 	p.Done()
 	if err != nil {
 		if incus.IsConflict(err) || strings.Contains(err.Error(), "UNIQUE constraint") {
-			return exists // taken meanwhile
+			return "", exists // taken meanwhile
 		}
-		return vmErr(e, err)
+		return "", vmErr(e, err)
 	}
 	fmt.Fprintln(e.stdout, label)
 	note(e, "snapshot %s/%s taken", name, label)
-	return nil
+	return label, nil
 }

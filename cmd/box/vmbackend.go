@@ -6,23 +6,25 @@ package main
 import (
 	"context"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/profiles"
 )
 
-// vmBackend implements boxBackend for vm boxes (Incus instances tagged as boxes).
+// vmBackend implements backend.Backend for vm boxes (Incus instances tagged as boxes).
 type vmBackend struct {
 	e *env
 	// mint is box new's vm code (runNew; tests swap it to check argv to options).
 	mint func(*env, *newOptions, []string) error
 }
 
-var _ boxBackend = vmBackend{}
+var _ backend.Backend = vmBackend{}
 
 func (vmBackend) Kind() string { return profiles.BackendVM }
 
 // Mint is box new (and new --from) for a vm box.
-func (v vmBackend) Mint(o *newOptions, given []string) error {
+func (v vmBackend) Mint(r backend.MintRequest) error {
+	o, given := newOptionsOf(r), r.Given
 	if v.mint != nil {
 		return v.mint(v.e, o, given)
 	}

@@ -1,6 +1,8 @@
 package dirbox
 
 import (
+	"github.com/heavy-duty/box/backend"
+
 	"errors"
 	"fmt"
 	"os"
@@ -28,6 +30,8 @@ func (e *NoSnapshotError) Error() string {
 	return fmt.Sprintf("box %q has no snapshot %q", e.Box, e.Name)
 }
 
+func (e *NoSnapshotError) Is(target error) bool { return target == backend.ErrNoSnapshot }
+
 func (e *NoSnapshotError) Hint() string {
 	if len(e.Have) == 0 {
 		return fmt.Sprintf("box %s has no snapshots: 'box snapshot %s LABEL' takes one", e.Box, e.Box)
@@ -52,6 +56,8 @@ type SnapshotExistsError struct{ Box, Name string }
 func (e *SnapshotExistsError) Error() string {
 	return fmt.Sprintf("box %q already has a snapshot %q", e.Box, e.Name)
 }
+func (e *SnapshotExistsError) Is(target error) bool { return target == backend.ErrSnapshotExists }
+
 func (e *SnapshotExistsError) Hint() string {
 	return "pick another label; 'box info " + e.Box + "' lists them"
 }
