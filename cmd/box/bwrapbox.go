@@ -18,7 +18,7 @@ import (
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 )
@@ -155,7 +155,7 @@ func (be bwrapBackend) clone(o *newOptions, given []string) error {
 	if err := refuseFlags(given, []string{"template", "profile", "network"}, "a clone", "a clone is a copy of its source: drop them, or mint a new box without --from"); err != nil {
 		return err
 	}
-	srcName, snap, err := boxes.ParseFrom(o.from)
+	srcName, snap, err := vm.ParseFrom(o.from)
 	if err != nil {
 		return vmErr(e, err)
 	}

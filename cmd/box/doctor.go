@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
 )
@@ -108,7 +108,7 @@ func exposureCheck(ctx context.Context, c *incus.Client) host.Check {
 	}
 	var doors, foreign []string
 	for _, b := range list {
-		exp, other := boxes.Exposures(b.Devices)
+		exp, other := vm.Exposures(b.Devices)
 		for _, x := range exp {
 			doors = append(doors, fmt.Sprintf("127.0.0.1:%d -> %s:%d", x.HostPort, b.Name, x.Port))
 		}

@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -80,7 +80,7 @@ func (v vmBackend) Exec(name string, command []string, l backend.LaunchRequest) 
 		}
 	}()
 	code, err := c.Exec(ctx, name, incus.Exec{
-		Command: boxes.EntryCommand(incus.UserOf(*inst), false, command),
+		Command: vm.EntryCommand(incus.UserOf(*inst), false, command),
 		Stdin:   e.stdin, Stdout: e.stdout, Stderr: e.stderr,
 		Signal: fwd,
 	})

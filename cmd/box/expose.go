@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -76,16 +76,16 @@ func runExpose(e *env, o *exposeOptions, args []string) error {
 	var err error
 	switch {
 	case o.remove != "":
-		if port, err = boxes.ParsePort("--remove", o.remove); err != nil {
+		if port, err = vm.ParsePort("--remove", o.remove); err != nil {
 			return vmErr(e, err)
 		}
 	case !o.list:
-		if port, err = boxes.ParsePort("port", args[1]); err != nil {
+		if port, err = vm.ParsePort("port", args[1]); err != nil {
 			return vmErr(e, err)
 		}
 		hostPort = port
 		if len(args) == 3 {
-			if hostPort, err = boxes.ParsePort("host port", args[2]); err != nil {
+			if hostPort, err = vm.ParsePort("host port", args[2]); err != nil {
 				return vmErr(e, err)
 			}
 		}
@@ -98,7 +98,7 @@ func runExpose(e *env, o *exposeOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	exp, _ := boxes.Exposures(inst.Devices)
+	exp, _ := vm.Exposures(inst.Devices)
 	switch {
 	case o.list:
 		if len(exp) == 0 {
@@ -137,7 +137,7 @@ func runExpose(e *env, o *exposeOptions, args []string) error {
 	if err := hostPortFree(ctx, c, hostPort); err != nil {
 		return err
 	}
-	dev, d := boxes.ExposureDevice(port, hostPort)
+	dev, d := vm.ExposureDevice(port, hostPort)
 	if err := c.SetDevice(ctx, name, dev, d); err != nil {
 		return vmErr(e, fmt.Errorf("expose port %d of box %q: %w", port, name, err))
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
 )
@@ -99,7 +99,7 @@ type grantState struct {
 // readGrant reads everything a grant of g acts on. It changes nothing.
 func readGrant(ctx context.Context, e *env, c *incus.Client, g *grantee) (*grantState, error) {
 	s := &grantState{g: g}
-	name := boxes.Placement(e.getenv)
+	name := vm.Placement(e.getenv)
 	p, err := c.InProject("default").Profile(ctx, name)
 	if err != nil {
 		if incus.IsNotFound(err) {

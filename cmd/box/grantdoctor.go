@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 )
 
@@ -157,7 +157,7 @@ func userDoctor(ctx context.Context, e *env) []host.Check {
 		return []host.Check{{Name: CheckMyGrant, Status: host.Fail,
 			Detail: where + ": incus-user set this project up on its own loose defaults, not box grant (its own NAT bridge, host paths, nesting)", Fix: fix}}
 	}
-	placement := boxes.Placement(e.getenv)
+	placement := vm.Placement(e.getenv)
 	if _, err := c.Profile(ctx, placement); err != nil {
 		return []host.Check{{Name: CheckMyGrant, Status: host.Fail, Detail: where + ": " + err.Error(), Fix: fix}}
 	}

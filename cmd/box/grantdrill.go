@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/host"
 	"net"
@@ -20,7 +20,7 @@ func grantDrillRows(ctx context.Context, e *env, c *incus.Client) []drill.Result
 		return []drill.Result{{ID: "grant", Group: "grant", Probe: "the grants of this host", Targets: []string{},
 			Expected: "listed", Observed: "error: " + err.Error(), Status: drill.Error}}
 	}
-	placement := boxes.Placement(e.getenv)
+	placement := vm.Placement(e.getenv)
 	gap, err := portNameGap()
 	gap = gap || err != nil // an error reads as the weaker case
 	var rows []drill.Result

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -126,7 +126,7 @@ type infoJSON struct {
 	Disk      string         `json:"disk"`
 	Snapshots []snapshotJSON `json:"snapshots"`
 	// Exposed are the box's doors from the host's loopback (box expose).
-	Exposed []boxes.Exposure `json:"exposed"`
+	Exposed []vm.Exposure `json:"exposed"`
 	// Imported, ImportedLast and ImportedCount record box import's trips ("", "", 0
 	// for a box never imported).
 	Imported      string `json:"imported"`
@@ -144,19 +144,19 @@ type snapshotJSON struct {
 // snapshots.
 func newInfo(inst incus.Instance, st *incus.InstanceState, snaps []incus.Snapshot) backend.Info {
 	out := backend.Info{
-		Summary:   summaryOf(boxes.Summarize(inst, st)),
+		Summary:   summaryOf(vm.Summarize(inst, st)),
 		CPU:       inst.Config[incus.KeyCPU],
 		Memory:    inst.Config[incus.KeyMemory],
 		Disk:      inst.Devices["root"]["size"],
 		Snapshots: []backend.SnapshotInfo{},
 		Exposed:   []backend.Exposure{},
 	}
-	exp, _ := boxes.Exposures(inst.Devices)
+	exp, _ := vm.Exposures(inst.Devices)
 	for _, x := range exp {
 		out.Exposed = append(out.Exposed, backend.Exposure(x))
 	}
-	out.Imported, out.ImportedLast = inst.Config[boxes.KeyImported], inst.Config[boxes.KeyImportedLast]
-	out.ImportedCount, _ = strconv.Atoi(inst.Config[boxes.KeyImportedCount])
+	out.Imported, out.ImportedLast = inst.Config[vm.KeyImported], inst.Config[vm.KeyImportedLast]
+	out.ImportedCount, _ = strconv.Atoi(inst.Config[vm.KeyImportedCount])
 	for _, s := range snaps {
 		out.Snapshots = append(out.Snapshots, backend.SnapshotInfo{Name: s.Name, Created: s.CreatedAt.UTC().Format(time.RFC3339)})
 	}
@@ -172,14 +172,14 @@ func newInfoJSON(inst incus.Instance, st *incus.InstanceState, snaps []incus.Sna
 func infoJSONOf(i backend.Info) infoJSON {
 	out := infoJSON{
 		boxJSON: boxJSON(i.Summary), CPU: i.CPU, Memory: i.Memory, Disk: i.Disk,
-		Snapshots: []snapshotJSON{}, Exposed: []boxes.Exposure{},
+		Snapshots: []snapshotJSON{}, Exposed: []vm.Exposure{},
 		Imported: i.Imported, ImportedLast: i.ImportedLast, ImportedCount: i.ImportedCount, Home: i.Home,
 	}
 	for _, s := range i.Snapshots {
 		out.Snapshots = append(out.Snapshots, snapshotJSON(s))
 	}
 	for _, x := range i.Exposed {
-		out.Exposed = append(out.Exposed, boxes.Exposure(x))
+		out.Exposed = append(out.Exposed, vm.Exposure(x))
 	}
 	return out
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -93,7 +93,7 @@ func (v vmBackend) List() ([]backend.Summary, error) {
 	defer stop()
 	c := e.client()
 	defer c.Close()
-	list, err := listBoxes(ctx, c, boxes.Placement(e.getenv))
+	list, err := listBoxes(ctx, c, vm.Placement(e.getenv))
 	switch {
 	case err != nil && noIncus(err):
 		if !e.quiet {
@@ -114,7 +114,7 @@ func (v vmBackend) List() ([]backend.Summary, error) {
 // running ones: a state call each when they are few, else one call for the DHCP leases
 // of the placement profile's network (measured: a state call and a leases call cost
 // incusd about the same), with a state call for any running box without a lease there.
-func listBoxes(ctx context.Context, c *incus.Client, placement string) ([]boxes.Summary, error) {
+func listBoxes(ctx context.Context, c *incus.Client, placement string) ([]vm.Summary, error) {
 	if c.RemoteName() != "" {
 		return listRemoteBoxes(ctx, c)
 	}
@@ -122,10 +122,10 @@ func listBoxes(ctx context.Context, c *incus.Client, placement string) ([]boxes.
 	if err != nil {
 		return nil, err
 	}
-	out := make([]boxes.Summary, len(list))
+	out := make([]vm.Summary, len(list))
 	running := 0
 	for i, inst := range list {
-		out[i] = boxes.Summarize(inst, nil)
+		out[i] = vm.Summarize(inst, nil)
 		if inst.Running() {
 			running++
 		}
@@ -150,12 +150,12 @@ func listBoxes(ctx context.Context, c *incus.Client, placement string) ([]boxes.
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			if st, err := c.State(ctx, inst.Name); err == nil {
-				out[i] = boxes.Summarize(inst, st)
+				out[i] = vm.Summarize(inst, st)
 			} // else it stopped or went meanwhile: show what the list said
 		}()
 	}
 	wg.Wait()
-	boxes.SortSummaries(out)
+	vm.SortSummaries(out)
 	return out, nil
 }
 
@@ -167,7 +167,7 @@ func leaseAddresses(ctx context.Context, c *incus.Client, placement string) map[
 	if err != nil {
 		return m
 	}
-	network := p.ProfileNetwork(boxes.Iface)
+	network := p.ProfileNetwork(vm.Iface)
 	if network == "" {
 		return m
 	}
@@ -185,16 +185,16 @@ func leaseAddresses(ctx context.Context, c *incus.Client, placement string) map[
 
 // listRemoteBoxes reads every box with its state in one request (recursion=2): over
 // the network each round trip costs more than the state incusd adds to the answer.
-func listRemoteBoxes(ctx context.Context, c *incus.Client) ([]boxes.Summary, error) {
+func listRemoteBoxes(ctx context.Context, c *incus.Client) ([]vm.Summary, error) {
 	list, err := c.ListBoxesFull(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]boxes.Summary, len(list))
+	out := make([]vm.Summary, len(list))
 	for i, inst := range list {
-		out[i] = boxes.Summarize(inst.Instance, inst.State)
+		out[i] = vm.Summarize(inst.Instance, inst.State)
 	}
-	boxes.SortSummaries(out)
+	vm.SortSummaries(out)
 	return out, nil
 }
 
@@ -245,10 +245,10 @@ type boxJSON struct {
 	Workdir string `json:"workdir"`
 }
 
-func newBoxJSON(s boxes.Summary) boxJSON { return boxJSON(summaryOf(s)) }
+func newBoxJSON(s vm.Summary) boxJSON { return boxJSON(summaryOf(s)) }
 
 // summaryOf is a vm box's summary as the backend interface answers it.
-func summaryOf(s boxes.Summary) backend.Summary {
+func summaryOf(s vm.Summary) backend.Summary {
 	created := ""
 	if !s.Created.IsZero() {
 		created = s.Created.UTC().Format(time.RFC3339)

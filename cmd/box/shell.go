@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -104,7 +104,7 @@ func runOnTerminal(e *env, verb, name string, cmd []string) error {
 		return errors.New("box " + verb + ": cannot put the terminal in raw mode: " + err.Error())
 	}
 	code, err := c.Exec(ctx, name, incus.Exec{
-		Command:  boxes.EntryCommand(incus.UserOf(*inst), cmd == nil, cmd),
+		Command:  vm.EntryCommand(incus.UserOf(*inst), cmd == nil, cmd),
 		Env:      env,
 		Terminal: true,
 		Size:     incus.WindowSize{Width: w, Height: h},

@@ -1,10 +1,11 @@
-// Package boxes is the vm backend's logic above the Incus client: the tag boundary
-// (resolve a name to a box, refuse anything box did not mint), the mint plan
-// (resource precedence, the placement profile), how a box is entered as its stamped
-// user, and the summaries `box list` and `box info` print.
+// The vm verbs' shared logic (formerly package boxes): the tag boundary (resolve a name
+// to a box, refuse anything box did not mint), the mint plan (resource precedence, the
+// placement profile), how a box is entered as its stamped user, and the summaries
+// `box list` and `box info` print.
 //
 // Everything here but Resolve is pure.
-package boxes
+
+package vm
 
 import (
 	"github.com/heavy-duty/box/backend"
