@@ -214,22 +214,7 @@ func placementPool(ctx context.Context, e *env, c *incus.Client, placement strin
 	return pool, nil
 }
 
-// resolveAgain re-reads a box after a question was asked about it: meanwhile it may
-// have been renamed, deleted, or replaced by another instance of the same name, and
-// that one must not be what the answer acts on.
+// resolveAgain re-reads a box after a question was asked about it (vm.Backend.ResolveAgain).
 func resolveAgain(ctx context.Context, e *env, c *incus.Client, before *incus.Instance) (*incus.Instance, error) {
-	inst, err := resolve(ctx, e, c, before.Name)
-	var nf *vm.NotFoundError
-	if errors.As(err, &nf) {
-		return nil, withHint(fmt.Errorf("box %q went away while box was asking (renamed or deleted): nothing was done", before.Name),
-			"'box list' shows the boxes now")
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !vm.SameInstance(*before, *inst) {
-		return nil, withHint(fmt.Errorf("%q is no longer the box box asked about (it was replaced meanwhile): nothing was done", before.Name),
-			"run the command again to act on the box that has the name now")
-	}
-	return inst, nil
+	return vmBackend{e: e}.vm().ResolveAgain(ctx, c, before)
 }

@@ -4,6 +4,9 @@ package main
 // in the verb's own file; the launch sequence of box new is in backend/vm.
 
 import (
+	"github.com/heavy-duty/box/backend/vm"
+	"time"
+
 	"context"
 
 	"github.com/heavy-duty/box/backend"
@@ -43,4 +46,27 @@ func (v vmBackend) open(name string) (context.Context, *incus.Client, *incus.Ins
 		return nil, nil, nil, nil, err
 	}
 	return ctx, c, inst, done, nil
+}
+
+// vm is the vm backend of backend/vm, talking and writing where this env does.
+func (v vmBackend) vm() vm.Backend {
+	e := v.e
+	return vm.Backend{
+		Client: e.client, Context: vmContext,
+		Stdout: e.stdout, Stderr: e.stderr, Quiet: e.quiet,
+		Err: func(err error) error { return vmErr(e, err) },
+		Ask: func(force bool, question, refused string) error { return ask(e, force, question, refused) },
+	}
+}
+
+// The verbs whose vm side is in backend/vm.
+
+func (v vmBackend) Start(name string) error { return v.vm().Start(name) }
+func (v vmBackend) Stop(name string, timeout time.Duration, force bool) error {
+	return v.vm().Stop(name, timeout, force)
+}
+func (v vmBackend) Delete(name string, force bool) error { return v.vm().Delete(name, force) }
+func (v vmBackend) Rename(old, nu string) error          { return v.vm().Rename(old, nu) }
+func (v vmBackend) Snapshot(name, label string) (string, error) {
+	return v.vm().Snapshot(name, label)
 }
