@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/internal/errs"
@@ -85,4 +86,24 @@ func (b Backend) ResolveAgain(ctx context.Context, c *incus.Client, before *incu
 			"run the command again to act on the box that has the name now")
 	}
 	return inst, nil
+}
+
+// NeedSnapshot checks that box has the snapshot, naming the ones it has otherwise.
+func (b Backend) NeedSnapshot(ctx context.Context, c *incus.Client, box, snap string) error {
+	snaps, err := c.Snapshots(ctx, box)
+	if err != nil {
+		return b.err(err)
+	}
+	var names []string
+	for _, s := range snaps {
+		if s.Name == snap {
+			return nil
+		}
+		names = append(names, s.Name)
+	}
+	hint := fmt.Sprintf("box %s has no snapshots: 'box snapshot %s LABEL' takes one", box, box)
+	if len(names) > 0 {
+		hint = fmt.Sprintf("box %s has: %s", box, strings.Join(names, ", "))
+	}
+	return errs.WithHint(fmt.Errorf("box %q has no snapshot %q", box, snap), hint)
 }

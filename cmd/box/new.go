@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
@@ -309,22 +308,7 @@ func launchErr(e *env, o *newOptions, err error) error {
 	return vmErr(e, err)
 }
 
-// needSnapshot checks that box has the snapshot, naming the ones it has otherwise.
+// needSnapshot checks that box has the snapshot (vm.Backend.NeedSnapshot).
 func needSnapshot(ctx context.Context, e *env, c *incus.Client, box, snap string) error {
-	snaps, err := c.Snapshots(ctx, box)
-	if err != nil {
-		return vmErr(e, err)
-	}
-	var names []string
-	for _, s := range snaps {
-		if s.Name == snap {
-			return nil
-		}
-		names = append(names, s.Name)
-	}
-	hint := fmt.Sprintf("box %s has no snapshots: 'box snapshot %s LABEL' takes one", box, box)
-	if len(names) > 0 {
-		hint = fmt.Sprintf("box %s has: %s", box, strings.Join(names, ", "))
-	}
-	return withHint(fmt.Errorf("box %q has no snapshot %q", box, snap), hint)
+	return vmBackend{e: e}.vm().NeedSnapshot(ctx, c, box, snap)
 }

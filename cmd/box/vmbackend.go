@@ -70,3 +70,6 @@ func (v vmBackend) Rename(old, nu string) error          { return v.vm().Rename(
 func (v vmBackend) Snapshot(name, label string) (string, error) {
 	return v.vm().Snapshot(name, label)
 }
+func (v vmBackend) Restore(name, snap string, force bool) error {
+	return v.vm().Restore(name, snap, force)
+}
