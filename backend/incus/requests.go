@@ -1,12 +1,12 @@
 package incus
 
 import (
-	"github.com/heavy-duty/box/backend"
-
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heavy-duty/box/backend"
 )
 
 // Metadata keys box stamps on an instance at mint. Clones carry them (Incus copies

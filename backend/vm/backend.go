@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/internal/errs"
@@ -19,6 +20,10 @@ type Backend struct {
 	Client func() *incus.Client
 	// Context is a verb's context (the CLI's is cancelled by Ctrl-C).
 	Context func() (context.Context, context.CancelFunc)
+	// Getenv reads the environment (the placement profile's name, $BOX_PLACEMENT).
+	Getenv func(string) string
+	// Socket is the local incusd socket's path, for messages.
+	Socket string
 	// Stdout and Stderr are the verb's output; Quiet silences progress and notes.
 	Stdout, Stderr io.Writer
 	Quiet          bool
@@ -107,3 +112,6 @@ func (b Backend) NeedSnapshot(ctx context.Context, c *incus.Client, box, snap st
 	}
 	return errs.WithHint(fmt.Errorf("box %q has no snapshot %q", box, snap), hint)
 }
+
+// NoIncus: incusd's socket does not exist: the vm backend is not set up here.
+func NoIncus(err error) bool { return errors.Is(err, syscall.ENOENT) }

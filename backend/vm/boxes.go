@@ -8,13 +8,12 @@
 package vm
 
 import (
-	"github.com/heavy-duty/box/backend"
-
 	"context"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 )
 

@@ -15,6 +15,7 @@ import (
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -78,7 +79,7 @@ func (v vmBackend) Taken(name string) (bool, error) {
 }
 
 // noIncus: incusd's socket does not exist: the vm backend is not set up here.
-func noIncus(err error) bool { return errors.Is(err, syscall.ENOENT) }
+func noIncus(err error) bool { return vm.NoIncus(err) }
 
 // firstErr is err, else what then returns.
 func firstErr(err error, then func() error) error {

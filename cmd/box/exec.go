@@ -1,14 +1,13 @@
 package main
 
 import (
-	"github.com/heavy-duty/box/backend"
-
 	"context"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
+	"net"
 	"slices"
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/host"
-	"net"
 )
 
 // grantDrillRows are the vm drill's rows for every user holding a grant: what an

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"github.com/heavy-duty/box/backend"
-
 	"fmt"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
@@ -51,27 +47,6 @@ With --json, one JSON object; the field names are stable and documented in docs/
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object (fields: docs/json.md)")
 	return cmd
-}
-
-// Info is box info for a vm box: the instance, its state when running, its snapshots.
-func (v vmBackend) Info(name string) (backend.Info, error) {
-	e := v.e
-	ctx, c, inst, done, err := v.open(name)
-	if err != nil {
-		return backend.Info{}, err
-	}
-	defer done()
-	var st *incus.InstanceState
-	if inst.Running() {
-		if st, err = c.State(ctx, inst.Name); err != nil {
-			return backend.Info{}, vmErr(e, err)
-		}
-	}
-	snaps, err := c.Snapshots(ctx, inst.Name)
-	if err != nil {
-		return backend.Info{}, vmErr(e, err)
-	}
-	return newInfo(*inst, st, snaps), nil
 }
 
 // printVMInfo is box info's table for a vm box.
@@ -138,34 +113,6 @@ type infoJSON struct {
 type snapshotJSON struct {
 	Name    string `json:"name"`
 	Created string `json:"created"`
-}
-
-// newInfo is box info of a vm box: the instance, its state (nil when stopped), its
-// snapshots.
-func newInfo(inst incus.Instance, st *incus.InstanceState, snaps []incus.Snapshot) backend.Info {
-	out := backend.Info{
-		Summary:   summaryOf(vm.Summarize(inst, st)),
-		CPU:       inst.Config[incus.KeyCPU],
-		Memory:    inst.Config[incus.KeyMemory],
-		Disk:      inst.Devices["root"]["size"],
-		Snapshots: []backend.SnapshotInfo{},
-		Exposed:   []backend.Exposure{},
-	}
-	exp, _ := vm.Exposures(inst.Devices)
-	for _, x := range exp {
-		out.Exposed = append(out.Exposed, backend.Exposure(x))
-	}
-	out.Imported, out.ImportedLast = inst.Config[vm.KeyImported], inst.Config[vm.KeyImportedLast]
-	out.ImportedCount, _ = strconv.Atoi(inst.Config[vm.KeyImportedCount])
-	for _, s := range snaps {
-		out.Snapshots = append(out.Snapshots, backend.SnapshotInfo{Name: s.Name, Created: s.CreatedAt.UTC().Format(time.RFC3339)})
-	}
-	return out
-}
-
-// newInfoJSON is box info --json of a vm box.
-func newInfoJSON(inst incus.Instance, st *incus.InstanceState, snaps []incus.Snapshot) infoJSON {
-	return infoJSONOf(newInfo(inst, st, snaps))
 }
 
 // infoJSONOf is box info --json of what a backend answered.

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/heavy-duty/box/backend"
-
 	"context"
 	"errors"
 	"os"
@@ -10,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"

@@ -4,13 +4,12 @@ package main
 // in the verb's own file; the launch sequence of box new is in backend/vm.
 
 import (
-	"github.com/heavy-duty/box/backend/vm"
-	"time"
-
 	"context"
+	"time"
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/profiles"
 )
 
@@ -53,6 +52,7 @@ func (v vmBackend) vm() vm.Backend {
 	e := v.e
 	return vm.Backend{
 		Client: e.client, Context: vmContext,
+		Getenv: e.getenv, Socket: e.socketPath(),
 		Stdout: e.stdout, Stderr: e.stderr, Quiet: e.quiet,
 		Err: func(err error) error { return vmErr(e, err) },
 		Ask: func(force bool, question, refused string) error { return ask(e, force, question, refused) },
@@ -73,3 +73,5 @@ func (v vmBackend) Snapshot(name, label string) (string, error) {
 func (v vmBackend) Restore(name, snap string, force bool) error {
 	return v.vm().Restore(name, snap, force)
 }
+func (v vmBackend) List() ([]backend.Summary, error)       { return v.vm().List() }
+func (v vmBackend) Info(name string) (backend.Info, error) { return v.vm().Info(name) }

@@ -1,8 +1,6 @@
 package dirbox
 
 import (
-	"github.com/heavy-duty/box/backend"
-
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"golang.org/x/sys/unix"
 )
 
