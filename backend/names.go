@@ -1,19 +1,16 @@
 package backend
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // ValidName checks a box name, the same rule for both backends (so a name means the
 // same box whatever the backend): Incus's instance name rule, 1 to 63 characters, ASCII
 // letters, digits and hyphens, not starting with a digit or a hyphen, not ending with a
 // hyphen.
 func ValidName(name string) error {
-	bad := func(why string) error { return fmt.Errorf("invalid box name %q: %s", name, why) }
+	bad := func(why string) error { return &NameError{What: "box name", Name: name, Why: why} }
 	switch {
 	case name == "":
-		return errors.New("invalid box name: empty")
+		return &NameError{What: "box name", Why: "empty"}
 	case len(name) > 63:
 		return bad("longer than 63 characters")
 	case name[0] == '-':
@@ -35,10 +32,10 @@ func ValidName(name string) error {
 // and snapshot), no whitespace or control characters, not "." or "..". (A bwrap box
 // also refuses a leading dot: dirbox.ValidLabel.)
 func ValidLabel(name string) error {
-	bad := func(why string) error { return fmt.Errorf("invalid snapshot name %q: %s", name, why) }
+	bad := func(why string) error { return &NameError{What: "snapshot name", Name: name, Why: why} }
 	switch {
 	case name == "":
-		return errors.New("invalid snapshot name: empty")
+		return &NameError{What: "snapshot name", Why: "empty"}
 	case len(name) > 63:
 		return bad("longer than 63 characters")
 	case name == "." || name == "..":
@@ -50,4 +47,15 @@ func ValidLabel(name string) error {
 		}
 	}
 	return nil
+}
+
+// NameError: a box name (What "box name") or a snapshot label ("snapshot name")
+// breaks the rules; Why says which.
+type NameError struct{ What, Name, Why string }
+
+func (e *NameError) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("invalid %s: %s", e.What, e.Why)
+	}
+	return fmt.Sprintf("invalid %s %q: %s", e.What, e.Name, e.Why)
 }

@@ -64,6 +64,13 @@ func TestNames(t *testing.T) {
 			t.Errorf("ValidName(%q) accepted", bad)
 		}
 	}
+	var ne *NameError
+	if err := ValidName("1a"); !errors.As(err, &ne) || err.Error() != `invalid box name "1a": must not start with a digit` {
+		t.Errorf("ValidName(1a) = %v", err)
+	}
+	if err := ValidLabel(""); err == nil || err.Error() != "invalid snapshot name: empty" {
+		t.Errorf("ValidLabel() = %v", err)
+	}
 	if ValidLabel("authed") != nil || ValidLabel("a/b") == nil || ValidLabel("..") == nil {
 		t.Error("ValidLabel")
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/internal/progress"
@@ -75,7 +76,8 @@ func vmErr(e *env, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return errors.New("interrupted")
 	}
-	if strings.Contains(err.Error(), "invalid box name") || strings.Contains(err.Error(), "invalid snapshot name") {
+	var bad *backend.NameError
+	if errors.As(err, &bad) {
 		return &usageError{err: err, hint: "box names are letters, digits and hyphens, starting with a letter"}
 	}
 	return err

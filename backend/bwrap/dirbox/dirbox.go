@@ -120,7 +120,7 @@ func ValidLabel(label string) error {
 		return err
 	}
 	if strings.HasPrefix(label, ".") {
-		return fmt.Errorf("invalid snapshot name %q: must not start with a dot", label)
+		return &backend.NameError{What: "snapshot name", Name: label, Why: "must not start with a dot"}
 	}
 	return nil
 }
