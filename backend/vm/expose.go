@@ -1,10 +1,15 @@
 package vm
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/internal/errs"
 )
 
 // An exposure is a deliberate door from the host's loopback to a port inside a box:
@@ -82,4 +87,116 @@ func Exposures(devices map[string]map[string]string) (exp []Exposure, foreign []
 	sort.Slice(exp, func(i, j int) bool { return exp[i].Port < exp[j].Port })
 	sort.Strings(foreign)
 	return exp, foreign
+}
+
+// Exposures are the doors of the box name (box expose --list).
+func (b Backend) Exposures(name string) ([]Exposure, error) {
+	_, _, inst, done, err := b.open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	exp, _ := Exposures(inst.Devices)
+	return exp, nil
+}
+
+// Unexpose closes the door to port of the box name (box expose --remove).
+func (b Backend) Unexpose(name string, port int) error {
+	ctx, c, inst, done, err := b.open(name)
+	if err != nil {
+		return err
+	}
+	defer done()
+	exp, _ := Exposures(inst.Devices)
+	for _, x := range exp {
+		if x.Port == port {
+			if err := c.SetDevice(ctx, name, x.Device, nil); err != nil {
+				return b.err(err)
+			}
+			b.note("closed 127.0.0.1:%d -> %s:%d", x.HostPort, name, port)
+			return nil
+		}
+	}
+	return errs.WithHint(fmt.Errorf("box %q has no door to port %d", name, port), "'box expose "+name+" --list' shows them")
+}
+
+// Expose opens a door from the host's loopback, hostPort, to port of the box name (a
+// container, for now).
+func (b Backend) Expose(name string, port, hostPort int) error {
+	ctx, c, inst, done, err := b.open(name)
+	if err != nil {
+		return err
+	}
+	defer done()
+	exp, _ := Exposures(inst.Devices)
+	if inst.Type == incus.TypeVM {
+		return errs.WithHint(fmt.Errorf("box %q is a virtual machine: box expose opens doors into containers only, for now", name),
+			"Incus forwards to a VM only in NAT mode, through the bridge, which box's isolation stack does not admit yet")
+	}
+	for _, x := range exp {
+		if x.Port == port {
+			return errs.WithHint(fmt.Errorf("box %q already exposes port %d (at 127.0.0.1:%d)", name, port, x.HostPort),
+				fmt.Sprintf("box expose %s --remove %d first", name, port))
+		}
+	}
+	if err := hostPortFree(ctx, c, hostPort); err != nil {
+		return err
+	}
+	dev, d := ExposureDevice(port, hostPort)
+	if err := c.SetDevice(ctx, name, dev, d); err != nil {
+		return b.err(fmt.Errorf("expose port %d of box %q: %w", port, name, err))
+	}
+	b.note("127.0.0.1:%d -> %s:%d (the server in the box may listen on its loopback); 'box expose %s --remove %d' closes it",
+		hostPort, name, port, name, port)
+	return nil
+}
+
+// PortTakenError: a host port is already in use, by another door or a listener.
+type PortTakenError struct {
+	Port int
+	By   string
+}
+
+func (e *PortTakenError) Error() string {
+	return fmt.Sprintf("host port %d is in use (%s)", e.Port, e.By)
+}
+
+func (e *PortTakenError) Hint() string {
+	return "name another host port: box expose BOX PORT HOSTPORT"
+}
+
+// hostPortFree refuses a host port that a door of any box (running or not: a stopped
+// box's door opens when it starts) or a listener on this host's loopback holds. A
+// listener would be shadowed by the door, or fail it.
+func hostPortFree(ctx context.Context, c *incus.Client, hostPort int) error {
+	all, err := c.ListInstances(ctx)
+	if err != nil {
+		return err
+	}
+	for _, i := range all {
+		for dn, d := range i.Devices {
+			if d["type"] == "proxy" && listenPort(d["listen"]) == hostPort {
+				return &PortTakenError{hostPort, fmt.Sprintf("device %s of instance %s", dn, i.Name)}
+			}
+		}
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(hostPort)))
+	if err != nil {
+		return &PortTakenError{hostPort, "something on this host listens on it"}
+	}
+	return l.Close()
+}
+
+// listenPort is the port of a proxy listen address (tcp:ADDR:PORT), 0 when unreadable.
+func listenPort(listen string) int {
+	rest, ok := strings.CutPrefix(listen, "tcp:")
+	if !ok {
+		return 0
+	}
+	_, p, err := net.SplitHostPort(rest)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
 }
