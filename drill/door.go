@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 )
 
@@ -53,7 +53,7 @@ func DoorProbes(ctx context.Context, o DoorOptions) []Result {
 	if err != nil {
 		return fail(err)
 	}
-	name, dev := boxes.ExposureDevice(o.Port, hp)
+	name, dev := vm.ExposureDevice(o.Port, hp)
 	if inst, _, err := o.Client.Instance(ctx, o.Box); err != nil {
 		return fail(err)
 	} else if _, ok := inst.Devices[name]; ok {

@@ -3,7 +3,6 @@ package bwrap
 import (
 	"context"
 	"fmt"
-	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"os"
 	"os/exec"
 	"os/user"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/heavy-duty/box/backend/bwrap/nixpkg"
 	"github.com/heavy-duty/box/backend/bwrap/protect"
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"

@@ -1,11 +1,12 @@
 package incus
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heavy-duty/box/backend"
 )
 
 // Metadata keys box stamps on an instance at mint. Clones carry them (Incus copies
@@ -271,47 +272,9 @@ func RestoreRequest(snapshot string) (RestorePut, error) {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// ValidateName checks an instance name against Incus's rules before any call: 1 to 63
-// characters, ASCII letters, digits and hyphens, not starting with a digit or a hyphen,
-// not ending with a hyphen.
-func ValidateName(name string) error {
-	bad := func(why string) error { return fmt.Errorf("invalid box name %q: %s", name, why) }
-	switch {
-	case name == "":
-		return errors.New("invalid box name: empty")
-	case len(name) > 63:
-		return bad("longer than 63 characters")
-	case name[0] == '-':
-		return bad("must not start with a hyphen")
-	case name[0] >= '0' && name[0] <= '9':
-		return bad("must not start with a digit")
-	case name[len(name)-1] == '-':
-		return bad("must not end with a hyphen")
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
-			return bad(fmt.Sprintf("%q is not allowed (letters, digits and hyphens only)", r))
-		}
-	}
-	return nil
-}
+// ValidateName checks an instance name before any call: box's name rule
+// (backend.ValidName), which is Incus's.
+func ValidateName(name string) error { return backend.ValidName(name) }
 
-// ValidateSnapshotName checks a snapshot label: 1 to 63 characters, no "/" (it separates
-// instance and snapshot), no whitespace or control characters, not "." or "..".
-func ValidateSnapshotName(name string) error {
-	bad := func(why string) error { return fmt.Errorf("invalid snapshot name %q: %s", name, why) }
-	switch {
-	case name == "":
-		return errors.New("invalid snapshot name: empty")
-	case len(name) > 63:
-		return bad("longer than 63 characters")
-	case name == "." || name == "..":
-		return bad("reserved")
-	}
-	for _, r := range name {
-		if r == '/' || r <= ' ' || r == 0x7f {
-			return bad(fmt.Sprintf("%q is not allowed", r))
-		}
-	}
-	return nil
-}
+// ValidateSnapshotName checks a snapshot label (backend.ValidLabel).
+func ValidateSnapshotName(name string) error { return backend.ValidLabel(name) }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
 )
 
 // Discard deletes a half-made box, with its own deadline (the launch's may be over). A
@@ -75,7 +74,7 @@ func ResetVMMachineID(ctx context.Context, c *incus.Client, name string) error {
 // CloseDoors removes a box's doors (a clone's or an import's: which host port opens
 // into a box is decided on this host, once, by box expose).
 func CloseDoors(ctx context.Context, c *incus.Client, inst incus.Instance) error {
-	exp, _ := boxes.Exposures(inst.Devices)
+	exp, _ := Exposures(inst.Devices)
 	for _, x := range exp {
 		if err := c.SetDevice(ctx, inst.Name, x.Device, nil); err != nil {
 			return err

@@ -20,7 +20,6 @@ import (
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
-	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill/incuslab"
 )
 
@@ -93,7 +92,7 @@ func TestVMExportImportLive(t *testing.T) {
 				t.Errorf("%s = %q, the export had %q", k, inst.Config[k], srcInst.Config[k])
 			}
 		}
-		if inst.Config[boxes.KeyImported] == "" || inst.Config[boxes.KeyImportedLast] != inst.Config[boxes.KeyImported] || inst.Config[boxes.KeyImportedCount] != "1" {
+		if inst.Config[vm.KeyImported] == "" || inst.Config[vm.KeyImportedLast] != inst.Config[vm.KeyImported] || inst.Config[vm.KeyImportedCount] != "1" {
 			t.Errorf("import stamp: %v", inst.Config)
 		}
 		if mac := inst.Config["volatile.eth0.hwaddr"]; mac == "" || mac == srcInst.Config["volatile.eth0.hwaddr"] {
@@ -120,10 +119,10 @@ func TestVMExportImportLive(t *testing.T) {
 		r.ok(t, "export", "copy", file("copy.tar.gz"))
 		r.ok(t, "import", file("copy.tar.gz"), "--name", "again")
 		again, _, _ := c.Instance(r.ctx, "again")
-		if again.Config[boxes.KeyImportedCount] != "2" || again.Config[boxes.KeyImported] != first.Config[boxes.KeyImported] {
+		if again.Config[vm.KeyImportedCount] != "2" || again.Config[vm.KeyImported] != first.Config[vm.KeyImported] {
 			t.Errorf("second trip stamp: %v (first %v)", again.Config, first.Config)
 		}
-		if info := r.info(t, "again"); info.ImportedCount != 2 || info.Imported != first.Config[boxes.KeyImported] || info.ImportedLast == info.Imported {
+		if info := r.info(t, "again"); info.ImportedCount != 2 || info.Imported != first.Config[vm.KeyImported] || info.ImportedLast == info.Imported {
 			t.Errorf("info --json of a second trip: %+v", info)
 		}
 		r.ok(t, "import", file("src-only.tar.gz"), "--name", "bare")

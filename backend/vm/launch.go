@@ -1,6 +1,7 @@
-// Package vm is the vm backend's launch sequence: from an instance request (a mint or a
-// clone, planned by the caller) to a box that is running, has its own machine ID, an
-// IPv4 lease and a finished cloud-init, or to nothing left behind. Only what is kept on
+// Package vm is the vm backend: box's logic above the Incus client. Its launch
+// sequence goes from an instance request (a mint or a clone, planned by the caller) to a
+// box that is running, has its own machine ID, an IPv4 lease and a finished cloud-init,
+// or to nothing left behind. Only what is kept on
 // purpose (a box whose lease or cloud-init did not come) survives a failure, and the
 // error says so by its type.
 package vm
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/internal/progress"
 )
 
@@ -117,10 +117,10 @@ func Run(ctx context.Context, c *incus.Client, l Launch, r Reporter) (*Result, e
 		}
 	}
 	p.Step("waiting for %s's IPv4 lease", l.Name)
-	ip, err := c.WaitIPv4(ctx, l.Name, boxes.Iface)
+	ip, err := c.WaitIPv4(ctx, l.Name, Iface)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, &LeaseError{Box: l.Name, Iface: boxes.Iface, Timeout: l.Timeout}
+			return nil, &LeaseError{Box: l.Name, Iface: Iface, Timeout: l.Timeout}
 		}
 		return nil, fail("wait for the lease of", err)
 	}

@@ -1,58 +1,40 @@
 package main
 
-// The backend interface the box verbs dispatch on. A verb on a box asks backendFor
-// which backend holds the name (a bwrap box's stamped directory, else incusd) and calls
-// its method; box list asks every backend. bwrapBackend is in bwrapbox.go; vmBackend's
+// The box verbs dispatch on the backend interface (package backend). A verb on a box
+// asks backendFor which backend holds the name (a bwrap box's directory, else incusd)
+// and calls its method; box list asks every backend. bwrapBackend is in bwrapbox.go; vmBackend's
 // methods are in the verbs' own files, its launch sequence in backend/vm.
 
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"syscall"
-	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
-// boxBackend is one backend's side of the box verbs.
-type boxBackend interface {
-	Kind() string
-	Mint(o *newOptions, given []string) error                  // box new (and new --from)
-	List() ([]boxJSON, error)                                  // box list
-	Info(name string) (infoJSON, error)                        // box info
-	Enter(name string, l launchFlags) error                    // box shell
-	Exec(name string, cmd []string, l launchFlags) error       // box exec
-	Snapshot(name, label string) error                         // box snapshot
-	Restore(name, snap string, force bool) error               // box restore
-	Rename(old, nu string) error                               // box rename
-	Delete(name string, force bool) error                      // box rm
-	Start(name string) error                                   // box start
-	Stop(name string, timeout time.Duration, force bool) error // box stop
-}
-
-// backendFor is the backend that holds the box name: the bwrap one when a bwrap box has
-// it, else the vm one (which words its own refusal when incusd has no such box). A
-// directory that merely looks like a bwrap box is refused here, before any verb.
-func backendFor(e *env, name string) (boxBackend, error) {
-	b, err := bwrapBox(e, name)
-	switch {
-	case err != nil:
-		return nil, err
-	case b != nil:
-		return bwrapBackend{e}, nil
-	}
-	return vmBackend{e: e}, nil
-}
-
-// backends are the backends box list asks, in order: a remote holds vm boxes only.
-func backends(e *env) []boxBackend {
+// registry is the backends a verb dispatches to, in order: a remote holds vm boxes
+// only, else a bwrap box's name is found first (a directory lookup, no daemon asked).
+func registry(e *env) backend.Registry {
 	if e.remoteName() != "" {
-		return []boxBackend{vmBackend{e: e}}
+		return backend.NewRegistry(vmBackend{e: e})
 	}
-	return []boxBackend{bwrapBackend{e}, vmBackend{e: e}}
+	return backend.NewRegistry(bwrapBackend{e}, vmBackend{e: e})
 }
+
+// backendFor is the backend that holds the box name: the bwrap one when its store has
+// the name (a directory that merely looks like a box is refused by the bwrap verb, before
+// anything else), else the vm one (which words its own refusal when incusd has no such box).
+func backendFor(e *env, name string) (backend.Backend, error) { return registry(e).For(name) }
+
+// backends are the backends box list asks, in order.
+func backends(e *env) []backend.Backend { return registry(e).All() }
 
 // launchFlags are the flags of the verbs that launch a sandbox.
 type launchFlags struct {
@@ -77,10 +59,11 @@ func bwrapBox(e *env, name string) (*dirbox.Box, error) {
 	return b, err
 }
 
-// vmNameTaken reports whether incusd has an instance called name (a box or not). No
-// incusd at all (its socket absent) means no vm boxes; any other failure is an error,
-// since a clash could not be ruled out.
-func vmNameTaken(e *env, name string) (bool, error) {
+// Taken reports whether incusd has an instance called name (a box or not). No incusd
+// at all (its socket absent) means no vm boxes; any other failure is an error, since a
+// clash could not be ruled out.
+func (v vmBackend) Taken(name string) (bool, error) {
+	e := v.e
 	ctx, stop := vmContext()
 	defer stop()
 	c := e.client()
@@ -96,7 +79,7 @@ func vmNameTaken(e *env, name string) (bool, error) {
 }
 
 // noIncus: incusd's socket does not exist: the vm backend is not set up here.
-func noIncus(err error) bool { return errors.Is(err, syscall.ENOENT) }
+func noIncus(err error) bool { return vm.NoIncus(err) }
 
 // firstErr is err, else what then returns.
 func firstErr(err error, then func() error) error {
@@ -113,10 +96,20 @@ func (l *launchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&l.allow, "allow", nil, "bwrap boxes with tier allowlist: also allow NAME (or *.DOMAIN, @LIST, NAME:PORT) for this launch (repeatable)")
 }
 
+// req is the launch request the flags ask for.
+func (l launchFlags) req() backend.LaunchRequest {
+	return backend.LaunchRequest{Yes: l.yes, AllowRoot: l.allowRoot, Allow: l.allow}
+}
+
+// launchFlagsOf is the request as the bwrap launch takes it.
+func launchFlagsOf(r backend.LaunchRequest) launchFlags {
+	return launchFlags{yes: r.Yes, allowRoot: r.AllowRoot, allow: r.Allow}
+}
+
 // refuseVM: the launch flags mean nothing to a vm box (no host environment enters it,
 // and box never runs it as the host's root); refused rather than ignored.
-func (l launchFlags) refuseVM() error {
-	if l.yes || l.allowRoot || len(l.allow) > 0 {
+func refuseVM(l backend.LaunchRequest) error {
+	if l.Yes || l.AllowRoot || len(l.Allow) > 0 {
 		return usagef("drop -y, --allow-root and --allow for a vm box", "-y, --allow-root and --allow are for bwrap boxes: a vm box gets no host environment to audit, and its network is the box bridge's")
 	}
 	return nil
@@ -138,9 +131,36 @@ func vmOnlyVerb(e *env, verb, name string) error {
 // bwrapNameFree refuses to import a vm box under a bwrap box's name: a name is unique
 // across both backends.
 func bwrapNameFree(e *env, name, file string) error {
-	if !e.boxStore().Taken(name) {
-		return nil
+	if taken, err := (bwrapBackend{e}).Taken(name); err != nil || !taken {
+		return err
 	}
 	return withHint(fmt.Errorf("a bwrap box named %q already exists: nothing was imported", name),
 		fmt.Sprintf("import it under another name: box import %s --name NEW", file))
+}
+
+// Taken reports whether the bwrap store has anything called name (a box or not), as
+// its lookup sees it: a name it cannot look at is an error, not a free name.
+func (be bwrapBackend) Taken(name string) (bool, error) {
+	_, err := os.Lstat(filepath.Join(be.e.boxStore().Root, name))
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// mintRequest is box new's request: its options and the flags given.
+func mintRequest(o *newOptions, given []string) backend.MintRequest {
+	return backend.MintRequest{
+		Name: o.Name, Template: o.Template, Profile: o.profile, From: o.from,
+		CPU: o.CPU, Memory: o.Memory, Disk: o.Disk, VM: o.VM, Container: o.Container,
+		Timeout: o.timeout, Backend: o.backend, Network: o.network, Workdir: o.workdir,
+		Given: given,
+	}
+}
+
+// newOptionsOf is the request as box new's code takes it.
+func newOptionsOf(r backend.MintRequest) *newOptions {
+	o := &newOptions{profile: r.Profile, from: r.From, timeout: r.Timeout, backend: r.Backend, network: r.Network, workdir: r.Workdir}
+	o.Name, o.Template, o.CPU, o.Memory, o.Disk, o.VM, o.Container = r.Name, r.Template, r.CPU, r.Memory, r.Disk, r.VM, r.Container
+	return o
 }

@@ -16,18 +16,19 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 )
 
-// bwrapBackend implements boxBackend for bwrap boxes.
+// bwrapBackend implements backend.Backend for bwrap boxes.
 type bwrapBackend struct{ e *env }
 
-var _ boxBackend = bwrapBackend{}
+var _ backend.Backend = bwrapBackend{}
 
 func (bwrapBackend) Kind() string { return profiles.BackendBwrap }
 
@@ -52,20 +53,18 @@ func refuseFlags(given, bad []string, who, hint string) error {
 
 // nameFree refuses a name taken by a box (or anything) of either backend.
 func nameFree(e *env, name string) error {
-	if e.boxStore().Taken(name) {
+	var taken *backend.NameTakenError
+	err := registry(e).Taken(name)
+	switch {
+	case !errors.As(err, &taken):
+		return err
+	case taken.Backend == profiles.BackendBwrap:
 		if _, err := bwrapBox(e, name); err != nil {
 			return err // a lookalike directory: say so
 		}
 		return withHint(fmt.Errorf("a bwrap box named %q already exists", name), "pick another name; 'box list' shows the boxes")
 	}
-	taken, err := vmNameTaken(e, name)
-	if err != nil {
-		return err
-	}
-	if taken {
-		return withHint(fmt.Errorf("an instance named %q already exists in incusd", name), "pick another name: a name is unique across both backends ('box list' shows the boxes)")
-	}
-	return nil
+	return withHint(fmt.Errorf("an instance named %q already exists in incusd", name), "pick another name: a name is unique across both backends ('box list' shows the boxes)")
 }
 
 // boxWorkdir resolves --workdir (default: the current directory) as box run does.
@@ -92,8 +91,8 @@ func boxWorkdir(dir string) (string, error) {
 }
 
 // Mint makes a bwrap box (box new --backend bwrap), or clones one (--from).
-func (be bwrapBackend) Mint(o *newOptions, given []string) error {
-	e := be.e
+func (be bwrapBackend) Mint(r backend.MintRequest) error {
+	e, o, given := be.e, newOptionsOf(r), r.Given
 	if err := refuseFlags(given, vmOnlyNewFlags, "a bwrap box", "resources, instance types and the launch timeout are vm settings: drop them, or use --backend vm"); err != nil {
 		return err
 	}
@@ -158,7 +157,7 @@ func (be bwrapBackend) clone(o *newOptions, given []string) error {
 	if err := refuseFlags(given, []string{"template", "profile", "network"}, "a clone", "a clone is a copy of its source: drop them, or mint a new box without --from"); err != nil {
 		return err
 	}
-	srcName, snap, err := boxes.ParseFrom(o.from)
+	srcName, snap, err := vm.ParseFrom(o.from)
 	if err != nil {
 		return vmErr(e, err)
 	}
@@ -280,7 +279,8 @@ func (be bwrapBackend) lookup(name string) (*dirbox.Box, error) {
 }
 
 // Enter opens a login shell in the box: bash if the host has it, else sh.
-func (be bwrapBackend) Enter(name string, l launchFlags) error {
+func (be bwrapBackend) Enter(name string, r backend.LaunchRequest) error {
+	l := launchFlagsOf(r)
 	shell := "sh"
 	if _, err := exec.LookPath("bash"); err == nil {
 		shell = "bash"
@@ -288,27 +288,27 @@ func (be bwrapBackend) Enter(name string, l launchFlags) error {
 	return be.launch(name, []string{shell, "-l"}, l)
 }
 
-func (be bwrapBackend) Exec(name string, cmd []string, l launchFlags) error {
-	return be.launch(name, cmd, l)
+func (be bwrapBackend) Exec(name string, cmd []string, l backend.LaunchRequest) error {
+	return be.launch(name, cmd, launchFlagsOf(l))
 }
 
-func (be bwrapBackend) Snapshot(name, label string) error {
+func (be bwrapBackend) Snapshot(name, label string) (string, error) {
 	b, err := be.lookup(name)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := dirbox.ValidLabel(label); err != nil {
-		return usagef("labels are up to 63 characters, without '/', spaces or a leading dot", "%s", err)
+		return "", usagef("labels are up to 63 characters, without '/', spaces or a leading dot", "%s", err)
 	}
 	p := newProgress(be.e)
 	p.Step("taking snapshot %s/%s", name, label)
 	cs, err := b.TakeSnapshot(label, time.Now())
 	p.Done()
 	if err != nil {
-		return err
+		return "", err
 	}
 	note(be.e, "snapshot %s/%s taken (%s, %s)", name, label, copyCost(cs), p.Elapsed().Round(time.Millisecond))
-	return nil
+	return label, nil
 }
 
 func (be bwrapBackend) Restore(name, snap string, force bool) error {
@@ -398,38 +398,38 @@ func bwrapState(b *dirbox.Box) string {
 	return "Idle"
 }
 
-func (be bwrapBackend) summary(b *dirbox.Box) boxJSON {
-	return boxJSON{
+func (be bwrapBackend) summary(b *dirbox.Box) backend.Summary {
+	return backend.Summary{
 		Name: b.Name, State: bwrapState(b), Type: profiles.BackendBwrap, Backend: profiles.BackendBwrap,
 		Template: b.Template.Name, User: be.e.userName(), Origin: b.Origin, OriginFrom: b.OriginFrom,
 		Created: b.Created.UTC().Format(time.RFC3339), Profile: b.Profile.Name, Network: b.Network, Workdir: b.Workdir,
 	}
 }
 
-func (be bwrapBackend) List() ([]boxJSON, error) {
+func (be bwrapBackend) List() ([]backend.Summary, error) {
 	list, err := be.e.boxStore().List()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]boxJSON, 0, len(list))
+	out := make([]backend.Summary, 0, len(list))
 	for _, b := range list {
 		out = append(out, be.summary(b))
 	}
 	return out, nil
 }
 
-func (be bwrapBackend) Info(name string) (infoJSON, error) {
+func (be bwrapBackend) Info(name string) (backend.Info, error) {
 	b, err := be.lookup(name)
 	if err != nil {
-		return infoJSON{}, err
+		return backend.Info{}, err
 	}
 	snaps, err := b.Snapshots()
 	if err != nil {
-		return infoJSON{}, err
+		return backend.Info{}, err
 	}
-	out := infoJSON{boxJSON: be.summary(b), Home: b.Home(), Snapshots: []snapshotJSON{}, Exposed: []boxes.Exposure{}}
+	out := backend.Info{Summary: be.summary(b), Home: b.Home(), Snapshots: []backend.SnapshotInfo{}, Exposed: []backend.Exposure{}}
 	for _, s := range snaps {
-		out.Snapshots = append(out.Snapshots, snapshotJSON{Name: s.Name, Created: s.Created.UTC().Format(time.RFC3339)})
+		out.Snapshots = append(out.Snapshots, backend.SnapshotInfo{Name: s.Name, Created: s.Created.UTC().Format(time.RFC3339)})
 	}
 	return out, nil
 }

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
 )
@@ -55,7 +55,7 @@ func runDoctor(e *env, o *doctorOptions) error {
 	if e.remoteName() == "" && host.IsUserSocket(e.localSocket()) {
 		// A granted user: their side of it (host/grantdoctor.go).
 		uc := e.localClient()
-		checks := host.UserDoctor(ctx, uc, boxes.Placement(e.getenv), currentUser())
+		checks := host.UserDoctor(ctx, uc, vm.Placement(e.getenv), currentUser())
 		uc.Close()
 		return printChecks(e, o, checks)
 	}
@@ -115,7 +115,7 @@ func exposureCheck(ctx context.Context, c *incus.Client) host.Check {
 	}
 	var doors, foreign []string
 	for _, b := range list {
-		exp, other := boxes.Exposures(b.Devices)
+		exp, other := vm.Exposures(b.Devices)
 		for _, x := range exp {
 			doors = append(doors, fmt.Sprintf("127.0.0.1:%d -> %s:%d", x.HostPort, b.Name, x.Port))
 		}

@@ -7,7 +7,7 @@ import (
 	"net/url"
 
 	"github.com/heavy-duty/box/backend/bwrap"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
@@ -85,7 +85,7 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 	f.StringVar(&o.unitDir, "unit-dir", "/etc/systemd/system", "with --backend vm: where setup-host wrote the boot unit")
 	_ = f.MarkHidden("unit-dir")
 	f.StringVarP(&o.profile, "profile", "p", "", "profile whose sandbox is drilled (default $BOX_PROFILE, else \"default\")")
-	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's; with --backend vm: the boxes' template, default "+boxes.DefaultTemplate+")")
+	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's; with --backend vm: the boxes' template, default "+vm.DefaultTemplate+")")
 	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: "+policy.TierList("or")+" (default: the profile's)")
 	f.StringVar(&o.expect, "expect", "", "judge against this tier's contract: "+policy.TierList("or")+" (default: the sandbox's tier)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter, as box run --env does (repeatable)")

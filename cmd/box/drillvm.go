@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/vm"
-	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/internal/pty"
 	"github.com/heavy-duty/box/templates"
@@ -51,7 +50,7 @@ func runDrillVM(e *env, o *drillOptions) error {
 	run := verbRunner(exe, e.environ())
 	results, err := drill.RunVM(ctx, drill.VMOptions{
 		Client: c, Image: tmpl.Image, UnitDir: o.unitDir, InternetURL: o.internetURL,
-		Mint: drillMint(run, tmpl.Name), Profile: boxes.Placement(e.getenv),
+		Mint: drillMint(run, tmpl.Name), Profile: vm.Placement(e.getenv),
 		HostPorts: ports, LAN: o.lan, Verbs: run,
 		Logf: func(f string, a ...any) { fmt.Fprintf(e.stderr, "box: "+f+"\n", a...) },
 	})
@@ -87,7 +86,7 @@ func drillTemplate(e *env, o *drillOptions) (*templates.Template, error) {
 		return nil, usagef("name a template whose BOX_IMAGE is that image: box drill --backend vm --template NAME",
 			"--image is gone: the vm drill mints its boxes from a template, as box new does")
 	}
-	name := boxes.TemplateName(o.template, nil)
+	name := vm.TemplateName(o.template, nil)
 	tmpl, err := templates.Load(name, templates.Dir(e.configHome()))
 	if err != nil {
 		if errors.Is(err, templates.ErrNotFound) || templates.ValidName(name) != nil {
@@ -96,7 +95,7 @@ func drillTemplate(e *env, o *drillOptions) (*templates.Template, error) {
 		return nil, err
 	}
 	// The drill's boxes are containers (they are probed through exec either way).
-	if _, err := boxes.MintPlan(boxes.NewOptions{Name: "drill", Container: true}, nil, tmpl, boxes.Placement(e.getenv), "", time.Now()); err != nil {
+	if _, err := vm.MintPlan(vm.NewOptions{Name: "drill", Container: true}, nil, tmpl, vm.Placement(e.getenv), "", time.Now()); err != nil {
 		return nil, vmErr(e, err)
 	}
 	return tmpl, nil

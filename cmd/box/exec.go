@@ -7,8 +7,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -47,7 +48,7 @@ skips the question, without a terminal and without -y box refuses; as root only 
 			if err != nil {
 				return err
 			}
-			return be.Exec(box, rest, l)
+			return be.Exec(box, rest, l.req())
 		},
 	}
 	l.register(cmd)
@@ -56,8 +57,8 @@ skips the question, without a terminal and without -y box refuses; as root only 
 }
 
 // Exec is box exec for a vm box: the command as the box's user, its exit code box's.
-func (v vmBackend) Exec(name string, command []string, l launchFlags) error {
-	if err := l.refuseVM(); err != nil {
+func (v vmBackend) Exec(name string, command []string, l backend.LaunchRequest) error {
+	if err := refuseVM(l); err != nil {
 		return err
 	}
 	e := v.e
@@ -78,7 +79,7 @@ func (v vmBackend) Exec(name string, command []string, l launchFlags) error {
 		}
 	}()
 	code, err := c.Exec(ctx, name, incus.Exec{
-		Command: boxes.EntryCommand(incus.UserOf(*inst), false, command),
+		Command: vm.EntryCommand(incus.UserOf(*inst), false, command),
 		Stdin:   e.stdin, Stdout: e.stdout, Stderr: e.stderr,
 		Signal: fwd,
 	})

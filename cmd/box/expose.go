@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -76,122 +72,39 @@ func runExpose(e *env, o *exposeOptions, args []string) error {
 	var err error
 	switch {
 	case o.remove != "":
-		if port, err = boxes.ParsePort("--remove", o.remove); err != nil {
+		if port, err = vm.ParsePort("--remove", o.remove); err != nil {
 			return vmErr(e, err)
 		}
 	case !o.list:
-		if port, err = boxes.ParsePort("port", args[1]); err != nil {
+		if port, err = vm.ParsePort("port", args[1]); err != nil {
 			return vmErr(e, err)
 		}
 		hostPort = port
 		if len(args) == 3 {
-			if hostPort, err = boxes.ParsePort("host port", args[2]); err != nil {
+			if hostPort, err = vm.ParsePort("host port", args[2]); err != nil {
 				return vmErr(e, err)
 			}
 		}
 	}
-	ctx, stop := vmContext()
-	defer stop()
-	c := e.client()
-	defer c.Close()
-	inst, err := resolve(ctx, e, c, name)
-	if err != nil {
-		return err
-	}
-	exp, _ := boxes.Exposures(inst.Devices)
+	b := vmBackend{e: e}.vm()
 	switch {
-	case o.list:
-		if len(exp) == 0 {
-			note(e, "%s has no exposed ports: 'box expose %s PORT' opens one", name, name)
-			return nil
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PORT\tHOST")
-		for _, x := range exp {
-			fmt.Fprintf(tw, "%d\t127.0.0.1:%d\n", x.Port, x.HostPort)
-		}
-		return tw.Flush()
 	case o.remove != "":
-		for _, x := range exp {
-			if x.Port == port {
-				if err := c.SetDevice(ctx, name, x.Device, nil); err != nil {
-					return vmErr(e, err)
-				}
-				note(e, "closed 127.0.0.1:%d -> %s:%d", x.HostPort, name, port)
-				return nil
-			}
-		}
-		return withHint(fmt.Errorf("box %q has no door to port %d", name, port), "'box expose "+name+" --list' shows them")
+		return b.Unexpose(name, port)
+	case !o.list:
+		return b.Expose(name, port, hostPort)
 	}
-
-	if inst.Type == incus.TypeVM {
-		return withHint(fmt.Errorf("box %q is a virtual machine: box expose opens doors into containers only, for now", name),
-			"Incus forwards to a VM only in NAT mode, through the bridge, which box's isolation stack does not admit yet")
+	exp, err := b.Exposures(name)
+	if err != nil {
+		return err
 	}
+	if len(exp) == 0 {
+		note(e, "%s has no exposed ports: 'box expose %s PORT' opens one", name, name)
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PORT\tHOST")
 	for _, x := range exp {
-		if x.Port == port {
-			return withHint(fmt.Errorf("box %q already exposes port %d (at 127.0.0.1:%d)", name, port, x.HostPort),
-				fmt.Sprintf("box expose %s --remove %d first", name, port))
-		}
+		fmt.Fprintf(tw, "%d\t127.0.0.1:%d\n", x.Port, x.HostPort)
 	}
-	if err := hostPortFree(ctx, c, hostPort); err != nil {
-		return err
-	}
-	dev, d := boxes.ExposureDevice(port, hostPort)
-	if err := c.SetDevice(ctx, name, dev, d); err != nil {
-		return vmErr(e, fmt.Errorf("expose port %d of box %q: %w", port, name, err))
-	}
-	note(e, "127.0.0.1:%d -> %s:%d (the server in the box may listen on its loopback); 'box expose %s --remove %d' closes it",
-		hostPort, name, port, name, port)
-	return nil
-}
-
-// portTakenError: a host port is already in use, by another door or a listener.
-type portTakenError struct {
-	Port int
-	By   string
-}
-
-func (e *portTakenError) Error() string {
-	return fmt.Sprintf("host port %d is in use (%s)", e.Port, e.By)
-}
-
-func (e *portTakenError) Hint() string {
-	return "name another host port: box expose BOX PORT HOSTPORT"
-}
-
-// hostPortFree refuses a host port that a door of any box (running or not: a stopped
-// box's door opens when it starts) or a listener on this host's loopback holds. A
-// listener would be shadowed by the door, or fail it.
-func hostPortFree(ctx context.Context, c *incus.Client, hostPort int) error {
-	all, err := c.ListInstances(ctx)
-	if err != nil {
-		return err
-	}
-	for _, i := range all {
-		for dn, d := range i.Devices {
-			if d["type"] == "proxy" && listenPort(d["listen"]) == hostPort {
-				return &portTakenError{hostPort, fmt.Sprintf("device %s of instance %s", dn, i.Name)}
-			}
-		}
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(hostPort)))
-	if err != nil {
-		return &portTakenError{hostPort, "something on this host listens on it"}
-	}
-	return l.Close()
-}
-
-// listenPort is the port of a proxy listen address (tcp:ADDR:PORT), 0 when unreadable.
-func listenPort(listen string) int {
-	rest, ok := strings.CutPrefix(listen, "tcp:")
-	if !ok {
-		return 0
-	}
-	_, p, err := net.SplitHostPort(rest)
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(p)
-	return n
+	return tw.Flush()
 }

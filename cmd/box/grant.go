@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
 )
@@ -86,7 +86,7 @@ limits it set and doctor checks them; --no-limits removes them.`,
 // administrator, with this environment's incus directory, placement profile, the vm
 // verbs' hints for incusd's errors, and their closing lines.
 func grantHost(e *env, c *incus.Client) host.GrantHost {
-	return host.GrantHost{Client: c, IncusDir: e.incusDir(), Placement: boxes.Placement(e.getenv),
+	return host.GrantHost{Client: c, IncusDir: e.incusDir(), Placement: vm.Placement(e.getenv),
 		IncusErr: func(err error) error { return vmErr(e, err) },
 		Note:     func(format string, a ...any) { note(e, format, a...) }}
 }

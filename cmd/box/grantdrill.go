@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/host"
 )
@@ -15,7 +15,7 @@ import (
 func grantDrillRows(ctx context.Context, e *env, c *incus.Client) []drill.Result {
 	gap, err := host.DetectPortNameGap()
 	gap = gap || err != nil // an error reads as the weaker case
-	placement := boxes.Placement(e.getenv)
+	placement := vm.Placement(e.getenv)
 	var rows []drill.Result
 	err = grantHost(e, c).EachGrantTenant(ctx, func(t host.GrantTenant) {
 		tenant := incus.NewDial(t.Socket, t.Dial)

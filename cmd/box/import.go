@@ -11,7 +11,6 @@ import (
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
-	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/internal/progress"
 	"github.com/spf13/cobra"
 )
@@ -93,11 +92,11 @@ func runImport(e *env, file, name string, now time.Time) error {
 	}
 	defer f.Close()
 	head := &recorder{r: f}
-	idx, err := boxes.ReadBackupIndex(head, file)
+	idx, err := vm.ReadBackupIndex(head, file)
 	if err != nil {
 		return err
 	}
-	if err := boxes.CheckIndex(idx); err != nil {
+	if err := vm.CheckIndex(idx); err != nil {
 		return err
 	}
 	target := name
@@ -121,7 +120,7 @@ func runImport(e *env, file, name string, now time.Time) error {
 	} else if !incus.IsNotFound(err) {
 		return vmErr(e, err)
 	}
-	placement := boxes.Placement(e.getenv)
+	placement := vm.Placement(e.getenv)
 	pool, err := placementPool(ctx, e, c, placement)
 	if err != nil {
 		return err
@@ -138,7 +137,7 @@ func runImport(e *env, file, name string, now time.Time) error {
 		return importErr(e, target, err)
 	}
 	if err := settleImport(ctx, c, target, placement, now); err != nil {
-		var nb *boxes.NotBoxExportError
+		var nb *vm.NotBoxExportError
 		if errors.As(err, &nb) {
 			// Created by this import under a name that was free: ours to delete,
 			// though discard would not touch an untagged instance.
@@ -165,9 +164,9 @@ func settleImport(ctx context.Context, c *incus.Client, name, placement string, 
 		return err
 	}
 	if !incus.IsBox(*inst) {
-		return &boxes.NotBoxExportError{Name: name}
+		return &vm.NotBoxExportError{Name: name}
 	}
-	if err := boxes.CheckShape("instance", inst.Config, inst.Devices); err != nil {
+	if err := vm.CheckShape("instance", inst.Config, inst.Devices); err != nil {
 		return err
 	}
 	snaps, err := c.Snapshots(ctx, name)
@@ -175,20 +174,20 @@ func settleImport(ctx context.Context, c *incus.Client, name, placement string, 
 		return err
 	}
 	for _, s := range snaps {
-		if err := boxes.CheckShape("snapshot "+s.Name, s.Config, s.Devices); err != nil {
+		if err := vm.CheckShape("snapshot "+s.Name, s.Config, s.Devices); err != nil {
 			return err
 		}
 	}
 	cfg := inst.Config
-	for _, k := range boxes.HostIdentityKeys(cfg) {
+	for _, k := range vm.HostIdentityKeys(cfg) {
 		delete(cfg, k)
 	}
-	for k, v := range boxes.ImportStamp(cfg, now) {
+	for k, v := range vm.ImportStamp(cfg, now) {
 		cfg[k] = v
 	}
 	// Which host port opens a door into a box is this host's decision: exposures stay
 	// behind ('box expose' them again).
-	exp, _ := boxes.Exposures(inst.Devices)
+	exp, _ := vm.Exposures(inst.Devices)
 	for _, x := range exp {
 		delete(inst.Devices, x.Device)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -167,7 +168,7 @@ func runIncus(e *env, name string, rest []string) error {
 	for i, a := range args {
 		q[i] = shellQuote(a)
 	}
-	fmt.Fprintf(e.stderr, "box: running: incus %s   (on %s, project %s)\n", strings.Join(q, " "), c.Where(), projectOf(c))
+	fmt.Fprintf(e.stderr, "box: running: incus %s   (on %s, project %s)\n", strings.Join(q, " "), c.Where(), vm.ProjectOf(c))
 	if hits := offStackWords(args); len(hits) > 0 {
 		fmt.Fprintf(e.stderr, "box: warning: %s can move box %s off the isolation stack (profile, network, device, nic, security.*): from here the trust boundary is yours to keep\n",
 			strings.Join(hits, " "), name)

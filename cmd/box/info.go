@@ -2,13 +2,11 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -34,7 +32,8 @@ With --json, one JSON object; the field names are stable and documented in docs/
 			if err != nil {
 				return err
 			}
-			info, err := be.Info(args[0])
+			bi, err := be.Info(args[0])
+			info := infoJSONOf(bi)
 			switch {
 			case err != nil:
 				return err
@@ -48,27 +47,6 @@ With --json, one JSON object; the field names are stable and documented in docs/
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object (fields: docs/json.md)")
 	return cmd
-}
-
-// Info is box info for a vm box: the instance, its state when running, its snapshots.
-func (v vmBackend) Info(name string) (infoJSON, error) {
-	e := v.e
-	ctx, c, inst, done, err := v.open(name)
-	if err != nil {
-		return infoJSON{}, err
-	}
-	defer done()
-	var st *incus.InstanceState
-	if inst.Running() {
-		if st, err = c.State(ctx, inst.Name); err != nil {
-			return infoJSON{}, vmErr(e, err)
-		}
-	}
-	snaps, err := c.Snapshots(ctx, inst.Name)
-	if err != nil {
-		return infoJSON{}, vmErr(e, err)
-	}
-	return newInfoJSON(*inst, st, snaps), nil
 }
 
 // printVMInfo is box info's table for a vm box.
@@ -123,7 +101,7 @@ type infoJSON struct {
 	Disk      string         `json:"disk"`
 	Snapshots []snapshotJSON `json:"snapshots"`
 	// Exposed are the box's doors from the host's loopback (box expose).
-	Exposed []boxes.Exposure `json:"exposed"`
+	Exposed []vm.Exposure `json:"exposed"`
 	// Imported, ImportedLast and ImportedCount record box import's trips ("", "", 0
 	// for a box never imported).
 	Imported      string `json:"imported"`
@@ -137,22 +115,18 @@ type snapshotJSON struct {
 	Created string `json:"created"`
 }
 
-func newInfoJSON(inst incus.Instance, st *incus.InstanceState, snaps []incus.Snapshot) infoJSON {
+// infoJSONOf is box info --json of what a backend answered.
+func infoJSONOf(i backend.Info) infoJSON {
 	out := infoJSON{
-		boxJSON:   newBoxJSON(boxes.Summarize(inst, st)),
-		CPU:       inst.Config[incus.KeyCPU],
-		Memory:    inst.Config[incus.KeyMemory],
-		Disk:      inst.Devices["root"]["size"],
-		Snapshots: []snapshotJSON{},
-		Exposed:   []boxes.Exposure{},
+		boxJSON: boxJSON(i.Summary), CPU: i.CPU, Memory: i.Memory, Disk: i.Disk,
+		Snapshots: []snapshotJSON{}, Exposed: []vm.Exposure{},
+		Imported: i.Imported, ImportedLast: i.ImportedLast, ImportedCount: i.ImportedCount, Home: i.Home,
 	}
-	if exp, _ := boxes.Exposures(inst.Devices); len(exp) > 0 {
-		out.Exposed = exp
+	for _, s := range i.Snapshots {
+		out.Snapshots = append(out.Snapshots, snapshotJSON(s))
 	}
-	out.Imported, out.ImportedLast = inst.Config[boxes.KeyImported], inst.Config[boxes.KeyImportedLast]
-	out.ImportedCount, _ = strconv.Atoi(inst.Config[boxes.KeyImportedCount])
-	for _, s := range snaps {
-		out.Snapshots = append(out.Snapshots, snapshotJSON{Name: s.Name, Created: s.CreatedAt.UTC().Format(time.RFC3339)})
+	for _, x := range i.Exposed {
+		out.Exposed = append(out.Exposed, vm.Exposure(x))
 	}
 	return out
 }

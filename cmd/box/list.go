@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"sort"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
-	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
 
@@ -75,122 +70,11 @@ func allBoxes(e *env) ([]boxJSON, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, list...)
+		for _, s := range list {
+			out = append(out, boxJSON(s))
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-// List is box list for the vm backend. Without incusd (its socket absent: the vm
-// backend is not set up here) it lists nothing, with a warning.
-func (v vmBackend) List() ([]boxJSON, error) {
-	e := v.e
-	ctx, stop := vmContext()
-	defer stop()
-	c := e.client()
-	defer c.Close()
-	list, err := listBoxes(ctx, c, boxes.Placement(e.getenv))
-	switch {
-	case err != nil && noIncus(err):
-		if !e.quiet {
-			fmt.Fprintf(e.stderr, "box: warning: vm boxes not listed: no incusd socket at %s\n", e.socketPath())
-		}
-		return nil, nil
-	case err != nil:
-		return nil, vmErr(e, err)
-	}
-	out := make([]boxJSON, 0, len(list))
-	for _, s := range list {
-		out = append(out, newBoxJSON(s))
-	}
-	return out, nil
-}
-
-// listBoxes reads every box in one list call (recursion=1), then the addresses of the
-// running ones: a state call each when they are few, else one call for the DHCP leases
-// of the placement profile's network (measured: a state call and a leases call cost
-// incusd about the same), with a state call for any running box without a lease there.
-func listBoxes(ctx context.Context, c *incus.Client, placement string) ([]boxes.Summary, error) {
-	if c.RemoteName() != "" {
-		return listRemoteBoxes(ctx, c)
-	}
-	list, err := c.ListBoxes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]boxes.Summary, len(list))
-	running := 0
-	for i, inst := range list {
-		out[i] = boxes.Summarize(inst, nil)
-		if inst.Running() {
-			running++
-		}
-	}
-	ips := map[string]string{}
-	if running > 2 {
-		ips = leaseAddresses(ctx, c, placement)
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
-	for i, inst := range list {
-		if !inst.Running() {
-			continue
-		}
-		if ip := ips[inst.Name]; ip != "" {
-			out[i].IPv4 = ip
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if st, err := c.State(ctx, inst.Name); err == nil {
-				out[i] = boxes.Summarize(inst, st)
-			} // else it stopped or went meanwhile: show what the list said
-		}()
-	}
-	wg.Wait()
-	boxes.SortSummaries(out)
-	return out, nil
-}
-
-// leaseAddresses maps instance names to their IPv4 lease on the placement profile's
-// network; empty when that cannot be read (the caller falls back to state calls).
-func leaseAddresses(ctx context.Context, c *incus.Client, placement string) map[string]string {
-	m := map[string]string{}
-	p, err := c.Profile(ctx, placement)
-	if err != nil {
-		return m
-	}
-	network := p.ProfileNetwork(boxes.Iface)
-	if network == "" {
-		return m
-	}
-	ls, err := c.Leases(ctx, network)
-	if err != nil {
-		return m
-	}
-	for _, l := range ls {
-		if ip := net.ParseIP(l.Address); ip != nil && ip.To4() != nil && (l.Project == "" || l.Project == projectOf(c)) {
-			m[l.Hostname] = l.Address
-		}
-	}
-	return m
-}
-
-// listRemoteBoxes reads every box with its state in one request (recursion=2): over
-// the network each round trip costs more than the state incusd adds to the answer.
-func listRemoteBoxes(ctx context.Context, c *incus.Client) ([]boxes.Summary, error) {
-	list, err := c.ListBoxesFull(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]boxes.Summary, len(list))
-	for i, inst := range list {
-		out[i] = boxes.Summarize(inst.Instance, inst.State)
-	}
-	boxes.SortSummaries(out)
 	return out, nil
 }
 
@@ -202,13 +86,6 @@ func clustered(list []boxJSON) bool {
 		}
 	}
 	return false
-}
-
-func projectOf(c *incus.Client) string {
-	if c.Project == "" {
-		return "default"
-	}
-	return c.Project
 }
 
 // shortType is the table's TYPE: vm or container.
@@ -239,16 +116,4 @@ type boxJSON struct {
 	Profile string `json:"profile"`
 	Network string `json:"network"`
 	Workdir string `json:"workdir"`
-}
-
-func newBoxJSON(s boxes.Summary) boxJSON {
-	created := ""
-	if !s.Created.IsZero() {
-		created = s.Created.UTC().Format(time.RFC3339)
-	}
-	return boxJSON{
-		Name: s.Name, State: s.State, Type: s.Type, IPv4: s.IPv4, Template: s.Template, User: s.User,
-		Origin: s.Origin, OriginFrom: s.OriginFrom, Created: created, Legacy: s.Legacy, Location: s.Location,
-		Backend: profiles.BackendVM,
-	}
 }

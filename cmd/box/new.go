@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
-	"github.com/heavy-duty/box/boxes"
 	"github.com/heavy-duty/box/internal/progress"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
@@ -20,7 +19,7 @@ import (
 )
 
 type newOptions struct {
-	boxes.NewOptions
+	vm.NewOptions
 	profile string
 	from    string
 	timeout time.Duration
@@ -50,11 +49,11 @@ for a vm box. A name is unique across both backends.
 
 For a vm box:
 
-The box is attached to the placement profile only ($` + boxes.PlacementEnv + `, default
-"` + boxes.DefaultPlacement + `"): its NIC and root disk. Templates never choose the network.
+The box is attached to the placement profile only ($` + vm.PlacementEnv + `, default
+"` + vm.DefaultPlacement + `"): its NIC and root disk. Templates never choose the network.
 The template's image, user and cloud-init user-data (verbatim) go into the box;
 resources come from the flag, then the environment (BOX_CPU, BOX_MEMORY, BOX_DISK), then
-the profile (--profile names a vm profile), then the template, then the defaults (` + boxes.DefaultCPU + ` CPU, ` + boxes.DefaultMemory + `, ` + boxes.DefaultDisk + `). The template's metadata is
+the profile (--profile names a vm profile), then the template, then the defaults (` + vm.DefaultCPU + ` CPU, ` + vm.DefaultMemory + `, ` + vm.DefaultDisk + `). The template's metadata is
 stamped on the box (user.box=1, user.box.template, user.box.user, ...), so shell and
 exec never read the template again.
 
@@ -96,17 +95,17 @@ user-data: box warns by name.`,
 			if err != nil {
 				return err
 			}
-			var be boxBackend = vmBackend{e: e, mint: runF}
+			var be backend.Backend = vmBackend{e: e, mint: runF}
 			if bwrap {
 				be = bwrapBackend{e}
 			}
-			return be.Mint(o, given)
+			return be.Mint(mintRequest(o, given))
 		},
 	}
 	newBackendFlags(cmd, o)
 	f := cmd.Flags()
 	f.StringVar(&o.Name, "name", "", "the new box's name (letters, digits, hyphens)")
-	f.StringVar(&o.Template, "template", "", "the template (default: the profile's, else "+boxes.DefaultTemplate+")")
+	f.StringVar(&o.Template, "template", "", "the template (default: the profile's, else "+vm.DefaultTemplate+")")
 	f.StringVar(&o.profile, "profile", "", "a box profile whose backend is vm: its template and resources apply")
 	f.StringVar(&o.from, "from", "", "clone this box, or BOX/SNAPSHOT, instead of minting")
 	f.StringVar(&o.CPU, "cpu", "", "CPU count (limits.cpu)")
@@ -114,7 +113,7 @@ user-data: box warns by name.`,
 	f.StringVar(&o.Disk, "disk", "", "root disk size, e.g. 60GiB")
 	f.BoolVar(&o.VM, "vm", false, "a virtual machine (the default)")
 	f.BoolVar(&o.Container, "container", false, "a container instead of a VM")
-	f.DurationVar(&o.timeout, "timeout", boxes.DefaultLaunchTimeout, "give up when the box is not up within this time")
+	f.DurationVar(&o.timeout, "timeout", vm.DefaultLaunchTimeout, "give up when the box is not up within this time")
 	_ = cmd.RegisterFlagCompletionFunc("from", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return boxNames(e, ""), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -137,7 +136,7 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 	if err := incus.ValidateName(o.Name); err != nil {
 		return nil, usagef("box names are letters, digits and hyphens, starting with a letter", "%s", err)
 	}
-	if v := e.getenv(boxes.EnvLaunchTimeout); v != "" && !slices.Contains(given, "timeout") {
+	if v := e.getenv(vm.EnvLaunchTimeout); v != "" && !slices.Contains(given, "timeout") {
 		d, err := launchTimeout(v)
 		if err != nil {
 			return nil, err
@@ -148,19 +147,19 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 		return nil, usagef("for example --timeout 10m", "--timeout must be positive")
 	}
 	o.FromEnv(e.getenv)
-	placement := boxes.Placement(e.getenv)
+	placement := vm.Placement(e.getenv)
 	if o.from != "" {
-		if err := boxes.CloneRefusals(given); err != nil {
+		if err := vm.CloneRefusals(given); err != nil {
 			return nil, vmErr(e, err)
 		}
 		// Refused by name, not silently dropped: the scripting form of the resource
 		// flags does not reach a clone, which keeps its source's resources.
-		for _, kv := range [][2]string{{boxes.EnvCPU, o.EnvCPU}, {boxes.EnvMemory, o.EnvMemory}, {boxes.EnvDisk, o.EnvDisk}} {
+		for _, kv := range [][2]string{{vm.EnvCPU, o.EnvCPU}, {vm.EnvMemory, o.EnvMemory}, {vm.EnvDisk, o.EnvDisk}} {
 			if kv[1] != "" {
 				note(e, "%s=%s is not applied to a clone: it keeps its source's resources ('box incus %s -- config set limits.*' changes them)", kv[0], kv[1], o.Name)
 			}
 		}
-		src, snap, err := boxes.ParseFrom(o.from)
+		src, snap, err := vm.ParseFrom(o.from)
 		if err != nil {
 			return nil, vmErr(e, err)
 		}
@@ -177,10 +176,10 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 		}
 		prof = p
 	}
-	if err := boxes.CheckProfile(prof); err != nil {
+	if err := vm.CheckProfile(prof); err != nil {
 		return nil, vmErr(e, err)
 	}
-	name := boxes.TemplateName(o.Template, prof)
+	name := vm.TemplateName(o.Template, prof)
 	tmpl, err := templates.Load(name, templates.Dir(e.configHome()))
 	if err != nil {
 		if errors.Is(err, templates.ErrNotFound) || templates.ValidName(name) != nil {
@@ -198,11 +197,11 @@ func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, er
 	if err := profiles.CheckKeys(profiles.UseVM, prof, tmpl); err != nil {
 		return nil, err
 	}
-	mint, err := boxes.MintPlan(o.NewOptions, prof, tmpl, placement, "", now)
+	mint, err := vm.MintPlan(o.NewOptions, prof, tmpl, placement, "", now)
 	if err != nil {
 		return nil, vmErr(e, err)
 	}
-	if note := boxes.PidsNote(prof, mint.VM); note != "" {
+	if note := vm.PidsNote(prof, mint.VM); note != "" {
 		fmt.Fprintf(e.stderr, "box: warning: %s\n", note)
 	}
 	return &newPlan{mint: mint}, nil
@@ -247,7 +246,7 @@ func runNew(e *env, o *newOptions, given []string) error {
 		}
 		p.Step("cloning %s into %s", o.from, o.Name)
 	} else {
-		if mint.Pool, err = placementPool(ctx, e, c, boxes.Placement(e.getenv)); err != nil {
+		if mint.Pool, err = placementPool(ctx, e, c, vm.Placement(e.getenv)); err != nil {
 			return err
 		}
 		l.Pool = mint.Pool
@@ -265,7 +264,7 @@ func runNew(e *env, o *newOptions, given []string) error {
 		return launchErr(e, o, err)
 	}
 	p.Done()
-	s := boxes.Summarize(res.Inst, nil)
+	s := vm.Summarize(res.Inst, nil)
 	note(e, "%s is ready (%s, %s, user %s, %s): box shell %s",
 		o.Name, s.Type, res.IPv4, s.User, p.Elapsed().Round(100*time.Millisecond), o.Name)
 	return nil
@@ -289,7 +288,7 @@ func launchTimeout(v string) (time.Duration, error) {
 	if d, err := time.ParseDuration(v); err == nil && d > 0 {
 		return d, nil
 	}
-	return 0, usagef("for example BOX_LAUNCH_TIMEOUT=600 (seconds) or 10m", "%s=%q: want a positive number of seconds or a duration", boxes.EnvLaunchTimeout, v)
+	return 0, usagef("for example BOX_LAUNCH_TIMEOUT=600 (seconds) or 10m", "%s=%q: want a positive number of seconds or a duration", vm.EnvLaunchTimeout, v)
 }
 
 // launchErr words a failed launch: a step that failed (the box was removed), or a box
@@ -308,22 +307,7 @@ func launchErr(e *env, o *newOptions, err error) error {
 	return vmErr(e, err)
 }
 
-// needSnapshot checks that box has the snapshot, naming the ones it has otherwise.
+// needSnapshot checks that box has the snapshot (vm.Backend.NeedSnapshot).
 func needSnapshot(ctx context.Context, e *env, c *incus.Client, box, snap string) error {
-	snaps, err := c.Snapshots(ctx, box)
-	if err != nil {
-		return vmErr(e, err)
-	}
-	var names []string
-	for _, s := range snaps {
-		if s.Name == snap {
-			return nil
-		}
-		names = append(names, s.Name)
-	}
-	hint := fmt.Sprintf("box %s has no snapshots: 'box snapshot %s LABEL' takes one", box, box)
-	if len(names) > 0 {
-		hint = fmt.Sprintf("box %s has: %s", box, strings.Join(names, ", "))
-	}
-	return withHint(fmt.Errorf("box %q has no snapshot %q", box, snap), hint)
+	return vmBackend{e: e}.vm().NeedSnapshot(ctx, c, box, snap)
 }

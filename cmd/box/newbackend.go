@@ -59,8 +59,14 @@ func newIsBwrap(e *env, o *newOptions, given []string) (bool, error) {
 	}
 	// A name is unique across backends: a bwrap box (or any directory in its store) has it.
 	// (A remote's names are the remote's: this machine's bwrap boxes are not there.)
-	if o.Name != "" && e.remoteName() == "" && e.boxStore().Taken(o.Name) {
-		return false, withHint(fmt.Errorf("a bwrap box named %q already exists", o.Name), "pick another --name: a name is unique across both backends ('box list' shows the boxes)")
+	if o.Name != "" && e.remoteName() == "" {
+		taken, err := (bwrapBackend{e}).Taken(o.Name)
+		if err != nil {
+			return false, err
+		}
+		if taken {
+			return false, withHint(fmt.Errorf("a bwrap box named %q already exists", o.Name), "pick another --name: a name is unique across both backends ('box list' shows the boxes)")
+		}
 	}
 	return false, refuseFlags(given, []string{"network", "workdir"}, "a vm box",
 		"a vm box's network is the box bridge (set up by 'box setup-host') and it has no host working directory; --network and --workdir are for --backend bwrap")

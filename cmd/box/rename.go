@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-
-	"github.com/heavy-duty/box/backend/incus"
 	"github.com/spf13/cobra"
 )
 
@@ -27,32 +24,4 @@ nothing runs in it.`,
 			return be.Rename(old, nu)
 		},
 	}
-}
-
-// Rename is box rename for a vm box: stopped boxes only, as Incus renames.
-func (v vmBackend) Rename(old, nu string) error {
-	e := v.e
-	for _, n := range []string{old, nu} {
-		if err := incus.ValidateName(n); err != nil {
-			return vmErr(e, err)
-		}
-	}
-	ctx, c, inst, done, err := v.open(old)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if inst.Running() {
-		return withHint(fmt.Errorf("box %q is running: stop it first", old), "box stop "+old+" && box rename "+old+" "+nu)
-	}
-	if _, _, err := c.Instance(ctx, nu); err == nil {
-		return withHint(fmt.Errorf("an instance named %q already exists", nu), "pick another name")
-	} else if !incus.IsNotFound(err) {
-		return vmErr(e, err)
-	}
-	if err := c.Rename(ctx, old, nu); err != nil {
-		return vmErr(e, err)
-	}
-	fmt.Fprintf(e.stderr, "box: %s renamed to %s\n", old, nu)
-	return nil
 }

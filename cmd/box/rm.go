@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 )
 
@@ -31,44 +29,4 @@ snapshots) is deleted only while nothing runs in it.`,
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "do not ask")
 	return cmd
-}
-
-// Delete is box rm for a vm box: asked, then the box asked about is stopped and deleted.
-func (v vmBackend) Delete(name string, force bool) error {
-	e := v.e
-	ctx, c, inst, done, err := v.open(name)
-	if err != nil {
-		return err
-	}
-	defer done()
-	snaps, err := c.Snapshots(ctx, name)
-	if err != nil {
-		return vmErr(e, err)
-	}
-	what := fmt.Sprintf("delete box %s", name)
-	if len(snaps) > 0 {
-		what += fmt.Sprintf(" and its %d snapshot(s)", len(snaps))
-	}
-	if inst.Running() {
-		what += " (it is running)"
-	}
-	if err := ask(e, force, what+"?", "not deleted"); err != nil {
-		return err
-	}
-	if !force {
-		// Delete the box the question was about, not whatever has its name now.
-		if inst, err = resolveAgain(ctx, e, c, inst); err != nil {
-			return err
-		}
-	}
-	if inst.Running() {
-		if err := c.Stop(ctx, name, 0, true); err != nil {
-			return vmErr(e, err)
-		}
-	}
-	if err := c.Delete(ctx, name); err != nil {
-		return vmErr(e, err)
-	}
-	fmt.Fprintf(e.stderr, "box: %s deleted\n", name)
-	return nil
 }

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -39,7 +40,7 @@ audit: -y skips the question; as root only with --allow-root).`,
 			if err != nil {
 				return err
 			}
-			return be.Enter(args[0], l)
+			return be.Enter(args[0], l.req())
 		},
 	}
 	l.register(cmd)
@@ -47,8 +48,8 @@ audit: -y skips the question; as root only with --allow-root).`,
 }
 
 // Enter is box shell for a vm box: the user's login shell on your terminal.
-func (v vmBackend) Enter(name string, l launchFlags) error {
-	if err := l.refuseVM(); err != nil {
+func (v vmBackend) Enter(name string, l backend.LaunchRequest) error {
+	if err := refuseVM(l); err != nil {
 		return err
 	}
 	return runOnTerminal(v.e, "shell", name, nil)
@@ -102,7 +103,7 @@ func runOnTerminal(e *env, verb, name string, cmd []string) error {
 		return errors.New("box " + verb + ": cannot put the terminal in raw mode: " + err.Error())
 	}
 	code, err := c.Exec(ctx, name, incus.Exec{
-		Command:  boxes.EntryCommand(incus.UserOf(*inst), cmd == nil, cmd),
+		Command:  vm.EntryCommand(incus.UserOf(*inst), cmd == nil, cmd),
 		Env:      env,
 		Terminal: true,
 		Size:     incus.WindowSize{Width: w, Height: h},

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/heavy-duty/box/backend/incus"
 	"github.com/spf13/cobra"
 )
 
@@ -38,44 +35,8 @@ printed on stdout (label=$(box snapshot work)), the rest on stderr.`,
 			if err != nil {
 				return err
 			}
-			return be.Snapshot(args[0], label)
+			_, err = be.Snapshot(args[0], label) // vm prints the label itself (bwrap does not)
+			return err
 		},
 	}
-}
-
-// Snapshot is box snapshot for a vm box: an Incus snapshot, its label on stdout.
-func (v vmBackend) Snapshot(name, label string) error {
-	e := v.e
-	req, err := incus.SnapshotRequest(label)
-	if err != nil {
-		return usagef("labels are up to 63 characters, without '/' or spaces", "%s", err)
-	}
-	ctx, c, _, done, err := v.open(name)
-	if err != nil {
-		return err
-	}
-	defer done()
-	exists := withHint(fmt.Errorf("box %q already has a snapshot %q", name, label), "pick another label; 'box info "+name+"' lists them")
-	snaps, err := c.Snapshots(ctx, name)
-	if err != nil {
-		return vmErr(e, err)
-	}
-	for _, s := range snaps {
-		if s.Name == label {
-			return exists
-		}
-	}
-	p := newProgress(e)
-	p.Step("taking snapshot %s/%s", name, label)
-	err = c.CreateSnapshot(ctx, name, req)
-	p.Done()
-	if err != nil {
-		if incus.IsConflict(err) || strings.Contains(err.Error(), "UNIQUE constraint") {
-			return exists // taken meanwhile
-		}
-		return vmErr(e, err)
-	}
-	fmt.Fprintln(e.stdout, label)
-	note(e, "snapshot %s/%s taken", name, label)
-	return nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 )
 
@@ -24,19 +22,4 @@ started (it runs while box shell or box exec does): refused.`,
 			return be.Start(args[0])
 		},
 	}
-}
-
-// Start is box start for a vm box; a running box is left as it is.
-func (v vmBackend) Start(name string) error {
-	e := v.e
-	ctx, c, inst, done, err := v.open(name)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if inst.Running() {
-		fmt.Fprintf(e.stderr, "box: %s is already running\n", name)
-		return nil
-	}
-	return vmErr(e, c.Start(ctx, name))
 }

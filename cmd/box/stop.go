@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,25 +33,4 @@ and leaves ending that command to you.`,
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "stop at once, without a clean shutdown")
 	cmd.Flags().DurationVar(&timeout, "timeout", 60*time.Second, "how long a clean shutdown may take")
 	return cmd
-}
-
-// Stop is box stop for a vm box: a clean shutdown within timeout, or at once.
-func (v vmBackend) Stop(name string, timeout time.Duration, force bool) error {
-	e := v.e
-	ctx, c, inst, done, err := v.open(name)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if !inst.Running() {
-		fmt.Fprintf(e.stderr, "box: %s is not running\n", name)
-		return nil
-	}
-	if err := c.Stop(ctx, name, timeout, force); err != nil {
-		if !force {
-			return withHint(vmErr(e, err), "box stop --force "+name+" stops it at once")
-		}
-		return vmErr(e, err)
-	}
-	return nil
 }

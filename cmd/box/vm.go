@@ -15,8 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/boxes"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/internal/progress"
 	"github.com/spf13/cobra"
 )
@@ -53,7 +54,7 @@ func vmErr(e *env, err error) error {
 	}
 	var h interface{ Hint() string }
 	if errors.As(err, &h) && h.Hint() != "" {
-		var u *boxes.UsageError
+		var u *vm.UsageError
 		if errors.As(err, &u) {
 			return &usageError{err: err}
 		}
@@ -75,15 +76,16 @@ func vmErr(e *env, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return errors.New("interrupted")
 	}
-	if strings.Contains(err.Error(), "invalid box name") || strings.Contains(err.Error(), "invalid snapshot name") {
+	var bad *backend.NameError
+	if errors.As(err, &bad) {
 		return &usageError{err: err, hint: "box names are letters, digits and hyphens, starting with a letter"}
 	}
 	return err
 }
 
-// resolve is boxes.Resolve with the CLI's hints.
+// resolve is vm.Resolve with the CLI's hints.
 func resolve(ctx context.Context, e *env, c *incus.Client, name string) (*incus.Instance, error) {
-	inst, err := boxes.Resolve(ctx, c, name)
+	inst, err := vm.Resolve(ctx, c, name)
 	return inst, vmErr(e, err)
 }
 
@@ -203,33 +205,18 @@ func placementPool(ctx context.Context, e *env, c *incus.Client, placement strin
 	if err != nil {
 		if incus.IsNotFound(err) && c.RemoteName() != "" {
 			return "", withHint(fmt.Errorf("placement profile %q does not exist on remote %s", placement, c.RemoteName()),
-				"build the stack there with 'box setup-host --remote "+c.RemoteName()+"', or name an existing profile in $"+boxes.PlacementEnv)
+				"build the stack there with 'box setup-host --remote "+c.RemoteName()+"', or name an existing profile in $"+vm.PlacementEnv)
 		}
 		if incus.IsNotFound(err) {
 			return "", withHint(fmt.Errorf("placement profile %q does not exist in incusd", placement),
-				"set up the host with 'box setup-host', or name an existing profile in $"+boxes.PlacementEnv)
+				"set up the host with 'box setup-host', or name an existing profile in $"+vm.PlacementEnv)
 		}
 		return "", vmErr(e, err)
 	}
 	return pool, nil
 }
 
-// resolveAgain re-reads a box after a question was asked about it: meanwhile it may
-// have been renamed, deleted, or replaced by another instance of the same name, and
-// that one must not be what the answer acts on.
+// resolveAgain re-reads a box after a question was asked about it (vm.Backend.ResolveAgain).
 func resolveAgain(ctx context.Context, e *env, c *incus.Client, before *incus.Instance) (*incus.Instance, error) {
-	inst, err := resolve(ctx, e, c, before.Name)
-	var nf *boxes.NotFoundError
-	if errors.As(err, &nf) {
-		return nil, withHint(fmt.Errorf("box %q went away while box was asking (renamed or deleted): nothing was done", before.Name),
-			"'box list' shows the boxes now")
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !boxes.SameInstance(*before, *inst) {
-		return nil, withHint(fmt.Errorf("%q is no longer the box box asked about (it was replaced meanwhile): nothing was done", before.Name),
-			"run the command again to act on the box that has the name now")
-	}
-	return inst, nil
+	return vmBackend{e: e}.vm().ResolveAgain(ctx, c, before)
 }

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/vm"
-	"github.com/heavy-duty/box/boxes"
 )
 
 type fakeCall struct {
@@ -185,7 +184,7 @@ config:
 				Profiles []string
 			}
 			json.Unmarshal(c.Body, &put)
-			if !reflect.DeepEqual(put.Profiles, []string{"box-net"}) || put.Config[boxes.KeyImportedCount] != "1" {
+			if !reflect.DeepEqual(put.Profiles, []string{"box-net"}) || put.Config[vm.KeyImportedCount] != "1" {
 				t.Errorf("re-placed: %s", c.Body)
 			}
 			for _, k := range []string{"volatile.eth0.hwaddr", "volatile.uuid", "volatile.uuid.generation", "volatile.vsock_id"} {

@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 	"golang.org/x/sys/unix"
@@ -93,8 +93,9 @@ func (e *NotBoxError) Hint() string {
 // ExistsError: the name is taken.
 type ExistsError struct{ Name string }
 
-func (e *ExistsError) Error() string { return fmt.Sprintf("a box named %q already exists", e.Name) }
-func (e *ExistsError) Hint() string  { return "pick another name; 'box list' shows the boxes" }
+func (e *ExistsError) Error() string        { return fmt.Sprintf("a box named %q already exists", e.Name) }
+func (e *ExistsError) Hint() string         { return "pick another name; 'box list' shows the boxes" }
+func (e *ExistsError) Is(target error) bool { return target == backend.ErrNameTaken }
 
 // BusyError: a lock is held (a sandbox runs in the box, or another verb works on it).
 type BusyError struct{ Name string }
@@ -102,23 +103,24 @@ type BusyError struct{ Name string }
 func (e *BusyError) Error() string {
 	return fmt.Sprintf("box %q is in use (a shell, exec or snapshot runs in it)", e.Name)
 }
-func (e *BusyError) Hint() string { return "let it finish, or end it, and try again" }
+func (e *BusyError) Hint() string         { return "let it finish, or end it, and try again" }
+func (e *BusyError) Is(target error) bool { return target == backend.ErrBusy }
 
 // ErrNotFound: no directory of that name. The CLI then asks the vm backend.
 var ErrNotFound = errors.New("no bwrap box of that name")
 
 // ValidName checks a box name: the vm backend's rule, so a name means the same box
 // whatever the backend.
-func ValidName(name string) error { return incus.ValidateName(name) }
+func ValidName(name string) error { return backend.ValidName(name) }
 
 // ValidLabel checks a snapshot label (the vm rule, and no leading dot: box's own
 // temporary entries start with one).
 func ValidLabel(label string) error {
-	if err := incus.ValidateSnapshotName(label); err != nil {
+	if err := backend.ValidLabel(label); err != nil {
 		return err
 	}
 	if strings.HasPrefix(label, ".") {
-		return fmt.Errorf("invalid snapshot name %q: must not start with a dot", label)
+		return &backend.NameError{What: "snapshot name", Name: label, Why: "must not start with a dot"}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,6 +28,8 @@ type NoSnapshotError struct {
 func (e *NoSnapshotError) Error() string {
 	return fmt.Sprintf("box %q has no snapshot %q", e.Box, e.Name)
 }
+
+func (e *NoSnapshotError) Is(target error) bool { return target == backend.ErrNoSnapshot }
 
 func (e *NoSnapshotError) Hint() string {
 	if len(e.Have) == 0 {
@@ -52,6 +55,8 @@ type SnapshotExistsError struct{ Box, Name string }
 func (e *SnapshotExistsError) Error() string {
 	return fmt.Sprintf("box %q already has a snapshot %q", e.Box, e.Name)
 }
+func (e *SnapshotExistsError) Is(target error) bool { return target == backend.ErrSnapshotExists }
+
 func (e *SnapshotExistsError) Hint() string {
 	return "pick another label; 'box info " + e.Box + "' lists them"
 }

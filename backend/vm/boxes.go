@@ -1,10 +1,11 @@
-// Package boxes is the vm backend's logic above the Incus client: the tag boundary
-// (resolve a name to a box, refuse anything box did not mint), the mint plan
-// (resource precedence, the placement profile), how a box is entered as its stamped
-// user, and the summaries `box list` and `box info` print.
+// The vm verbs' shared logic (formerly package boxes): the tag boundary (resolve a name
+// to a box, refuse anything box did not mint), the mint plan (resource precedence, the
+// placement profile), how a box is entered as its stamped user, and the summaries
+// `box list` and `box info` print.
 //
 // Everything here but Resolve is pure.
-package boxes
+
+package vm
 
 import (
 	"context"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 )
 
@@ -31,8 +33,9 @@ func (e *NotBoxError) Hint() string {
 // NotFoundError is the answer for a name no instance has.
 type NotFoundError struct{ Name string }
 
-func (e *NotFoundError) Error() string { return fmt.Sprintf("no box named %q", e.Name) }
-func (e *NotFoundError) Hint() string  { return "run 'box list' to see the boxes" }
+func (e *NotFoundError) Error() string        { return fmt.Sprintf("no box named %q", e.Name) }
+func (e *NotFoundError) Hint() string         { return "run 'box list' to see the boxes" }
+func (e *NotFoundError) Is(target error) bool { return target == backend.ErrNotFound }
 
 // Resolve validates name, fetches the instance and enforces the tag boundary. It
 // changes nothing. The ETag comes back for a conditional write.

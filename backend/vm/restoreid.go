@@ -1,4 +1,4 @@
-package main
+package vm
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/backend/vm"
 )
 
 // inheritedSnapshot reports whether snap came with the box from the source it was
@@ -61,7 +60,7 @@ func restoreInherited(ctx context.Context, c *incus.Client, name string, req inc
 		if err := c.Start(ctx, name); err != nil {
 			return err
 		}
-		if err := vm.ResetVMMachineID(ctx, c, name); err != nil {
+		if err := ResetVMMachineID(ctx, c, name); err != nil {
 			return err
 		}
 		if !running {

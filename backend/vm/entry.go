@@ -1,4 +1,4 @@
-package boxes
+package vm
 
 // EntryExit is the exit code of the entry script when the box's user does not exist in
 // it (the command never ran). The script prints why, as box does.

@@ -1,0 +1,77 @@
+package backend
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// fake is a backend holding the names in has.
+type fake struct {
+	kind string
+	has  map[string]bool
+	err  error
+}
+
+func (f fake) Kind() string                             { return f.kind }
+func (f fake) Taken(n string) (bool, error)             { return f.has[n], f.err }
+func (fake) Mint(MintRequest) error                     { return nil }
+func (fake) List() ([]Summary, error)                   { return nil, nil }
+func (fake) Info(string) (Info, error)                  { return Info{}, nil }
+func (fake) Enter(string, LaunchRequest) error          { return nil }
+func (fake) Exec(string, []string, LaunchRequest) error { return nil }
+func (fake) Snapshot(_, l string) (string, error)       { return l, nil }
+func (fake) Restore(string, string, bool) error         { return nil }
+func (fake) Rename(string, string) error                { return nil }
+func (fake) Delete(string, bool) error                  { return nil }
+func (fake) Start(string) error                         { return nil }
+func (fake) Stop(string, time.Duration, bool) error     { return nil }
+
+func TestRegistry(t *testing.T) {
+	bw := fake{kind: "bwrap", has: map[string]bool{"a": true}}
+	vm := fake{kind: "vm", has: map[string]bool{"b": true}}
+	r := NewRegistry(bw, vm)
+	for name, want := range map[string]string{"a": "bwrap", "b": "vm", "c": "vm", "../a": "vm"} {
+		b, err := r.For(name)
+		if err != nil || b.Kind() != want {
+			t.Errorf("For(%q) = %v, %v; want %s", name, b, err, want)
+		}
+	}
+	var nt *NameTakenError
+	if err := r.Taken("b"); !errors.As(err, &nt) || nt.Backend != "vm" || !errors.Is(err, ErrNameTaken) {
+		t.Errorf("Taken(b) = %v", err)
+	}
+	if err := r.Taken("c"); err != nil {
+		t.Errorf("Taken(c) = %v", err)
+	}
+	boom := errors.New("boom")
+	if err := NewRegistry(fake{kind: "bwrap", err: boom}, vm).Taken("c"); err != boom {
+		t.Errorf("a backend that cannot rule a clash out: %v", err)
+	}
+	if got := r.Kind("vm"); got == nil || got.Kind() != "vm" {
+		t.Errorf("Kind(vm) = %v", got)
+	}
+}
+
+func TestNames(t *testing.T) {
+	for _, ok := range []string{"a", "work-1", "A9"} {
+		if err := ValidName(ok); err != nil {
+			t.Errorf("ValidName(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "-a", "1a", "a-", "a_b", "../x"} {
+		if ValidName(bad) == nil {
+			t.Errorf("ValidName(%q) accepted", bad)
+		}
+	}
+	var ne *NameError
+	if err := ValidName("1a"); !errors.As(err, &ne) || err.Error() != `invalid box name "1a": must not start with a digit` {
+		t.Errorf("ValidName(1a) = %v", err)
+	}
+	if err := ValidLabel(""); err == nil || err.Error() != "invalid snapshot name: empty" {
+		t.Errorf("ValidLabel() = %v", err)
+	}
+	if ValidLabel("authed") != nil || ValidLabel("a/b") == nil || ValidLabel("..") == nil {
+		t.Error("ValidLabel")
+	}
+}

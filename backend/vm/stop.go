@@ -1,0 +1,28 @@
+package vm
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/heavy-duty/box/internal/errs"
+)
+
+// Stop is box stop for a vm box: a clean shutdown within timeout, or at once.
+func (b Backend) Stop(name string, timeout time.Duration, force bool) error {
+	ctx, c, inst, done, err := b.open(name)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if !inst.Running() {
+		fmt.Fprintf(b.Stderr, "box: %s is not running\n", name)
+		return nil
+	}
+	if err := c.Stop(ctx, name, timeout, force); err != nil {
+		if !force {
+			return errs.WithHint(b.err(err), "box stop --force "+name+" stops it at once")
+		}
+		return b.err(err)
+	}
+	return nil
+}
