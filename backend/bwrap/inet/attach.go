@@ -238,10 +238,13 @@ func (s *Session) runFilter(ctx context.Context, opts Options, userns, netns *os
 	if err != nil {
 		return fmt.Errorf("internet tier: encode ruleset: %w", err)
 	}
-	// Leave the helper time to report before ctx kills it, so the error says why.
+	// Leave the helper time to report before ctx kills it, so the error says why: a
+	// tenth of what is left, but at least a second (a loaded host is slow to start the
+	// filter process and read its answer) and never more than half.
 	wait := DefaultLinkTimeout
 	if d, ok := ctx.Deadline(); ok {
-		wait = max(time.Until(d)*9/10, 10*time.Millisecond)
+		left := time.Until(d)
+		wait = max(left-max(left/10, time.Second), left/2, 10*time.Millisecond)
 	}
 	// Stop waiting for the link as soon as the helper dies.
 	ctx, cancel := context.WithCancel(ctx)
