@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -119,32 +118,6 @@ func (c *Client) transportErr(err error) error {
 		return &RemoteError{Remote: c.remote.Name, Addr: c.remote.Addr, Err: err}
 	}
 	return fmt.Errorf("incus socket %s: %w (is incusd running?)", c.socket, err)
-}
-
-// Error is an error answered by the Incus API (a sync error response, or a failed
-// operation). Message is the API's own text.
-type Error struct {
-	Status  int    // HTTP-like status code from the API (404, 400, 409, ...)
-	Message string // the API's error text
-}
-
-func (e *Error) Error() string {
-	if e.Message == "" {
-		return fmt.Sprintf("incus: status %d", e.Status)
-	}
-	return e.Message
-}
-
-// IsNotFound reports whether err is an Incus "not found" answer.
-func IsNotFound(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Status == http.StatusNotFound
-}
-
-// IsConflict reports whether err is an Incus "already exists" answer.
-func IsConflict(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Status == http.StatusConflict
 }
 
 // response is the envelope of every Incus answer.

@@ -194,8 +194,7 @@ func (c *Client) Exec(ctx context.Context, name string, e Exec) (int, error) {
 	case r = <-opDone:
 	}
 	if r.err != nil {
-		var apiErr *Error
-		if errors.As(r.err, &apiErr) && apiErr.Message == "Command not found" {
+		if errors.Is(r.err, ErrCommandNotFound) {
 			return 127, wrap(r.err) // what a shell would exit with
 		}
 		return -1, wrap(r.err)

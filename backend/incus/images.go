@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -11,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // ImageAlias is a name pointing at an image.
@@ -69,7 +69,7 @@ func (c *Client) ImportImage(ctx context.Context, metadataPath, rootfsPath strin
 		if fp == "" {
 			return "", fmt.Errorf("import image %s: no fingerprint in the answer", rootfsPath)
 		}
-	case strings.Contains(err.Error(), "same fingerprint already exists"):
+	case errors.Is(err, ErrImageExists):
 		// Incus read the whole upload before refusing it, so the hash is complete.
 		fp = hex.EncodeToString(sum.Sum(nil))
 	default:

@@ -113,7 +113,7 @@ func waitCloudInit(ctx context.Context, c *incus.Client, name string) (string, e
 			return report, ctx.Err()
 		case code == 127: // incusd answers "Command not found" with 127
 			return "", errNoCloudInit
-		case err != nil && strings.Contains(err.Error(), "agent"):
+		case errors.Is(err, incus.ErrAgentNotRunning):
 			select {
 			case <-ctx.Done():
 				return report, ctx.Err()

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -56,7 +57,7 @@ func ResetVMMachineID(ctx context.Context, c *incus.Client, name string) error {
 		if err == nil {
 			break
 		}
-		if !strings.Contains(err.Error(), "agent") || ctx.Err() != nil {
+		if !errors.Is(err, incus.ErrAgentNotRunning) || ctx.Err() != nil {
 			return err
 		}
 		select {

@@ -1,8 +1,8 @@
 package vm
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/internal/errs"
@@ -34,7 +34,7 @@ func (b Backend) Snapshot(name, label string) (string, error) {
 	err = c.CreateSnapshot(ctx, name, req)
 	p.Done()
 	if err != nil {
-		if incus.IsConflict(err) || strings.Contains(err.Error(), "UNIQUE constraint") {
+		if errors.Is(err, incus.ErrExists) {
 			return "", exists // taken meanwhile
 		}
 		return "", b.err(err)
