@@ -62,6 +62,10 @@ func report(w io.Writer, err error) int {
 	if errors.As(err, &ex) {
 		return ex.code
 	}
+	var bx *bwrap.ExitError // a bwrap box's command's own code
+	if errors.As(err, &bx) {
+		return bx.Code
+	}
 	fmt.Fprintf(w, "box: error: %s\n", termSafe(err.Error()))
 	var h interface{ Hint() string }
 	if errors.As(err, &h) && h.Hint() != "" {
