@@ -2,15 +2,12 @@ package main
 
 // The box verbs dispatch on the backend interface (package backend). A verb on a box
 // asks backendFor which backend holds the name (a bwrap box's directory, else incusd)
-// and calls its method; box list asks every backend. bwrapBackend is in bwrapbox.go; vmBackend's
-// methods are in the verbs' own files, its launch sequence in backend/vm.
+// and calls its method; box list asks every backend. The bwrap one is bwrap.Boxes (built
+// in bwrapbox.go); vmBackend's methods are in the verbs' own files, its launch sequence
+// in backend/vm.
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"syscall"
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
@@ -25,13 +22,22 @@ func registry(e *env) backend.Registry {
 	if e.remoteName() != "" {
 		return backend.NewRegistry(vmBackend{e: e})
 	}
-	return backend.NewRegistry(bwrapBackend{e}, vmBackend{e: e})
+	return backend.NewRegistry(e.bwrapBoxes(), vmBackend{e: e})
 }
 
-// backendFor is the backend that holds the box name: the bwrap one when its store has
-// the name (a directory that merely looks like a box is refused by the bwrap verb, before
-// anything else), else the vm one (which words its own refusal when incusd has no such box).
-func backendFor(e *env, name string) (backend.Backend, error) { return registry(e).For(name) }
+// backendFor is the backend that holds the box name. A bwrap box found in its store
+// comes with the box held, so the verb does not look it up again; otherwise it is the
+// registry's answer: the bwrap one when its store has the name (a directory that merely
+// looks like a box is refused by the bwrap verb, before anything else), else the vm one
+// (which words its own refusal when incusd has no such box).
+func backendFor(e *env, name string) (backend.Backend, error) {
+	be := e.bwrapBoxes()
+	if b, err := be.Find(name); err == nil && b != nil {
+		be.Boxes = be.Holding(b)
+		return be, nil
+	}
+	return registry(e).For(name)
+}
 
 // backends are the backends box list asks, in order.
 func backends(e *env) []backend.Backend { return registry(e).All() }
@@ -48,16 +54,7 @@ func (e *env) boxStore() dirbox.Store { return dirbox.Store{Root: dirbox.Root(e.
 // bwrapBox finds the bwrap box name. It returns nil and no error when no directory has
 // the name (the verb goes on with the vm backend), and an error for a directory that
 // merely looks like a box: box never touches it, and never hands its name to incusd.
-func bwrapBox(e *env, name string) (*dirbox.Box, error) {
-	if dirbox.ValidName(name) != nil || e.remoteName() != "" { // a remote holds vm boxes only
-		return nil, nil // the vm code words the refusal
-	}
-	b, err := e.boxStore().Lookup(name)
-	if errors.Is(err, dirbox.ErrNotFound) {
-		return nil, nil
-	}
-	return b, err
-}
+func bwrapBox(e *env, name string) (*dirbox.Box, error) { return e.bwrapBoxes().Find(name) }
 
 // Taken reports whether incusd has an instance called name (a box or not). No incusd
 // at all (its socket absent) means no vm boxes; any other failure is an error, since a
@@ -101,11 +98,6 @@ func (l launchFlags) req() backend.LaunchRequest {
 	return backend.LaunchRequest{Yes: l.yes, AllowRoot: l.allowRoot, Allow: l.allow}
 }
 
-// launchFlagsOf is the request as the bwrap launch takes it.
-func launchFlagsOf(r backend.LaunchRequest) launchFlags {
-	return launchFlags{yes: r.Yes, allowRoot: r.AllowRoot, allow: r.Allow}
-}
-
 // refuseVM: the launch flags mean nothing to a vm box (no host environment enters it,
 // and box never runs it as the host's root); refused rather than ignored.
 func refuseVM(l backend.LaunchRequest) error {
@@ -131,21 +123,11 @@ func vmOnlyVerb(e *env, verb, name string) error {
 // bwrapNameFree refuses to import a vm box under a bwrap box's name: a name is unique
 // across both backends.
 func bwrapNameFree(e *env, name, file string) error {
-	if taken, err := (bwrapBackend{e}).Taken(name); err != nil || !taken {
+	if taken, err := e.bwrapBoxes().Taken(name); err != nil || !taken {
 		return err
 	}
 	return withHint(fmt.Errorf("a bwrap box named %q already exists: nothing was imported", name),
 		fmt.Sprintf("import it under another name: box import %s --name NEW", file))
-}
-
-// Taken reports whether the bwrap store has anything called name (a box or not), as
-// its lookup sees it: a name it cannot look at is an error, not a free name.
-func (be bwrapBackend) Taken(name string) (bool, error) {
-	_, err := os.Lstat(filepath.Join(be.e.boxStore().Root, name))
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // mintRequest is box new's request: its options and the flags given.

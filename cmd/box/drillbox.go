@@ -15,8 +15,8 @@ func drillBox(e *env, s *bwrap.Session, o *drillOptions, probe []string, binds [
 	if o.profile != "" || o.template != "" || o.network != "" || len(o.env) > 0 || o.backend != "" || len(o.allow) > 0 {
 		return nil, nil, usagef("drop them: a box's profile, template and tier are its stamp's", "--box cannot be combined with --profile, --template, --network, --env, --allow or --backend")
 	}
-	be := bwrapBackend{e}
-	b, err := be.lookup(o.box)
+	be := e.bwrapBoxes()
+	b, err := be.Lookup(o.box)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -24,13 +24,13 @@ func drillBox(e *env, s *bwrap.Session, o *drillOptions, probe []string, binds [
 	if err != nil {
 		return nil, nil, err
 	}
-	req, err := boxRequest(b, probe, false, nil)
+	req, err := bwrap.BoxRequest(b, probe, false, nil)
 	if err != nil {
 		unlock()
 		return nil, nil, err
 	}
 	req.Binds = binds
-	p, err := be.plan(s, b, req)
+	p, err := be.Plan(s, b, req)
 	if err != nil {
 		unlock()
 		return nil, nil, err

@@ -62,6 +62,10 @@ func report(w io.Writer, err error) int {
 	if errors.As(err, &ex) {
 		return ex.code
 	}
+	var bx *bwrap.ExitError // a bwrap box's command's own code
+	if errors.As(err, &bx) {
+		return bx.Code
+	}
 	fmt.Fprintf(w, "box: error: %s\n", termSafe(err.Error()))
 	var h interface{ Hint() string }
 	if errors.As(err, &h) && h.Hint() != "" {
@@ -72,8 +76,7 @@ func report(w io.Writer, err error) int {
 	if bwrap.IsAuditError(err) {
 		return bwrap.ExitAudit
 	}
-	var u *usageError
-	if errs.IsUsage(err) || errors.As(err, &u) {
+	if errs.IsUsage(err) {
 		return exitUsage
 	}
 	return exitFail
@@ -83,22 +86,6 @@ func report(w io.Writer, err error) int {
 type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
-// usageError is an error in how box was asked: exit code 2 (errs.UsageError is the same
-// for errors made outside package main).
-type usageError struct {
-	err  error
-	hint string
-}
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-func (e *usageError) Hint() string {
-	if e.hint != "" {
-		return e.hint
-	}
-	return errs.HintOf(e.err)
-}
 
 // usagef and withHint are the CLI's short names for the shared error shapes.
 func usagef(hint, format string, a ...any) error { return errs.Usage(hint, format, a...) }

@@ -97,7 +97,7 @@ user-data: box warns by name.`,
 			}
 			var be backend.Backend = vmBackend{e: e, mint: runF}
 			if bwrap {
-				be = bwrapBackend{e}
+				be = e.bwrapBoxes()
 			}
 			return be.Mint(mintRequest(o, given))
 		},

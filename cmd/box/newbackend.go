@@ -60,7 +60,7 @@ func newIsBwrap(e *env, o *newOptions, given []string) (bool, error) {
 	// A name is unique across backends: a bwrap box (or any directory in its store) has it.
 	// (A remote's names are the remote's: this machine's bwrap boxes are not there.)
 	if o.Name != "" && e.remoteName() == "" {
-		taken, err := (bwrapBackend{e}).Taken(o.Name)
+		taken, err := e.bwrapBoxes().Taken(o.Name)
 		if err != nil {
 			return false, err
 		}

@@ -189,7 +189,7 @@ func (e *env) checkRemote() error {
 	c, err := e.remoteClient()
 	var ce *incus.RemoteConfigError
 	if errors.As(err, &ce) && ce.Unknown {
-		return &usageError{err: err}
+		return usagef("", "%w", err)
 	}
 	if err != nil {
 		return err

@@ -56,7 +56,7 @@ func vmErr(e *env, err error) error {
 	if errors.As(err, &h) && h.Hint() != "" {
 		var u *vm.UsageError
 		if errors.As(err, &u) {
-			return &usageError{err: err}
+			return usagef("", "%w", err)
 		}
 		return err
 	}
@@ -78,7 +78,7 @@ func vmErr(e *env, err error) error {
 	}
 	var bad *backend.NameError
 	if errors.As(err, &bad) {
-		return &usageError{err: err, hint: "box names are letters, digits and hyphens, starting with a letter"}
+		return usagef("box names are letters, digits and hyphens, starting with a letter", "%w", err)
 	}
 	return err
 }
@@ -107,7 +107,7 @@ func ask(e *env, force bool, question, refused string) error {
 		return nil
 	}
 	if !e.stdinTTY() {
-		return &usageError{err: errors.New(refused + ": no terminal to ask on"), hint: "re-run with --force to go ahead without asking"}
+		return usagef("re-run with --force to go ahead without asking", "%s: no terminal to ask on", refused)
 	}
 	fmt.Fprintf(e.stderr, "box: %s [y/N] ", question)
 	line, _ := bufio.NewReader(e.stdin).ReadString('\n')

@@ -1,0 +1,93 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+
+	"github.com/heavy-duty/box/backend"
+	"github.com/heavy-duty/box/backend/bwrap/dirbox"
+	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/profiles"
+)
+
+// ExitError is a box command's own non-zero exit code: box passes it on and prints
+// nothing for it.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// session is a Session on be's streams and environment; yes skips its question.
+func (be Boxes) session(yes bool) *Session {
+	s := be.Session
+	s.Yes = yes
+	return &s
+}
+
+// BoxRequest is the resolver's request for a launch in b, once its stamp's keys are
+// checked.
+func BoxRequest(b *dirbox.Box, command []string, allowRoot bool, allow []string) (Request, error) {
+	if err := profiles.CheckKeys(profiles.UseBox, b.Profile, b.Template); err != nil {
+		return Request{}, err
+	}
+	return Request{
+		Profile: b.Profile, Template: b.Template, Network: b.Network,
+		Command: command, AllowRoot: allowRoot, Allow: allow,
+		Persistent: &Persistent{Name: b.Name, Home: b.Home(), Instance: b.Instance(), Workdir: b.Workdir},
+	}, nil
+}
+
+// Plan resolves req, a launch in b (BoxRequest): the stamped profile, template and tier,
+// the box's home, instance directory and working directory; everything else exactly as
+// box run.
+func (be Boxes) Plan(s *Session, b *dirbox.Box, req Request) (*Plan, error) {
+	p, err := s.Resolve(req)
+	return p, boxErr(b, err)
+}
+
+// boxErr says, of a failure to gather the host's facts, which directory b is bound to.
+func boxErr(b *dirbox.Box, err error) error {
+	var ge *GatherError
+	if errors.As(err, &ge) {
+		return errs.WithHint(fmt.Errorf("box %s: %w", b.Name, ge.Err), "the box is bound to "+b.Workdir+"; clone it elsewhere with box new --name NAME --from "+b.Name+" --workdir DIR")
+	}
+	return err
+}
+
+// launch runs command in the box, holding its lock (shared) for as long as it runs.
+func (be Boxes) launch(name string, command []string, l backend.LaunchRequest) error {
+	b, err := be.Lookup(name)
+	if err != nil {
+		return err
+	}
+	unlock, err := b.Lock(false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	req, err := BoxRequest(b, command, l.AllowRoot, l.Allow)
+	if err != nil {
+		return err
+	}
+	out, err := be.session(l.Yes).Run(req)
+	if err := boxErr(b, err); err != nil {
+		return err
+	}
+	if out.Code != 0 {
+		return &ExitError{out.Code}
+	}
+	return nil
+}
+
+// Enter opens a login shell in the box: bash if the host has it, else sh.
+func (be Boxes) Enter(name string, l backend.LaunchRequest) error {
+	shell := "sh"
+	if _, err := exec.LookPath("bash"); err == nil {
+		shell = "bash"
+	}
+	return be.launch(name, []string{shell, "-l"}, l)
+}
+
+func (be Boxes) Exec(name string, cmd []string, l backend.LaunchRequest) error {
+	return be.launch(name, cmd, l)
+}

@@ -1,0 +1,179 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/heavy-duty/box/backend"
+	"github.com/heavy-duty/box/backend/bwrap/dirbox"
+	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/profiles"
+	"github.com/heavy-duty/box/templates"
+)
+
+// NoWorkdirError: the working directory asked for is not an existing directory (Err is
+// why it could not be resolved; nil: it is not a directory). The CLI words it.
+type NoWorkdirError struct {
+	Dir string
+	Err error
+}
+
+func (e *NoWorkdirError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Dir + ": not a directory"
+}
+func (e *NoWorkdirError) Unwrap() error { return e.Err }
+
+// NetworkError: the network tier asked for is not one. The CLI words it.
+type NetworkError struct{ Err error }
+
+func (e *NetworkError) Error() string { return e.Err.Error() }
+func (e *NetworkError) Unwrap() error { return e.Err }
+
+// Workdir resolves a box's working directory (default: the current directory) as box
+// run does.
+func Workdir(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", &NoWorkdirError{Dir: dir, Err: err}
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", &NoWorkdirError{Dir: dir}
+	}
+	return real, nil
+}
+
+// LoadProfile and LoadTemplate load by name from configHome with box's hints.
+func LoadProfile(configHome, name string) (*profiles.Profile, error) {
+	p, err := profiles.Load(name, profiles.Dir(configHome))
+	if err != nil && (errors.Is(err, profiles.ErrNotFound) || profiles.ValidName(name) != nil) {
+		return nil, errs.Usage("run 'box profiles' to list them", "%s", err)
+	}
+	return p, err
+}
+
+func LoadTemplate(configHome, name string) (*templates.Template, error) {
+	t, err := templates.Load(name, templates.Dir(configHome))
+	if err != nil && (errors.Is(err, templates.ErrNotFound) || templates.ValidName(name) != nil) {
+		return nil, errs.Usage("run 'box templates' to list them", "%s", err)
+	}
+	return t, err
+}
+
+// Mint makes a bwrap box (box new --backend bwrap), or clones one (From). r.Name is
+// valid, r.Profile is the profile's name, r.From is a valid BOX or BOX/SNAPSHOT and the
+// settings a bwrap box cannot honour are refused: the CLI checked them.
+func (be Boxes) Mint(r backend.MintRequest) error {
+	if r.From != "" {
+		return be.clone(r)
+	}
+	wd, err := Workdir(r.Workdir)
+	if err != nil {
+		return err
+	}
+	prof, err := LoadProfile(be.ConfigHome, r.Profile)
+	if err != nil {
+		return err
+	}
+	tmplName := prof.Template
+	if r.Template != "" {
+		tmplName = r.Template
+	}
+	tmpl, err := LoadTemplate(be.ConfigHome, tmplName)
+	if err != nil {
+		return err
+	}
+	network := string(prof.Network)
+	if r.Network != "" {
+		if err := profiles.ValidNetwork(r.Network); err != nil {
+			return &NetworkError{err}
+		}
+		network = r.Network
+	}
+	if err := profiles.CheckKeys(profiles.UseBox, prof, tmpl); err != nil {
+		return err
+	}
+	if err := be.nameFree(r.Name); err != nil {
+		return err
+	}
+	st := dirbox.Stamp{
+		Name: r.Name, Profile: prof, Template: tmpl, Network: network, Workdir: wd,
+		Created: time.Now().UTC(), Origin: "mint",
+	}
+	// Resolve it now as it will be launched, so every refusal (a home as the working
+	// directory, a profile mount box refuses...) comes before anything is made.
+	if err := be.check(st); err != nil {
+		return err
+	}
+	b, _, err := be.Store.Create(st, nil)
+	if err != nil {
+		return err
+	}
+	be.note("%s is ready (bwrap, template %s, network %s, working directory %s): box shell %s", b.Name, tmpl.Name, network, wd, b.Name)
+	return nil
+}
+
+func (be Boxes) clone(r backend.MintRequest) error {
+	srcName, snap, _ := strings.Cut(r.From, "/")
+	src, err := be.Find(srcName)
+	if err != nil {
+		return err
+	}
+	if src == nil {
+		return errs.WithHint(fmt.Errorf("no bwrap box named %q", srcName), "run 'box list' to see the boxes; a vm box is cloned without --backend bwrap")
+	}
+	st := src.Stamp
+	st.Name, st.ID, st.Created, st.Origin, st.OriginFrom = r.Name, "", time.Now().UTC(), "clone", r.From
+	if r.Workdir != "" {
+		if st.Workdir, err = Workdir(r.Workdir); err != nil {
+			return err
+		}
+	}
+	if err := be.nameFree(r.Name); err != nil {
+		return err
+	}
+	if err := be.check(st); err != nil {
+		return err
+	}
+	p := be.progress()
+	p.Step("cloning %s into %s", r.From, r.Name)
+	_, cs, err := be.Store.Clone(src, snap, st)
+	p.Done()
+	if err != nil {
+		return err
+	}
+	be.note("%s is ready (a clone of %s: %s, %s): box shell %s", r.Name, r.From, copyCost(cs), p.Elapsed().Round(time.Millisecond), r.Name)
+	return nil
+}
+
+// check resolves the stamp as a launch would, before the box is made (its warnings wait
+// for the launch).
+func (be Boxes) check(st dirbox.Stamp) error {
+	b := &dirbox.Box{Dir: filepath.Join(be.Store.Root, st.Name), Stamp: st}
+	req, err := BoxRequest(b, []string{"sh"}, false, nil)
+	if err != nil {
+		return err
+	}
+	s := be.session(false)
+	s.Stderr = io.Discard
+	_, err = be.Plan(s, b, req)
+	return err
+}
