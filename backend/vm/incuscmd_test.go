@@ -9,11 +9,11 @@ import (
 func TestIncusArgs(t *testing.T) {
 	got := IncusArgs("work", []string{"file", "push", "x", "{}/root/", "{}"})
 	if !slices.Equal(got, []string{"file", "push", "x", "work/root/", "work"}) {
-		t.Errorf("incusArgs: %v", got)
+		t.Errorf("IncusArgs: %v", got)
 	}
 	// Without {}, the instance is appended.
 	if got := IncusArgs("work", []string{"config", "show"}); !slices.Equal(got, []string{"config", "show", "work"}) {
-		t.Errorf("incusArgs without {}: %v", got)
+		t.Errorf("IncusArgs without {}: %v", got)
 	}
 	for args, want := range map[string]string{
 		"config show work":                         "",
