@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
 	"syscall"
 
@@ -24,6 +26,8 @@ type Backend struct {
 	Getenv func(string) string
 	// Socket is the local incusd socket's path, for messages.
 	Socket string
+	// ConfigHome is where the operator's templates and profiles are (box new).
+	ConfigHome string
 	// Stdout and Stderr are the verb's output; Quiet silences progress and notes.
 	Stdout, Stderr io.Writer
 	Quiet          bool
@@ -33,6 +37,12 @@ type Backend struct {
 	// Ask asks the operator to confirm question unless force; a no is an error saying
 	// refused.
 	Ask func(force bool, question, refused string) error
+}
+
+// SignalContext is a verb's context as the CLI makes it: Ctrl-C and SIGTERM cancel it
+// (operations in flight are cancelled in incusd too).
+func SignalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 // Kind is the backend's name.

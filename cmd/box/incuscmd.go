@@ -6,18 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
-
-// offStack are the words of incus arguments that can move a box off the isolation
-// stack: box warns, then proceeds.
-var offStack = []string{"profile", "network", "device", "nic"}
 
 func newIncusCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
@@ -48,7 +42,7 @@ go to incus as they are.`,
 			if !ok {
 				return usagef("run 'box incus --help' for usage", "incus takes a box and incus arguments: box incus BOX -- ARG...")
 			}
-			if bad := elsewhere(rest); bad != "" {
+			if bad := vm.Elsewhere(rest); bad != "" {
 				return usagef("box incus aims incus at one box on this daemon's default project; for anything else, run incus yourself",
 					"%q would aim incus at another project or remote, where box has not checked the tag", bad)
 			}
@@ -69,93 +63,10 @@ go to incus as they are.`,
 	return cmd
 }
 
-// elsewhere returns the first argument that would aim incus at another project or
-// remote, where the same name may be an instance box never minted: "" if none.
-func elsewhere(args []string) string {
-	for _, a := range args {
-		if a == "--project" || strings.HasPrefix(a, "--project=") || strings.Contains(a, ":{}") {
-			return a
-		}
-	}
-	return ""
-}
-
-// incusArgs replaces {} with the instance name in each argument; with no {}, the name
-// is appended (as upstream's escape hatch does).
-func incusArgs(name string, args []string) []string {
-	out := make([]string, len(args))
-	replaced := false
-	for i, a := range args {
-		out[i] = strings.ReplaceAll(a, "{}", name)
-		replaced = replaced || out[i] != a
-	}
-	if !replaced {
-		out = append(out, name)
-	}
-	return out
-}
-
-// incusRemote is the one remote of the incus configuration box runs incus with.
-const incusRemote = "box"
-
-// pinnedIncusConfig is that configuration: box's own socket, in the project box
-// checked, as the default remote. Nothing of the user's incus configuration (default
-// remote, remotes' projects) can aim the client elsewhere.
-func pinnedIncusConfig(socket, project string) string {
-	if project == "" {
-		project = "default"
-	}
-	return fmt.Sprintf("default-remote: %s\nremotes:\n  %s:\n    addr: %s\n    project: %s\n    protocol: incus\n    public: false\naliases: {}\n",
-		incusRemote, incusRemote, strconv.Quote("unix://"+socket), strconv.Quote(project))
-}
-
-// pinnedIncusEnv is the incus client's environment: env without the variables that
-// choose a daemon, a remote, a project or a configuration, then box's pins.
-func pinnedIncusEnv(env []string, confDir, socket, project string) []string {
-	if project == "" {
-		project = "default"
-	}
-	out := make([]string, 0, len(env)+5)
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "INCUS_CONF", "INCUS_GLOBAL_CONF", "INCUS_REMOTE", "INCUS_PROJECT", "INCUS_SOCKET", "INCUS_DIR":
-			continue
-		}
-		out = append(out, kv)
-	}
-	out = append(out, "INCUS_CONF="+confDir, "INCUS_GLOBAL_CONF="+confDir, "INCUS_REMOTE="+incusRemote, "INCUS_PROJECT="+project)
-	if socket != "" { // "" for an HTTPS remote: the configuration names its address
-		out = append(out, "INCUS_SOCKET="+socket)
-	}
-	return out
-}
-
-// offStackWords lists the arguments that can move a box off the isolation stack.
-func offStackWords(args []string) []string {
-	var hits []string
-	for _, a := range args {
-		l := strings.ToLower(a)
-		if strings.Contains(l, "security.") {
-			hits = append(hits, a)
-			continue
-		}
-		for _, w := range offStack {
-			if l == w || strings.TrimLeft(l, "-") == w || strings.HasPrefix(strings.TrimLeft(l, "-"), w+"=") {
-				hits = append(hits, a)
-				break
-			}
-		}
-	}
-	return hits
-}
-
+// runIncus runs the incus client on a box, pinned to the daemon and project its tag was
+// checked on (backend/vm builds the command); its exit code is box's.
 func runIncus(e *env, name string, rest []string) error {
-	ctx, stop := vmContext()
-	c := e.client()
-	_, err := resolve(ctx, e, c, name)
-	c.Close()
-	stop()
+	h, err := vmBackend{e: e}.vm().Incus(name, rest)
 	if err != nil {
 		return err
 	}
@@ -163,34 +74,24 @@ func runIncus(e *env, name string, rest []string) error {
 	if err != nil {
 		return withHint(errors.New("the incus client is not installed"), "install it (Debian 12: apt-get install -t bookworm-backports incus-client), or use the Nix package, which puts it on PATH")
 	}
-	args := incusArgs(name, rest)
-	q := make([]string, len(args))
-	for i, a := range args {
+	q := make([]string, len(h.Args))
+	for i, a := range h.Args {
 		q[i] = shellQuote(a)
 	}
-	fmt.Fprintf(e.stderr, "box: running: incus %s   (on %s, project %s)\n", strings.Join(q, " "), c.Where(), vm.ProjectOf(c))
-	if hits := offStackWords(args); len(hits) > 0 {
+	fmt.Fprintf(e.stderr, "box: running: incus %s   (on %s, project %s)\n", strings.Join(q, " "), h.Where, h.Project)
+	if len(h.OffStack) > 0 {
 		fmt.Fprintf(e.stderr, "box: warning: %s can move box %s off the isolation stack (profile, network, device, nic, security.*): from here the trust boundary is yours to keep\n",
-			strings.Join(hits, " "), name)
+			strings.Join(h.OffStack, " "), name)
 	}
 	// Pinned: the client acts on exactly the daemon and project the tag was checked on.
-	confDir, err := os.MkdirTemp("", "box-incus-")
+	confDir, env, err := h.Pin(os.Environ())
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(confDir)
-	socket := ""
-	if r := c.Remote(); r != nil {
-		err = pinRemoteIncus(confDir, r) // remote.go
-	} else if socket, err = filepath.Abs(c.Socket()); err == nil {
-		err = os.WriteFile(filepath.Join(confDir, "config.yml"), []byte(pinnedIncusConfig(socket, c.Project)), 0o600)
-	}
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, h.Args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
-	cmd.Env = pinnedIncusEnv(os.Environ(), confDir, socket, c.Project)
+	cmd.Env = env
 	// Ctrl-C reaches incus (same process group); box waits for it to finish. (Caught,
 	// not ignored: an ignored signal would stay ignored in incus.)
 	sigs := make(chan os.Signal, 1)

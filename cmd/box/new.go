@@ -1,19 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/heavy-duty/box/backend"
-	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
-	"github.com/heavy-duty/box/internal/progress"
-	"github.com/heavy-duty/box/profiles"
-	"github.com/heavy-duty/box/templates"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -27,10 +18,11 @@ type newOptions struct {
 	backend, network, workdir string
 }
 
-func newNewCmd(e *env) *cobra.Command { return newNewCmdWith(e, runNew) }
+func newNewCmd(e *env) *cobra.Command { return newNewCmdWith(e, nil) }
 
-// newNewCmdWith builds the verb around runF, so tests can check argv to options.
-func newNewCmdWith(e *env, runF func(*env, *newOptions, []string) error) *cobra.Command {
+// newNewCmdWith builds the verb with mintF (nil: vm.Backend.Mint) as the vm backend's
+// box new, so tests can check argv to the request.
+func newNewCmdWith(e *env, mintF func(backend.MintRequest) error) *cobra.Command {
 	o := &newOptions{}
 	cmd := &cobra.Command{
 		Use:     "new --name NAME [--template T | --profile P | --from SRC[/SNAP]]",
@@ -95,7 +87,7 @@ user-data: box warns by name.`,
 			if err != nil {
 				return err
 			}
-			var be backend.Backend = vmBackend{e: e, mint: runF}
+			var be backend.Backend = vmBackend{e: e, mint: mintF}
 			if bwrap {
 				be = e.bwrapBoxes()
 			}
@@ -118,196 +110,4 @@ user-data: box warns by name.`,
 		return boxNames(e, ""), cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
-}
-
-// newPlan is what box new will do, decided without incusd: a mint (Pool still to be
-// read off the placement profile), or a clone.
-type newPlan struct {
-	mint  incus.Mint
-	clone *incus.Clone
-}
-
-// planNew checks everything that can be checked without incusd: names, flags, the
-// profile, the template, resource precedence.
-func planNew(e *env, o *newOptions, given []string, now time.Time) (*newPlan, error) {
-	if o.Name == "" {
-		return nil, usagef("run 'box new --help' for usage", "box new needs --name NAME")
-	}
-	if err := incus.ValidateName(o.Name); err != nil {
-		return nil, usagef("box names are letters, digits and hyphens, starting with a letter", "%s", err)
-	}
-	if v := e.getenv(vm.EnvLaunchTimeout); v != "" && !slices.Contains(given, "timeout") {
-		d, err := launchTimeout(v)
-		if err != nil {
-			return nil, err
-		}
-		o.timeout = d
-	}
-	if o.timeout <= 0 {
-		return nil, usagef("for example --timeout 10m", "--timeout must be positive")
-	}
-	o.FromEnv(e.getenv)
-	placement := vm.Placement(e.getenv)
-	if o.from != "" {
-		if err := vm.CloneRefusals(given); err != nil {
-			return nil, vmErr(e, err)
-		}
-		// Refused by name, not silently dropped: the scripting form of the resource
-		// flags does not reach a clone, which keeps its source's resources.
-		for _, kv := range [][2]string{{vm.EnvCPU, o.EnvCPU}, {vm.EnvMemory, o.EnvMemory}, {vm.EnvDisk, o.EnvDisk}} {
-			if kv[1] != "" {
-				note(e, "%s=%s is not applied to a clone: it keeps its source's resources ('box incus %s -- config set limits.*' changes them)", kv[0], kv[1], o.Name)
-			}
-		}
-		src, snap, err := vm.ParseFrom(o.from)
-		if err != nil {
-			return nil, vmErr(e, err)
-		}
-		return &newPlan{clone: &incus.Clone{Name: o.Name, From: src, Snapshot: snap, Profile: placement, Created: now}}, nil
-	}
-	var prof *profiles.Profile
-	if o.profile != "" {
-		p, err := profiles.Load(o.profile, profiles.Dir(e.configHome()))
-		if err != nil {
-			if errors.Is(err, profiles.ErrNotFound) || profiles.ValidName(o.profile) != nil {
-				return nil, usagef("run 'box profiles' to list them", "%s", err)
-			}
-			return nil, err
-		}
-		prof = p
-	}
-	if err := vm.CheckProfile(prof); err != nil {
-		return nil, vmErr(e, err)
-	}
-	name := vm.TemplateName(o.Template, prof)
-	tmpl, err := templates.Load(name, templates.Dir(e.configHome()))
-	if err != nil {
-		if errors.Is(err, templates.ErrNotFound) || templates.ValidName(name) != nil {
-			return nil, usagef("run 'box templates' to list them", "%s", err)
-		}
-		var h interface{ Hint() string }
-		if errors.As(err, &h) {
-			return nil, err
-		}
-		return nil, withHint(err, "fix or remove the template named above")
-	}
-	if _, _, err := vm.PristinePolicy(e.getenv(vm.EnvSnapshotPristine), ""); err != nil {
-		return nil, err
-	}
-	if err := profiles.CheckKeys(profiles.UseVM, prof, tmpl); err != nil {
-		return nil, err
-	}
-	mint, err := vm.MintPlan(o.NewOptions, prof, tmpl, placement, "", now)
-	if err != nil {
-		return nil, vmErr(e, err)
-	}
-	if note := vm.PidsNote(prof, mint.VM); note != "" {
-		fmt.Fprintf(e.stderr, "box: warning: %s\n", note)
-	}
-	return &newPlan{mint: mint}, nil
-}
-
-// runNew is the vm backend's box new: it plans, checks the name and the source, and
-// hands the launch to backend/vm.
-func runNew(e *env, o *newOptions, given []string) error {
-	plan, err := planNew(e, o, given, time.Now())
-	if err != nil {
-		return err
-	}
-	mint := plan.mint
-
-	ctx, stop := vmContext()
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	c := e.client()
-	defer c.Close()
-	p := newProgress(e)
-	defer p.Done()
-
-	if _, _, err := c.Instance(ctx, o.Name); err == nil {
-		return withHint(fmt.Errorf("an instance named %q already exists", o.Name), "pick another --name; 'box list' shows the boxes")
-	} else if !incus.IsNotFound(err) {
-		return vmErr(e, err)
-	}
-
-	l := vm.Launch{Name: o.Name, Clone: plan.clone != nil, Timeout: o.timeout, Pristine: e.getenv(vm.EnvSnapshotPristine)}
-	if cl := plan.clone; cl != nil {
-		if _, err := resolve(ctx, e, c, cl.From); err != nil {
-			return err
-		}
-		if cl.Snapshot != "" {
-			if err := needSnapshot(ctx, e, c, cl.From, cl.Snapshot); err != nil {
-				return err
-			}
-		}
-		if l.Req, err = incus.CloneRequest(*cl); err != nil {
-			return vmErr(e, err)
-		}
-		p.Step("cloning %s into %s", o.from, o.Name)
-	} else {
-		if mint.Pool, err = placementPool(ctx, e, c, vm.Placement(e.getenv)); err != nil {
-			return err
-		}
-		l.Pool = mint.Pool
-		if l.Req, err = incus.MintRequest(mint); err != nil {
-			return vmErr(e, err)
-		}
-		kind := "container"
-		if mint.VM {
-			kind = "VM"
-		}
-		p.Step("creating %s (%s, template %s, image %s)", o.Name, kind, mint.Template, mint.Image)
-	}
-	res, err := vm.Run(ctx, c, l, vmReporter(e, p))
-	if err != nil {
-		return launchErr(e, o, err)
-	}
-	p.Done()
-	s := vm.Summarize(res.Inst, nil)
-	note(e, "%s is ready (%s, %s, user %s, %s): box shell %s",
-		o.Name, s.Type, res.IPv4, s.User, p.Elapsed().Round(100*time.Millisecond), o.Name)
-	return nil
-}
-
-// vmReporter is how backend/vm speaks: the verb's progress line, warnings and notes.
-func vmReporter(e *env, p *progress.Line) vm.Reporter {
-	return vm.Reporter{
-		Progress: p,
-		Warn:     func(format string, a ...any) { fmt.Fprintf(e.stderr, "box: warning: "+format+"\n", a...) },
-		Note:     func(format string, a ...any) { note(e, format, a...) },
-	}
-}
-
-// launchTimeout reads $BOX_LAUNCH_TIMEOUT: whole seconds (upstream's form), or a
-// duration such as 10m.
-func launchTimeout(v string) (time.Duration, error) {
-	if n, err := strconv.Atoi(v); err == nil && n > 0 {
-		return time.Duration(n) * time.Second, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return d, nil
-	}
-	return 0, usagef("for example BOX_LAUNCH_TIMEOUT=600 (seconds) or 10m", "%s=%q: want a positive number of seconds or a duration", vm.EnvLaunchTimeout, v)
-}
-
-// launchErr words a failed launch: a step that failed (the box was removed), or a box
-// kept on purpose (its lease or cloud-init did not come), which says so itself.
-func launchErr(e *env, o *newOptions, err error) error {
-	var le *vm.Error
-	if !errors.As(err, &le) {
-		return vmErr(e, err)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return withHint(fmt.Errorf("could not %s box %q within %s; it was removed", le.What, o.Name, o.timeout), "a first launch may fetch the image: try a longer --timeout")
-	}
-	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("interrupted: box %q was removed", o.Name)
-	}
-	return vmErr(e, err)
-}
-
-// needSnapshot checks that box has the snapshot (vm.Backend.NeedSnapshot).
-func needSnapshot(ctx context.Context, e *env, c *incus.Client, box, snap string) error {
-	return vmBackend{e: e}.vm().NeedSnapshot(ctx, c, box, snap)
 }

@@ -2,17 +2,12 @@ package main
 
 // Remotes: --remote R (or BOX_REMOTE, or REMOTE:NAME on a box argument) aims the vm
 // verbs at an Incus remote of the incus client's own configuration, over HTTPS with
-// its client certificate. Every verb gets its client from (e *env) client(), so the
-// tag boundary and the placement profile apply on the remote exactly as locally.
+// its client certificate (backend/vm's Daemon). This file reads which remote was asked.
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -180,83 +175,16 @@ func (e *env) remotePrefixes(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// checkRemote reads the remote in force before the verb does anything: an unknown
-// remote is a usage error, an unusable one fails with its fix.
-func (e *env) checkRemote() error {
-	if e.remoteName() == "" {
-		return nil
-	}
-	c, err := e.remoteClient()
-	var ce *incus.RemoteConfigError
-	if errors.As(err, &ce) && ce.Unknown {
-		return usagef("", "%w", err)
-	}
-	if err != nil {
-		return err
-	}
-	c.Close()
-	return nil
-}
-
-// remoteClient returns the client of the remote in force: the local socket without
-// one; a unix:// remote's socket; an HTTPS remote with the incus client's certificate.
-func (e *env) remoteClient() (*incus.Client, error) {
-	name := e.remoteName()
-	if name == "" {
-		return e.localClient(), nil
-	}
-	r, err := incus.LoadRemote(incus.ConfigDir(e.getenv, e.home()), name)
-	if err != nil {
-		return nil, err
-	}
-	var c *incus.Client
-	if r.HTTPS() {
-		if c, err = incus.NewRemote(r); err != nil {
-			return nil, err
-		}
-	} else {
-		sock := r.Socket
-		if sock == "" {
-			sock = e.socketPath()
-		}
-		c = incus.New(sock)
-		if r.Project != "default" {
-			c.Project = r.Project
-		}
-	}
-	return c, nil
-}
+// checkRemote reads the remote in force before the verb does anything
+// (vm.Daemon.Check): an unknown remote is a usage error, an unusable one fails with its
+// fix.
+func (e *env) checkRemote() error { return e.daemon().Check() }
 
 // remoteHint is the hint of an answer that the remote does not trust box's client
 // certificate.
 func remoteHint(remote string) string {
 	return fmt.Sprintf("remote %s does not trust this client certificate: add it on the server ('incus config trust add-certificate client.crt'), or re-add the remote with a trust token ('incus remote add %s TOKEN')",
 		remote, remote)
-}
-
-// pinRemoteIncus writes into dir the incus client configuration of 'box incus' on a
-// remote: its only remote, and the default, is r under the pinned name incusRemote (the
-// same address and project, the client certificate and the accepted server certificate
-// copied from r's configuration), so the client acts on exactly the remote box checked.
-func pinRemoteIncus(dir string, r *incus.Remote) error {
-	var server []byte
-	if p := r.PinnedCert(); p != "" {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		server = b
-	}
-	cert, err := os.ReadFile(filepath.Join(r.ConfigDir, "client.crt"))
-	if err != nil {
-		return err
-	}
-	key, err := os.ReadFile(filepath.Join(r.ConfigDir, "client.key"))
-	if err != nil {
-		return err
-	}
-	return incus.ClientConfig{DefaultRemote: incusRemote, CertPEM: cert, KeyPEM: key,
-		Remotes: map[string]incus.RemoteSpec{incusRemote: {Addr: r.Addr, Project: r.Project, ServerCertPEM: server}}}.Write(dir)
 }
 
 // bwrapNotRemote refuses a bwrap box on a remote: bwrap boxes live on this machine.

@@ -9,14 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/heavy-duty/box/backend"
-	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/internal/progress"
 	"github.com/spf13/cobra"
@@ -28,23 +25,16 @@ const groupVM = "vm"
 // socketPath resolves incusd's socket as the incus CLI does, from box's environment.
 func (e *env) socketPath() string { return e.localSocket() }
 
-// client returns a client for incusd: the local socket, or the remote in force
-// (remote.go). Nothing is dialled until a verb asks; a remote that cannot be used
-// fails the verb's first request, with its reason and fix.
-func (e *env) client() *incus.Client {
-	c, err := e.remoteClient()
-	if err != nil {
-		return incus.Broken(err)
-	}
-	c.Target = e.target
-	return c
+// daemon is the incusd the vm verbs act on: the local socket, or the remote in force
+// (remote.go). Nothing is dialled until a verb asks.
+func (e *env) daemon() vm.Daemon {
+	return vm.Daemon{Remote: e.remoteName(), Target: e.target, Socket: e.socketPath(),
+		Getenv: e.getenv, Home: e.home(), Local: e.localClient}
 }
 
 // vmContext is the context of one vm verb: Ctrl-C and SIGTERM cancel it (operations in
 // flight are cancelled in incusd too).
-func vmContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
+func vmContext() (context.Context, context.CancelFunc) { return vm.SignalContext() }
 
 // vmErr gives an error from the vm backend its hint: names are usage errors, a missing
 // daemon says how to find out why, the tag boundary explains itself.
@@ -60,7 +50,7 @@ func vmErr(e *env, err error) error {
 		}
 		return err
 	}
-	if incus.Untrusted(err) && e.remoteName() != "" {
+	if vm.Untrusted(err) && e.remoteName() != "" {
 		return withHint(err, remoteHint(e.remoteName()))
 	}
 	if h := e.userSocketHint(err); h != "" {
@@ -81,12 +71,6 @@ func vmErr(e *env, err error) error {
 		return usagef("box names are letters, digits and hyphens, starting with a letter", "%w", err)
 	}
 	return err
-}
-
-// resolve is vm.Resolve with the CLI's hints.
-func resolve(ctx context.Context, e *env, c *incus.Client, name string) (*incus.Instance, error) {
-	inst, err := vm.Resolve(ctx, c, name)
-	return inst, vmErr(e, err)
 }
 
 // newProgress is the progress line of a long vm operation on stderr: drawn on a
@@ -150,7 +134,7 @@ func boxNames(e *env, prefix string) []cobra.Completion {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	c := e.client()
+	c := e.daemon().Client()
 	defer c.Close()
 	list, err := c.ListBoxes(ctx)
 	if err != nil {
@@ -196,27 +180,4 @@ func splitDash(cmd *cobra.Command, args []string, needDash bool) (box string, re
 		return "", nil, false
 	}
 	return box, rest, len(rest) > 0
-}
-
-// placementPool is the storage pool of the placement profile's root disk, where a new
-// box's disk goes; a missing profile says how to make it.
-func placementPool(ctx context.Context, e *env, c *incus.Client, placement string) (string, error) {
-	pool, err := c.RootPool(ctx, placement)
-	if err != nil {
-		if incus.IsNotFound(err) && c.RemoteName() != "" {
-			return "", withHint(fmt.Errorf("placement profile %q does not exist on remote %s", placement, c.RemoteName()),
-				"build the stack there with 'box setup-host --remote "+c.RemoteName()+"', or name an existing profile in $"+vm.PlacementEnv)
-		}
-		if incus.IsNotFound(err) {
-			return "", withHint(fmt.Errorf("placement profile %q does not exist in incusd", placement),
-				"set up the host with 'box setup-host', or name an existing profile in $"+vm.PlacementEnv)
-		}
-		return "", vmErr(e, err)
-	}
-	return pool, nil
-}
-
-// resolveAgain re-reads a box after a question was asked about it (vm.Backend.ResolveAgain).
-func resolveAgain(ctx context.Context, e *env, c *incus.Client, before *incus.Instance) (*incus.Instance, error) {
-	return vmBackend{e: e}.vm().ResolveAgain(ctx, c, before)
 }

@@ -6,12 +6,13 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend/vm"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/vm")
@@ -19,13 +20,13 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files in testd
 var goldenTime = time.Date(2026, 7, 14, 9, 30, 0, 0, time.UTC)
 
 // planArgv parses box new's argv as the CLI does and returns the plan, without incusd.
-func planArgv(t *testing.T, args ...string) (*newPlan, error) {
+func planArgv(t *testing.T, args ...string) (*vm.NewPlan, error) {
 	t.Helper()
-	var plan *newPlan
+	var plan *vm.NewPlan
 	var perr error
 	e := newEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
-	cmd := newNewCmdWith(e, func(e *env, o *newOptions, given []string) error {
-		plan, perr = planNew(e, o, given, goldenTime)
+	cmd := newNewCmdWith(e, func(r backend.MintRequest) error {
+		plan, perr = vmBackend{e: e}.vm().Plan(r, goldenTime)
 		return perr
 	})
 	cmd.SetArgs(args)
@@ -92,7 +93,7 @@ func TestNewRequests(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}
-		m := plan.mint
+		m := plan.Mint
 		m.Pool = "default" // read off the placement profile at run time
 		req, err := incus.MintRequest(m)
 		if err != nil {
@@ -106,10 +107,10 @@ func TestNewCloneRequests(t *testing.T) {
 	vmConfig(t)
 	for golden, from := range map[string]string{"clone-box": "work", "clone-snapshot": "work/authed"} {
 		plan, err := planArgv(t, "--name", "feature", "--from", from)
-		if err != nil || plan.clone == nil {
+		if err != nil || plan.Clone == nil {
 			t.Fatalf("--from %s: %v", from, err)
 		}
-		req, err := incus.CloneRequest(*plan.clone)
+		req, err := incus.CloneRequest(*plan.Clone)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,32 +180,6 @@ func TestNoDaemon(t *testing.T) {
 	}
 }
 
-func TestIncusArgs(t *testing.T) {
-	got := incusArgs("work", []string{"file", "push", "x", "{}/root/", "{}"})
-	if !slices.Equal(got, []string{"file", "push", "x", "work/root/", "work"}) {
-		t.Errorf("incusArgs: %v", got)
-	}
-	// Without {}, the instance is appended.
-	if got := incusArgs("work", []string{"config", "show"}); !slices.Equal(got, []string{"config", "show", "work"}) {
-		t.Errorf("incusArgs without {}: %v", got)
-	}
-	for args, want := range map[string]string{
-		"config show work":                         "",
-		"exec work -- cat /etc/network/interfaces": "",
-		"config set work security.nesting=true":    "security.nesting=true",
-		"config device add work gpu gpu":           "device",
-		"profile assign work default":              "profile",
-		"network attach lanbr work":                "network",
-		"config device set work eth0 nic":          "device nic",
-		"copy work x --profile=default":            "--profile=default",
-		"launch img x --network lan":               "--network",
-	} {
-		if got := strings.Join(offStackWords(strings.Fields(args)), " "); got != want {
-			t.Errorf("offStackWords(%q) = %q, want %q", args, got, want)
-		}
-	}
-}
-
 // The escape hatch refuses arguments that would aim incus at another project or remote,
 // where the checked name may be an instance box never minted; before any call.
 func TestIncusHatchElsewhere(t *testing.T) {
@@ -217,24 +192,6 @@ func TestIncusHatchElsewhere(t *testing.T) {
 		var o, e bytes.Buffer
 		if code := Main(args, strings.NewReader(""), &o, &e); code != exitUsage || !strings.Contains(e.String(), "another project or remote") {
 			t.Errorf("%q: exit %d: %s", args, code, e.String())
-		}
-	}
-}
-
-// The incus client box runs is pinned to box's socket and project, whatever the user's
-// environment says.
-func TestPinnedIncus(t *testing.T) {
-	env := pinnedIncusEnv([]string{"PATH=/bin", "INCUS_PROJECT=decoy", "INCUS_REMOTE=elsewhere", "INCUS_CONF=/home/u/.config/incus",
-		"INCUS_GLOBAL_CONF=/etc/incus", "INCUS_DIR=/other", "INCUS_SOCKET=/other.socket", "HOME=/home/u"}, "/tmp/conf", "/var/lib/incus/unix.socket", "")
-	want := []string{"PATH=/bin", "HOME=/home/u", "INCUS_CONF=/tmp/conf", "INCUS_GLOBAL_CONF=/tmp/conf", "INCUS_REMOTE=box",
-		"INCUS_PROJECT=default", "INCUS_SOCKET=/var/lib/incus/unix.socket"}
-	if !slices.Equal(env, want) {
-		t.Errorf("env %q\nwant %q", env, want)
-	}
-	conf := pinnedIncusConfig("/var/lib/incus/unix.socket", "work")
-	for _, w := range []string{"default-remote: box\n", `addr: "unix:///var/lib/incus/unix.socket"`, `project: "work"`} {
-		if !strings.Contains(conf, w) {
-			t.Errorf("config lacks %q:\n%s", w, conf)
 		}
 	}
 }
