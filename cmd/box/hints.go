@@ -26,7 +26,10 @@ func hintFor(err error) (string, error) {
 	var env *bwrap.EnvNameError
 	var at *bwrap.AllowTierError
 	var ap *bwrap.AllowPatternError
+	var ae *bwrap.AuditError
 	switch {
+	case errors.As(err, &ae):
+		return auditHint(ae), ae
 	case errors.Is(err, bwrap.ErrRoot):
 		return "run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure", bwrap.ErrRoot
 	case errors.As(err, &ce):
@@ -41,6 +44,14 @@ func hintFor(err error) (string, error) {
 		return "for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github", ap
 	}
 	return "", nil
+}
+
+func auditHint(e *bwrap.AuditError) string {
+	h := "inspect the paths above before running git or opening the directory in an editor; the next box run in this directory audits again"
+	if e.Manifest != "" {
+		h += "\nwhat was moved aside is listed in " + e.Manifest
+	}
+	return h
 }
 
 func checkHint(n bwrap.Need) string {

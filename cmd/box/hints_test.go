@@ -58,6 +58,18 @@ func TestHints(t *testing.T) {
 			t.Errorf("%T: exit %d, printed\n%s\nwant exit %d, printed\n%s", c.err, code, b.String(), c.code, want)
 		}
 	}
+	// The post-run audit's hint, with and without a manifest; its exit code is its own.
+	for _, m := range []string{"", "/q/manifest.json"} {
+		var b bytes.Buffer
+		code := report(&b, &bwrap.AuditError{Err: base, Code: 3, Manifest: m})
+		want := "box: error: boom (the command exited 3)\nbox: hint: inspect the paths above before running git or opening the directory in an editor; the next box run in this directory audits again\n"
+		if m != "" {
+			want += "box: hint: what was moved aside is listed in " + m + "\n"
+		}
+		if b.String() != want || code != bwrap.ExitAudit {
+			t.Errorf("audit: exit %d, printed\n%s\nwant\n%s", code, b.String(), want)
+		}
+	}
 	// A hint added above the typed error is the one printed, as before; one below it is not.
 	if got := errs.HintOf(cliHint(errs.WithHint(bwrap.ErrRoot, "outer"))); got != "outer" {
 		t.Errorf("hint above: %q", got)
