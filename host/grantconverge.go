@@ -59,7 +59,7 @@ func (h GrantHost) Grant(ctx context.Context, r GrantRequest) error {
 	}
 	meta := r.PortName
 	if meta.Err != nil {
-		return errs.WithHint(fmt.Errorf("box grant: %w", meta.Err), "box grant checks the host firewall's kernel support first: run it as root")
+		return &GrantError{Why: GrantPortNameProbe, User: g.Name, Project: g.Project(), Err: fmt.Errorf("box grant: %w", meta.Err)}
 	}
 	if meta.Gap && !meta.Accepted {
 		return errs.WithHint(ErrPortNameFirewall, "load br_netfilter (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1), or use a kernel with CONFIG_NFT_BRIDGE_META; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)")
@@ -74,31 +74,31 @@ func (h GrantHost) Grant(ctx context.Context, r GrantRequest) error {
 	// Every precondition before any change.
 	if s.project != nil {
 		if owner, ok := s.project.Config[GrantKey]; ok && owner != g.Name {
-			return errs.WithHint(fmt.Errorf("project %s: %w: it is %s's grant (uid %d is now %s)", g.Project(), ErrForeignProject, owner, g.UID, g.Name),
-				"the account's uid was reused: box revoke "+owner+" --purge first (or delete the project with incus)")
+			return &GrantError{Why: GrantUIDReused, User: g.Name, Project: g.Project(), Owner: owner,
+				Err: fmt.Errorf("project %s: %w: it is %s's grant (uid %d is now %s)", g.Project(), ErrForeignProject, owner, g.UID, g.Name)}
 		}
 		if _, ok := s.project.Config[GrantKey]; !ok && len(s.instances) > 0 {
 			names := make([]string, len(s.instances))
 			for i, in := range s.instances {
 				names[i] = in.Name
 			}
-			return errs.WithHint(fmt.Errorf("project %s: %w: incus-user made it, and it holds %s", g.Project(), ErrForeignProject, strings.Join(names, ", ")),
-				"box grant converges no instance it did not make: delete them (incus delete --project "+g.Project()+" NAME) or move them away, then run box grant again")
+			return &GrantError{Why: GrantForeignProject, User: g.Name, Project: g.Project(),
+				Err: fmt.Errorf("project %s: %w: incus-user made it, and it holds %s", g.Project(), ErrForeignProject, strings.Join(names, ", "))}
 		}
 	}
 	if s.project == nil {
 		// incus-user's setup below creates that network; an operator's of the same name
 		// would fail it.
 		if n, err := c.InProject("default").Network(ctx, UserBridge(g.UID)); err == nil && !isIncusUserBridge(n) {
-			return errs.WithHint(fmt.Errorf("network %s exists: incus-user names %s's private bridge so, and its setup would fail", n.Name, g.Name),
-				"rename or delete that network, then run box grant again")
+			return &GrantError{Why: GrantNetworkExists, User: g.Name, Project: g.Project(),
+				Err: fmt.Errorf("network %s exists: incus-user names %s's private bridge so, and its setup would fail", n.Name, g.Name)}
 		}
 	}
 	if s.bridge != nil {
 		for _, u := range s.bridge.UsedBy {
 			if u != "/1.0/profiles/default?project="+g.Project() {
-				return errs.WithHint(fmt.Errorf("network %s (incus-user's private bridge for %s) is used by %s", s.bridge.Name, g.Name, u),
-					"box grant removes that bridge (it has none of box's isolation): detach it from "+u+", then run box grant again")
+				return &GrantError{Why: GrantBridgeUsed, User: g.Name, Project: g.Project(), UsedBy: u,
+					Err: fmt.Errorf("network %s (incus-user's private bridge for %s) is used by %s", s.bridge.Name, g.Name, u)}
 			}
 		}
 	}
@@ -138,7 +138,7 @@ func (h GrantHost) Grant(ctx context.Context, r GrantRequest) error {
 		return h.incusErr(err)
 	}
 	if err := c.ReplaceProject(ctx, s.plan.Project()); err != nil {
-		return errs.WithHint(h.incusErr(err), "incusd refused box's restrictions for the project as it is: fix what it names, then run box grant again")
+		return &GrantError{Why: GrantRefused, User: g.Name, Project: g.Project(), Err: h.incusErr(err)}
 	}
 	for _, p := range profiles {
 		err := uc.ReplaceProfile(ctx, p)

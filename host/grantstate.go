@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/internal/errs"
 )
 
 // GrantHost is what the grant sequences act on: the local incusd, as its administrator,
@@ -61,19 +60,19 @@ func (h GrantHost) readGrant(ctx context.Context, g *Grantee) (*grantState, erro
 	p, err := c.InProject("default").Profile(ctx, name)
 	if err != nil {
 		if incus.IsNotFound(err) {
-			return nil, errs.WithHint(fmt.Errorf("placement profile %s: %w", name, err), "build the isolation stack first: box setup-host")
+			return nil, &GrantError{Why: GrantNoPlacement, User: g.Name, Project: g.Project(), Err: fmt.Errorf("placement profile %s: %w", name, err)}
 		}
 		return nil, h.incusErr(err)
 	}
 	s.placement = *p
 	br := PlacementBridge(*p)
 	if br == "" {
-		return nil, errs.WithHint(fmt.Errorf("placement profile %s has no NIC on a network", name), "repair it: box setup-host (box doctor says what is wrong)")
+		return nil, &GrantError{Why: GrantPlacementNoNIC, User: g.Name, Project: g.Project(), Err: fmt.Errorf("placement profile %s has no NIC on a network", name)}
 	}
 	s.plan = Grant{User: g.Name, UID: g.UID, Bridge: br}
 	if s.project, err = c.ProjectByName(ctx, g.Project()); err != nil {
 		if !incus.IsNotFound(err) {
-			return nil, errs.WithHint(h.incusErr(err), "box grant speaks to incusd as its administrator: run it as root, or as a member of incus-admin")
+			return nil, &GrantError{Why: GrantNotAdmin, User: g.Name, Project: g.Project(), Err: h.incusErr(err)}
 		}
 		s.project = nil
 	} else {

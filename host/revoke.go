@@ -27,12 +27,11 @@ func (h GrantHost) Revoke(ctx context.Context, name string, purge bool) error {
 		return err
 	}
 	if s.project == nil && len(s.trusted) == 0 && s.cert == nil {
-		return errs.WithHint(fmt.Errorf("%s has no grant (no project %s, no certificate)", g.Name, g.Project()), "box doctor lists the grants of this host")
+		return &GrantError{Why: RevokeNoGrant, User: g.Name, Project: g.Project(), Err: fmt.Errorf("%s has no grant (no project %s, no certificate)", g.Name, g.Project())}
 	}
 	if s.project != nil {
 		if owner, ok := s.project.Config[GrantKey]; !ok || owner != g.Name {
-			return errs.WithHint(fmt.Errorf("project %s: %w", g.Project(), ErrForeignProject),
-				"box revoke takes back only what box grant gave: run box grant "+g.Name+" first to take the project over, or remove it with incus")
+			return &GrantError{Why: RevokeNotGranted, User: g.Name, Project: g.Project(), Err: fmt.Errorf("project %s: %w", g.Project(), ErrForeignProject)}
 		}
 	}
 	// --purge: everything it will delete is listed first; what it must not delete stops it.
@@ -50,8 +49,8 @@ func (h GrantHost) Revoke(ctx context.Context, name string, purge bool) error {
 			boxesToGo = append(boxesToGo, in)
 		}
 		if len(foreign) > 0 {
-			return errs.WithHint(fmt.Errorf("project %s holds instances box did not mint: %s", g.Project(), strings.Join(foreign, ", ")),
-				"box deletes only its own boxes: delete those with incus (incus delete --project "+g.Project()+" NAME), then run box revoke --purge again")
+			return &GrantError{Why: RevokeForeignInstances, User: g.Name, Project: g.Project(),
+				Err: fmt.Errorf("project %s holds instances box did not mint: %s", g.Project(), strings.Join(foreign, ", "))}
 		}
 		// Only what the project owns: with a feature off, the API answers with the
 		// default project's images, profiles or volumes.
@@ -73,8 +72,8 @@ func (h GrantHost) Revoke(ctx context.Context, name string, purge bool) error {
 			}
 			var buckets []string
 			if err := uc.Query(ctx, "GET", "/storage-pools/"+pool+"/buckets", nil, &buckets); err == nil && len(buckets) > 0 {
-				return errs.WithHint(fmt.Errorf("project %s holds storage buckets: %s", g.Project(), strings.Join(buckets, ", ")),
-					"delete them with incus (incus storage bucket delete --project "+g.Project()+" "+pool+" NAME), then run box revoke --purge again")
+				return &GrantError{Why: RevokeBuckets, User: g.Name, Project: g.Project(), Pool: pool,
+					Err: fmt.Errorf("project %s holds storage buckets: %s", g.Project(), strings.Join(buckets, ", "))}
 			}
 		}
 		if own("features.images") {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap/inet"
-	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
 	"golang.org/x/sys/unix"
 )
@@ -134,7 +133,7 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 			for _, c := range closers {
 				c()
 			}
-			return nil, errs.WithHint(err, "run 'box --check' to see what the sandbox needs here")
+			return nil, needs(NeedAllowlist, err)
 		}
 		s.ServeControl(ctl)
 		fmt.Fprintf(stderr, "box: allowlist: run %s allows %d pattern(s); refusals are logged to %s (inside: ~/.claude/%s); allow more while it runs: box allow --run %s NAME\n",

@@ -185,13 +185,6 @@ func (e *AuditError) Error() string {
 	return fmt.Sprintf("%v (the command exited %d)", e.Err, e.Code)
 }
 func (e *AuditError) Unwrap() error { return e.Err }
-func (e *AuditError) Hint() string {
-	h := "inspect the paths above before running git or opening the directory in an editor; the next box run in this directory audits again"
-	if e.Manifest != "" {
-		h += "\nwhat was moved aside is listed in " + e.Manifest
-	}
-	return h
-}
 
 // Finish prints the report and turns a failed audit into an *AuditError (nil when the
 // audit held).

@@ -35,7 +35,7 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 			return pr, errs.Usage("unset it to let box choose (pasta, else slirp4netns)", "BOX_INTERNET_HELPER=%q: want pasta or slirp4netns", helper)
 		}
 		if pr.Net, err = (inet.Options{Helper: h}).Resolve(); err != nil {
-			return pr, errs.WithHint(err, "install passt (pasta) or slirp4netns, then run 'box --check'")
+			return pr, needs(NeedHelper, err)
 		}
 		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
 			return pr, fmt.Errorf("internet tier: listing the host's addresses: %w", err)
@@ -57,8 +57,7 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 // Only --allow-root accepts that.
 func (p *Plan) RefuseRoot() error {
 	if os.Geteuid() == 0 && !p.AllowRoot {
-		return errs.WithHint(errors.New("refusing to sandbox as root: inside, the command would keep root's ownership of files (/etc/shadow, SSH host keys and other root-only files would be readable)"),
-			"run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure")
+		return ErrRoot
 	}
 	return nil
 }
@@ -67,7 +66,7 @@ func (p *Plan) RefuseRoot() error {
 func LookBwrap() (string, error) {
 	bin, err := exec.LookPath("bwrap")
 	if err != nil {
-		return "", errs.WithHint(errors.New("bwrap (bubblewrap) is not installed"), "install it: apt-get install bubblewrap (then run 'box --check')")
+		return "", needs(NeedBwrap, errors.New("bwrap (bubblewrap) is not installed"))
 	}
 	return bin, nil
 }
@@ -135,7 +134,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 			defer cancel()
 			s, err := inet.Attach(ctx, pid, pr.Net)
 			if err != nil {
-				return nil, errs.WithHint(fmt.Errorf("internet tier: %w", err), "run 'box --check' to see what the internet tier needs here")
+				return nil, needs(NeedInternet, fmt.Errorf("internet tier: %w", err))
 			}
 			return func() { s.Close() }, nil
 		}
@@ -147,16 +146,17 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	}
 	limits, err := p.Enforce.Start()
 	if err != nil {
-		return 1, errs.WithHint(err, "run 'box --check' to see which limit mechanism holds here")
+		return 1, needs(NeedLimits, err)
 	}
 	launch.BeforeRelease = limitHook(limits, launch.BeforeRelease)
 	code, err := Run(launch)
 	reportLimits(stderr, code, p.Spec.Limits, limits.Finish())
 	if err != nil {
-		if errs.HintOf(err) != "" {
+		var ce *CheckError
+		if errs.HintOf(err) != "" || errors.As(err, &ce) {
 			return code, err
 		}
-		return code, errs.WithHint(err, "run 'box --check' to diagnose the sandbox")
+		return code, needs(NeedSandbox, err)
 	}
 	return code, nil
 }

@@ -111,7 +111,7 @@ func humanBytes(n int64) string {
 func limitHook(x *Enforcer, next func(int) (func(), error)) func(int) (func(), error) {
 	return func(pid int) (func(), error) {
 		if err := x.Attach(pid); err != nil {
-			return nil, errs.WithHint(err, "run 'box --check' to see which limit mechanism holds here")
+			return nil, needs(NeedLimits, err)
 		}
 		if next == nil {
 			return nil, nil

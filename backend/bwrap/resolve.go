@@ -308,7 +308,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	set := envMap(f.Environ)
 	for _, n := range r.Env {
 		if err := profiles.ValidEnvName(n); err != nil {
-			return nil, errs.Usage("--env takes a name; the value comes from your environment", "--env: %s", err)
+			return nil, &errs.UsageError{Err: &EnvNameError{Err: err}}
 		}
 		allow.Add("--env", n)
 		if !strings.HasSuffix(n, "*") && set[n] == "" {
@@ -467,8 +467,7 @@ func landlockText(abi int) string {
 func (p *Plan) allowlist(r Request, network policy.Tier) ([]string, error) {
 	if !network.Proxied() {
 		if len(r.Allow) > 0 {
-			return nil, errs.Usage("add --network allowlist (or use a profile with network = \"allowlist\")",
-				"--allow: the network tier is %s, not allowlist", network)
+			return nil, &errs.UsageError{Err: &AllowTierError{Tier: network}}
 		}
 		if len(r.Profile.Allow) > 0 {
 			p.warn("network %s: the profile's allow list does not apply", network)
@@ -476,8 +475,7 @@ func (p *Plan) allowlist(r Request, network policy.Tier) ([]string, error) {
 		return nil, nil
 	}
 	if _, err := policy.ParseAllow(r.Allow); err != nil {
-		return nil, errs.Usage("for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github",
-			"--%s", err)
+		return nil, &errs.UsageError{Err: &AllowPatternError{Err: err}}
 	}
 	ps, err := policy.ParseAllow(append(append([]string{}, r.Profile.Allow...), r.Allow...))
 	if err != nil {

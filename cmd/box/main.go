@@ -55,6 +55,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // report prints err as "box: error: ..." with its hint, and maps it to an exit code.
 func report(w io.Writer, err error) int {
+	err = cliHint(err) // hints.go
 	if err == nil {
 		return exitOK
 	}

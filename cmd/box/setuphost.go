@@ -55,6 +55,7 @@ func hostErr(c *incus.Client, err error) error {
 	if err == nil {
 		return nil
 	}
+	err = cliHint(err) // hints.go: a typed error's hint is the one it keeps
 	var ie *incus.Error
 	var h interface{ Hint() string }
 	if errors.As(err, &h) && h.Hint() != "" {

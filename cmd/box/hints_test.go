@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/host"
+	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/policy"
+)
+
+// TestHints: each typed error prints the hint its package used to word, byte for byte,
+// with its message and exit code unchanged.
+func TestHints(t *testing.T) {
+	base := errors.New("boom")
+	g := func(why host.GrantWhy) error {
+		return &host.GrantError{Why: why, User: "alice", Project: "user-1001", Owner: "bob", Pool: "default", UsedBy: "/1.0/instances/x", Err: base}
+	}
+	cases := []struct {
+		err  error
+		hint string
+		code int
+	}{
+		{bwrap.ErrRoot, "run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure", exitFail},
+		{&bwrap.CheckError{Need: bwrap.NeedAllowlist, Err: base}, "run 'box --check' to see what the sandbox needs here", exitFail},
+		{&bwrap.CheckError{Need: bwrap.NeedInternet, Err: base}, "run 'box --check' to see what the internet tier needs here", exitFail},
+		{&bwrap.CheckError{Need: bwrap.NeedLimits, Err: base}, "run 'box --check' to see which limit mechanism holds here", exitFail},
+		{&bwrap.CheckError{Need: bwrap.NeedHelper, Err: base}, "install passt (pasta) or slirp4netns, then run 'box --check'", exitFail},
+		{&bwrap.CheckError{Need: bwrap.NeedBwrap, Err: base}, "install it: apt-get install bubblewrap (then run 'box --check')", exitFail},
+		{&bwrap.CheckError{Need: bwrap.NeedSandbox, Err: base}, "run 'box --check' to diagnose the sandbox", exitFail},
+		{&errs.UsageError{Err: &bwrap.EnvNameError{Err: base}}, "--env takes a name; the value comes from your environment", exitUsage},
+		{&errs.UsageError{Err: &bwrap.AllowTierError{Tier: policy.NetInternet}}, "add --network allowlist (or use a profile with network = \"allowlist\")", exitUsage},
+		{&errs.UsageError{Err: &bwrap.AllowPatternError{Err: base}}, "for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github", exitUsage},
+		{g(host.GrantPortNameProbe), "box grant checks the host firewall's kernel support first: run it as root", exitFail},
+		{g(host.GrantNoPlacement), "build the isolation stack first: box setup-host", exitFail},
+		{g(host.GrantPlacementNoNIC), "repair it: box setup-host (box doctor says what is wrong)", exitFail},
+		{g(host.GrantNotAdmin), "box grant speaks to incusd as its administrator: run it as root, or as a member of incus-admin", exitFail},
+		{g(host.GrantUIDReused), "the account's uid was reused: box revoke bob --purge first (or delete the project with incus)", exitFail},
+		{g(host.GrantForeignProject), "box grant converges no instance it did not make: delete them (incus delete --project user-1001 NAME) or move them away, then run box grant again", exitFail},
+		{g(host.GrantNetworkExists), "rename or delete that network, then run box grant again", exitFail},
+		{g(host.GrantBridgeUsed), "box grant removes that bridge (it has none of box's isolation): detach it from /1.0/instances/x, then run box grant again", exitFail},
+		{g(host.GrantRefused), "incusd refused box's restrictions for the project as it is: fix what it names, then run box grant again", exitFail},
+		{g(host.RevokeNoGrant), "box doctor lists the grants of this host", exitFail},
+		{g(host.RevokeNotGranted), "box revoke takes back only what box grant gave: run box grant alice first to take the project over, or remove it with incus", exitFail},
+		{g(host.RevokeForeignInstances), "box deletes only its own boxes: delete those with incus (incus delete --project user-1001 NAME), then run box revoke --purge again", exitFail},
+		{g(host.RevokeBuckets), "delete them with incus (incus storage bucket delete --project user-1001 default NAME), then run box revoke --purge again", exitFail},
+	}
+	for _, c := range cases {
+		// Wrapped as the verbs wrap it: the message is the chain's, the hint the CLI's.
+		err := fmt.Errorf("ctx: %w", c.err)
+		var b bytes.Buffer
+		code := report(&b, err)
+		want := "box: error: ctx: " + c.err.Error() + "\nbox: hint: " + c.hint + "\n"
+		if b.String() != want || code != c.code {
+			t.Errorf("%T: exit %d, printed\n%s\nwant exit %d, printed\n%s", c.err, code, b.String(), c.code, want)
+		}
+	}
+	// The post-run audit's hint, with and without a manifest; its exit code is its own.
+	for _, m := range []string{"", "/q/manifest.json"} {
+		var b bytes.Buffer
+		code := report(&b, &bwrap.AuditError{Err: base, Code: 3, Manifest: m})
+		want := "box: error: boom (the command exited 3)\nbox: hint: inspect the paths above before running git or opening the directory in an editor; the next box run in this directory audits again\n"
+		if m != "" {
+			want += "box: hint: what was moved aside is listed in " + m + "\n"
+		}
+		if b.String() != want || code != bwrap.ExitAudit {
+			t.Errorf("audit: exit %d, printed\n%s\nwant\n%s", code, b.String(), want)
+		}
+	}
+	// A hint added above the typed error is the one printed, as before; one below it is not.
+	if got := errs.HintOf(cliHint(errs.WithHint(bwrap.ErrRoot, "outer"))); got != "outer" {
+		t.Errorf("hint above: %q", got)
+	}
+	below := &bwrap.CheckError{Need: bwrap.NeedLimits, Err: errs.WithHint(base, "inner")}
+	if got := errs.HintOf(cliHint(below)); got != "run 'box --check' to see which limit mechanism holds here" {
+		t.Errorf("hint below: %q", got)
+	}
+}
