@@ -33,6 +33,9 @@ type Backend struct {
 	// Ask asks the operator to confirm question unless force; a no is an error saying
 	// refused.
 	Ask func(force bool, question, refused string) error
+	// Stdin is the verb's input (box exec passes it through; box shell and tmux want
+	// a terminal there).
+	Stdin io.Reader
 }
 
 // Kind is the backend's name.

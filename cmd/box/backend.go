@@ -106,15 +106,6 @@ func launchFlagsOf(r backend.LaunchRequest) launchFlags {
 	return launchFlags{yes: r.Yes, allowRoot: r.AllowRoot, allow: r.Allow}
 }
 
-// refuseVM: the launch flags mean nothing to a vm box (no host environment enters it,
-// and box never runs it as the host's root); refused rather than ignored.
-func refuseVM(l backend.LaunchRequest) error {
-	if l.Yes || l.AllowRoot || len(l.Allow) > 0 {
-		return usagef("drop -y, --allow-root and --allow for a vm box", "-y, --allow-root and --allow are for bwrap boxes: a vm box gets no host environment to audit, and its network is the box bridge's")
-	}
-	return nil
-}
-
 // vmOnlyVerb refuses a vm-only verb aimed at a bwrap box (or a lookalike directory).
 func vmOnlyVerb(e *env, verb, name string) error {
 	b, err := bwrapBox(e, name)

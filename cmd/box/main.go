@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/termtext"
@@ -61,6 +62,10 @@ func report(w io.Writer, err error) int {
 	var ex *exitError
 	if errors.As(err, &ex) {
 		return ex.code
+	}
+	var bx *backend.ExitError // a backend's (box exec of a vm box)
+	if errors.As(err, &bx) {
+		return bx.Code
 	}
 	fmt.Fprintf(w, "box: error: %s\n", termSafe(err.Error()))
 	var h interface{ Hint() string }
