@@ -11,12 +11,6 @@ import (
 	"github.com/heavy-duty/box/profiles"
 )
 
-// ExitError is a box command's own non-zero exit code: box passes it on and prints
-// nothing for it.
-type ExitError struct{ Code int }
-
-func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
-
 // session is a Session on be's streams and environment; yes skips its question.
 func (be Boxes) session(yes bool) *Session {
 	s := be.Session
@@ -74,7 +68,7 @@ func (be Boxes) launch(name string, command []string, l backend.LaunchRequest) e
 		return err
 	}
 	if out.Code != 0 {
-		return &ExitError{out.Code}
+		return &backend.ExitError{Code: out.Code}
 	}
 	return nil
 }

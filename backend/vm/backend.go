@@ -37,6 +37,9 @@ type Backend struct {
 	// Ask asks the operator to confirm question unless force; a no is an error saying
 	// refused.
 	Ask func(force bool, question, refused string) error
+	// Stdin is the verb's input (box exec passes it through; box shell and tmux want
+	// a terminal there).
+	Stdin io.Reader
 }
 
 // SignalContext is a verb's context as the CLI makes it: Ctrl-C and SIGTERM cancel it
@@ -125,3 +128,21 @@ func (b Backend) NeedSnapshot(ctx context.Context, c *incus.Client, box, snap st
 
 // NoIncus: incusd's socket does not exist: the vm backend is not set up here.
 func NoIncus(err error) bool { return errors.Is(err, syscall.ENOENT) }
+
+// Taken reports whether incusd has an instance called name (a box or not). No incusd
+// at all (its socket absent) means no vm boxes; any other failure is an error, since a
+// clash could not be ruled out.
+func (b Backend) Taken(name string) (bool, error) {
+	ctx, stop := b.Context()
+	defer stop()
+	c := b.Client()
+	defer c.Close()
+	_, _, err := c.Instance(ctx, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case incus.IsNotFound(err), NoIncus(err):
+		return false, nil
+	}
+	return false, b.err(err)
+}

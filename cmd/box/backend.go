@@ -11,8 +11,6 @@ import (
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
-	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -56,27 +54,8 @@ func (e *env) boxStore() dirbox.Store { return dirbox.Store{Root: dirbox.Root(e.
 // merely looks like a box: box never touches it, and never hands its name to incusd.
 func bwrapBox(e *env, name string) (*dirbox.Box, error) { return e.bwrapBoxes().Find(name) }
 
-// Taken reports whether incusd has an instance called name (a box or not). No incusd
-// at all (its socket absent) means no vm boxes; any other failure is an error, since a
-// clash could not be ruled out.
-func (v vmBackend) Taken(name string) (bool, error) {
-	e := v.e
-	ctx, stop := vmContext()
-	defer stop()
-	c := e.client()
-	defer c.Close()
-	_, _, err := c.Instance(ctx, name)
-	switch {
-	case err == nil:
-		return true, nil
-	case incus.IsNotFound(err), noIncus(err):
-		return false, nil
-	}
-	return false, vmErr(e, err)
-}
-
-// noIncus: incusd's socket does not exist: the vm backend is not set up here.
-func noIncus(err error) bool { return vm.NoIncus(err) }
+// Taken reports whether incusd has an instance called name (vm.Backend.Taken).
+func (v vmBackend) Taken(name string) (bool, error) { return v.vm().Taken(name) }
 
 // firstErr is err, else what then returns.
 func firstErr(err error, then func() error) error {
@@ -96,15 +75,6 @@ func (l *launchFlags) register(cmd *cobra.Command) {
 // req is the launch request the flags ask for.
 func (l launchFlags) req() backend.LaunchRequest {
 	return backend.LaunchRequest{Yes: l.yes, AllowRoot: l.allowRoot, Allow: l.allow}
-}
-
-// refuseVM: the launch flags mean nothing to a vm box (no host environment enters it,
-// and box never runs it as the host's root); refused rather than ignored.
-func refuseVM(l backend.LaunchRequest) error {
-	if l.Yes || l.AllowRoot || len(l.Allow) > 0 {
-		return usagef("drop -y, --allow-root and --allow for a vm box", "-y, --allow-root and --allow are for bwrap boxes: a vm box gets no host environment to audit, and its network is the box bridge's")
-	}
-	return nil
 }
 
 // vmOnlyVerb refuses a vm-only verb aimed at a bwrap box (or a lookalike directory).

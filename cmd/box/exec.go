@@ -1,15 +1,7 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/heavy-duty/box/backend"
-	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -58,55 +50,5 @@ skips the question, without a terminal and without -y box refuses; as root only 
 
 // Exec is box exec for a vm box: the command as the box's user, its exit code box's.
 func (v vmBackend) Exec(name string, command []string, l backend.LaunchRequest) error {
-	if err := refuseVM(l); err != nil {
-		return err
-	}
-	e := v.e
-	ctx := context.Background()
-	c := e.client()
-	defer c.Close()
-	inst, err := runningBox(ctx, e, c, name)
-	if err != nil {
-		return err
-	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
-	fwd := make(chan syscall.Signal, 4)
-	go func() {
-		for s := range sigs {
-			fwd <- s.(syscall.Signal)
-		}
-	}()
-	code, err := c.Exec(ctx, name, incus.Exec{
-		Command: vm.EntryCommand(incus.UserOf(*inst), false, command),
-		Stdin:   e.stdin, Stdout: e.stdout, Stderr: e.stderr,
-		Signal: fwd,
-	})
-	return execResult(e, code, err)
-}
-
-// execResult maps an exec's outcome to box's: the command's own exit code. Incus
-// reports exit code 127 as an error ("Command not found"): the entry shell ran, the
-// command did not, and the shell said so on stderr; 127 is passed on like any code.
-func execResult(e *env, code int, err error) error {
-	if err != nil && code != 127 {
-		return vmErr(e, err)
-	}
-	if code != 0 {
-		return &exitError{code}
-	}
-	return nil
-}
-
-// runningBox resolves a box that must be running to be entered.
-func runningBox(ctx context.Context, e *env, c *incus.Client, name string) (*incus.Instance, error) {
-	inst, err := resolve(ctx, e, c, name)
-	if err != nil {
-		return nil, err
-	}
-	if !inst.Running() {
-		return nil, withHint(fmt.Errorf("box %q is %s", name, lower(inst.Status)), "start it: box start "+name)
-	}
-	return inst, nil
+	return v.vm().Exec(name, command, l)
 }

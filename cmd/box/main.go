@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/termtext"
@@ -63,7 +64,7 @@ func report(w io.Writer, err error) int {
 	if errors.As(err, &ex) {
 		return ex.code
 	}
-	var bx *bwrap.ExitError // a bwrap box's command's own code
+	var bx *backend.ExitError // a box command's own code (box exec, box shell)
 	if errors.As(err, &bx) {
 		return bx.Code
 	}

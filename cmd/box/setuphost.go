@@ -22,7 +22,7 @@ const groupHost = "host"
 // $INCUS_DIR/unix.socket, then the packaged daemon's socket (as the incus CLI resolves it).
 func hostClient(e *env) *incus.Client {
 	if e.remoteName() != "" {
-		return e.client() // setup-host --remote, doctor --remote (remote.go)
+		return e.daemon().Client() // setup-host --remote, doctor --remote (remote.go)
 	}
 	if s := e.getenv("INCUS_SOCKET"); s != "" {
 		return incus.New(s)

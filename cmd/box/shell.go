@@ -1,18 +1,8 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
-
 	"github.com/heavy-duty/box/backend"
-	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 func newShellCmd(e *env) *cobra.Command {
@@ -49,69 +39,5 @@ audit: -y skips the question; as root only with --allow-root).`,
 
 // Enter is box shell for a vm box: the user's login shell on your terminal.
 func (v vmBackend) Enter(name string, l backend.LaunchRequest) error {
-	if err := refuseVM(l); err != nil {
-		return err
-	}
-	return runOnTerminal(v.e, "shell", name, nil)
+	return v.vm().Enter(name, l)
 }
-
-// runOnTerminal runs cmd (nil: the user's login shell) in a box as its user, on your
-// terminal, following its size.
-func runOnTerminal(e *env, verb, name string, cmd []string) error {
-	in, inOK := e.stdin.(*os.File)
-	out, outOK := e.stdout.(*os.File)
-	if !inOK || !outOK || !term.IsTerminal(int(in.Fd())) || !term.IsTerminal(int(out.Fd())) {
-		return usagef("for a command without a terminal: box exec "+name+" -- COMMAND", "box %s needs a terminal on stdin and stdout", verb)
-	}
-	ctx := context.Background()
-	c := e.client()
-	defer c.Close()
-	inst, err := runningBox(ctx, e, c, name)
-	if err != nil {
-		return err
-	}
-	w, h, err := term.GetSize(int(out.Fd()))
-	if err != nil {
-		w, h = 80, 24
-	}
-	env := map[string]string{"TERM": "xterm-256color"}
-	if t := e.getenv("TERM"); t != "" && !strings.ContainsAny(t, "\x00\n") {
-		env["TERM"] = t
-	}
-	if t := e.getenv("COLORTERM"); t != "" {
-		env["COLORTERM"] = t
-	}
-
-	resize := make(chan incus.WindowSize, 1)
-	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
-	defer signal.Stop(winch)
-	go func() {
-		for range winch {
-			if w, h, err := term.GetSize(int(out.Fd())); err == nil {
-				select { // keep only the latest size pending
-				case <-resize:
-				default:
-				}
-				resize <- incus.WindowSize{Width: w, Height: h}
-			}
-		}
-	}()
-
-	old, err := term.MakeRaw(int(in.Fd()))
-	if err != nil {
-		return errors.New("box " + verb + ": cannot put the terminal in raw mode: " + err.Error())
-	}
-	code, err := c.Exec(ctx, name, incus.Exec{
-		Command:  vm.EntryCommand(incus.UserOf(*inst), cmd == nil, cmd),
-		Env:      env,
-		Terminal: true,
-		Size:     incus.WindowSize{Width: w, Height: h},
-		Stdin:    in, Stdout: out,
-		Resize: resize,
-	})
-	_ = term.Restore(int(in.Fd()), old)
-	return execResult(e, code, err)
-}
-
-func lower(s string) string { return strings.ToLower(s) }

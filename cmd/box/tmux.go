@@ -13,16 +13,6 @@ var (
 	sessionRest  = charclass.New("A-Za-z0-9_-")
 )
 
-// tmuxScript runs in the box as its user: attach to the session or create it; an image
-// without tmux gets box's error, not the shell's.
-const tmuxScript = `command -v tmux >/dev/null 2>&1 || {
-  echo "box: error: there is no tmux in this box" >&2
-  echo "box: hint: install it in the box (sudo apt-get install tmux), or add it to the template's user-data packages" >&2
-  exit 127
-}
-exec tmux new-session -A -s "$1"
-`
-
 func newTmuxCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:     "tmux BOX [SESSION]",
@@ -50,7 +40,7 @@ Session names are letters, digits, '-' and '_'. The box needs tmux installed.`,
 			if len(args) == 2 {
 				session = args[1]
 			}
-			return runOnTerminal(e, "tmux", args[0], []string{"/bin/sh", "-c", tmuxScript, "box-tmux", session})
+			return vmBackend{e: e}.vm().Tmux(args[0], session)
 		},
 	}
 }

@@ -37,7 +37,7 @@ func (v vmBackend) vm() vm.Backend {
 	return vm.Backend{
 		Client: e.daemon().Client, Context: vmContext,
 		Getenv: e.getenv, Socket: e.socketPath(), ConfigHome: e.configHome(),
-		Stdout: e.stdout, Stderr: e.stderr, Quiet: e.quiet,
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Quiet: e.quiet,
 		Err: func(err error) error { return vmErr(e, err) },
 		Ask: func(force bool, question, refused string) error { return ask(e, force, question, refused) },
 	}
