@@ -13,6 +13,10 @@ if [ "$(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 1024)" -
 	sysctl -qw fs.inotify.max_user_instances=1024 || echo "test: could not raise fs.inotify.max_user_instances" >&2
 fi
 env $gocmd vet ./...
+# The Incus labs' container images (debootstrap, minutes each), built once and cached by
+# recipe before the tests, so no test's own deadline covers a build and test packages
+# running side by side do not wait on each other's.
+env $gocmd run ./drill/incuslab/cmd/box-test-image >/dev/null
 # The live tests sit in the packages they prove (backend/bwrap, backend/vm, host, drill),
 # so go test runs two of them side by side: their labs, namespaces, cgroups and temp
 # directories are named per process, the test user is made race-free, and the tests that

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -14,7 +15,7 @@ import (
 func newBackendFlags(cmd *cobra.Command, o *newOptions) {
 	f := cmd.Flags()
 	f.StringVar(&o.backend, "backend", "", "vm or bwrap (default: the --profile's backend, else vm)")
-	f.StringVar(&o.network, "network", "", "bwrap boxes: the network tier, none, internet or full (default: the profile's)")
+	f.StringVar(&o.network, "network", "", "bwrap boxes: the network tier, "+policy.TierList("or")+" (default: the profile's)")
 	f.StringVar(&o.workdir, "workdir", "", "bwrap boxes: the working directory the box is bound to (default: the current one)")
 }
 

@@ -1,7 +1,8 @@
 // Command box-test-image builds (or finds in the cache) the Debian container images the
-// Incus test lab imports (the lab's, and the one laid out like Debian's own images), and
-// prints their directories. CI runs it once before `go test` so
-// parallel test packages do not wait on each other's build:
+// Incus test lab imports (the lab's, the one laid out like Debian's own images, and the
+// lab's with cloud-init), and prints their directories. scripts/test.sh runs it once
+// before `go test`, so parallel test packages do not wait on each other's build and no
+// test's deadline covers one:
 //
 //	go run ./drill/incuslab/cmd/box-test-image
 package main
@@ -19,7 +20,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	for _, r := range []incuslab.Recipe{incuslab.BookwormRecipe(), incuslab.DebianLayoutRecipe()} {
+	for _, r := range []incuslab.Recipe{incuslab.BookwormRecipe(), incuslab.DebianLayoutRecipe(), incuslab.CloudInitRecipe()} {
 		img, err := incuslab.EnsureImage(ctx, r, log.Printf)
 		if err != nil {
 			log.Fatal(err)
