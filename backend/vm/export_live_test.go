@@ -115,10 +115,16 @@ func TestVMExportImportLive(t *testing.T) {
 
 	t.Run("a second trip counts, and --instance-only leaves the snapshots behind", func(t *testing.T) {
 		r.ok(t, "stop", "copy")
-		first, _, _ := c.Instance(r.ctx, "copy")
+		first, _, err := c.Instance(r.ctx, "copy")
+		if err != nil {
+			t.Fatalf("instance copy: %v", err)
+		}
 		r.ok(t, "export", "copy", file("copy.tar.gz"))
 		r.ok(t, "import", file("copy.tar.gz"), "--name", "again")
-		again, _, _ := c.Instance(r.ctx, "again")
+		again, _, err := c.Instance(r.ctx, "again")
+		if err != nil {
+			t.Fatalf("instance again: %v", err)
+		}
 		if again.Config[vm.KeyImportedCount] != "2" || again.Config[vm.KeyImported] != first.Config[vm.KeyImported] {
 			t.Errorf("second trip stamp: %v (first %v)", again.Config, first.Config)
 		}
