@@ -63,8 +63,17 @@ func New(socket string) *Client {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socket)
 		},
-		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     30 * time.Second,
+		// One connection per request, never reused. incusd's unix listener reads the
+		// first 8 bytes of each new connection inside its accept loop (its STARTTLS
+		// check), so a connection that reaches it and says nothing holds every other
+		// connection in the backlog. With a pool, Go's transport dials for a waiting
+		// request and, when a busy connection frees up first, parks the new one idle
+		// and silent: `box list` then stalled until the pool dropped it 30 s later
+		// (issue 26; TestConcurrentCallsNeverHoldIncusdsAcceptLoop). Without keep-alive
+		// every dialed connection carries its request at once, and no reused
+		// connection can meet incusd's own idle close ("server closed idle
+		// connection") mid-request. A local connect costs microseconds.
+		DisableKeepAlives: true,
 	}
 	ws := &websocket.Dialer{
 		NetDialContext:  tr.DialContext,
