@@ -112,8 +112,9 @@ func (c *Client) ListInstancesFull(ctx context.Context) ([]InstanceFull, error) 
 	return out, nil
 }
 
-// ListBoxes returns the instances that are boxes (IsBox), filtered client-side: Incus
-// filters cannot say "user.box=1 or user.claudebox=1".
+// ListBoxes returns the instances that are boxes (IsBox), filtered client-side: the tag
+// boundary is box's own rule, and this list must show a box whatever a server's filter
+// support.
 func (c *Client) ListBoxes(ctx context.Context) ([]Instance, error) {
 	all, err := c.ListInstances(ctx)
 	return onlyBoxes(all, func(i Instance) Instance { return i }), err
@@ -130,12 +131,44 @@ func onlyBoxes[T any](all []T, inst func(T) Instance) []T {
 	return out
 }
 
-// ListBoxesFull is ListBoxes with each box's state and snapshots, in one request
-// (recursion=2): what a remote's list wants, where each round trip costs more than
-// incusd's extra work.
+// BoxFilter asks incusd (API extension api_filtering) for box's instances only, plus
+// those it could not render (status Error, which carry no config to tell).
+const BoxFilter = "config." + KeyBox + " eq 1 or config." + KeyLegacy + " eq 1 or status eq Error"
+
+// ListBoxesFull returns the boxes with their state and snapshots in one request
+// (recursion=2, filtered by incusd with BoxFilter; a server without filtering answers
+// every instance, and IsBox decides here either way). An instance incusd could not
+// render in full comes back as a bare "Error" entry without config: only for those a
+// plain GET of the instance says whether it is a box; a box then comes back without
+// state (State nil), for the caller to ask. One that cannot be read is left out, as
+// a recursion=1 list leaves out the same failure.
 func (c *Client) ListBoxesFull(ctx context.Context) ([]InstanceFull, error) {
-	all, err := c.ListInstancesFull(ctx)
-	return onlyBoxes(all, func(i InstanceFull) Instance { return i.Instance }), err
+	var all []InstanceFull
+	q := url.Values{"recursion": {"2"}, "filter": {BoxFilter}}
+	if _, err := c.get(ctx, "/instances", q, &all); err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	for i, inst := range all {
+		if inst.Config != nil || inst.Status != "Error" {
+			continue
+		}
+		if one, _, err := c.Instance(ctx, inst.Name); err == nil {
+			all[i] = InstanceFull{Instance: *one}
+		}
+	}
+	return onlyBoxes(all, func(i InstanceFull) Instance { return i.Instance }), nil
+}
+
+// InstanceFull returns one instance with its state and snapshots (GET
+// /1.0/instances/{name}?recursion=1, API extension instance_get_full). incusd renders
+// the state of every instance it answers in full, stopped ones too: State nil means it
+// did not (a server without the extension answers the bare instance).
+func (c *Client) InstanceFull(ctx context.Context, name string) (*InstanceFull, error) {
+	var inst InstanceFull
+	if _, err := c.get(ctx, instPath(name), url.Values{"recursion": {"1"}}, &inst); err != nil {
+		return nil, fmt.Errorf("instance %q: %w", name, err)
+	}
+	return &inst, nil
 }
 
 // Instance returns one instance and its ETag.

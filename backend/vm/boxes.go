@@ -3,7 +3,7 @@
 // placement profile), how a box is entered as its stamped user, and the summaries
 // `box list` and `box info` print.
 //
-// Everything here but Resolve is pure.
+// Everything here but Resolve and ResolveFull is pure.
 
 package vm
 
@@ -51,6 +51,25 @@ func Resolve(ctx context.Context, c *incus.Client, name string) (*incus.Instance
 		return nil, err
 	}
 	if !incus.IsBox(*inst) {
+		return nil, &NotBoxError{name}
+	}
+	return inst, nil
+}
+
+// ResolveFull is Resolve answered with the box's state and snapshots in the same
+// request (what `box info` shows).
+func ResolveFull(ctx context.Context, c *incus.Client, name string) (*incus.InstanceFull, error) {
+	if err := incus.ValidateName(name); err != nil {
+		return nil, err
+	}
+	inst, err := c.InstanceFull(ctx, name)
+	if err != nil {
+		if incus.IsNotFound(err) {
+			return nil, &NotFoundError{name}
+		}
+		return nil, err
+	}
+	if !incus.IsBox(inst.Instance) {
 		return nil, &NotBoxError{name}
 	}
 	return inst, nil

@@ -8,24 +8,35 @@ import (
 	"github.com/heavy-duty/box/backend/incus"
 )
 
-// Info is box info for a vm box: the instance, its state when running, its snapshots.
+// Info is box info for a vm box: the instance, its state when running, its snapshots,
+// all in one request (InstanceFull).
 func (b Backend) Info(name string) (backend.Info, error) {
-	ctx, c, inst, done, err := b.open(name)
-	if err != nil {
-		return backend.Info{}, err
-	}
-	defer done()
-	var st *incus.InstanceState
-	if inst.Running() {
-		if st, err = c.State(ctx, inst.Name); err != nil {
-			return backend.Info{}, b.err(err)
-		}
-	}
-	snaps, err := c.Snapshots(ctx, inst.Name)
+	ctx, stop := b.Context()
+	defer stop()
+	c := b.Client()
+	defer c.Close()
+	full, err := ResolveFull(ctx, c, name)
 	if err != nil {
 		return backend.Info{}, b.err(err)
 	}
-	return newInfo(*inst, st, snaps), nil
+	st, snaps := full.State, full.Snapshots
+	if st == nil {
+		// A full answer always carries the state: without it the server did not
+		// render the box in full (no instance_get_full), so its snapshots are
+		// missing too. Ask for both.
+		if full.Running() {
+			if st, err = c.State(ctx, full.Name); err != nil {
+				return backend.Info{}, b.err(err)
+			}
+		}
+		if snaps, err = c.Snapshots(ctx, full.Name); err != nil {
+			return backend.Info{}, b.err(err)
+		}
+	}
+	if !full.Running() {
+		st = nil // a stopped box shows what its instance says, as it always did
+	}
+	return newInfo(full.Instance, st, snaps), nil
 }
 
 // newInfo is box info of a vm box: the instance, its state (nil when stopped), its

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/heavy-duty/box/backend"
@@ -36,57 +35,48 @@ func (b Backend) List() ([]backend.Summary, error) {
 	return out, nil
 }
 
-// listBoxes reads every box in one list call (recursion=1), then the addresses of the
-// running ones: a state call each when they are few, else one call for the DHCP leases
-// of the placement profile's network (measured: a state call and a leases call cost
-// incusd about the same), with a state call for any running box without a lease there.
+// listBoxes reads every box with its state in one request (ListBoxesFull: recursion=2,
+// filtered by incusd to box's tags), locally and on a remote alike: the state incusd
+// adds to the answer costs less than one more round trip, and a single request cannot
+// stall behind another. It asks more only where the answer lacks a field:
+//   - a running box incusd could not render in full (no state) gets its own /state;
+//   - running boxes whose state shows no IPv4 on eth0 (a VM without its agent reports
+//     no network) get it from the DHCP leases of the placement profile's network: two
+//     calls for all of them.
 func listBoxes(ctx context.Context, c *incus.Client, placement string) ([]Summary, error) {
-	if c.RemoteName() != "" {
-		return listRemoteBoxes(ctx, c)
-	}
-	list, err := c.ListBoxes(ctx)
+	list, err := c.ListBoxesFull(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Summary, len(list))
-	running := 0
-	for i, inst := range list {
-		out[i] = Summarize(inst, nil)
-		if inst.Running() {
-			running++
-		}
-	}
-	ips := map[string]string{}
-	if running > 2 {
-		ips = leaseAddresses(ctx, c, placement)
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
+	var noAddress []int
 	for i, inst := range list {
 		if !inst.Running() {
+			out[i] = Summarize(inst.Instance, nil)
 			continue
 		}
-		if ip := ips[inst.Name]; ip != "" {
-			out[i].IPv4 = ip
-			continue
+		st := inst.State
+		if st == nil {
+			st, _ = c.State(ctx, inst.Name) // on error it stopped or went meanwhile: show what the list said
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if st, err := c.State(ctx, inst.Name); err == nil {
-				out[i] = Summarize(inst, st)
-			} // else it stopped or went meanwhile: show what the list said
-		}()
+		out[i] = Summarize(inst.Instance, st)
+		if out[i].IPv4 == "" {
+			noAddress = append(noAddress, i)
+		}
 	}
-	wg.Wait()
+	if len(noAddress) > 0 {
+		ips := leaseAddresses(ctx, c, placement)
+		for _, i := range noAddress {
+			out[i].IPv4 = ips[out[i].Name]
+		}
+	}
 	SortSummaries(out)
 	return out, nil
 }
 
 // leaseAddresses maps instance names to their IPv4 lease on the placement profile's
-// network; empty when that cannot be read (the caller falls back to state calls).
+// network; empty when that cannot be read (the address then stays unknown, as the
+// box's own state left it).
 func leaseAddresses(ctx context.Context, c *incus.Client, placement string) map[string]string {
 	m := map[string]string{}
 	p, err := c.Profile(ctx, placement)
@@ -107,21 +97,6 @@ func leaseAddresses(ctx context.Context, c *incus.Client, placement string) map[
 		}
 	}
 	return m
-}
-
-// listRemoteBoxes reads every box with its state in one request (recursion=2): over
-// the network each round trip costs more than the state incusd adds to the answer.
-func listRemoteBoxes(ctx context.Context, c *incus.Client) ([]Summary, error) {
-	list, err := c.ListBoxesFull(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Summary, len(list))
-	for i, inst := range list {
-		out[i] = Summarize(inst.Instance, inst.State)
-	}
-	SortSummaries(out)
-	return out, nil
 }
 
 // ProjectOf is the Incus project c works in.
