@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -194,9 +193,10 @@ func lastSegments(urls []string) []string {
 func NewDial(where string, dial func(ctx context.Context) (net.Conn, error)) *Client {
 	c := New(where)
 	tr := &http.Transport{
-		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
-		MaxIdleConnsPerHost: 2,
-		IdleConnTimeout:     30 * time.Second,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		// A unix socket in front of incusd: one connection per request, as New (a
+		// pooled connection left silent holds incusd's accept loop).
+		DisableKeepAlives: true,
 	}
 	c.http = &http.Client{Transport: tr}
 	c.ws = &websocket.Dialer{NetDialContext: tr.DialContext}

@@ -290,8 +290,10 @@ func NewRemote(r *Remote) (*Client, error) {
 		TLSClientConfig:     cfg,
 		TLSHandshakeTimeout: 10 * time.Second,
 		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     30 * time.Second,
-		ForceAttemptHTTP2:   false,
+		// Under incusd's own IdleTimeout (30 s): a connection it is closing as idle
+		// is never picked for a request (a file push could not be replayed).
+		IdleConnTimeout:   20 * time.Second,
+		ForceAttemptHTTP2: false,
 	}
 	ws := &websocket.Dialer{
 		NetDialContext:   dialer.DialContext,
