@@ -240,6 +240,7 @@ func TestVMListLive(t *testing.T) {
 	const calls = 200
 	var boxT, incusT []time.Duration
 	var first string
+	proxy.take()
 	for i := range calls {
 		d, out := timed(t, boxCmd("list"))
 		boxT = append(boxT, d)
