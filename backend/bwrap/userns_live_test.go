@@ -1,0 +1,194 @@
+package bwrap_test
+
+// The container cases for real: box, as the unprivileged user, under a seccomp filter
+// that refuses CLONE_NEWUSER as Docker's default profile does, and inside a user
+// namespace the test owns whose max_user_namespaces is 0. In both, box --check names the
+// cause and box run fails with it, exit 125, before anything runs.
+
+import (
+	"encoding/json"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/heavy-duty/box/internal/boxtest"
+	"github.com/heavy-duty/box/internal/testenv"
+	"golang.org/x/sys/unix"
+)
+
+// The test binary doubles as the wrapper that puts box in the container case: run with
+// BOX_TEST_NOUSERNS set (and BOX_TEST_EXEC naming box, BOX_TEST_UID/GID the user), it
+// sets the case up, becomes the user and execs box with its own arguments.
+func init() {
+	mode := os.Getenv("BOX_TEST_NOUSERNS")
+	if mode == "" {
+		return
+	}
+	runtime.LockOSThread() // the filter is this thread's, and exec keeps it
+	fail := func(what string, err error) {
+		os.Stderr.WriteString("userns wrapper: " + what + ": " + err.Error() + "\n")
+		os.Exit(99)
+	}
+	uid, _ := strconv.Atoi(os.Getenv("BOX_TEST_UID"))
+	gid, _ := strconv.Atoi(os.Getenv("BOX_TEST_GID"))
+	if mode == "maxzero" {
+		// In the user namespace the test made (this process is its root).
+		if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0\n"), 0o644); err != nil {
+			fail("max_user_namespaces", err)
+		}
+	}
+	if err := syscall.Setgroups(nil); err != nil {
+		fail("setgroups", err)
+	}
+	if err := syscall.Setgid(gid); err != nil {
+		fail("setgid", err)
+	}
+	if err := syscall.Setuid(uid); err != nil {
+		fail("setuid", err)
+	}
+	if mode == "seccomp" {
+		if err := denyUserns(); err != nil {
+			fail("seccomp", err)
+		}
+	}
+	box := os.Getenv("BOX_TEST_EXEC")
+	env := boxtest.EnvWithout(boxtest.EnvWithout(boxtest.EnvWithout(boxtest.EnvWithout(os.Environ(),
+		"BOX_TEST_NOUSERNS"), "BOX_TEST_EXEC"), "BOX_TEST_UID"), "BOX_TEST_GID")
+	fail("exec", syscall.Exec(box, append([]string{box}, os.Args[1:]...), env))
+}
+
+// denyUserns installs what Docker's default seccomp profile does to user namespaces:
+// clone and unshare with CLONE_NEWUSER fail with EPERM, clone3 with ENOSYS (its flags
+// are behind a pointer, so Docker refuses it whole and libcs fall back to clone).
+func denyUserns() error {
+	var arch uint32
+	switch runtime.GOARCH {
+	case "amd64":
+		arch = unix.AUDIT_ARCH_X86_64
+	case "arm64":
+		arch = unix.AUDIT_ARCH_AARCH64
+	default:
+		return syscall.ENOTSUP
+	}
+	const (
+		ldW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
+	)
+	prog := []unix.SockFilter{
+		{Code: ldW, K: 4},                                            // 0: arch
+		{Code: jeq, K: arch, Jt: 0, Jf: 6},                           // 1: another arch: allow (8)
+		{Code: ldW, K: 0},                                            // 2: nr
+		{Code: jeq, K: unix.SYS_CLONE3, Jt: 7, Jf: 0},                // 3: clone3: ENOSYS (11)
+		{Code: jeq, K: unix.SYS_CLONE, Jt: 1, Jf: 0},                 // 4: clone: flags (6)
+		{Code: jeq, K: unix.SYS_UNSHARE, Jt: 0, Jf: 2},               // 5: unshare: flags (6), else allow (8)
+		{Code: ldW, K: 16},                                           // 6: args[0], low half
+		{Code: jset, K: unix.CLONE_NEWUSER, Jt: 1, Jf: 0},            // 7: CLONE_NEWUSER: EPERM (9)
+		{Code: ret, K: unix.SECCOMP_RET_ALLOW},                       // 8
+		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},  // 9
+		{Code: ret, K: unix.SECCOMP_RET_ALLOW},                       // 10 (unused)
+		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)}, // 11
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if _, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fp))); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// inCase runs box ARGS as the world's user in the container case mode.
+func inCase(w *boxtest.World, mode string, args ...string) boxtest.Result {
+	w.T.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	c := w.Cmd(args...)
+	c.Path, c.Args = self, append([]string{self}, args...)
+	c.Env = append(append([]string{}, w.Env...), "BOX_TEST_NOUSERNS="+mode, "BOX_TEST_EXEC="+w.Box,
+		"BOX_TEST_UID="+strconv.Itoa(w.UID), "BOX_TEST_GID="+strconv.Itoa(w.GID))
+	c.SysProcAttr = &syscall.SysProcAttr{}
+	if mode == "maxzero" {
+		// A user namespace of the test's own, mapping root and the user to themselves.
+		c.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER
+		c.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: w.UID, HostID: w.UID, Size: 1}}
+		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: w.GID, HostID: w.GID, Size: 1}}
+		c.SysProcAttr.GidMappingsEnableSetgroups = true
+	}
+	return w.Collect(c)
+}
+
+func TestUsernsContainerCases(t *testing.T) {
+	testenv.RequireRoot(t)
+	w := boxtest.NewWorld(t)
+	for _, c := range []struct {
+		mode, cause string
+		says        []string // in box run's error and --check's detail
+	}{
+		{"seccomp", "seccomp", []string{"unshare(CLONE_NEWUSER) is refused (EPERM)", "a seccomp filter refuses user namespaces", "a container?"}},
+		{"maxzero", "max-user-namespaces", []string{"user namespaces are disabled: user.max_user_namespaces=0"}},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			r := inCase(w, c.mode, "run", "-y", "--", "sh", "-c", "echo RAN > ran")
+			t.Logf("box run in the %s case:\n%s", c.mode, r.Stderr)
+			if r.Code != 125 {
+				t.Fatalf("box run: exit %d, want 125\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+			}
+			if !strings.Contains(r.Stderr, "box: error: the sandbox cannot start: ") {
+				t.Errorf("box run's error does not say the sandbox cannot start:\n%s", r.Stderr)
+			}
+			for _, s := range c.says {
+				if !strings.Contains(r.Stderr, s) {
+					t.Errorf("box run's error lacks %q:\n%s", s, r.Stderr)
+				}
+			}
+			if !strings.Contains(r.Stderr, "box: hint: ") || strings.Contains(r.Stderr, "bwrap: ") {
+				t.Errorf("want box's hint and not bwrap's raw text:\n%s", r.Stderr)
+			}
+			if _, err := os.Stat(w.Proj + "/ran"); err == nil {
+				t.Fatal("the command ran")
+			}
+
+			r = inCase(w, c.mode, "--check")
+			if r.Code != 1 || !strings.Contains(r.Stdout, "FAIL  user namespaces") {
+				t.Fatalf("box --check: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			for _, s := range c.says {
+				if !strings.Contains(r.Stdout, s) {
+					t.Errorf("box --check lacks %q:\n%s", s, r.Stdout)
+				}
+			}
+
+			r = inCase(w, c.mode, "--check", "--json")
+			var checks []map[string]any
+			if err := json.Unmarshal([]byte(r.Stdout), &checks); err != nil {
+				t.Fatalf("box --check --json: %v\n%s", err, r.Stdout)
+			}
+			found := false
+			for _, ch := range checks {
+				if ch["name"] == "user namespaces" {
+					found = true
+					if ch["cause"] != c.cause || ch["status"] != "fail" || ch["fix"] == "" {
+						t.Errorf("user namespaces: %v, want cause %s, status fail and a fix", ch, c.cause)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no user namespaces check in %s", r.Stdout)
+			}
+		})
+	}
+	// The same user, the same box, no filter: the sandbox starts (the cases above are the
+	// filter's and the limit's doing, not this host's).
+	if r := w.Sh("echo RAN"); r.Code != 0 || !strings.Contains(r.Stdout, "RAN") {
+		t.Fatalf("plain box run: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
