@@ -112,7 +112,8 @@ func DiagnoseUserns(f UsernsFacts) UsernsDiagnosis {
 			Fix: "run the container with a seccomp profile that allows user namespaces (Docker: --security-opt seccomp=PROFILE, " +
 				"Docker's default profile with clone, unshare and setns allowed for CLONE_NEWUSER), not --privileged and not seccomp=unconfined"}
 	}
-	d := UsernsDiagnosis{Cause: UsernsUnknown, Fix: "check that unprivileged user namespaces are enabled (user.max_user_namespaces)"}
+	d := UsernsDiagnosis{Cause: UsernsUnknown, Fix: "box does not recognise this failure; the trial sandbox's error above says what was refused " +
+		"(a security policy around box, such as an AppArmor profile or a seccomp filter, is the usual cause: dmesg shows AppArmor's denials)"}
 	switch {
 	case f.Bwrap == "" && f.Unshare != nil:
 		d.Detail = "unshare(CLONE_NEWUSER) failed: " + f.Unshare.Error()

@@ -50,8 +50,8 @@ func init() {
 	if err := syscall.Setuid(uid); err != nil {
 		fail("setuid", err)
 	}
-	if mode == "seccomp" {
-		if err := denyUserns(); err != nil {
+	if mode == "seccomp" || mode == "mount" {
+		if err := denyUserns(mode == "mount"); err != nil {
 			fail("seccomp", err)
 		}
 	}
@@ -64,7 +64,9 @@ func init() {
 // denyUserns installs what Docker's default seccomp profile does to user namespaces:
 // clone and unshare with CLONE_NEWUSER fail with EPERM, clone3 with ENOSYS (its flags
 // are behind a pointer, so Docker refuses it whole and libcs fall back to clone).
-func denyUserns() error {
+// mountOnly instead leaves namespaces alone and refuses mount(2) with EPERM: bwrap gets
+// its namespace and then fails, as under a profile that confines it.
+func denyUserns(mountOnly bool) error {
 	var arch uint32
 	switch runtime.GOARCH {
 	case "amd64":
@@ -93,6 +95,14 @@ func denyUserns() error {
 		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},  // 9
 		{Code: ret, K: unix.SECCOMP_RET_ALLOW},                       // 10 (unused)
 		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)}, // 11
+	}
+	if mountOnly {
+		prog = []unix.SockFilter{
+			{Code: ldW, K: 0}, // nr
+			{Code: jeq, K: unix.SYS_MOUNT, Jt: 0, Jf: 1},
+			{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+			{Code: ret, K: unix.SECCOMP_RET_ALLOW},
+		}
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return err
@@ -187,8 +197,31 @@ func TestUsernsContainerCases(t *testing.T) {
 		})
 	}
 	// The same user, the same box, no filter: the sandbox starts (the cases above are the
-	// filter's and the limit's doing, not this host's).
+	// filter's and the limit's doing, not this host's), and a command's own exit 1 (bwrap's
+	// failure code too) passes on as it is: the trial runs, and finds nothing.
 	if r := w.Sh("echo RAN"); r.Code != 0 || !strings.Contains(r.Stdout, "RAN") {
 		t.Fatalf("plain box run: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := w.Sh("echo RAN; exit 1"); r.Code != 1 || !strings.Contains(r.Stdout, "RAN") || strings.Contains(r.Stderr, "box: error") {
+		t.Fatalf("a command's exit 1: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// Where bwrap gets its namespace and fails after it (as under an AppArmor profile that
+// confines it; here a filter refusing mount(2)), nothing is known before the launch: box
+// runs bwrap, sees its failure code, tries a sandbox, and names what failed, exit 125.
+func TestUsernsFailsAfterLaunch(t *testing.T) {
+	testenv.RequireRoot(t)
+	w := boxtest.NewWorld(t)
+	r := inCase(w, "mount", "run", "-y", "--", "sh", "-c", "echo RAN > ran")
+	t.Logf("box run with mount(2) refused:\n%s", r.Stderr)
+	if r.Code != 125 || !strings.Contains(r.Stderr, "box: error: the sandbox cannot start: a trial sandbox failed: bwrap: ") {
+		t.Fatalf("box run: exit %d, want 125 and the trial's failure\n%s", r.Code, r.Stderr)
+	}
+	if _, err := os.Stat(w.Proj + "/ran"); err == nil {
+		t.Fatal("the command ran")
+	}
+	if r := inCase(w, "mount", "--check", "--json"); !strings.Contains(r.Stdout, `"cause": "unknown"`) {
+		t.Errorf("box --check --json: %s", r.Stdout)
 	}
 }
