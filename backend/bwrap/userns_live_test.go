@@ -15,8 +15,10 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/internal/boxtest"
 	"github.com/heavy-duty/box/internal/testenv"
+	"github.com/heavy-duty/box/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,6 +56,22 @@ func init() {
 		if err := denyUserns(mode == "mount"); err != nil {
 			fail("seccomp", err)
 		}
+	}
+	if mode == "landlock" {
+		// The Landlock mode's engine, as the user: the working directory and
+		// BOX_TEST_INSTANCE writable.
+		// RLIMIT_NPROC counts all the user's tasks here (other tests' too): one below
+		// the hard limit shows the limit is set without bounding anything.
+		dir, _ := os.Getwd()
+		var rl syscall.Rlimit
+		syscall.Getrlimit(unix.RLIMIT_NPROC, &rl)
+		p := bwrap.LandlockPlan{Tier: policy.NetNone, ReadOnly: bwrap.DefaultLandlockReadOnly, Devices: bwrap.DefaultLandlockDevices,
+			ReadWrite: []string{dir, os.Getenv("BOX_TEST_INSTANCE")}, Nproc: rl.Max - 1, AddrSpace: 8 << 30}
+		code, err := bwrap.LandlockRun(p, os.Args[1:], os.Environ(), dir, []uintptr{0, 1, 2})
+		if err != nil {
+			fail("landlock", err)
+		}
+		os.Exit(code)
 	}
 	box := os.Getenv("BOX_TEST_EXEC")
 	env := boxtest.EnvWithout(boxtest.EnvWithout(boxtest.EnvWithout(boxtest.EnvWithout(os.Environ(),
@@ -223,5 +241,74 @@ func TestUsernsFailsAfterLaunch(t *testing.T) {
 	}
 	if r := inCase(w, "mount", "--check", "--json"); !strings.Contains(r.Stdout, `"cause": "unknown"`) {
 		t.Errorf("box --check --json: %s", r.Stdout)
+	}
+}
+
+// The Landlock mode's engine for real, as the user: secrets unreadable, writes only in
+// the working and instance directories, no socket but AF_UNIX. The same probes without
+// the mode (plain) show every breach, so a pass is the mode's doing.
+func TestLandlockModeHolds(t *testing.T) {
+	testenv.RequireRoot(t)
+	if abi := bwrap.LandlockABI(); abi < 4 {
+		testenv.Skip(t, "requires Landlock ABI 4, this kernel has "+strconv.Itoa(abi))
+	}
+	w := boxtest.NewWorld(t)
+	inst, err := os.MkdirTemp("", "box-landlock-instance-") // the user reaches it (t.TempDir's parent is root's)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(inst) })
+	os.Chown(inst, w.UID, w.GID)
+	tmp := "/tmp/box-landlock-probe-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { os.Remove(tmp); os.Remove(w.Home + "/planted") })
+	script := `cat "$HOME/.ssh/id_ed25519" && echo BREACH-SSH
+ls "$HOME" >/dev/null && echo BREACH-LS-HOME
+echo x > "$HOME/planted" && echo BREACH-WRITE-HOME
+echo x > ` + tmp + ` && echo BREACH-WRITE-TMP
+python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)' && echo BREACH-UDP
+python3 -c 'import socket; socket.socket(socket.AF_INET6, socket.SOCK_STREAM)' && echo BREACH-TCP6
+python3 -c 'import socket; socket.socket(socket.AF_NETLINK, socket.SOCK_RAW)' && echo BREACH-NETLINK
+echo ok > "$PWD/w" && echo PASS-WRITE-WORK
+echo ok > "$INST/w" && echo PASS-WRITE-INST
+python3 -c 'import socket; socket.socket(socket.AF_UNIX)' && echo PASS-UNIX
+ls /usr/bin >/dev/null && echo PASS-READ-USR
+echo "NPROC-$(ulimit -p 2>/dev/null || ulimit -u)-AS-$(ulimit -v)"
+true`
+	run := func(mode string) string {
+		self, _ := os.Executable()
+		c := w.Cmd()
+		c.Path, c.Args = self, []string{self, "-c", script} // plain: the wrapper execs /bin/sh -c
+		if mode == "landlock" {
+			c.Args = []string{self, "/bin/sh", "-c", script}
+		}
+		c.Env = append(append([]string{}, w.Env...), "INST="+inst, "BOX_TEST_INSTANCE="+inst, "BOX_TEST_NOUSERNS="+mode, "BOX_TEST_EXEC=/bin/sh",
+			"BOX_TEST_UID="+strconv.Itoa(w.UID), "BOX_TEST_GID="+strconv.Itoa(w.GID))
+		c.SysProcAttr = &syscall.SysProcAttr{}
+		r := w.Collect(c)
+		t.Logf("%s:\n%s%s", mode, r.Stdout, r.Stderr)
+		return r.Stdout
+	}
+	all := []string{"BREACH-SSH", "BREACH-LS-HOME", "BREACH-WRITE-HOME", "BREACH-WRITE-TMP", "BREACH-UDP", "BREACH-TCP6", "BREACH-NETLINK"}
+	plain := run("plain")
+	for _, b := range all {
+		if !strings.Contains(plain, b) {
+			t.Fatalf("without the mode, the probe %s did not breach: it proves nothing", b)
+		}
+	}
+	os.Remove(tmp)
+	os.Remove(w.Home + "/planted")
+	held := run("landlock")
+	if strings.Contains(held, "NPROC-unlimited") || !strings.Contains(held, "NPROC-") {
+		t.Errorf("RLIMIT_NPROC was not set")
+	}
+	for _, b := range all {
+		if strings.Contains(held, b) {
+			t.Errorf("the Landlock mode let %s through", b)
+		}
+	}
+	for _, p := range []string{"PASS-WRITE-WORK", "PASS-WRITE-INST", "PASS-UNIX", "PASS-READ-USR", "-AS-8388608"} {
+		if !strings.Contains(held, p) {
+			t.Errorf("the Landlock mode refused %s", p)
+		}
 	}
 }
