@@ -52,12 +52,12 @@ func init() {
 	if err := syscall.Setuid(uid); err != nil {
 		fail("setuid", err)
 	}
-	if mode == "seccomp" || mode == "mount" {
+	if mode == "seccomp" || mode == "mount" || mode == "landlock-container" {
 		if err := denyUserns(mode == "mount"); err != nil {
 			fail("seccomp", err)
 		}
 	}
-	if mode == "landlock" {
+	if mode == "landlock" || mode == "landlock-container" {
 		// The Landlock mode's engine, as the user: the working directory and
 		// BOX_TEST_INSTANCE writable.
 		// RLIMIT_NPROC counts all the user's tasks here (other tests' too): one below
@@ -278,7 +278,7 @@ true`
 		self, _ := os.Executable()
 		c := w.Cmd()
 		c.Path, c.Args = self, []string{self, "-c", script} // plain: the wrapper execs /bin/sh -c
-		if mode == "landlock" {
+		if mode == "landlock" || mode == "landlock-container" {
 			c.Args = []string{self, "/bin/sh", "-c", script}
 		}
 		c.Env = append(append([]string{}, w.Env...), "INST="+inst, "BOX_TEST_INSTANCE="+inst, "BOX_TEST_NOUSERNS="+mode, "BOX_TEST_EXEC=/bin/sh",
@@ -295,20 +295,26 @@ true`
 			t.Fatalf("without the mode, the probe %s did not breach: it proves nothing", b)
 		}
 	}
-	os.Remove(tmp)
-	os.Remove(w.Home + "/planted")
-	held := run("landlock")
+	for _, mode := range []string{"landlock", "landlock-container"} { // the second under the Docker-like filter: no user namespace at all
+		os.Remove(tmp)
+		os.Remove(w.Home + "/planted")
+		landlockHeld(t, run(mode), mode, all)
+	}
+}
+
+func landlockHeld(t *testing.T, held, mode string, all []string) {
+	t.Helper()
 	if strings.Contains(held, "NPROC-unlimited") || !strings.Contains(held, "NPROC-") {
 		t.Errorf("RLIMIT_NPROC was not set")
 	}
 	for _, b := range all {
 		if strings.Contains(held, b) {
-			t.Errorf("the Landlock mode let %s through", b)
+			t.Errorf("%s: the Landlock mode let %s through", mode, b)
 		}
 	}
 	for _, p := range []string{"PASS-WRITE-WORK", "PASS-WRITE-INST", "PASS-UNIX", "PASS-READ-USR", "-AS-8388608"} {
 		if !strings.Contains(held, p) {
-			t.Errorf("the Landlock mode refused %s", p)
+			t.Errorf("%s: the Landlock mode refused %s", mode, p)
 		}
 	}
 }
