@@ -25,6 +25,9 @@ type HostCheck struct {
 	Fatal  bool // the bwrap backend cannot run while this fails
 	Detail string
 	Fix    string // how to fix it, on failure
+	// Cause: for the user-namespace check, why the sandbox cannot start (the CLI adds
+	// box's own fix for it).
+	Cause UsernsCause
 }
 
 // HostChecks diagnoses the bwrap backend on this host, trying for real what it can (a
@@ -114,38 +117,11 @@ func internetChecks() []HostCheck {
 }
 
 // userNSCheck tries what box needs: an unprivileged user namespace. With bwrap present it
-// runs a minimal sandbox, the only proof that counts.
+// runs a minimal sandbox, the only proof that counts; on failure the facts name the
+// cause (DiagnoseUserns).
 func userNSCheck(bin string) HostCheck {
-	r := HostCheck{Name: "user namespaces", Fatal: true}
-	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
-		r.Detail, r.Fix = "disabled (kernel.unprivileged_userns_clone=0)", "sysctl -w kernel.unprivileged_userns_clone=1"
-		return r
-	}
-	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
-		r.Detail, r.Fix = "disabled (user.max_user_namespaces=0)", "sysctl -w user.max_user_namespaces=15000"
-		return r
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(b)) == "1" {
-		r.Detail = "restricted by AppArmor (kernel.apparmor_restrict_unprivileged_userns=1)"
-		r.Fix = "allow bwrap an AppArmor userns profile, or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"
-		// Not returned yet: the trial below tells whether bwrap is allowed anyway.
-	}
-	if bin == "" {
-		if r.Detail == "" {
-			r.Detail = "untested (no bwrap)"
-		}
-		return r
-	}
-	args := []string{"--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"}
-	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
-		r.Detail = "a trial sandbox failed: " + strings.TrimSpace(string(out))
-		if r.Fix == "" {
-			r.Fix = "check that unprivileged user namespaces are enabled (see the kernel's user.max_user_namespaces)"
-		}
-		return r
-	}
-	r.OK, r.Detail, r.Fix = true, "a trial sandbox ran", ""
-	return r
+	d := DiagnoseUserns(ReadUsernsFacts(bin))
+	return HostCheck{Name: "user namespaces", Fatal: true, OK: d.OK(), Detail: d.Detail, Fix: d.Fix, Cause: d.Cause}
 }
 
 var verRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)\.(\d+)`) })

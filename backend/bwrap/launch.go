@@ -77,6 +77,9 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := p.RefuseRoot(); err != nil {
 		return 1, err
 	}
+	if err := usernsBefore(bin); err != nil { // a launch that cannot start (userns_read.go)
+		return ExitStart, err
+	}
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}
@@ -151,6 +154,11 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	launch.BeforeRelease = limitHook(limits, launch.BeforeRelease)
 	code, err := Run(launch)
 	reportLimits(stderr, code, p.Spec.Limits, limits.Finish())
+	if err == nil {
+		if uerr := usernsAfter(bin, code); uerr != nil { // the command never ran: why (userns_read.go)
+			return ExitStart, uerr
+		}
+	}
 	if err != nil {
 		var ce *CheckError
 		if errs.HintOf(err) != "" || errors.As(err, &ce) {

@@ -1,26 +1,57 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 )
 
-// runCheck prints one line per check and fails when the bwrap backend cannot run.
-func runCheck(e *env) error {
+// checkJSON is one check in box --check --json (docs/json.md).
+type checkJSON struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // ok, warn, fail
+	Fatal  bool   `json:"fatal"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix"`
+	Cause  string `json:"cause"` // the user-namespace check's cause (docs/bwrap.md), else ""
+}
+
+// runCheck prints one line per check (or, asJSON, a JSON array) and fails when the bwrap
+// backend cannot run.
+func runCheck(e *env, asJSON bool) error {
 	fatal := 0
+	out := []checkJSON{}
 	for _, r := range bwrap.HostChecks() {
-		status := "ok  "
+		c := checkJSON{Name: r.Name, Status: "ok", Fatal: r.Fatal, Detail: r.Detail}
+		if r.Name == "user namespaces" {
+			c.Cause = r.Cause.String()
+		}
 		if !r.OK {
-			status = "warn"
+			c.Status, c.Fix = "warn", r.Fix
+			if h := usernsHint(r.Cause); h != "" {
+				c.Fix = h
+			}
 			if r.Fatal {
-				status = "FAIL"
+				c.Status = "fail"
 				fatal++
 			}
 		}
-		fmt.Fprintf(e.stdout, "%s  %-16s %s\n", status, r.Name, r.Detail)
-		if !r.OK && r.Fix != "" {
-			fmt.Fprintf(e.stdout, "      %-16s fix: %s\n", "", r.Fix)
+		out = append(out, c)
+	}
+	if asJSON {
+		b, err := json.MarshalIndent(out, "", "    ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, string(b))
+	} else {
+		for _, c := range out {
+			status := map[string]string{"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[c.Status]
+			fmt.Fprintf(e.stdout, "%s  %-16s %s\n", status, c.Name, c.Detail)
+			if c.Fix != "" {
+				fmt.Fprintf(e.stdout, "      %-16s fix: %s\n", "", c.Fix)
+			}
 		}
 	}
 	if fatal > 0 {

@@ -27,7 +27,10 @@ func hintFor(err error) (string, error) {
 	var at *bwrap.AllowTierError
 	var ap *bwrap.AllowPatternError
 	var ae *bwrap.AuditError
+	var ue *bwrap.UsernsError
 	switch {
+	case errors.As(err, &ue):
+		return usernsErrHint(ue), ue // setupuserns.go
 	case errors.As(err, &ae):
 		return auditHint(ae), ae
 	case errors.Is(err, bwrap.ErrRoot):

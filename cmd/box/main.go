@@ -78,6 +78,9 @@ func report(w io.Writer, err error) int {
 	if bwrap.IsAuditError(err) {
 		return bwrap.ExitAudit
 	}
+	if ue := (*bwrap.UsernsError)(nil); errors.As(err, &ue) {
+		return bwrap.ExitStart // the sandbox could not start (setupuserns.go)
+	}
 	if errs.IsUsage(err) {
 		return exitUsage
 	}

@@ -17,7 +17,7 @@ const (
 
 // newRoot builds the command tree: the single source of truth for help and dispatch.
 func newRoot(e *env) *cobra.Command {
-	var check bool
+	var check, checkJSON bool
 	root := &cobra.Command{
 		Use:   "box",
 		Short: "a place for an untrusted command to work, away from your secrets, LAN and host",
@@ -52,13 +52,17 @@ with a home of its own.
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if check {
-				return runCheck(e)
+				return runCheck(e, checkJSON)
+			}
+			if checkJSON {
+				return usagef("box --check --json", "--json is a flag of --check here")
 			}
 			return cmd.Help()
 		},
 	}
 	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "no progress line or closing notes on stderr, only errors")
 	root.Flags().BoolVar(&check, "check", false, "diagnose whether this machine can run box, with a fix for each problem")
+	root.Flags().BoolVar(&checkJSON, "json", false, "with --check: print the checks as a JSON array of objects (fields: docs/json.md)")
 	root.SetVersionTemplate("box {{.Version}}\n")
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
@@ -79,6 +83,7 @@ with a home of its own.
 	root.SetHelpCommandGroupID(groupOther)
 	root.AddCommand(newRunCmd(e), newAllowCmd(e), newDrillCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
 	root.AddCommand(newCompletionCmd(e), newManCmd(e))
+	root.AddCommand(newSetupUsernsCmd(e))
 	root.AddCommand(newSetupHostCmd(e), newTeardownHostCmd(e), newMigrateHostCmd(e), newDoctorCmd(e), newGrantCmd(e), newRevokeCmd(e))
 	root.AddCommand(newNewCmd(e), newListCmd(e), newInfoCmd(e), newShellCmd(e), newTmuxCmd(e), newExecCmd(e), newSnapshotCmd(e),
 		newRestoreCmd(e), newRenameCmd(e), newStartCmd(e), newStopCmd(e), newRmCmd(e), newIncusCmd(e),

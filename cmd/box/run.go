@@ -62,7 +62,8 @@ working directory for what the sandbox left for your own git to run: config keys
 execute (core.fsmonitor, core.hooksPath, ! aliases, filters, ...), new nested
 repositories, new hooks. Each is moved aside into $XDG_DATA_HOME/box/quarantine/ (nothing
 is deleted) and printed with how to restore it. The exit code stays the command's; it is
-125 only when the audit could not finish.`,
+125 only when the audit could not finish, or when the sandbox could not start (box says
+why: an AppArmor restriction, a container's seccomp filter, no user namespaces).`,
 		Example: `  box run -y                               # the default profile: a shell, no network
   box run -y -- make test                  # one command
   box run --backend bwrap -y -- claude --dangerously-skip-permissions

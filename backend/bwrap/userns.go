@@ -1,0 +1,235 @@
+package bwrap
+
+// Why a sandbox cannot start: the user-namespace cases (Ubuntu's AppArmor restriction, a
+// profile confining bwrap's children, a container's seccomp filter, a zero namespace
+// limit). Diagnose is pure: the facts come from ReadUsernsFacts (userns_read.go), so each
+// case is table-tested from recorded facts.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+)
+
+// UsernsCause is why bwrap cannot get the user namespace it needs.
+type UsernsCause int
+
+const (
+	UsernsOK               UsernsCause = iota // a trial sandbox ran
+	UsernsUnknown                             // the trial failed for a reason box does not recognise
+	UsernsMaxZero                             // user.max_user_namespaces=0 (or the count is used up)
+	UsernsCloneOff                            // kernel.unprivileged_userns_clone=0 (Debian's older kernels)
+	UsernsSeccomp                             // a seccomp filter refuses unshare(CLONE_NEWUSER): a container
+	UsernsAppArmorRestrict                    // kernel.apparmor_restrict_unprivileged_userns=1, no profile grants this bwrap userns
+	UsernsAppArmorChildren                    // a profile for this bwrap is loaded and confines what it runs
+)
+
+var usernsCauseNames = map[UsernsCause]string{
+	UsernsOK: "ok", UsernsUnknown: "unknown", UsernsMaxZero: "max-user-namespaces",
+	UsernsCloneOff: "unprivileged-userns-clone", UsernsSeccomp: "seccomp",
+	UsernsAppArmorRestrict: "apparmor-restrict", UsernsAppArmorChildren: "apparmor-children",
+}
+
+// String is the cause's stable name (box --check --json).
+func (c UsernsCause) String() string { return usernsCauseNames[c] }
+
+// BoxProfileName is the AppArmor profile box setup-userns loads (host/apparmor.go).
+const BoxProfileName = "box-userns"
+
+// UsernsFacts are what Diagnose reads, recorded by ReadUsernsFacts.
+type UsernsFacts struct {
+	Bwrap       string // resolved path of the bwrap box uses ("" none found)
+	BwrapSetuid bool
+	// The sysctls as read ("" when the file is absent or unreadable).
+	MaxUserNS        string // /proc/sys/user/max_user_namespaces (per user namespace)
+	UnprivClone      string // /proc/sys/kernel/unprivileged_userns_clone (Debian-patched kernels)
+	AppArmorRestrict string // /proc/sys/kernel/apparmor_restrict_unprivileged_userns (Ubuntu)
+	// SeccompMode is the Seccomp: field of box's own /proc/self/status ("2": box itself
+	// already runs under a filter, as in a container).
+	SeccompMode string
+	// AppArmor: /sys/kernel/security/apparmor exists. Profiles are the names of the
+	// loaded profiles (its profiles file, "name (mode)" per line), ProfilesErr why they
+	// could not be read (it needs root on most systems).
+	AppArmor    bool
+	Profiles    []string
+	ProfilesErr error
+	// BoxProfileAttach is the binary box's own installed profile attaches to ("" none).
+	BoxProfileAttach string
+	// Unshare is the outcome of unshare(CLONE_NEWUSER) tried in a child (nil: allowed).
+	Unshare error
+	// TrialRan: a minimal bwrap sandbox was tried; TrialErr is its failure (nil: it ran)
+	// and TrialStderr what bwrap said.
+	TrialRan    bool
+	TrialErr    error
+	TrialStderr string
+}
+
+// UsernsDiagnosis is what Diagnose found: the cause, the facts that show it, and the
+// narrowest fix outside box (the CLI adds box's own verbs).
+type UsernsDiagnosis struct {
+	Cause  UsernsCause
+	Detail string
+	Fix    string
+}
+
+// OK: the sandbox can start.
+func (d UsernsDiagnosis) OK() bool { return d.Cause == UsernsOK }
+
+// DiagnoseUserns names why a sandbox cannot start here, from recorded facts.
+func DiagnoseUserns(f UsernsFacts) UsernsDiagnosis {
+	errno := errnoOf(f.Unshare)
+	trialOK := f.TrialRan && f.TrialErr == nil
+	if trialOK {
+		d := UsernsDiagnosis{Cause: UsernsOK, Detail: "a trial sandbox ran"}
+		if f.AppArmorRestrict == "1" {
+			d.Detail += "; AppArmor restricts user namespaces here and " + allowedBy(f)
+		}
+		if f.Unshare != nil && f.BwrapSetuid {
+			d.Detail += "; unprivileged user namespaces are refused (" + f.Unshare.Error() + "): the setuid bwrap makes them as root"
+		}
+		return d
+	}
+	switch {
+	case f.MaxUserNS == "0":
+		return UsernsDiagnosis{Cause: UsernsMaxZero,
+			Detail: "user namespaces are disabled: user.max_user_namespaces=0" + inContainer(f),
+			Fix:    "as root on the host (or in the namespace that set it): sysctl -w user.max_user_namespaces=15000"}
+	case f.UnprivClone == "0":
+		return UsernsDiagnosis{Cause: UsernsCloneOff,
+			Detail: "unprivileged user namespaces are disabled: kernel.unprivileged_userns_clone=0",
+			Fix:    "as root: sysctl -w kernel.unprivileged_userns_clone=1"}
+	case errno == syscall.ENOSPC:
+		return UsernsDiagnosis{Cause: UsernsMaxZero,
+			Detail: "no user namespace left to create: the count allowed by user.max_user_namespaces=" + orUnknown(f.MaxUserNS) + " is used up",
+			Fix:    "as root: raise user.max_user_namespaces (sysctl -w user.max_user_namespaces=15000)"}
+	case f.AppArmorRestrict == "1":
+		return apparmorCase(f)
+	case errno == syscall.EPERM:
+		return UsernsDiagnosis{Cause: UsernsSeccomp,
+			Detail: "unshare(CLONE_NEWUSER) is refused (EPERM) while user.max_user_namespaces=" + orUnknown(f.MaxUserNS) +
+				" and no AppArmor restriction is set: a seccomp filter refuses user namespaces" + inContainer(f),
+			Fix: "run the container with a seccomp profile that allows user namespaces (Docker: --security-opt seccomp=PROFILE, " +
+				"Docker's default profile with clone, unshare and setns allowed for CLONE_NEWUSER), not --privileged and not seccomp=unconfined"}
+	}
+	d := UsernsDiagnosis{Cause: UsernsUnknown, Fix: "box does not recognise this failure; the trial sandbox's error above says what was refused " +
+		"(a security policy around box, such as an AppArmor profile or a seccomp filter, is the usual cause: dmesg shows AppArmor's denials)"}
+	switch {
+	case f.Bwrap == "" && f.Unshare != nil:
+		d.Detail = "unshare(CLONE_NEWUSER) failed: " + f.Unshare.Error()
+	case f.Bwrap == "":
+		d.Detail = "untested (no bwrap)"
+	case !f.TrialRan:
+		d.Detail = "no trial sandbox could be run"
+	default:
+		d.Detail = "a trial sandbox failed: " + trialText(f)
+		if f.Unshare != nil {
+			d.Detail += "; unshare(CLONE_NEWUSER): " + f.Unshare.Error()
+		}
+	}
+	return d
+}
+
+// apparmorCase: kernel.apparmor_restrict_unprivileged_userns=1 and the trial failed.
+func apparmorCase(f UsernsFacts) UsernsDiagnosis {
+	bin := orUnknown(f.Bwrap)
+	prof := profileFor(f)
+	if prof != "" && hasProfile(f.Profiles, "unpriv_bwrap") {
+		return UsernsDiagnosis{Cause: UsernsAppArmorChildren,
+			Detail: fmt.Sprintf("AppArmor profile %q for %s is loaded and moves what bwrap runs into unpriv_bwrap, without capabilities; the trial sandbox failed inside it: %s", prof, bin, trialText(f)),
+			Fix:    "see the kernel's AppArmor denials (dmesg | grep 'apparmor=\"DENIED\"'); a profile granting " + bin + " only userns, without confining its children, is the narrow fix"}
+	}
+	d := UsernsDiagnosis{Cause: UsernsAppArmorRestrict,
+		Fix: "load an AppArmor profile that grants userns to " + bin + " alone (the restriction stays on for everything else); " +
+			"not sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, which lifts it for every program"}
+	d.Detail = "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1) and "
+	switch {
+	case prof != "":
+		d.Detail += fmt.Sprintf("profile %q is loaded but the trial sandbox still failed: %s", prof, trialText(f))
+	case f.ProfilesErr != nil:
+		d.Detail += "whether a profile for " + bin + " is loaded is unknown (" + f.ProfilesErr.Error() + "); the trial sandbox failed: " + trialText(f)
+	default:
+		d.Detail += "no profile for " + bin + " is loaded; the trial sandbox failed: " + trialText(f)
+	}
+	return d
+}
+
+// allowedBy says what lets this bwrap through the restriction.
+func allowedBy(f UsernsFacts) string {
+	if p := profileFor(f); p != "" {
+		return fmt.Sprintf("profile %q grants %s userns", p, orUnknown(f.Bwrap))
+	}
+	return "this bwrap is allowed anyway (no profile for it is known to box)"
+}
+
+// profileFor is the loaded profile that attaches to the bwrap in use, as far as the
+// names tell: box's own (attached to this path), one named by the path, or the distro's
+// "bwrap" for /usr/bin/bwrap (Ubuntu's bwrap-userns-restrict).
+func profileFor(f UsernsFacts) string {
+	switch {
+	case f.Bwrap == "":
+		return ""
+	case hasProfile(f.Profiles, BoxProfileName) && f.BoxProfileAttach == f.Bwrap:
+		return BoxProfileName
+	case hasProfile(f.Profiles, f.Bwrap):
+		return f.Bwrap
+	case f.Bwrap == "/usr/bin/bwrap" && hasProfile(f.Profiles, "bwrap"):
+		return "bwrap"
+	}
+	return ""
+}
+
+// hasProfile: name is among the loaded profiles' lines ("name (mode)").
+func hasProfile(lines []string, name string) bool {
+	for _, l := range lines {
+		n, _, _ := strings.Cut(strings.TrimSpace(l), " (")
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func trialText(f UsernsFacts) string {
+	if s := strings.TrimSpace(f.TrialStderr); s != "" {
+		return s
+	}
+	if f.TrialErr != nil {
+		return f.TrialErr.Error()
+	}
+	return "no message"
+}
+
+func inContainer(f UsernsFacts) string {
+	if f.SeccompMode == "2" {
+		return " (box itself runs under a seccomp filter: a container?)"
+	}
+	return ""
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
+
+func errnoOf(err error) syscall.Errno {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return 0
+}
+
+// UsernsError: the sandbox cannot start here, for the diagnosed cause. box run exits
+// with ExitStart for it.
+type UsernsError struct{ UsernsDiagnosis }
+
+func (e *UsernsError) Error() string {
+	return "the sandbox cannot start: " + e.Detail
+}
+
+// ExitStart is box run's exit code when the sandbox could not start (box's own failure,
+// as env(1) and docker run use 125).
+const ExitStart = 125

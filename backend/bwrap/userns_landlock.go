@@ -1,0 +1,289 @@
+package bwrap
+
+// The Landlock mode's enforcement: what an unprivileged process can hold on its own where
+// user namespaces cannot be had (a container, a locked-down CI runner). No namespace, no
+// mount: Landlock file rights (the home and its secrets outside every rule, writes only
+// beneath the working and instance directories), Landlock's TCP rules and a seccomp
+// filter refusing every socket family but AF_UNIX (tier none), Landlock's scopes
+// (abstract sockets, signals), box's syscall filter, rlimits and no_new_privs.
+//
+// This is the mode's engine only: box run does not offer it yet (no --isolation flag,
+// no drill rows); LandlockNotHeld is what a launch in it must say.
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"github.com/heavy-duty/box/backend/bwrap/seccomp"
+	"github.com/heavy-duty/box/policy"
+	"golang.org/x/sys/unix"
+)
+
+// LandlockNotHeld is what the Landlock mode cannot give, each with why: said at every
+// launch in it.
+var LandlockNotHeld = []string{
+	"private /tmp: needs a mount namespace; /tmp is not writable instead (TMPDIR is the instance directory's)",
+	"private /proc: the host's other processes of the same user, their command lines and environments are readable in /proc",
+	"read-only binds inside the working directory (.git/hooks, .envrc, ...): Landlock cannot take a right away beneath a directory it grants",
+	"a home of its own: the home is unreadable, not replaced",
+	"network tiers internet and allowlist: they need a network namespace",
+	"cgroup limits: rlimits only (RLIMIT_NPROC counts all your processes)",
+}
+
+// LandlockTierError: the Landlock mode cannot give this network tier.
+type LandlockTierError struct{ Tier policy.Tier }
+
+func (e *LandlockTierError) Error() string {
+	return fmt.Sprintf("the Landlock mode cannot give network tier %s (it needs a network namespace); only tier none", e.Tier)
+}
+
+// LandlockABIError: the kernel's Landlock is too old (or absent) for the mode.
+type LandlockABIError struct{ Have, Need int }
+
+func (e *LandlockABIError) Error() string {
+	return fmt.Sprintf("the Landlock mode needs Landlock ABI %d (Linux 6.7: TCP rules); this kernel has %s", e.Need, landlockText(e.Have))
+}
+
+// landlockModeABI: ABI 4 adds the TCP rules tier none needs beside the socket filter.
+const landlockModeABI = 4
+
+// LandlockPlan is one launch in the Landlock mode.
+type LandlockPlan struct {
+	Tier      policy.Tier
+	ReadOnly  []string // readable and executable beneath (absent ones are skipped)
+	ReadWrite []string // every right beneath: the working and instance directories
+	Devices   []string // character devices opened read-write (/dev/null, /dev/tty, ...)
+	Nproc     uint64   // RLIMIT_NPROC (0: as it is)
+	AddrSpace uint64   // RLIMIT_AS in bytes (0: as it is)
+}
+
+// DefaultLandlockReadOnly are the system trees a command needs to read and run.
+var DefaultLandlockReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store", "/proc", "/sys", "/dev"}
+
+// DefaultLandlockDevices are the devices a command writes.
+var DefaultLandlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx", "/dev/pts"}
+
+// Landlock file rights (ABI 1..5).
+const (
+	llExecute    = 1 << 0
+	llWriteFile  = 1 << 1
+	llReadFile   = 1 << 2
+	llReadDir    = 1 << 3
+	llTruncate   = 1 << 14
+	llIoctlDev   = 1 << 15
+	llFileRights = llExecute | llWriteFile | llReadFile | llTruncate | llIoctlDev
+	llConnectTCP = 1 << 1
+	llBindTCP    = 1 << 0
+	llScopeAll   = 1 | 2 // abstract unix sockets, signals (ABI 6)
+)
+
+// landlockHandledFS is every file right the ABI knows.
+func landlockHandledFS(abi int) uint64 {
+	h := uint64(1<<13 - 1) // ABI 1: bits 0..12
+	if abi >= 2 {
+		h |= 1 << 13 // REFER
+	}
+	if abi >= 3 {
+		h |= llTruncate
+	}
+	if abi >= 5 {
+		h |= llIoctlDev
+	}
+	return h
+}
+
+type landlockPathBeneath struct {
+	allowed  uint64
+	parentFd int32
+}
+
+// Check refuses what the mode cannot give, by name.
+func (p LandlockPlan) Check(abi int) error {
+	if p.Tier != policy.NetNone {
+		return &LandlockTierError{p.Tier}
+	}
+	if abi < landlockModeABI {
+		return &LandlockABIError{Have: abi, Need: landlockModeABI}
+	}
+	return nil
+}
+
+// restrictLandlock puts the calling thread (locked) in the mode's domain: no_new_privs,
+// the Landlock ruleset, box's syscall filter and the socket filter. What it then forks
+// inherits all of it.
+func (p LandlockPlan) restrictLandlock(abi int) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	handled := landlockHandledFS(abi)
+	attr := landlockRulesetAttr{handledAccessFS: handled, handledAccessNet: llBindTCP | llConnectTCP}
+	size := unsafe.Sizeof(attr)
+	if abi >= landlockScopeABI {
+		attr.scoped = llScopeAll
+	} else {
+		size = unsafe.Offsetof(attr.scoped)
+	}
+	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if e != 0 {
+		return fmt.Errorf("landlock_create_ruleset: %w", e)
+	}
+	defer unix.Close(int(fd))
+	add := func(path string, allowed uint64, must bool) error {
+		f, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if !must && errors.Is(err, unix.ENOENT) {
+				return nil
+			}
+			return fmt.Errorf("landlock rule %s: %w", path, err)
+		}
+		defer unix.Close(f)
+		var st unix.Stat_t
+		if err := unix.Fstat(f, &st); err != nil {
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			allowed &= llFileRights
+		}
+		rule := landlockPathBeneath{allowed: allowed & handled, parentFd: int32(f)}
+		if _, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, fd, 1 /* PATH_BENEATH */, uintptr(unsafe.Pointer(&rule)), 0, 0, 0); e != 0 {
+			return fmt.Errorf("landlock rule %s: %w", path, e)
+		}
+		return nil
+	}
+	for _, d := range p.ReadOnly {
+		if err := add(d, llExecute|llReadFile|llReadDir, false); err != nil {
+			return err
+		}
+	}
+	for _, d := range p.Devices {
+		if err := add(d, llReadFile|llWriteFile|llIoctlDev|llReadDir, false); err != nil {
+			return err
+		}
+	}
+	for _, d := range p.ReadWrite {
+		if err := add(d, handled, true); err != nil {
+			return err
+		}
+	}
+	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); e != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", e)
+	}
+	f, err := seccomp.New(nil)
+	if err != nil {
+		return err
+	}
+	prog, err := f.Bytes()
+	if err != nil {
+		return err
+	}
+	if err := loadFilter(prog); err != nil {
+		return fmt.Errorf("box's syscall filter: %w", err)
+	}
+	if err := loadFilter(unixSocketsOnly()); err != nil {
+		return fmt.Errorf("socket filter: %w", err)
+	}
+	return nil
+}
+
+// unixSocketsOnly is a filter refusing socket(2) with EAFNOSUPPORT for every family
+// but AF_UNIX: tier none's network (UDP, raw and netlink sockets are beyond
+// Landlock's TCP rules).
+func unixSocketsOnly() []byte {
+	const (
+		ldW = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		ret = unix.BPF_RET | unix.BPF_K
+	)
+	arch := uint32(unix.AUDIT_ARCH_X86_64)
+	if runtime.GOARCH == "arm64" {
+		arch = unix.AUDIT_ARCH_AARCH64
+	}
+	prog := []unix.SockFilter{
+		{Code: ldW, K: 4},
+		{Code: jeq, K: arch, Jt: 1, Jf: 0},
+		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS}, // another ABI: refused whole
+		{Code: ldW, K: 0},
+		{Code: jeq, K: unix.SYS_SOCKET, Jt: 0, Jf: 3},
+		{Code: ldW, K: 16},
+		{Code: jeq, K: unix.AF_UNIX, Jt: 1, Jf: 0},
+		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT)}, // 7
+		{Code: ret, K: unix.SECCOMP_RET_ALLOW},                             // 8
+	}
+	b := make([]byte, 0, 8*len(prog))
+	for _, in := range prog {
+		b = append(b, byte(in.Code), byte(in.Code>>8), in.Jt, in.Jf, byte(in.K), byte(in.K>>8), byte(in.K>>16), byte(in.K>>24))
+	}
+	return b
+}
+
+// loadFilter installs a BPF program (8-byte sock_filter records) on the calling thread.
+func loadFilter(prog []byte) error {
+	if len(prog) == 0 || len(prog)%8 != 0 {
+		return fmt.Errorf("a filter of %d bytes", len(prog))
+	}
+	fp := unix.SockFprog{Len: uint16(len(prog) / 8), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
+	if _, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fp))); e != 0 {
+		return e
+	}
+	runtime.KeepAlive(prog)
+	return nil
+}
+
+// LandlockRun runs argv in the mode, in dir with env and the given stdio, and returns
+// its exit code (128+N for signal N). rlimits are set by sh's ulimit before the exec,
+// so box's own limits are untouched.
+func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr) (int, error) {
+	abi := LandlockABI()
+	if err := p.Check(abi); err != nil {
+		return ExitStart, err
+	}
+	// Each limit must take, or the command never runs (bash spells RLIMIT_NPROC -u,
+	// dash -p).
+	sh := "ulimit -c 0"
+	if p.Nproc > 0 {
+		n := strconv.FormatUint(p.Nproc, 10)
+		sh += " && { ulimit -u " + n + " 2>/dev/null || ulimit -p " + n + "; }"
+	}
+	if p.AddrSpace > 0 {
+		sh += " && ulimit -v " + strconv.FormatUint(p.AddrSpace/1024, 10)
+	}
+	sh += ` && exec "$@"`
+	full := append([]string{"sh", "-c", sh, "box-landlock"}, argv...)
+	type started struct {
+		pid int
+		err error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, domain and all
+		if err := p.restrictLandlock(abi); err != nil {
+			ch <- started{err: err}
+			return
+		}
+		pid, err := syscall.ForkExec("/bin/sh", full, &syscall.ProcAttr{Dir: dir, Env: env, Files: stdio, Sys: &syscall.SysProcAttr{Setpgid: false}})
+		ch <- started{pid, err}
+	}()
+	s := <-ch
+	if s.err != nil {
+		return ExitStart, fmt.Errorf("the Landlock mode: %w", s.err)
+	}
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(s.pid, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return 1, err
+		}
+		break
+	}
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	return ws.ExitStatus(), nil
+}

@@ -1,0 +1,147 @@
+package bwrap
+
+// The thin reader of the user-namespace facts DiagnoseUserns reads, and the two checks
+// box run makes with them: before the launch (only what is certain and cheap) and after
+// a launch that ended with bwrap's failure code.
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+)
+
+// The files the facts come from, variables so a test can point them at a recording.
+var (
+	sysctlMaxUserNS   = "/proc/sys/user/max_user_namespaces"
+	sysctlUnprivClone = "/proc/sys/kernel/unprivileged_userns_clone"
+	sysctlAARestrict  = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
+	apparmorFS        = "/sys/kernel/security/apparmor"
+	boxProfileFile    = "/etc/apparmor.d/" + BoxProfileName
+)
+
+// ReadUsernsFacts reads the facts for bin (the bwrap box uses; "" none) and tries an
+// unshare(CLONE_NEWUSER) and, with bwrap, a minimal sandbox.
+func ReadUsernsFacts(bin string) UsernsFacts {
+	f := readUsernsSysctls()
+	if bin != "" {
+		if r, err := filepath.EvalSymlinks(bin); err == nil {
+			bin = r
+		}
+		if fi, err := os.Stat(bin); err == nil {
+			f.BwrapSetuid = fi.Mode()&os.ModeSetuid != 0
+		}
+	}
+	f.Bwrap = bin
+	if _, err := os.Stat(apparmorFS); err == nil {
+		f.AppArmor = true
+		b, err := os.ReadFile(filepath.Join(apparmorFS, "profiles"))
+		if err != nil {
+			f.ProfilesErr = err
+		} else {
+			f.Profiles = strings.Split(strings.TrimSpace(string(b)), "\n")
+		}
+		if b, err := os.ReadFile(boxProfileFile); err == nil {
+			f.BoxProfileAttach = ProfileAttachment(string(b))
+		}
+	}
+	f.Unshare = tryUnshare(bin)
+	if bin != "" {
+		f.TrialRan = true
+		var stderr bytes.Buffer
+		cmd := exec.Command(bin, "--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true")
+		cmd.Stderr = &stderr
+		f.TrialErr = cmd.Run()
+		f.TrialStderr = stderr.String()
+	}
+	return f
+}
+
+// readUsernsSysctls reads the cheap facts: the sysctls and box's own seccomp mode.
+func readUsernsSysctls() UsernsFacts {
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	f := UsernsFacts{MaxUserNS: read(sysctlMaxUserNS), UnprivClone: read(sysctlUnprivClone), AppArmorRestrict: read(sysctlAARestrict)}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Seccomp:"); ok {
+				f.SeccompMode = strings.TrimSpace(v)
+			}
+		}
+	}
+	return f
+}
+
+// tryUnshare starts a child in a new user namespace (no uid map: only the namespace's
+// creation is tried) running bin --version, or true without bwrap. It returns the errno
+// of the clone, nil when it was allowed.
+func tryUnshare(bin string) error {
+	argv := []string{bin, "--version"}
+	if bin == "" {
+		p, err := exec.LookPath("true")
+		if err != nil {
+			return err
+		}
+		argv = []string{p}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+	err := cmd.Start()
+	if err != nil {
+		return err // a *PathError wrapping the clone's errno
+	}
+	cmd.Wait() // its exit status is not the question
+	return nil
+}
+
+var attachRE = regexp.MustCompile(`(?m)^\s*profile\s+\S+\s+(/\S+)`)
+
+// ProfileAttachment is the path a profile's text attaches to ("" none found).
+func ProfileAttachment(text string) string {
+	if m := attachRE.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// usernsBefore refuses a launch that certainly cannot start, from cheap facts: the
+// sysctls that turn user namespaces off, and, only when box itself runs under a seccomp
+// filter (a container), a real unshare tried. It reads nothing else, so a launch on a
+// machine where namespaces work pays a few small reads.
+func usernsBefore(bin string) error {
+	f := readUsernsSysctls()
+	if f.MaxUserNS != "0" && f.UnprivClone != "0" && f.SeccompMode != "2" {
+		return nil
+	}
+	if f.SeccompMode == "2" && f.MaxUserNS != "0" && f.UnprivClone != "0" {
+		if f.Unshare = tryUnshare(bin); f.Unshare == nil {
+			return nil
+		}
+	}
+	f.Bwrap = bin
+	return &UsernsError{DiagnoseUserns(f)}
+}
+
+// bwrapFailed is bwrap's exit code when it dies before the command runs.
+const bwrapFailed = 1
+
+// usernsAfter: a launch ended with code; when that is bwrap's failure code and the
+// host cannot start a sandbox at all (diagnosed with a real trial), the command never
+// ran and the cause is the answer. Any other end passes the code on.
+func usernsAfter(bin string, code int) error {
+	if code != bwrapFailed {
+		return nil
+	}
+	if d := DiagnoseUserns(ReadUsernsFacts(bin)); !d.OK() {
+		return &UsernsError{d}
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package bwrap
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Recorded facts of each case, as the reader sees them on such a machine.
+var (
+	uidMapDenied = "bwrap: setting up uid map: Permission denied\n"
+	noPerm       = "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces. On e.g. debian this can be enabled with 'sysctl kernel.unprivileged_userns_clone=1'.\n"
+	trialFailed  = errors.New("exit status 1")
+	ubuntuLoaded = []string{"/usr/bin/man (enforce)", "unprivileged_userns (enforce)", "bwrap (unconfined)", "unpriv_bwrap (enforce)"}
+)
+
+func TestDiagnoseUserns(t *testing.T) {
+	eperm := &fs.PathError{Op: "fork/exec", Path: "/usr/bin/bwrap", Err: syscall.EPERM}
+	for _, c := range []struct {
+		name   string
+		f      UsernsFacts
+		cause  UsernsCause
+		detail []string // each must appear in Detail
+		fix    string   // must appear in Fix
+	}{
+		{"works", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", TrialRan: true}, UsernsOK, []string{"a trial sandbox ran"}, ""},
+		{"works under Ubuntu's restriction with box's profile", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", AppArmorRestrict: "1",
+			AppArmor: true, Profiles: []string{"box-userns (unconfined)"}, BoxProfileAttach: "/usr/bin/bwrap", TrialRan: true},
+			UsernsOK, []string{`profile "box-userns" grants /usr/bin/bwrap userns`}, ""},
+		{"setuid bwrap where unprivileged namespaces are refused", UsernsFacts{Bwrap: "/usr/bin/bwrap", BwrapSetuid: true, MaxUserNS: "15000",
+			Unshare: eperm, TrialRan: true}, UsernsOK, []string{"setuid bwrap makes them as root"}, ""},
+		{"max_user_namespaces=0", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "0", Unshare: &fs.PathError{Err: syscall.ENOSPC},
+			TrialRan: true, TrialErr: trialFailed, TrialStderr: noPerm}, UsernsMaxZero, []string{"user.max_user_namespaces=0"}, "sysctl -w user.max_user_namespaces="},
+		{"count used up", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "3", Unshare: &fs.PathError{Err: syscall.ENOSPC},
+			TrialRan: true, TrialErr: trialFailed}, UsernsMaxZero, []string{"user.max_user_namespaces=3 is used up"}, "raise user.max_user_namespaces"},
+		{"Debian's unprivileged_userns_clone=0", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", UnprivClone: "0", Unshare: eperm,
+			TrialRan: true, TrialErr: trialFailed, TrialStderr: noPerm}, UsernsCloneOff, []string{"kernel.unprivileged_userns_clone=0"}, "unprivileged_userns_clone=1"},
+		{"container: seccomp refuses CLONE_NEWUSER", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", SeccompMode: "2", Unshare: eperm,
+			TrialRan: true, TrialErr: trialFailed, TrialStderr: noPerm}, UsernsSeccomp, []string{"EPERM", "seccomp filter", "a container?"}, "seccomp profile that allows user namespaces"},
+		{"Ubuntu 24.04: restricted, no profile for this bwrap", UsernsFacts{Bwrap: "/nix/store/x-bubblewrap/bin/bwrap", MaxUserNS: "15000", AppArmorRestrict: "1",
+			AppArmor: true, Profiles: ubuntuLoaded[:3], TrialRan: true, TrialErr: trialFailed, TrialStderr: uidMapDenied},
+			UsernsAppArmorRestrict, []string{"apparmor_restrict_unprivileged_userns=1", "no profile for /nix/store/x-bubblewrap/bin/bwrap is loaded", "setting up uid map: Permission denied"},
+			"grants userns to /nix/store/x-bubblewrap/bin/bwrap alone"},
+		{"restricted, profiles unreadable", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", AppArmorRestrict: "1",
+			AppArmor: true, ProfilesErr: fs.ErrPermission, TrialRan: true, TrialErr: trialFailed, TrialStderr: "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted\n"},
+			UsernsAppArmorRestrict, []string{"is unknown (permission denied)", "RTM_NEWADDR"}, "not sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"},
+		{"restricted, box's profile for another bwrap", UsernsFacts{Bwrap: "/usr/local/bin/bwrap", MaxUserNS: "15000", AppArmorRestrict: "1",
+			AppArmor: true, Profiles: []string{"box-userns (unconfined)"}, BoxProfileAttach: "/usr/bin/bwrap", TrialRan: true, TrialErr: trialFailed, TrialStderr: uidMapDenied},
+			UsernsAppArmorRestrict, []string{"no profile for /usr/local/bin/bwrap is loaded"}, ""},
+		{"Ubuntu 25.04: bwrap's profile confines its children", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", AppArmorRestrict: "1",
+			AppArmor: true, Profiles: ubuntuLoaded, TrialRan: true, TrialErr: trialFailed, TrialStderr: "bwrap: Can't mount proc on /newroot/proc: Permission denied\n"},
+			UsernsAppArmorChildren, []string{`profile "bwrap" for /usr/bin/bwrap`, "unpriv_bwrap", "Can't mount proc"}, "apparmor=\"DENIED\""},
+		{"restricted, refused at the clone", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", AppArmorRestrict: "1", Unshare: eperm,
+			TrialRan: true, TrialErr: trialFailed, TrialStderr: noPerm}, UsernsAppArmorRestrict, []string{"no profile for /usr/bin/bwrap"}, ""},
+		{"unrecognised failure", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", TrialRan: true, TrialErr: trialFailed, TrialStderr: "bwrap: something new\n"},
+			UsernsUnknown, []string{"a trial sandbox failed: bwrap: something new"}, ""},
+		{"no bwrap", UsernsFacts{MaxUserNS: "15000"}, UsernsUnknown, []string{"untested (no bwrap)"}, ""},
+		{"no bwrap, clone refused", UsernsFacts{MaxUserNS: "15000", Unshare: eperm}, UsernsSeccomp, []string{"EPERM"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := DiagnoseUserns(c.f)
+			if d.Cause != c.cause {
+				t.Fatalf("cause %v, want %v (%s)", d.Cause, c.cause, d.Detail)
+			}
+			for _, w := range c.detail {
+				if !strings.Contains(d.Detail, w) {
+					t.Errorf("detail %q lacks %q", d.Detail, w)
+				}
+			}
+			if !strings.Contains(d.Fix, c.fix) {
+				t.Errorf("fix %q lacks %q", d.Fix, c.fix)
+			}
+			if d.OK() != (c.cause == UsernsOK) || (c.cause != UsernsOK && d.Fix == "") {
+				t.Errorf("OK()=%v, fix %q", d.OK(), d.Fix)
+			}
+		})
+	}
+}
+
+func TestUsernsCauseNames(t *testing.T) {
+	for c := UsernsOK; c <= UsernsAppArmorChildren; c++ {
+		if c.String() == "" {
+			t.Errorf("cause %d has no name", c)
+		}
+	}
+}
+
+func TestProfileAttachment(t *testing.T) {
+	if got := ProfileAttachment("# x\nabi <abi/4.0>,\nprofile box-userns /usr/bin/bwrap flags=(unconfined) {\n  userns,\n}\n"); got != "/usr/bin/bwrap" {
+		t.Errorf("got %q", got)
+	}
+	if got := ProfileAttachment("profile foo {\n}\n"); got != "" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// usernsBefore refuses only what is certain: a recorded max_user_namespaces=0.
+func TestUsernsBefore(t *testing.T) {
+	dir := t.TempDir()
+	old := sysctlMaxUserNS
+	t.Cleanup(func() { sysctlMaxUserNS = old })
+	sysctlMaxUserNS = filepath.Join(dir, "max")
+	os.WriteFile(sysctlMaxUserNS, []byte("0\n"), 0o644)
+	err := usernsBefore("/usr/bin/bwrap")
+	var ue *UsernsError
+	if !errors.As(err, &ue) || ue.Cause != UsernsMaxZero {
+		t.Fatalf("got %v, want the max_user_namespaces cause", err)
+	}
+	if !strings.HasPrefix(err.Error(), "the sandbox cannot start: user namespaces are disabled") {
+		t.Errorf("message %q", err)
+	}
+	os.WriteFile(sysctlMaxUserNS, []byte("15000\n"), 0o644)
+	if f := readUsernsSysctls(); f.SeccompMode != "2" {
+		if err := usernsBefore("/usr/bin/bwrap"); err != nil {
+			t.Errorf("a launch with namespaces on was refused: %v", err)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/host"
+	"github.com/spf13/cobra"
+)
+
+type setupUsernsOptions struct {
+	remove bool
+	root   string
+	bwrap  string
+}
+
+// setup-userns is its own verb, not a flag of setup-host: setup-host builds the vm
+// backend's Incus stack (it needs incusd), while this profile is for the bwrap backend on
+// a machine that may have no Incus at all.
+func newSetupUsernsCmd(e *env) *cobra.Command {
+	o := &setupUsernsOptions{}
+	cmd := &cobra.Command{
+		Use:     "setup-userns [--remove]",
+		Short:   "let box's bwrap create user namespaces under Ubuntu's AppArmor restriction (root)",
+		GroupID: groupSandbox,
+		Long: `Where kernel.apparmor_restrict_unprivileged_userns=1 (Ubuntu 23.10 and later), an
+unconfined bwrap cannot set up its sandbox. setup-userns writes and loads one AppArmor
+profile, /etc/apparmor.d/box-userns, that grants the userns rule to exactly the bwrap
+binary box uses (its resolved path) and to nothing else. The restriction stays on for
+every other program; bwrap stays otherwise unconfined. Running it again is harmless;
+after bwrap moves (an upgrade to another path), run it again.
+
+It refuses where the kernel has no AppArmor (there is no restriction to lift). --remove
+unloads the profile and deletes its file. 'box --check' says whether it is needed.`,
+		Example: `  sudo box setup-userns            # then: box --check
+  sudo box setup-userns --remove`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runSetupUserns(e, o) },
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.remove, "remove", false, "unload the profile and delete its file")
+	f.StringVar(&o.root, "root", "/", "the filesystem root the profile goes under (for an image or a test)")
+	f.StringVar(&o.bwrap, "bwrap", "", "the bwrap binary to grant (default: bwrap on PATH, resolved)")
+	return cmd
+}
+
+func runSetupUserns(e *env, o *setupUsernsOptions) error {
+	u := usernsHost(o.root)
+	if o.remove {
+		s, err := u.Remove()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, s)
+		return nil
+	}
+	bin := o.bwrap
+	if bin == "" {
+		var err error
+		if bin, err = bwrap.LookBwrap(); err != nil {
+			return err
+		}
+	}
+	if !filepath.IsAbs(bin) {
+		return usagef("name bwrap by its absolute path", "--bwrap: %q is not an absolute path", bin)
+	}
+	resolved, err := filepath.EvalSymlinks(filepath.Join(o.root, bin))
+	if err != nil {
+		return fmt.Errorf("resolving %s: %w", bin, err)
+	}
+	if o.root != "/" {
+		rel, err := filepath.Rel(filepath.Clean(o.root), resolved)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return fmt.Errorf("%s resolves outside %s", bin, o.root)
+		}
+		resolved = "/" + rel
+	}
+	s, err := u.Install(resolved)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, s)
+	return nil
+}
+
+// usernsHost is host.Userns on this machine: AppArmor's state read once, the profile
+// loaded and unloaded by apparmor_parser (there is no Go library for it).
+func usernsHost(root string) host.Userns {
+	b, _ := os.ReadFile("/sys/module/apparmor/parameters/enabled")
+	parse := func(flag string) func(string) error {
+		return func(file string) error {
+			out, err := exec.Command("apparmor_parser", flag, file).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("apparmor_parser %s: %w: %s", flag, err, strings.TrimSpace(string(out)))
+			}
+			return nil
+		}
+	}
+	return host.Userns{Root: root, AppArmor: strings.TrimSpace(string(b)) == "Y", Load: parse("-r"), Unload: parse("-R")}
+}
+
+// usernsHint is box's own fix for a user-namespace cause ("" when the backend's fix,
+// outside box, is the whole answer).
+func usernsHint(c bwrap.UsernsCause) string {
+	switch c {
+	case bwrap.UsernsAppArmorRestrict:
+		return "sudo box setup-userns: one AppArmor profile granting user namespaces to box's bwrap alone; the restriction stays on for every other program (docs/bwrap.md)"
+	case bwrap.UsernsAppArmorChildren:
+		return "sudo box setup-userns loads a profile granting box's bwrap userns without confining its children; if the distribution's bwrap profile also attaches to it, see docs/bwrap.md"
+	}
+	return ""
+}
+
+// usernsErrHint: the hint of a box run that could not start (hints.go).
+func usernsErrHint(e *bwrap.UsernsError) string {
+	if h := usernsHint(e.Cause); h != "" {
+		return h
+	}
+	if e.Fix != "" {
+		return e.Fix + "\nthen run 'box --check'"
+	}
+	return "run 'box --check' to diagnose the sandbox"
+}
