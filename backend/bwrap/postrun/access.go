@@ -18,8 +18,9 @@ import (
 // (access.restore) on what it left in place. What it cannot open even so is itself a
 // finding (FindUnread).
 
-// DisableModeRepair switches off the granting of modes (a test build's drill shows what
-// an unreadable directory hides without it). Never set in box itself.
+// DisableModeRepair switches off the granting of modes and the unread findings: what
+// the audit cannot open, it skips, as box did before (a test build's drill shows what an
+// unreadable directory hides then). Never set in box itself.
 var DisableModeRepair bool
 
 // access is the modes the audit changed, to put back.

@@ -217,6 +217,7 @@ func (q *quarantineDir) config(all []Finding, idx []int) error {
 			all[i].Action, all[i].Kept, all[i].Restore = action, []string{kept}, restore
 		}
 	}
+	q.prepare(path)
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return err
@@ -304,6 +305,7 @@ func (q *quarantineDir) config(all []Finding, idx []int) error {
 }
 
 func (q *quarantineDir) repo(f *Finding, before *Snapshot) error {
+	q.prepare(f.Path)
 	fi, err := os.Lstat(f.Path)
 	if err != nil {
 		return err

@@ -251,7 +251,7 @@ func (t *taker) rootOf(p string) string {
 // in a writable root, and searchable or writable by the operator (what nobody can enter
 // hides nothing from git either). A path that vanished is no finding.
 func (t *taker) unread(p string, err error) {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || !t.s.writable(p) {
+	if DisableModeRepair || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || !t.s.writable(p) {
 		return
 	}
 	if unix.Access(p, unix.X_OK) != nil && unix.Access(p, unix.W_OK) != nil && unix.Access(p, unix.R_OK) != nil {
