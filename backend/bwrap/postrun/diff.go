@@ -226,7 +226,7 @@ func gitPointers(b, a *Repo, after *Snapshot) []Finding {
 		// worktree add writes, nothing new.
 		own := filepath.Base(filepath.Dir(a.Gitdir)) == "worktrees" &&
 			a.Common == gitRealPath(filepath.Dir(filepath.Dir(a.Gitdir)))
-		if !own || b != nil {
+		if !own {
 			out = append(out, Finding{Kind: FindGitPointer, Path: filepath.Join(a.Gitdir, "commondir"), Repo: a.Dot,
 				Change: change(bc), Runs: "the host's git in this repository reads the config and hooks of " + a.Common, pointer: bc})
 		}

@@ -548,6 +548,10 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "box: audit: %s: protected file %s\n", rel(f.Path), f.Change)
 		case FindUnparsable:
 			fmt.Fprintf(w, "box: audit: %s: git no longer reads this config\n", rel(f.Path))
+		case FindGitPointer:
+			fmt.Fprintf(w, "box: audit: %s: git pointer file %s\n", rel(f.Path), f.Change)
+		case FindUnread:
+			fmt.Fprintf(w, "box: audit: %s: box could not read it, even granting itself the modes\n", rel(f.Path))
 		}
 		fmt.Fprintf(w, "box: audit:   would run: %s\n", oneLine(f.Runs))
 		if len(f.Kept) > 0 && slices.Equal(f.Kept, prev.Kept) && f.Action == prev.Action {
