@@ -506,13 +506,7 @@ func (t *taker) repoKind(dot, kind string) {
 // there is none. One that is there but cannot be read is recorded unread, and its content
 // taken as unknown (never as absent).
 func (t *taker) pointerFile(p string) string {
-	b, err := readRegular(p, 4096)
-	if err != nil && denied(err) && t.s.writable(p) {
-		t.acc.reach(t.rootOf(p), p)
-		if t.acc.grant(p, 0o400) == nil {
-			b, err = readRegular(p, 4096)
-		}
-	}
+	b, err := t.read(p, 4096)
 	switch {
 	case err == nil:
 		return string(b)
@@ -521,6 +515,19 @@ func (t *taker) pointerFile(p string) string {
 	}
 	t.unread(p, err)
 	return "\x00unreadable"
+}
+
+// read is readRegular, granting the modes to read p when the sandbox could have taken
+// them away (see open): git, run by you after a chmod back, would read it.
+func (t *taker) read(p string, max int64) ([]byte, error) {
+	b, err := readRegular(p, max)
+	if err != nil && denied(err) && t.s.writable(p) && !DisableModeRepair {
+		t.acc.reach(t.rootOf(p), p)
+		if t.acc.grant(p, 0o400) == nil {
+			b, err = readRegular(p, max)
+		}
+	}
+	return b, err
 }
 
 // readDir lists dir, granting the modes to (see open).
@@ -583,11 +590,14 @@ func expand(p, home string) string {
 func (t *taker) config(r *Repo, file string, via []Loc) {
 	file = realDir(file)
 	depth := len(via)
-	b, err := readRegular(file, t.lim.ConfigBytes)
+	b, err := t.read(file, t.lim.ConfigBytes)
 	if errors.Is(err, errTooBig) {
 		t.incomplete(fmt.Sprintf("%s is larger than %d bytes", file, t.lim.ConfigBytes))
 	}
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.unread(file, err)
+		}
 		return // git ignores a missing include, and box cannot read what is not a file
 	}
 	es, perr := ParseConfig(b)
@@ -725,7 +735,14 @@ func TodoExecs(b []byte) bool {
 
 func (t *taker) stat(p string, hook bool) File {
 	fi, err := os.Lstat(p)
+	if err != nil && denied(err) && t.s.writable(p) && !DisableModeRepair {
+		t.acc.reach(t.rootOf(p), p) // a directory above made unsearchable
+		fi, err = os.Lstat(p)
+	}
 	if err != nil {
+		if !DisableModeRepair && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) && t.s.writable(p) {
+			t.s.Unread[p] = File{Kind: "other", Why: err.Error()} // a directory above not ours
+		}
 		return File{}
 	}
 	f := File{Mode: uint32(fi.Mode()), Size: fi.Size()}
@@ -744,7 +761,7 @@ func (t *taker) stat(p string, hook bool) File {
 		// run changes it; a hook's is not (hooks only ever gain files: git init's own
 		// samples never run).
 		if !hook && t.kept+fi.Size() <= t.lim.KeepBytes {
-			if b, err := readRegular(p, fi.Size()); err == nil {
+			if b, err := t.read(p, fi.Size()); err == nil {
 				t.kept += int64(len(b))
 				f.content = b
 			}
