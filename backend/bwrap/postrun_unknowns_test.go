@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -193,4 +194,38 @@ func lastManifest(t *testing.T, w *world) postrun.Report {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// What box truly cannot read (a directory not the user's, which the user can enter but
+// not list) fails closed: exit 125, the path named with the one command that lets the
+// next run finish; after it, the next run finishes the audit and the host's git runs
+// nothing.
+func TestSandboxPostRunAuditCannotFinish(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	x := filepath.Join(w.proj, "x")
+	w.write(filepath.Join(x, "sub", "keep"), "the user's\n")
+	os.Chown(x, 0, 0)
+	os.Chmod(x, 0o711)
+	r := w.sh(`git init -q x/sub/evil && git -C x/sub/evil config core.fsmonitor "echo RAN >> $PWD/pwn; false"`)
+	t.Logf("exit %d\n%s", r.code, r.stderr)
+	fix := "sudo chown -R " + strconv.Itoa(w.uid) + ":" + strconv.Itoa(w.gid) + " " + x
+	if r.code != 125 || !strings.Contains(r.stderr, "x: box could not read it") || !strings.Contains(r.stderr, "to let box finish: "+fix) {
+		t.Fatalf("exit %d, want 125 naming x and %q", r.code, fix)
+	}
+	// Until then every run says the same, with the same way forward.
+	if r := w.run("run", "-y", "--", "true"); r.code == 0 || !strings.Contains(r.stderr, fix) {
+		t.Errorf("the next run: exit %d\n%s", r.code, r.stderr)
+	}
+	if out, err := exec.Command("sh", "-c", strings.TrimPrefix(fix, "sudo ")).CombinedOutput(); err != nil {
+		t.Fatal(err, string(out))
+	}
+	r = w.run("run", "-y", "--", "true")
+	t.Logf("after the fix: exit %d\n%s", r.code, r.stderr)
+	if r.code != 0 || !strings.Contains(r.stderr, "x/sub/evil/.git: new git repository") {
+		t.Errorf("after the fix: exit %d", r.code)
+	}
+	if w.hostRan(filepath.Join(x, "sub", "evil")) {
+		t.Errorf("the host's git status ran the planted core.fsmonitor")
+	}
 }

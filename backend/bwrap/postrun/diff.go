@@ -175,10 +175,9 @@ func Diff(before, after *Snapshot) []Finding {
 		if under(p, newDots) || under(p, unknown) || !after.writable(p) {
 			continue
 		}
+		// Unread before the run too, and untouched: still a finding. Below it, what the
+		// operator can reach by name may have changed without touching it.
 		a := after.Unread[p]
-		if b, ok := before.Unread[p]; ok && b.Kind == a.Kind && b.Ino == a.Ino && b.Ctime == a.Ctime {
-			continue // as unread before the run and untouched since: said as such (Report.Unread)
-		}
 		out = append(out, Finding{Kind: FindUnread, Path: p, Change: "added",
 			Runs: "unknown: box could not read it (" + a.Why + "), and git, run by you, may go in by name", before: a})
 	}

@@ -34,8 +34,6 @@ type Report struct {
 	// copied into the quarantine (past the audit's copy bound, or no room), and why.
 	Beside   []string  `json:"beside"`
 	Findings []Finding `json:"findings"`
-	// Unread are the paths box could not read, as before the run and untouched since.
-	Unread []string `json:"unread"`
 }
 
 // Failed reports whether a finding could not be neutralised (another audit of the same
@@ -69,12 +67,7 @@ func Audit(before, after *Snapshot, quarantine string, now time.Time) *Report {
 	if r.Incomplete = before.Incomplete; r.Incomplete == "" {
 		r.Incomplete = after.Incomplete
 	}
-	for _, p := range sortedKeys(after.Unread) {
-		if after.writable(p) && !slices.ContainsFunc(r.Findings, func(f Finding) bool { return within(p, f.Path) }) {
-			r.Unread = append(r.Unread, p)
-		}
-	}
-	if r.Quarantine != "" && (r.Incomplete != "" || len(r.Unread) > 0) {
+	if r.Quarantine != "" && r.Incomplete != "" {
 		q := &quarantineDir{dir: r.Quarantine}
 		q.manifest(r)
 	}
@@ -129,7 +122,11 @@ func Neutralise(before *Snapshot, findings []Finding, quarantine string, now tim
 		if err != nil {
 			f.Error = err.Error()
 			f.Action = "FAILED: " + err.Error()
-			f.Fix = fixFor(f.Path)
+			// A path box could not read or move: the modes (or the owner) that let the
+			// next run finish. (A quarantine that cannot be made names itself.)
+			if qe := (*quarantineError)(nil); denied(err) && !errors.As(err, &qe) {
+				f.Fix = fixFor(f.Path)
+			}
 		}
 	}
 	r.Quarantine, r.Beside = q.dir, q.beside
@@ -159,6 +156,12 @@ type quarantineDir struct {
 	copied, limit int64
 	beside        []string // why findings were renamed in place instead of copied
 }
+
+// quarantineError: the quarantine directory itself could not be made.
+type quarantineError struct{ err error }
+
+func (e *quarantineError) Error() string { return "quarantine: " + e.err.Error() }
+func (e *quarantineError) Unwrap() error { return e.err }
 
 // CopyLimit bounds what one audit copies into the quarantine across file systems (the
 // blocks the copy allocates; holes cost nothing). A finding past it is renamed aside in
@@ -197,7 +200,7 @@ func (q *quarantineDir) slot(name string) (string, error) {
 		rand.Read(b)
 		d := filepath.Join(q.base, q.now.UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(b))
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return "", fmt.Errorf("quarantine: %w", err)
+			return "", &quarantineError{err}
 		}
 		q.dir = d
 	}
@@ -480,9 +483,6 @@ func (q *quarantineDir) manifest(r *Report) error {
 	if m.Beside == nil {
 		m.Beside = []string{}
 	}
-	if m.Unread == nil {
-		m.Unread = []string{}
-	}
 	m.Findings = make([]Finding, len(r.Findings))
 	for i, f := range r.Findings {
 		if f.Kept == nil {
@@ -520,7 +520,7 @@ func shq(s string) string {
 // Print writes the report for a person: one block per finding (what, what it would have
 // run, what box did), then how to inspect and restore. Nothing when there is nothing.
 func (r *Report) Print(w io.Writer) {
-	if len(r.Findings) == 0 && r.Incomplete == "" && len(r.Unread) == 0 {
+	if len(r.Findings) == 0 && r.Incomplete == "" {
 		return
 	}
 	rel := func(p string) string {
@@ -568,9 +568,6 @@ func (r *Report) Print(w io.Writer) {
 	}
 	for _, b := range r.Beside {
 		fmt.Fprintf(w, "box: audit: renamed aside where it was, not copied: %s\n", oneLine(b))
-	}
-	for _, u := range r.Unread {
-		fmt.Fprintf(w, "box: audit: not read (not yours, or read-only), as before the run: %s\n", rel(u))
 	}
 	if r.Incomplete != "" {
 		fmt.Fprintf(w, "box: audit: incomplete: %s\n", oneLine(r.Incomplete))

@@ -595,7 +595,7 @@ func (t *taker) config(r *Repo, file string, via []Loc) {
 		t.incomplete(fmt.Sprintf("%s is larger than %d bytes", file, t.lim.ConfigBytes))
 	}
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errTooBig) {
 			t.unread(file, err)
 		}
 		return // git ignores a missing include, and box cannot read what is not a file
