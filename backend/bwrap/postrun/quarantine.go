@@ -29,7 +29,7 @@ type Report struct {
 	// there was nothing to keep).
 	Quarantine string `json:"quarantine"`
 	// Incomplete says which bound stopped a snapshot: what lies past it was not audited.
-	Incomplete string    `json:"incomplete"`
+	Incomplete string `json:"incomplete"`
 	// Beside says which findings were renamed aside in their own directory instead of
 	// copied into the quarantine (past the audit's copy bound, or no room), and why.
 	Beside   []string  `json:"beside"`
