@@ -103,7 +103,7 @@ func verdict(pr Probe, o Observation) (Status, string) {
 			detail += "; REACHED THE HOST"
 		}
 	}
-	if pr.Kind == KindHostExec {
+	if pr.Kind == KindHostExec || pr.Kind == KindHiddenRepo {
 		if !o.Seen {
 			return Error, "could not plant: " + detail
 		}
@@ -206,6 +206,9 @@ func Settle(p Plan, obs []Observation) []Observation {
 	for _, pr := range p.Probes {
 		if i, ok := idx[pr.ID]; ok && pr.Kind == KindHostExec && len(pr.Targets) == 2 {
 			obs[i] = settleHostExec(pr, obs[i])
+		}
+		if i, ok := idx[pr.ID]; ok && pr.Kind == KindHiddenRepo && len(pr.Targets) == 2 {
+			obs[i] = settleHiddenRepo(pr, obs[i])
 		}
 	}
 	for _, pr := range p.Probes {

@@ -439,6 +439,7 @@ func BuildPlan(in Input) (Plan, error) {
 		he.Skip = "git not installed on the host"
 	}
 	add(he)
+	add(hiddenRepoProbe(in, name)) // drill/unknowns.go
 
 	// Network, by the contract of in.Expect.
 	inetWant, localWant, why := contract(in.Expect)

@@ -171,6 +171,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail = r.probeICMP(pr.Targets)
 	case KindHostExec:
 		o.Seen, o.Detail, err = probePlantRepo(pr.Targets)
+	case KindHiddenRepo:
+		o.Seen, o.Detail, err = probeHiddenRepo(pr.Targets)
 	default:
 		err = fmt.Errorf("unknown probe kind %q", pr.Kind)
 	}

@@ -74,6 +74,7 @@ func pendingPrefix(workdir string) string {
 // in progress and is left alone.
 func RecoverAudits(workdir, dataHome string) ([]*postrun.Report, error) {
 	pdir, qdir := AuditDirs(dataHome)
+	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
 	ents, err := os.ReadDir(pdir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -121,6 +122,7 @@ func recoverPending(path, workdir, qdir string) *postrun.Report {
 func BeginAudit(in postrun.Input, dataHome string) (*Audit, error) {
 	pdir, qdir := AuditDirs(dataHome)
 	a := &Audit{in: in, quarantine: qdir}
+	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return nil, fmt.Errorf("post-run audit: %w", err)
 	}
@@ -151,6 +153,11 @@ func BeginAudit(in postrun.Input, dataHome string) (*Audit, error) {
 // ProtAudit names the post-run audit among the protections a test build can switch off
 // (BOX_UNSAFE_OFF=audit, see kernel.go), so the drill can be shown to catch its absence.
 const ProtAudit = "audit"
+
+// ProtAuditModes names the audit's granting of the modes it needs to read and move what
+// the sandbox chmodded (postrun.DisableModeRepair), so the drill's unreadable-repository
+// row can be shown to catch its absence.
+const ProtAuditModes = "audit-modes"
 
 // End takes the snapshot after the run, neutralises every finding and returns the
 // report (print it with Report.Print; Report.Err says whether the audit failed).

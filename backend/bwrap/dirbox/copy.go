@@ -281,3 +281,24 @@ func readlinkat(dirfd int, name string) (string, error) {
 		}
 	}
 }
+
+// CopyFile copies the regular file src to dst (which must not exist), as CopyTree copies
+// a file: cloned where it can be, else only its data (holes stay holes), its mode and
+// times kept. src is opened without following a link.
+func CopyFile(src, dst string) error {
+	sfd, err := unix.Open(filepath.Dir(src), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", filepath.Dir(src), err)
+	}
+	defer unix.Close(sfd)
+	dfd, err := unix.Open(filepath.Dir(dst), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", filepath.Dir(dst), err)
+	}
+	defer unix.Close(dfd)
+	st := CopyStats{inode: map[[2]uint64]string{}, root: dfd}
+	if err := copyFile(sfd, dfd, filepath.Base(src), src, &st); err != nil {
+		return &CopyError{Err: err}
+	}
+	return nil
+}

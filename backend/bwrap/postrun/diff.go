@@ -23,6 +23,14 @@ const (
 	// FindUnparsable: a config file git now refuses; every git command there fails, so
 	// nothing in it runs. Reported, left in place.
 	FindUnparsable = "unparsable"
+	// FindGitPointer: a git directory's commondir or gitdir file, added or changed, that
+	// makes the host's git read a repository elsewhere or write a .git file outside the
+	// sandbox's reach (git worktree repair).
+	FindGitPointer = "gitpointer"
+	// FindUnread: a path the sandbox could reach that box could not open even after
+	// granting itself the modes (not the operator's, a read-only file system): what is
+	// inside was not audited. Moved aside whole when box can.
+	FindUnread = "unread"
 )
 
 // The protected set's git entries (package protect names them so) a profile may drop.
@@ -56,6 +64,8 @@ type Finding struct {
 	Kept    []string `json:"kept"`
 	Restore string   `json:"restore"`
 	Error   string   `json:"error"`
+	// Fix is, when Error is set, the one command that lets the next run finish.
+	Fix string `json:"fix"`
 
 	entry   Entry
 	before  File
@@ -147,6 +157,30 @@ func Diff(before, after *Snapshot) []Finding {
 			}
 		}
 	}
+	// Each git directory's pointer files once, however many repositories use it.
+	ptrSeen := map[string]bool{}
+	for _, dot := range sortedKeys(after.Repos) {
+		a := after.Repos[dot]
+		if a.Gitdir == "" || ptrSeen[a.Gitdir] {
+			continue
+		}
+		ptrSeen[a.Gitdir] = true
+		for _, f := range gitPointers(gitdirIn(before, a.Gitdir), a, after) {
+			if !under(f.Path, newDots) && !under(f.Path, unknown) && after.writable(f.Path) {
+				out = append(out, f)
+			}
+		}
+	}
+	for _, p := range sortedKeys(after.Unread) {
+		if under(p, newDots) || under(p, unknown) || !after.writable(p) {
+			continue
+		}
+		// Unread before the run too, and untouched: still a finding. Below it, what the
+		// operator can reach by name may have changed without touching it.
+		a := after.Unread[p]
+		out = append(out, Finding{Kind: FindUnread, Path: p, Change: "added",
+			Runs: "unknown: box could not read it (" + a.Why + "), and git, run by you, may go in by name", before: a})
+	}
 	for _, p := range sortedKeys(after.Files) {
 		a := after.Files[p]
 		if a.Kind == "" || a.Kind == "dir" || !after.writable(p) || a.Hook && (strings.HasSuffix(p, ".sample") || loose(LooseHooks)) {
@@ -170,6 +204,60 @@ func Diff(before, after *Snapshot) []Finding {
 		out = append(out, Finding{Kind: FindFile, Path: p, Change: change, Runs: a.Runs, before: b})
 	}
 	return out
+}
+
+// gitPointers are a's commondir and gitdir files that the run added or changed and that
+// lead the host's git somewhere the sandbox could not write itself: a commondir naming
+// another common directory than the one the git directory lies in (or, for a
+// repository's own git directory, any change), a linked worktree's gitdir naming a .git
+// file outside the writable roots (git worktree repair writes it).
+func gitPointers(b, a *Repo, after *Snapshot) []Finding {
+	if a == nil || a.Gitdir == "" {
+		return nil
+	}
+	var bc, bg string
+	if b != nil {
+		bc, bg = b.Commondir, b.GitdirFile
+	}
+	var out []Finding
+	if a.Commondir != bc && a.Commondir != "" {
+		// A linked worktree's git directory names its own common directory: what git
+		// worktree add writes, nothing new.
+		own := filepath.Base(filepath.Dir(a.Gitdir)) == "worktrees" &&
+			a.Common == gitRealPath(filepath.Dir(filepath.Dir(a.Gitdir)))
+		if !own {
+			out = append(out, Finding{Kind: FindGitPointer, Path: filepath.Join(a.Gitdir, "commondir"), Repo: a.Dot,
+				Change: change(bc), Runs: "the host's git in this repository reads the config and hooks of " + a.Common, pointer: bc})
+		}
+	}
+	if a.GitdirFile != bg && a.GitdirFile != "" {
+		target := strings.TrimRight(a.GitdirFile, "\r\n")
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(a.Gitdir, target)
+		}
+		if !after.writable(realDir(filepath.Clean(target))) || strings.HasPrefix(a.GitdirFile, "\x00") {
+			out = append(out, Finding{Kind: FindGitPointer, Path: filepath.Join(a.Gitdir, "gitdir"), Repo: a.Dot,
+				Change: change(bg), Runs: "the host's git worktree repair writes a .git file at " + target, pointer: bg})
+		}
+	}
+	return out
+}
+
+// gitdirIn is a repository of s whose git directory is gd (nil when none).
+func gitdirIn(s *Snapshot, gd string) *Repo {
+	for _, dot := range sortedKeys(s.Repos) {
+		if r := s.Repos[dot]; r.Gitdir == gd {
+			return r
+		}
+	}
+	return nil
+}
+
+func change(before string) string {
+	if before == "" {
+		return "added"
+	}
+	return "changed"
 }
 
 // newEntries are the executing entries of after (by file and offset) that their file did

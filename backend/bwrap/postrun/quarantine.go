@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/internal/termtext"
 )
 
@@ -28,8 +29,11 @@ type Report struct {
 	// there was nothing to keep).
 	Quarantine string `json:"quarantine"`
 	// Incomplete says which bound stopped a snapshot: what lies past it was not audited.
-	Incomplete string    `json:"incomplete"`
-	Findings   []Finding `json:"findings"`
+	Incomplete string `json:"incomplete"`
+	// Beside says which findings were renamed aside in their own directory instead of
+	// copied into the quarantine (past the audit's copy bound, or no room), and why.
+	Beside   []string  `json:"beside"`
+	Findings []Finding `json:"findings"`
 }
 
 // Failed reports whether a finding could not be neutralised (another audit of the same
@@ -80,7 +84,9 @@ func Neutralise(before *Snapshot, findings []Finding, quarantine string, now tim
 	if len(findings) == 0 {
 		return r
 	}
-	q := &quarantineDir{base: quarantine, now: now}
+	q := &quarantineDir{base: quarantine, now: now, roots: before.Writable, limit: CopyLimit}
+	// The modes granted to move things aside go back on what stays in place.
+	defer q.acc.restore()
 	// Config keys of one file are removed in one rewrite.
 	byFile := map[string][]int{}
 	for i, f := range r.Findings {
@@ -105,6 +111,10 @@ func Neutralise(before *Snapshot, findings []Finding, quarantine string, now tim
 			err = q.moveRestore(f, []byte(f.pointer), 0o644, f.pointer != "")
 		case FindFile:
 			err = q.moveRestore(f, f.before.content, fs0(f.before.Mode), f.before.Kind == "file" && f.before.content != nil)
+		case FindGitPointer:
+			err = q.moveRestore(f, []byte(f.pointer), 0o644, f.pointer != "" && !strings.HasPrefix(f.pointer, "\x00"))
+		case FindUnread:
+			err = q.unread(f)
 		case FindUnparsable:
 			f.Action = "left in place: git refuses the file, so nothing in it runs"
 			f.Restore = "fix the file by hand (git config --file " + f.Path + " --list shows the bad line)"
@@ -112,9 +122,14 @@ func Neutralise(before *Snapshot, findings []Finding, quarantine string, now tim
 		if err != nil {
 			f.Error = err.Error()
 			f.Action = "FAILED: " + err.Error()
+			// A path box could not read or move: the modes (or the owner) that let the
+			// next run finish. (A quarantine that cannot be made names itself.)
+			if qe := (*quarantineError)(nil); denied(err) && !errors.As(err, &qe) {
+				f.Fix = fixFor(f.Path)
+			}
 		}
 	}
-	r.Quarantine = q.dir
+	r.Quarantine, r.Beside = q.dir, q.beside
 	if q.dir != "" {
 		if err := q.manifest(r); err != nil {
 			for i := range r.Findings {
@@ -130,10 +145,52 @@ func Neutralise(before *Snapshot, findings []Finding, quarantine string, now tim
 func fs0(m uint32) os.FileMode { return os.FileMode(m).Perm() }
 
 type quarantineDir struct {
-	base string
-	now  time.Time
-	dir  string
-	n    int
+	base  string
+	now   time.Time
+	dir   string
+	n     int
+	roots []string // the writable roots: where box may grant itself modes
+	acc   access
+	// copied is what this audit copied across file systems so far (allocated bytes),
+	// limit its bound (CopyLimit).
+	copied, limit int64
+	beside        []string // why findings were renamed in place instead of copied
+}
+
+// quarantineError: the quarantine directory itself could not be made.
+type quarantineError struct{ err error }
+
+func (e *quarantineError) Error() string { return "quarantine: " + e.err.Error() }
+func (e *quarantineError) Unwrap() error { return e.err }
+
+// CopyLimit bounds what one audit copies into the quarantine across file systems (the
+// blocks the copy allocates; holes cost nothing). A finding past it is renamed aside in
+// its own directory instead (see moveTree): nothing is lost, no disk is filled.
+var CopyLimit int64 = 256 << 20
+
+// fixFor is the one command that lets the next run finish the audit of p: the modes (or
+// the owner) that let box read and move it.
+func fixFor(p string) string {
+	var st syscall.Stat_t
+	if syscall.Lstat(p, &st) == nil && int(st.Uid) != os.Getuid() {
+		return fmt.Sprintf("sudo chown -R %d:%d %s", os.Getuid(), os.Getgid(), shq(p))
+	}
+	return "chmod -R u+rwX " + shq(p)
+}
+
+// prepare makes p movable: its parent writable (and reachable), p itself writable when a
+// directory (rename updates its "..").
+func (q *quarantineDir) prepare(p string) {
+	for _, r := range q.roots {
+		if within(p, r) && p != r {
+			q.acc.reach(r, p)
+			q.acc.grant(filepath.Dir(p), 0o300)
+			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+				q.acc.grant(p, 0o700)
+			}
+			return
+		}
+	}
 }
 
 // slot is a fresh path in the quarantine for something named name.
@@ -143,7 +200,7 @@ func (q *quarantineDir) slot(name string) (string, error) {
 		rand.Read(b)
 		d := filepath.Join(q.base, q.now.UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(b))
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return "", fmt.Errorf("quarantine: %w", err)
+			return "", &quarantineError{err}
 		}
 		q.dir = d
 	}
@@ -163,6 +220,7 @@ func (q *quarantineDir) config(all []Finding, idx []int) error {
 			all[i].Action, all[i].Kept, all[i].Restore = action, []string{kept}, restore
 		}
 	}
+	q.prepare(path)
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return err
@@ -178,6 +236,12 @@ func (q *quarantineDir) config(all []Finding, idx []int) error {
 		return nil
 	}
 	data, err := readRegular(path, 64<<20)
+	if err != nil && denied(err) {
+		q.prepare(path)
+		if q.acc.grant(path, 0o400) == nil {
+			data, err = readRegular(path, 64<<20)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -202,8 +266,9 @@ func (q *quarantineDir) config(all []Finding, idx []int) error {
 	if err != nil {
 		return err
 	}
+	q.prepare(path)
 	if !clean {
-		if err := moveTree(path, kept); err != nil {
+		if kept, err = q.moveTree(path, kept); err != nil {
 			return err
 		}
 		mark("moved the whole file aside (it changed since the audit read it)", kept, fmt.Sprintf("mv %s %s", shq(kept), shq(path)))
@@ -243,6 +308,7 @@ func (q *quarantineDir) config(all []Finding, idx []int) error {
 }
 
 func (q *quarantineDir) repo(f *Finding, before *Snapshot) error {
+	q.prepare(f.Path)
 	fi, err := os.Lstat(f.Path)
 	if err != nil {
 		return err
@@ -307,66 +373,116 @@ func (q *quarantineDir) move(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return dst, moveTree(p, dst)
+	q.prepare(p)
+	got, err := q.moveTree(p, dst)
+	if err == nil {
+		q.acc.forget(p)
+	}
+	return got, err
 }
 
-// moveTree renames src to dst; across filesystems it copies (links as links, modes
-// kept) and removes src only once the copy is whole.
-func moveTree(src, dst string) error {
+// moveTree renames src to dst and returns where it is now. Across file systems it
+// copies, keeping holes (dirbox's copy: a sparse file stays sparse) and links as links,
+// and removes src once the copy is whole; past the audit's copy bound, or when the copy
+// runs out of room, it renames src aside in its own directory instead
+// (PARENT/.box-quarantined-STAMP-N-NAME): git no longer finds it there, and nothing is
+// written out.
+func (q *quarantineDir) moveTree(src, dst string) (string, error) {
 	err := os.Rename(src, dst)
 	if !errors.Is(err, syscall.EXDEV) {
-		return err
+		return dst, err
 	}
-	if err := copyTree(src, dst); err != nil {
+	// Everything in it must be readable to copy, and removable after.
+	if err := q.acc.openTree(src); err != nil {
+		return "", err
+	}
+	size, err := allocated(src)
+	if err == nil && q.limit > 0 && q.copied+size > q.limit {
+		return q.besides(src, fmt.Sprintf("%s: %d bytes on disk, past the audit's copy bound (%d bytes)", src, size, q.limit))
+	}
+	if err == nil {
+		err = copyAny(src, dst)
+	}
+	if err != nil {
 		os.RemoveAll(dst)
-		return err
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return q.besides(src, src+": the quarantine's file system is full")
+		}
+		return "", err
 	}
-	return os.RemoveAll(src)
+	q.copied += size
+	return dst, os.RemoveAll(src)
 }
 
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+// besides renames src aside in its own directory (no copy), for moveTree.
+func (q *quarantineDir) besides(src, why string) (string, error) {
+	q.n++
+	dst := filepath.Join(filepath.Dir(src), fmt.Sprintf(".box-quarantined-%s-%d-%s", q.now.UTC().Format("20060102T150405Z"), q.n, filepath.Base(src)))
+	if err := os.Rename(src, dst); err != nil {
+		return "", err
+	}
+	q.beside = append(q.beside, why)
+	return dst, nil
+}
+
+func copyAny(src, dst string) error {
+	fi, err := os.Lstat(src)
+	switch {
+	case err != nil:
+		return err
+	case fi.IsDir():
+		if _, err := dirbox.CopyTree(src, dst); err != nil {
+			return err
+		}
+		// Its directories stay open to their owner: to read it, and remove it.
+		var a access
+		return a.openTree(dst)
+	case fi.Mode().IsRegular():
+		return dirbox.CopyFile(src, dst)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		l, err := os.Readlink(src)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(src, p)
-		t := filepath.Join(dst, rel)
-		fi, err := os.Lstat(p)
+		return os.Symlink(l, dst)
+	}
+	return nil // a fifo or device: nothing of yours to keep
+}
+
+// allocated is what a copy of p that keeps holes writes: its blocks on disk.
+func allocated(p string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, t)
-		case fi.IsDir():
-			return os.Mkdir(t, fi.Mode().Perm()|0o700)
-		case fi.Mode().IsRegular():
-			in, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			out, err := os.OpenFile(t, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(out, in); err != nil {
-				out.Close()
-				return err
-			}
-			return out.Close()
+		var st syscall.Stat_t
+		if err := syscall.Lstat(q, &st); err != nil {
+			return err
 		}
-		return nil // a fifo or device: nothing of yours to keep
+		n += st.Blocks * 512
+		return nil
 	})
+	return n, err
+}
+
+// unread moves aside whole a path box could not read (see FindUnread).
+func (q *quarantineDir) unread(f *Finding) error {
+	dst, err := q.move(f.Path)
+	if err != nil {
+		return err
+	}
+	f.Action = "moved aside whole (box could not read it: " + f.before.Why + ")"
+	f.Kept, f.Restore = []string{dst}, fmt.Sprintf("mv %s %s", shq(dst), shq(f.Path))
+	return nil
 }
 
 func (q *quarantineDir) manifest(r *Report) error {
 	// docs/json.md: every field present, a list [] when empty.
 	m := *r
+	if m.Beside == nil {
+		m.Beside = []string{}
+	}
 	m.Findings = make([]Finding, len(r.Findings))
 	for i, f := range r.Findings {
 		if f.Kept == nil {
@@ -432,6 +548,10 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "box: audit: %s: protected file %s\n", rel(f.Path), f.Change)
 		case FindUnparsable:
 			fmt.Fprintf(w, "box: audit: %s: git no longer reads this config\n", rel(f.Path))
+		case FindGitPointer:
+			fmt.Fprintf(w, "box: audit: %s: git pointer file %s\n", rel(f.Path), f.Change)
+		case FindUnread:
+			fmt.Fprintf(w, "box: audit: %s: box could not read it, even granting itself the modes\n", rel(f.Path))
 		}
 		fmt.Fprintf(w, "box: audit:   would run: %s\n", oneLine(f.Runs))
 		if len(f.Kept) > 0 && slices.Equal(f.Kept, prev.Kept) && f.Action == prev.Action {
@@ -442,6 +562,12 @@ func (r *Report) Print(w io.Writer) {
 		if f.Restore != "" && f.Error == "" {
 			fmt.Fprintf(w, "box: audit:   restore (read it first): %s\n", safe(f.Restore))
 		}
+		if f.Fix != "" {
+			fmt.Fprintf(w, "box: audit:   to let box finish: %s (then run box again in this directory)\n", safe(f.Fix))
+		}
+	}
+	for _, b := range r.Beside {
+		fmt.Fprintf(w, "box: audit: renamed aside where it was, not copied: %s\n", oneLine(b))
 	}
 	if r.Incomplete != "" {
 		fmt.Fprintf(w, "box: audit: incomplete: %s\n", oneLine(r.Incomplete))

@@ -91,6 +91,10 @@ type Snapshot struct {
 	// Files are the protected paths and everything under protected directories, by
 	// absolute path; a path recorded absent has Kind "".
 	Files map[string]File `json:"files"`
+	// Unread are the paths in a writable root box could not list or read even after
+	// granting itself the modes it needs (not the operator's, a read-only file system),
+	// by path: what lies inside was not audited.
+	Unread map[string]File `json:"unread,omitempty"`
 	// Incomplete says which bound stopped the snapshot ("" when it is whole).
 	Incomplete string `json:"incomplete,omitempty"`
 	// Taken is when an incomplete snapshot ended (Unix nanoseconds, the fine clock; 0
@@ -117,6 +121,11 @@ type Repo struct {
 	Exec []ConfigEntry `json:"exec"`
 	// Unparsable are config files git would refuse (every git command then fails).
 	Unparsable []string `json:"unparsable,omitempty"`
+	// Commondir and GitdirFile are the git directory's commondir and gitdir files as
+	// written ("" when absent): pointers the host's git follows to read a config or
+	// write a .git file elsewhere (git worktree repair).
+	Commondir  string `json:"commondir,omitempty"`
+	GitdirFile string `json:"gitdir_file,omitempty"`
 }
 
 // Repository kinds.
@@ -161,6 +170,8 @@ type File struct {
 	// only when TodoExec, it holds an exec line (a command git runs through the shell).
 	Todo     bool `json:"todo,omitempty"`
 	TodoExec bool `json:"todo_exec,omitempty"`
+	// Why: for an unread path, what refused it.
+	Why string `json:"why,omitempty"`
 	// content is kept (within Limits.KeepBytes) to restore a changed file.
 	content []byte
 }
@@ -170,7 +181,9 @@ type File struct {
 // paths.
 func Take(in Input) *Snapshot {
 	t := &taker{in: in, lim: in.Limits.withDefaults()}
-	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}}
+	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}, Unread: map[string]File{}}
+	// The modes granted to read the tree go back once it is read.
+	defer t.acc.restore()
 	s.Home, s.Writable, s.Guards, s.Loosened = in.Home, in.Writable, in.Protected, in.Loosened
 	if len(s.Writable) == 0 {
 		s.Writable = []string{in.Workdir}
@@ -202,6 +215,54 @@ type taker struct {
 	entries  int
 	guarded  int
 	kept     int64
+	acc      access
+}
+
+// open opens dir to list it. A directory in a writable root that refuses the operator
+// (the sandbox chmodded it) is granted u+rx first: git, run later by the same user, goes
+// in by name, so the audit must see what is inside. What still cannot be opened is
+// recorded unread.
+func (t *taker) open(dir string) (*os.File, bool) {
+	f, err := os.Open(dir)
+	if err != nil && denied(err) && t.s.writable(dir) {
+		t.acc.reach(t.rootOf(dir), dir)
+		if gerr := t.acc.grant(dir, 0o500); gerr == nil {
+			f, err = os.Open(dir)
+		}
+	}
+	if err != nil {
+		t.unread(dir, err)
+		return nil, false
+	}
+	return f, true
+}
+
+// rootOf is the writable root holding p.
+func (t *taker) rootOf(p string) string {
+	for _, r := range t.s.Writable {
+		if within(p, r) {
+			return r
+		}
+	}
+	return p
+}
+
+// unread records p, which box could not open, when the sandbox could have reached it:
+// in a writable root, and searchable or writable by the operator (what nobody can enter
+// hides nothing from git either). A path that vanished is no finding.
+func (t *taker) unread(p string, err error) {
+	if DisableModeRepair || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || !t.s.writable(p) {
+		return
+	}
+	if unix.Access(p, unix.X_OK) != nil && unix.Access(p, unix.W_OK) != nil && unix.Access(p, unix.R_OK) != nil {
+		return
+	}
+	f := t.stat(p, true)
+	f.Why = err.Error()
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		f.Why = pe.Err.Error()
+	}
+	t.s.Unread[p] = f
 }
 
 // globalHooksPath is core.hooksPath from your global git config (~/.gitconfig, read after
@@ -281,8 +342,8 @@ func gitRealPath(p string) string {
 // walk visits dir's tree without following links or entering .git directories, and
 // takes every repository it meets.
 func (t *taker) walk(dir string, depth int) {
-	f, err := os.Open(dir)
-	if err != nil {
+	f, ok := t.open(dir)
+	if !ok {
 		return
 	}
 	defer f.Close()
@@ -310,6 +371,9 @@ func (t *taker) walk(dir string, depth int) {
 			}
 		}
 		if err != nil {
+			if err != io.EOF {
+				t.unread(dir, err)
+			}
 			break
 		}
 	}
@@ -364,8 +428,11 @@ func (t *taker) repoKind(dot, kind string) {
 		r.Gitdir = gitRealPath(gd)
 	}
 	r.Common = r.Gitdir
-	if b, err := readRegular(filepath.Join(r.Gitdir, "commondir"), 4096); err == nil {
-		c := strings.TrimRight(string(b), "\r\n")
+	if kind == RepoGitdir {
+		r.GitdirFile = t.pointerFile(filepath.Join(r.Gitdir, "gitdir"))
+	}
+	if r.Commondir = t.pointerFile(filepath.Join(r.Gitdir, "commondir")); r.Commondir != "" {
+		c := strings.TrimRight(r.Commondir, "\r\n")
 		if !filepath.IsAbs(c) {
 			c = r.Gitdir + "/" + c
 		}
@@ -424,7 +491,7 @@ func (t *taker) repoKind(dot, kind string) {
 	if r.Kind == RepoDir || r.Kind == RepoBare || r.Kind == RepoGitdir {
 		t.gitdirs(filepath.Join(r.Gitdir, "modules"), 0)
 		if r.Kind != RepoGitdir || filepath.Base(filepath.Dir(r.Gitdir)) != "worktrees" {
-			if ws, err := os.ReadDir(filepath.Join(r.Gitdir, "worktrees")); err == nil {
+			if ws, err := t.readDir(filepath.Join(r.Gitdir, "worktrees")); err == nil {
 				for _, w := range ws {
 					if w.IsDir() {
 						t.repoKind(filepath.Join(r.Gitdir, "worktrees", w.Name()), RepoGitdir)
@@ -435,13 +502,56 @@ func (t *taker) repoKind(dot, kind string) {
 	}
 }
 
+// pointerFile is the content of a small git pointer file (commondir, gitdir), "" when
+// there is none. One that is there but cannot be read is recorded unread, and its content
+// taken as unknown (never as absent).
+func (t *taker) pointerFile(p string) string {
+	b, err := t.read(p, 4096)
+	switch {
+	case err == nil:
+		return string(b)
+	case errors.Is(err, fs.ErrNotExist):
+		return ""
+	}
+	t.unread(p, err)
+	return "\x00unreadable"
+}
+
+// read is readRegular, granting the modes to read p when the sandbox could have taken
+// them away (see open): git, run by you after a chmod back, would read it.
+func (t *taker) read(p string, max int64) ([]byte, error) {
+	b, err := readRegular(p, max)
+	if err != nil && denied(err) && t.s.writable(p) && !DisableModeRepair {
+		t.acc.reach(t.rootOf(p), p)
+		if t.acc.grant(p, 0o400) == nil {
+			b, err = readRegular(p, max)
+		}
+	}
+	return b, err
+}
+
+// readDir lists dir, granting the modes to (see open).
+func (t *taker) readDir(dir string) ([]fs.DirEntry, error) {
+	f, ok := t.open(dir)
+	if !ok {
+		return nil, fs.ErrPermission
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		t.unread(dir, err)
+	}
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, err
+}
+
 // gitdirs takes the submodule git directories under dir (a directory with a HEAD is one;
 // a submodule's name may hold slashes, so others are searched, to a bound).
 func (t *taker) gitdirs(dir string, depth int) {
 	if depth > 6 {
 		return
 	}
-	ents, err := os.ReadDir(dir)
+	ents, err := t.readDir(dir)
 	if err != nil {
 		return
 	}
@@ -480,11 +590,14 @@ func expand(p, home string) string {
 func (t *taker) config(r *Repo, file string, via []Loc) {
 	file = realDir(file)
 	depth := len(via)
-	b, err := readRegular(file, t.lim.ConfigBytes)
+	b, err := t.read(file, t.lim.ConfigBytes)
 	if errors.Is(err, errTooBig) {
 		t.incomplete(fmt.Sprintf("%s is larger than %d bytes", file, t.lim.ConfigBytes))
 	}
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errTooBig) {
+			t.unread(file, err)
+		}
 		return // git ignores a missing include, and box cannot read what is not a file
 	}
 	es, perr := ParseConfig(b)
@@ -526,19 +639,32 @@ func (t *taker) guardAs(p, runs string, hook bool) {
 	if f.Kind != "dir" {
 		return
 	}
-	filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
-		if err != nil || q == p || hook && strings.HasSuffix(q, ".sample") && !d.IsDir() {
-			return nil // git runs no *.sample: not worth a stat
+	t.guardTree(p, runs, hook)
+}
+
+// guardTree records everything under the protected directory dir.
+func (t *taker) guardTree(dir, runs string, hook bool) bool {
+	ents, err := t.readDir(dir)
+	if err != nil && len(ents) == 0 {
+		return true
+	}
+	for _, e := range ents {
+		q := filepath.Join(dir, e.Name())
+		if hook && strings.HasSuffix(q, ".sample") && !e.IsDir() {
+			continue // git runs no *.sample: not worth a stat
 		}
 		if t.guarded++; t.guarded > t.lim.GuardFiles {
 			t.incomplete(fmt.Sprintf("more than %d files under protected directories", t.lim.GuardFiles))
-			return filepath.SkipAll
+			return false
 		}
 		g := t.stat(q, hook)
 		g.Runs, g.Hook = runs, hook
 		t.s.Files[q] = g
-		return nil
-	})
+		if g.Kind == "dir" && !t.guardTree(q, runs, hook) {
+			return false
+		}
+	}
+	return true
 }
 
 // guardTodo records a file of a stopped rebase or sequencer that the host's --continue
@@ -609,7 +735,14 @@ func TodoExecs(b []byte) bool {
 
 func (t *taker) stat(p string, hook bool) File {
 	fi, err := os.Lstat(p)
+	if err != nil && denied(err) && t.s.writable(p) && !DisableModeRepair {
+		t.acc.reach(t.rootOf(p), p) // a directory above made unsearchable
+		fi, err = os.Lstat(p)
+	}
 	if err != nil {
+		if !DisableModeRepair && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) && t.s.writable(p) {
+			t.s.Unread[p] = File{Kind: "other", Why: err.Error()} // a directory above not ours
+		}
 		return File{}
 	}
 	f := File{Mode: uint32(fi.Mode()), Size: fi.Size()}
@@ -628,7 +761,7 @@ func (t *taker) stat(p string, hook bool) File {
 		// run changes it; a hook's is not (hooks only ever gain files: git init's own
 		// samples never run).
 		if !hook && t.kept+fi.Size() <= t.lim.KeepBytes {
-			if b, err := readRegular(p, fi.Size()); err == nil {
+			if b, err := t.read(p, fi.Size()); err == nil {
 				t.kept += int64(len(b))
 				f.content = b
 			}

@@ -1,0 +1,130 @@
+package postrun
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
+
+// The sandbox runs as the operator's uid, so whatever it made is the operator's too, and
+// a mode it set (chmod 111, 000, 555) can hide a repository from a walk or make a move
+// fail, while git, run later by the same user, goes in by name. The audit therefore
+// never takes a refused open for an answer: on a path the sandbox could write, it adds
+// the permission bits it needs (access.grant), does its work, and puts the modes back
+// (access.restore) on what it left in place. What it cannot open even so is itself a
+// finding (FindUnread).
+
+// DisableModeRepair switches off the granting of modes and the unread findings: what
+// the audit cannot open, it skips, as box did before (a test build's drill shows what an
+// unreadable directory hides then). Never set in box itself.
+var DisableModeRepair bool
+
+// access is the modes the audit changed, to put back.
+type access struct {
+	saved []savedMode
+}
+
+type savedMode struct {
+	path string
+	mode fs.FileMode
+}
+
+// grant adds the permission bits want (0o500 to list a directory, 0o300 to change its
+// entries, 0o400 to read a file) to p when it lacks them; p must be a real path, never a
+// link (its mode would be its target's). It fails when p cannot be changed (not the
+// operator's, a read-only file system), with the reason.
+func (a *access) grant(p string, want fs.FileMode) error {
+	if DisableModeRepair {
+		return unix.EACCES
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil
+	}
+	if fi.Mode().Perm()&want == want {
+		return nil
+	}
+	if err := os.Chmod(p, fi.Mode().Perm()|want|fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(a.saved, func(s savedMode) bool { return s.path == p }) {
+		a.saved = append(a.saved, savedMode{p, fi.Mode()})
+	}
+	return nil
+}
+
+// reach grants search permission on every directory from root (included) down to p's
+// parent, so p itself can be stat'ed and opened by name.
+func (a *access) reach(root, p string) {
+	var chain []string
+	for d := filepath.Dir(p); within(d, root); d = filepath.Dir(d) {
+		chain = append(chain, d)
+		if d == root || d == filepath.Dir(d) {
+			break
+		}
+	}
+	for _, d := range slices.Backward(chain) {
+		if unix.Access(d, unix.X_OK) != nil {
+			a.grant(d, 0o100)
+		}
+	}
+}
+
+// restore puts back every mode it changed on what is still there, deepest first.
+func (a *access) restore() {
+	for _, s := range slices.Backward(a.saved) {
+		fi, err := os.Lstat(s.path)
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			continue // moved aside: its copy in the quarantine keeps the granted bits
+		}
+		os.Chmod(s.path, s.mode.Perm()|s.mode&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+	}
+	a.saved = nil
+}
+
+// forget drops the saved modes under p (moved aside: the user reads it where it is kept).
+func (a *access) forget(p string) {
+	a.saved = slices.DeleteFunc(a.saved, func(s savedMode) bool { return within(s.path, p) })
+}
+
+// openTree grants the owner's rwx on every directory and r on every file under p (p
+// included), so it can be copied and removed whole. It returns the first path it could
+// not open.
+func (a *access) openTree(p string) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil
+	case !fi.IsDir():
+		if fi.Mode().IsRegular() {
+			return a.grant(p, 0o600)
+		}
+		return nil
+	}
+	if err := a.grant(p, 0o700); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		errs = append(errs, a.openTree(filepath.Join(p, e.Name())))
+	}
+	return errors.Join(errs...)
+}
+
+func denied(err error) bool {
+	return errors.Is(err, fs.ErrPermission)
+}
