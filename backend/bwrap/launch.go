@@ -77,6 +77,9 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := p.RefuseRoot(); err != nil {
 		return 1, err
 	}
+	if err := p.settleTrust(stderr); err != nil {
+		return 1, err
+	}
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}
