@@ -566,7 +566,7 @@ func TestGrantLive(t *testing.T) {
 		if out, ok := alice.incus(t, "config", "set", "--project", p, "work", "security.protection.delete=true"); !ok {
 			t.Fatalf("alice$ incus config set security.protection.delete: %s", out)
 		}
-		if out, ok := alice.incus(t, "init", "--empty", "--project", p, "stray"); !ok {
+		if out, ok := alice.incus(t, "init", "--empty", "--project", p, "stray", "--profile", incuslab.Profile); !ok {
 			t.Fatalf("alice$ incus init --empty stray: %s", out)
 		}
 		// The purge refuses to delete what box did not mint, but only after the access
