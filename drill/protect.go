@@ -122,6 +122,9 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 		files[filepath.Join(g, "config")] = fixtureConfig
 		dirs = append(dirs, filepath.Join(g, "hooks"), filepath.Join(g, "objects"), filepath.Join(g, "refs", "heads"))
 	}
+	// Repo's config enables extensions.worktreeConfig, so git reads a config.worktree
+	// there and box protects it (a placeholder where it is absent).
+	files[filepath.Join(f.RepoGit, "config")] = strings.Replace(fixtureConfig, "repositoryformatversion = 0", "repositoryformatversion = 1", 1) + "[extensions]\n\tworktreeConfig = true\n"
 	// Hp's config names a hooks directory and includes a file in the tree, so the
 	// protected set's hookspath and include scopes have an instance to probe.
 	f.HpHooks, f.HpInclude = filepath.Join(f.Hp, ".githooks"), filepath.Join(f.Hp, ".box-include")
