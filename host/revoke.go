@@ -69,57 +69,55 @@ func (h GrantHost) Revoke(ctx context.Context, name string, purge bool) error {
 	var boxesToGo []incus.Instance
 	var volumes [][2]string
 	var profiles, images []string
-	{
-		var foreign []string
-		for _, in := range s.instances {
-			if !incus.IsBox(in) {
-				foreign = append(foreign, in.Name)
-				continue
-			}
-			boxesToGo = append(boxesToGo, in)
+	var foreign []string
+	for _, in := range s.instances {
+		if !incus.IsBox(in) {
+			foreign = append(foreign, in.Name)
+			continue
 		}
-		if len(foreign) > 0 {
-			return &GrantError{Why: RevokeForeignInstances, User: g.Name, Project: g.Project(),
-				Err: fmt.Errorf("%s's access is revoked; the purge stopped before deleting anything: project %s holds instances box did not mint: %s", g.Name, g.Project(), strings.Join(foreign, ", "))}
-		}
-		// Only what the project owns: with a feature off, the API answers with the
-		// default project's images, profiles or volumes.
-		own := func(feature string) bool { return s.project.Config[feature] == "true" }
-		pools, err := c.StoragePools(ctx)
+		boxesToGo = append(boxesToGo, in)
+	}
+	if len(foreign) > 0 {
+		return &GrantError{Why: RevokeForeignInstances, User: g.Name, Project: g.Project(),
+			Err: fmt.Errorf("%s's access is revoked; the purge stopped before deleting anything: project %s holds instances box did not mint: %s", g.Name, g.Project(), strings.Join(foreign, ", "))}
+	}
+	// Only what the project owns: with a feature off, the API answers with the
+	// default project's images, profiles or volumes.
+	own := func(feature string) bool { return s.project.Config[feature] == "true" }
+	pools, err := c.StoragePools(ctx)
+	if err != nil {
+		return h.incusErr(err)
+	}
+	if !own("features.storage.volumes") {
+		pools = nil
+	}
+	for _, pool := range pools {
+		vols, err := uc.CustomVolumes(ctx, pool)
 		if err != nil {
 			return h.incusErr(err)
 		}
-		if !own("features.storage.volumes") {
-			pools = nil
+		for _, v := range vols {
+			volumes = append(volumes, [2]string{pool, v})
 		}
-		for _, pool := range pools {
-			vols, err := uc.CustomVolumes(ctx, pool)
-			if err != nil {
-				return h.incusErr(err)
-			}
-			for _, v := range vols {
-				volumes = append(volumes, [2]string{pool, v})
-			}
-			var buckets []string
-			if err := uc.Query(ctx, "GET", "/storage-pools/"+pool+"/buckets", nil, &buckets); err == nil && len(buckets) > 0 {
-				return &GrantError{Why: RevokeBuckets, User: g.Name, Project: g.Project(), Pool: pool,
-					Err: fmt.Errorf("%s's access is revoked; the purge stopped before deleting anything: project %s holds storage buckets: %s", g.Name, g.Project(), strings.Join(buckets, ", "))}
-			}
+		var buckets []string
+		if err := uc.Query(ctx, "GET", "/storage-pools/"+pool+"/buckets", nil, &buckets); err == nil && len(buckets) > 0 {
+			return &GrantError{Why: RevokeBuckets, User: g.Name, Project: g.Project(), Pool: pool,
+				Err: fmt.Errorf("%s's access is revoked; the purge stopped before deleting anything: project %s holds storage buckets: %s", g.Name, g.Project(), strings.Join(buckets, ", "))}
 		}
-		if own("features.images") {
-			if images, err = uc.ImageFingerprints(ctx); err != nil {
-				return h.incusErr(err)
-			}
+	}
+	if own("features.images") {
+		if images, err = uc.ImageFingerprints(ctx); err != nil {
+			return h.incusErr(err)
 		}
-		if own("features.profiles") {
-			ps, err := uc.Profiles(ctx)
-			if err != nil {
-				return h.incusErr(err)
-			}
-			for _, p := range ps {
-				if p.Name != "default" {
-					profiles = append(profiles, p.Name)
-				}
+	}
+	if own("features.profiles") {
+		ps, err := uc.Profiles(ctx)
+		if err != nil {
+			return h.incusErr(err)
+		}
+		for _, p := range ps {
+			if p.Name != "default" {
+				profiles = append(profiles, p.Name)
 			}
 		}
 	}
