@@ -202,7 +202,8 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	if o.Box {
 		obs = OwnFiles(plan, obs) // a box's home holds its own files at the real home's paths
 	}
-	return &BwrapReport{Results: Judge(plan, obs), Profile: p.Profile.Name, Tier: p.Spec.Network}, nil
+	results := append(Judge(plan, obs), b.trustRow(p, hex.EncodeToString(nonce))) // trust.go
+	return &BwrapReport{Results: results, Profile: p.Profile.Name, Tier: p.Spec.Network}, nil
 }
 
 // allowlistInput fills what tier allowlist's rows need when the drill judges as

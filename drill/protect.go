@@ -27,6 +27,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/heavy-duty/box/policy"
 )
 
 // KindPlant: write Plant's files (the first is the protected target) in place, else by
@@ -78,6 +80,9 @@ type Fixture struct {
 	// HookScript is a script in Repo that Repo's post-commit hook links to (a project
 	// keeping its hooks in the tree; not pre-commit, which the hook row plants).
 	HookScript string
+	// HpHooks is the directory Hp's core.hooksPath names, HpInclude the file its config
+	// includes.
+	HpHooks, HpInclude string
 	// Orig is each protected file's content as the fixture made it.
 	Orig map[string]string
 }
@@ -117,6 +122,15 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 		files[filepath.Join(g, "config")] = fixtureConfig
 		dirs = append(dirs, filepath.Join(g, "hooks"), filepath.Join(g, "objects"), filepath.Join(g, "refs", "heads"))
 	}
+	// Repo's config enables extensions.worktreeConfig, so git reads a config.worktree
+	// there and box protects it (a placeholder where it is absent).
+	files[filepath.Join(f.RepoGit, "config")] = strings.Replace(fixtureConfig, "repositoryformatversion = 0", "repositoryformatversion = 1", 1) + "[extensions]\n\tworktreeConfig = true\n"
+	// Hp's config names a hooks directory and includes a file in the tree, so the
+	// protected set's hookspath and include scopes have an instance to probe.
+	f.HpHooks, f.HpInclude = filepath.Join(f.Hp, ".githooks"), filepath.Join(f.Hp, ".box-include")
+	files[filepath.Join(f.HpGit, "config")] = fixtureConfig + "\thooksPath = " + f.HpHooks + "\n[include]\n\tpath = " + f.HpInclude + "\n"
+	files[f.HpInclude] = "[user]\n\tname = box drill\n"
+	dirs = append(dirs, f.HpHooks)
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			f.Remove()
@@ -207,6 +221,12 @@ func protectProbes(in Input) []Probe {
 			out = append(out, Probe{ID: "protect:" + c.id, Group: "protect", Name: c.name, Kind: KindPlant, Want: Blocked,
 				Expected: "not run by the host", Skip: "no fixture"})
 		}
+		for _, e := range policy.ProtectEntries() {
+			if id := EntryProbeID(e); strings.HasPrefix(id, "protect:entry:") {
+				out = append(out, Probe{ID: id, Group: "protect", Name: "protected entry " + e.Name, Kind: KindPlant, Want: Blocked,
+					Expected: "not run by the host", Skip: "no fixture"})
+			}
+		}
 		return out
 	}
 	mark := func(id string) string { return filepath.Join(f.Markers, id) }
@@ -269,6 +289,78 @@ func protectProbes(in Input) []Probe {
 	hk := probe("hook-link", "script a git hook links to", HostGitCommit, f.Repo,
 		PlantFile{Path: f.HookScript, Content: hook("hook-link"), Mode: 0o755})
 	out = append(out, rb, hl, hk)
+	return append(out, entryProbes(in, probe)...)
+}
+
+// attackProbes are the protected entries an attack row above plants in (by entry name):
+// what the host's tool does with the plant is shown, not only that it was refused.
+var attackProbes = map[string]string{
+	"git:hooks": "hook", "git:config": "fsmonitor", "git:pointer": "worktree-pointer", "git:nested": "nested-config",
+	"home:link": "home-link", "git:hook-link": "hook-link",
+	".envrc": "envrc", ".vscode": "vscode-task", ".claude/settings.json": "agent-settings",
+}
+
+// EntryProbeID is the drill row that probes the protected entry e: an attack row, or
+// the row derived from the entry itself ("" for a scope the drill cannot derive a row
+// for, which TestEntryProbes refuses).
+func EntryProbeID(e policy.ProtectEntry) string {
+	if id, ok := attackProbes[e.Name]; ok {
+		return "protect:" + id
+	}
+	switch e.Scope {
+	case policy.ScopeProject, policy.ScopeGitDir, policy.ScopeHooksPath, policy.ScopeInclude:
+		return "protect:entry:" + e.Name
+	}
+	return ""
+}
+
+// entryProbes derives a row from every protected entry no attack row covers, from the
+// entry itself (policy.ProtectEntries), so an entry is never without a probe: the
+// sandbox plants in the entry's place in the fixture. Where the fixture has the path at
+// launch it is read-only and the plant must be refused; where it has not (most project
+// entries: box binds nothing there), the plant may land and the post-run audit must
+// take it away before the host looks (AuditOnly).
+func entryProbes(in Input, probe func(id, name, host, dir string, plant ...PlantFile) Probe) []Probe {
+	f := in.Fixture
+	mark := func(id string) string { return filepath.Join(f.Markers, id) }
+	var out []Probe
+	for _, e := range policy.ProtectEntries() {
+		if _, ok := attackProbes[e.Name]; ok {
+			continue
+		}
+		id := strings.TrimPrefix(EntryProbeID(e), "protect:")
+		if id == "" {
+			continue
+		}
+		touch := "touch '" + mark(id) + "'"
+		fsmonitor := fixtureConfig + "\tfsmonitor = \"" + touch + "; false\"\n"
+		var pr Probe
+		switch e.Scope {
+		case policy.ScopeProject:
+			target := filepath.Join(f.Repo, e.Path)
+			if e.Dir {
+				target = filepath.Join(target, "box-drill-plant")
+			}
+			pr = probe(id, "protected entry "+e.Name, "", f.Repo,
+				PlantFile{Path: target, Content: touch + "\n"}, PlantFile{Path: filepath.Dir(target), Dir: true})
+			pr.AuditOnly = true // absent at launch: creatable, then taken away
+		case policy.ScopeGitDir:
+			dir := f.RepoGit
+			if e.Only == policy.LinkedGitDir {
+				dir = filepath.Join(f.RepoGit, "worktrees", "wt")
+			}
+			pr = probe(id, "protected entry "+e.Name, HostGitStatus, f.Repo, PlantFile{Path: filepath.Join(dir, e.Path), Content: fsmonitor})
+			// Absent at launch without a placeholder (config.worktree where the config
+			// does not enable it): creatable, then taken away or never read.
+			pr.AuditOnly = e.Absent == policy.NoPlaceholder && f.Orig[filepath.Join(dir, e.Path)] == ""
+		case policy.ScopeHooksPath:
+			pr = probe(id, "protected entry "+e.Name, HostGitCommit, f.Hp,
+				PlantFile{Path: filepath.Join(f.HpHooks, "pre-commit"), Content: "#!/bin/sh\n" + touch + "\nexit 0\n", Mode: 0o755})
+		case policy.ScopeInclude:
+			pr = probe(id, "protected entry "+e.Name, HostGitStatus, f.Hp, PlantFile{Path: f.HpInclude, Content: "[core]\n\tfsmonitor = \"" + touch + "; false\"\n"})
+		}
+		out = append(out, pr)
+	}
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/heavy-duty/box/internal/testenv"
+	"github.com/heavy-duty/box/policy"
 )
 
 var protectIDs = []string{"protect:hook", "protect:fsmonitor", "protect:hookspath", "protect:nested-config",
@@ -80,6 +81,22 @@ func TestProtectProbesUnsandboxed(t *testing.T) {
 			t.Errorf("%s: %s %q, want BREACH with the host running it", r.ID, r.Status, r.Observed)
 		}
 	}
+	// The rows derived from the entries: unsandboxed, every plant lands and stays, or
+	// the host's git runs it: BREACH.
+	var derived Plan
+	for _, pr := range p.Probes {
+		if strings.HasPrefix(pr.ID, "protect:entry:") {
+			derived.Probes = append(derived.Probes, pr)
+		}
+	}
+	if len(derived.Probes) < len(policy.ProtectEntries())-len(attackProbes) {
+		t.Fatalf("%d derived rows for %d entries", len(derived.Probes), len(policy.ProtectEntries()))
+	}
+	for _, r := range Judge(derived, Settle(derived, RunPlan(derived))) {
+		if r.Status != Breach {
+			t.Errorf("%s: %s %q, want BREACH unsandboxed", r.ID, r.Status, r.Observed)
+		}
+	}
 	// Someone else's change is reported and never run.
 	os.WriteFile(filepath.Join(fx.Repo, ".envrc"), []byte("touch "+filepath.Join(fx.Markers, "other")+"\n"), 0o644)
 	one := Plan{Probes: []Probe{probe(t, p, "protect:envrc")}}
@@ -96,5 +113,39 @@ func TestProtectProbesUnsandboxed(t *testing.T) {
 	}
 	if _, err := os.Lstat(fx.HomeLink); err == nil {
 		t.Error("the home link left behind")
+	}
+}
+
+// Every protected entry has a drill row, derived from the entry itself where no attack
+// row covers it: adding an entry (or a scope) without a probe fails here.
+func TestEntryProbes(t *testing.T) {
+	in := input()
+	in.Fixture = &Fixture{Dir: "/w/.box-drill-fixture-n0", Repo: "/w/f/repo", RepoGit: "/w/f/gitdirs/repo", Nested: "/w/f/repo/nested",
+		Hp: "/w/f/repo/hp", HpGit: "/w/f/gitdirs/hp", Wt: "/w/f/repo/wt", HpHooks: "/w/f/repo/hp/.githooks", HpInclude: "/w/f/repo/hp/.box-include",
+		Markers: "/tmp/m", Orig: map[string]string{}, Commit: "4bdfc6c65896e72a6bfbea9c5b9eb1c616026314",
+		Dotfile: "/w/f/dotfiles/rc", HomeLink: "/h/.box-drill-fixture-n0-rc"}
+	in.Facts.Git = "/usr/bin/git"
+	p, _ := BuildPlan(in)
+	seen := map[string]bool{}
+	for _, e := range policy.ProtectEntries() {
+		id := EntryProbeID(e)
+		if id == "" {
+			t.Errorf("protected entry %s (scope %s) has no drill row: give it an attack row (attackProbes) or derive one (entryProbes)", e.Name, e.Scope)
+			continue
+		}
+		pr := probe(t, p, id)
+		if pr.Kind != KindPlant || pr.Want != Blocked || len(pr.Plant) == 0 || pr.Skip != "" {
+			t.Errorf("%s: %+v", id, pr)
+		}
+		if strings.HasPrefix(id, "protect:entry:") && seen[id] {
+			t.Errorf("%s: two entries derive one row", id)
+		}
+		seen[id] = true
+	}
+	if pr := probe(t, p, "protect:entry:.npmrc"); !pr.AuditOnly || pr.Plant[0].Path != "/w/f/repo/.npmrc" {
+		t.Errorf(".npmrc: %+v", pr)
+	}
+	if pr := probe(t, p, "protect:entry:git:include"); pr.AuditOnly || pr.Plant[0].Path != "/w/f/repo/hp/.box-include" || pr.Host != HostGitStatus {
+		t.Errorf("include: %+v", pr)
 	}
 }

@@ -1,7 +1,8 @@
 package host
 
-// box revoke's sequence: access first (the certificate untrusted, the key removed, the
-// socket's group left), then with purge everything the project holds, checked first.
+// box revoke's sequence: access first, always (the certificate untrusted, the key
+// removed, the socket's group left), then with purge everything the project holds,
+// checked before anything is deleted.
 
 import (
 	"context"
@@ -34,67 +35,9 @@ func (h GrantHost) Revoke(ctx context.Context, name string, purge bool) error {
 			return &GrantError{Why: RevokeNotGranted, User: g.Name, Project: g.Project(), Err: fmt.Errorf("project %s: %w", g.Project(), ErrForeignProject)}
 		}
 	}
-	// --purge: everything it will delete is listed first; what it must not delete stops it.
-	uc := c.InProject(g.Project())
-	var boxesToGo []incus.Instance
-	var volumes [][2]string
-	var profiles, images []string
-	if purge && s.project != nil {
-		var foreign []string
-		for _, in := range s.instances {
-			if !incus.IsBox(in) {
-				foreign = append(foreign, in.Name)
-				continue
-			}
-			boxesToGo = append(boxesToGo, in)
-		}
-		if len(foreign) > 0 {
-			return &GrantError{Why: RevokeForeignInstances, User: g.Name, Project: g.Project(),
-				Err: fmt.Errorf("project %s holds instances box did not mint: %s", g.Project(), strings.Join(foreign, ", "))}
-		}
-		// Only what the project owns: with a feature off, the API answers with the
-		// default project's images, profiles or volumes.
-		own := func(feature string) bool { return s.project.Config[feature] == "true" }
-		pools, err := c.StoragePools(ctx)
-		if err != nil {
-			return h.incusErr(err)
-		}
-		if !own("features.storage.volumes") {
-			pools = nil
-		}
-		for _, pool := range pools {
-			vols, err := uc.CustomVolumes(ctx, pool)
-			if err != nil {
-				return h.incusErr(err)
-			}
-			for _, v := range vols {
-				volumes = append(volumes, [2]string{pool, v})
-			}
-			var buckets []string
-			if err := uc.Query(ctx, "GET", "/storage-pools/"+pool+"/buckets", nil, &buckets); err == nil && len(buckets) > 0 {
-				return &GrantError{Why: RevokeBuckets, User: g.Name, Project: g.Project(), Pool: pool,
-					Err: fmt.Errorf("project %s holds storage buckets: %s", g.Project(), strings.Join(buckets, ", "))}
-			}
-		}
-		if own("features.images") {
-			if images, err = uc.ImageFingerprints(ctx); err != nil {
-				return h.incusErr(err)
-			}
-		}
-		if own("features.profiles") {
-			ps, err := uc.Profiles(ctx)
-			if err != nil {
-				return h.incusErr(err)
-			}
-			for _, p := range ps {
-				if p.Name != "default" {
-					profiles = append(profiles, p.Name)
-				}
-			}
-		}
-	}
-
-	// Access first: from here incusd refuses the user.
+	// Access first, whatever the project holds: a revocation never depends on what the
+	// revoked user left in it (an instance box did not mint must not keep them in). From
+	// here incusd refuses the user.
 	for _, ct := range s.trusted {
 		if err := c.DeleteCertificate(ctx, ct.Fingerprint); err != nil {
 			return h.incusErr(err)
@@ -120,6 +63,65 @@ func (h GrantHost) Revoke(ctx context.Context, name string, purge bool) error {
 	if s.project == nil {
 		return nil
 	}
+	// --purge: everything it will delete is listed first; what it must not delete stops
+	// the purge (access is gone already, and the refusal says so).
+	uc := c.InProject(g.Project())
+	var boxesToGo []incus.Instance
+	var volumes [][2]string
+	var profiles, images []string
+	var foreign []string
+	for _, in := range s.instances {
+		if !incus.IsBox(in) {
+			foreign = append(foreign, in.Name)
+			continue
+		}
+		boxesToGo = append(boxesToGo, in)
+	}
+	if len(foreign) > 0 {
+		return &GrantError{Why: RevokeForeignInstances, User: g.Name, Project: g.Project(),
+			Err: fmt.Errorf("%s's access is revoked; the purge stopped before deleting anything: project %s holds instances box did not mint: %s", g.Name, g.Project(), strings.Join(foreign, ", "))}
+	}
+	// Only what the project owns: with a feature off, the API answers with the
+	// default project's images, profiles or volumes.
+	own := func(feature string) bool { return s.project.Config[feature] == "true" }
+	pools, err := c.StoragePools(ctx)
+	if err != nil {
+		return h.incusErr(err)
+	}
+	if !own("features.storage.volumes") {
+		pools = nil
+	}
+	for _, pool := range pools {
+		vols, err := uc.CustomVolumes(ctx, pool)
+		if err != nil {
+			return h.incusErr(err)
+		}
+		for _, v := range vols {
+			volumes = append(volumes, [2]string{pool, v})
+		}
+		var buckets []string
+		if err := uc.Query(ctx, "GET", "/storage-pools/"+pool+"/buckets", nil, &buckets); err == nil && len(buckets) > 0 {
+			return &GrantError{Why: RevokeBuckets, User: g.Name, Project: g.Project(), Pool: pool,
+				Err: fmt.Errorf("%s's access is revoked; the purge stopped before deleting anything: project %s holds storage buckets: %s", g.Name, g.Project(), strings.Join(buckets, ", "))}
+		}
+	}
+	if own("features.images") {
+		if images, err = uc.ImageFingerprints(ctx); err != nil {
+			return h.incusErr(err)
+		}
+	}
+	if own("features.profiles") {
+		ps, err := uc.Profiles(ctx)
+		if err != nil {
+			return h.incusErr(err)
+		}
+		for _, p := range ps {
+			if p.Name != "default" {
+				profiles = append(profiles, p.Name)
+			}
+		}
+	}
+
 	for _, in := range boxesToGo {
 		// The user may have protected their box against deletion; the purge is the
 		// operator's word over theirs.

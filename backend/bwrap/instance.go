@@ -18,7 +18,8 @@ import (
 // InstanceDir is the per-project, per-profile directory standing in for ~/.claude:
 // conversation history is scoped per project, and each profile has its own, so a run of
 // one profile (tier none, no credentials) cannot plant hooks in ~/.claude/settings.json
-// that a later run of another (internet, auth passthrough) executes.
+// that a later run of another (internet, auth passthrough) executes. Within a profile,
+// flags widen a run: trust.go keeps a narrower run's state from a wider one.
 func InstanceDir(dataHome, workdir, profile string) string {
 	return LegacyInstanceDir(dataHome, workdir) + "@" + profile
 }

@@ -207,8 +207,9 @@ nix-build fetch.nix 2>&1 | tail -3; echo "fetch rc=$?"`)
 	}
 
 	// Tier full starts the helper in the abstract-socket scope's Landlock domain: its
-	// mounts (the overlay, /nix) still work there.
-	r = w.run("run", "-y", "--profile", "selfnix", "--network", "full", "--", "sh", "-c", `./result/bin/hello`)
+	// mounts (the overlay, /nix) still work there. A run wider than the last starts
+	// from a fresh store (trust.go), so it builds again.
+	r = w.run("run", "-y", "--profile", "selfnix", "--network", "full", "--", "sh", "-c", `nix-build hello.nix -o result >/dev/null && ./result/bin/hello`)
 	if r.code != 0 || !strings.Contains(r.stdout, "built inside") {
 		t.Errorf("tier full: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}

@@ -160,6 +160,8 @@ type Plan struct {
 	ProtectLock string
 	// Host is what Args needs of the machine (Facts.Host).
 	Host Host
+	// Reach is what widens this run (trust.go): the persisted state's record.
+	Reach Reach
 }
 
 // Resolve turns a request and the host's facts into a plan. It is pure.
@@ -414,6 +416,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Host = f.Host
 	p.Spec.ScopeAbstract = p.scopeAbstract(network, f)
 	p.Policy.AbstractScoped = p.Spec.ScopeAbstract
+	p.Reach = reachOf(p, mounts) // trust.go
 	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
 		return nil, err
 	}

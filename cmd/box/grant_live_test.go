@@ -558,24 +558,42 @@ func TestGrantLive(t *testing.T) {
 		}
 	})
 
-	t.Run("revoke --purge checks first, then removes the boxes and the project", func(t *testing.T) {
+	t.Run("revoke --purge takes access first, then checks, then removes the boxes and the project", func(t *testing.T) {
 		p := alice.project()
-		// An instance box did not mint, in her project: purge must refuse, changing nothing.
-		if err := c.InProject(p).Create(r.ctx, incus.InstancesPost{Name: "stray", Type: incus.TypeContainer,
-			Source: incus.InstanceSource{Type: "image", Alias: incuslab.ImageAlias}, Profiles: []string{incuslab.Profile}}); err != nil {
-			t.Fatal(err)
+		alice.boxOK(t, "snapshot", "work", "before-purge")
+		// What a tenant would do to outlast a purge: protect its box, and make an
+		// instance box did not mint (which the grant allows) so the purge refuses.
+		if out, ok := alice.incus(t, "config", "set", "--project", p, "work", "security.protection.delete=true"); !ok {
+			t.Fatalf("alice$ incus config set security.protection.delete: %s", out)
 		}
-		r.fails(t, 1, []string{"stray", "box did not mint"}, "revoke", alice.name, "--purge")
-		if names := alice.boxNames(t); strings.Join(names, ",") != "work" {
-			t.Errorf("alice's boxes after the refused purge: %v", names)
+		if out, ok := alice.incus(t, "init", "--empty", "--project", p, "stray", "--profile", incuslab.Profile); !ok {
+			t.Fatalf("alice$ incus init --empty stray: %s", out)
+		}
+		// The purge refuses to delete what box did not mint, but only after the access
+		// is gone, and says so: the revoked user cannot list or enter her boxes.
+		res := r.fails(t, 1, []string{"stray", "box did not mint", "access is revoked"}, "revoke", alice.name, "--purge")
+		if !strings.Contains(res.stderr, "revoked: "+alice.name) {
+			t.Errorf("the refused purge did not say the access went first:\n%s", res.stderr)
+		}
+		if res := alice.box(t, "list"); res.code == 0 {
+			t.Errorf("alice$ box list after the refused purge: exit 0\n%s", res.stdout)
+		}
+		if out, ok := alice.incus(t, "list", "--project", p); ok {
+			t.Errorf("alice$ incus list after the refused purge succeeded: %s", out)
+		}
+		alice.extraGroups = []uint32{uint32(testenv.Group(t, grantGroup))} // a session from before
+		if res := alice.box(t, "exec", "work", "--", "true"); res.code == 0 {
+			t.Errorf("alice$ box exec work in an old session after the refused purge: exit 0")
+		}
+		alice.extraGroups = nil
+		// Nothing of the project was deleted by the refused purge.
+		for _, n := range []string{"work", "stray"} {
+			if _, _, err := c.InProject(p).Instance(r.ctx, n); err != nil {
+				t.Errorf("%s after the refused purge: %v", n, err)
+			}
 		}
 		if err := c.InProject(p).Delete(r.ctx, "stray"); err != nil {
 			t.Fatal(err)
-		}
-		alice.boxOK(t, "snapshot", "work", "before-purge")
-		// What a tenant would do to outlast a purge.
-		if out, ok := alice.incus(t, "config", "set", "--project", p, "work", "security.protection.delete=true"); !ok {
-			t.Fatalf("alice$ incus config set security.protection.delete: %s", out)
 		}
 		r.ok(t, "revoke", alice.name, "--purge")
 		if _, err := c.ProjectByName(r.ctx, p); !incus.IsNotFound(err) {

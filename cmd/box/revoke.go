@@ -21,9 +21,9 @@ group. Their boxes and project stay, stopped or running, and a new 'box grant' g
 them back.
 
 --purge also deletes the project and everything in it: every box (with its snapshots),
-their images, profiles and custom volumes. It checks first and changes nothing when the project
-holds what box does not delete: an instance box did not mint (the tag boundary), or a
-storage bucket.`,
+their images, profiles and custom volumes. The access goes first whatever the project
+holds; then the purge deletes nothing of the project when it holds what box does not
+delete: an instance box did not mint (the tag boundary), or a storage bucket.`,
 		Example: `  sudo box revoke alice
   sudo box revoke alice --purge     # and delete alice's boxes and project`,
 		Args:    boxArgs(1, "one user"),

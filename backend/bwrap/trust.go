@@ -1,0 +1,284 @@
+package bwrap
+
+// Trust between runs. What persists for an agent (the instance directory's ~/.claude:
+// hooks, settings, CLAUDE.md, its login; the nix = "store" project store under it; a
+// persistent box's home) is written by every run that uses it, and obeyed by the next.
+// A run's flags widen it (a tier, allow names, --env, mounts, auth passthrough, syscall
+// groups), so a narrow run could plant what a wider one then runs with the wider reach.
+//
+// box records, in the instance directory's root (which no sandbox sees), the reach of
+// the last run that used it. A run within that reach goes on as before (its own, equal
+// or narrower, reach is recorded). A run that reaches further never starts on what the
+// narrower runs left: box run sets the whole state aside, unread, and starts fresh,
+// saying so; a persistent box refuses (its home is the user's work), and says how to go
+// on. docs/bwrap.md ("Trust between runs") gives the reasons.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/heavy-duty/box/policy"
+)
+
+// ReachFile is the record, in the root of an instance directory.
+const ReachFile = "box-reach.json"
+
+const reachMagic = "box/reach/1"
+
+// ProtTrust sets aside (or refuses) the state a narrower run wrote before a wider run
+// (switched off only in a test build, so the drill can show the breach).
+const ProtTrust = "trust"
+
+// Reach is everything that widens a run beyond the sandbox itself: what the agent's
+// persisted state would be run with. Fields are a stable format (ReachFile).
+type Reach struct {
+	Magic    string      `json:"box"`
+	Network  policy.Tier `json:"network"`
+	Allow    []string    `json:"allow,omitempty"`    // the allowlist tier's names
+	Env      []string    `json:"env,omitempty"`      // names of the variables that enter
+	Mounts   []string    `json:"mounts,omitempty"`   // "rw:SRC:DST" or "ro:SRC:DST"
+	Auth     []string    `json:"auth,omitempty"`     // host login files passed through
+	Syscalls []string    `json:"syscalls,omitempty"` // filter groups opted back into
+	// NixDaemon: the host's nix-daemon is reachable; HostAbstract: the host's abstract
+	// unix sockets are (tier full without Landlock's scope).
+	NixDaemon    bool `json:"nix_daemon,omitempty"`
+	HostAbstract bool `json:"host_abstract,omitempty"`
+}
+
+// reachOf is the plan's reach; mounts are the profile's (box's own binds, the drill's
+// runner, widen nothing). Pure.
+func reachOf(p *Plan, mounts []Mount) Reach {
+	r := Reach{
+		Magic: reachMagic, Network: p.Spec.Network, Allow: p.Spec.Allow, Auth: p.Spec.AuthFiles,
+		Syscalls: p.Policy.SyscallsAllowed, NixDaemon: p.Spec.NixDaemon,
+		HostAbstract: p.Spec.Network.SharesHostNet() && !p.Spec.ScopeAbstract,
+	}
+	for _, v := range p.Vars {
+		r.Env = append(r.Env, v.Name)
+	}
+	for _, m := range mounts {
+		mode := "ro:"
+		if m.RW {
+			mode = "rw:"
+		}
+		r.Mounts = append(r.Mounts, mode+m.Src+":"+m.Dst)
+	}
+	for _, l := range []*[]string{&r.Allow, &r.Env, &r.Mounts, &r.Auth, &r.Syscalls} {
+		*l = slices.Compact(slices.Sorted(slices.Values(*l)))
+	}
+	return r
+}
+
+// Beyond lists, in words, what r reaches that old does not (nil: r is within old). Pure.
+func (r Reach) Beyond(old Reach) []string {
+	var out []string
+	if !tierWithin(r, old) {
+		if r.Network.Proxied() && old.Network.Proxied() {
+			out = append(out, "allow "+strings.Join(missing(r.Allow, old.Allow), ", "))
+		} else {
+			out = append(out, "network "+string(r.Network))
+		}
+	}
+	add := func(what string, l []string) {
+		if len(l) > 0 {
+			out = append(out, what+" "+strings.Join(l, ", "))
+		}
+	}
+	add("env", missing(r.Env, old.Env))
+	var mounts []string
+	for _, m := range r.Mounts {
+		if !slices.Contains(old.Mounts, m) && !(strings.HasPrefix(m, "ro:") && slices.Contains(old.Mounts, "rw:"+m[3:])) {
+			mounts = append(mounts, m)
+		}
+	}
+	add("mount", mounts)
+	add("auth passthrough", missing(r.Auth, old.Auth))
+	add("syscalls", missing(r.Syscalls, old.Syscalls))
+	if r.NixDaemon && !old.NixDaemon {
+		out = append(out, "the host's nix-daemon")
+	}
+	if r.HostAbstract && !old.HostAbstract {
+		out = append(out, "the host's abstract unix sockets")
+	}
+	return out
+}
+
+// tierWithin: r's tier reaches nothing old's did not. The allowlist may name private
+// hosts, so it is within internet only as far as full is: never.
+func tierWithin(r, old Reach) bool {
+	switch r.Network {
+	case policy.NetNone:
+		return true
+	case policy.NetAllowlist:
+		return old.Network == policy.NetFull || (old.Network == policy.NetAllowlist && len(missing(r.Allow, old.Allow)) == 0)
+	case policy.NetInternet:
+		return old.Network == policy.NetInternet || old.Network == policy.NetFull
+	case policy.NetFull:
+		return old.Network == policy.NetFull
+	}
+	return false // a tier box does not know reaches who knows what
+}
+
+// missing is what of a is not in b.
+func missing(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// errNoRecord: the instance directory has no record (earlier versions kept none).
+var errNoRecord = errors.New("no record")
+
+// readReach reads dir's record: errNoRecord when there is none; any other error means
+// a record box cannot read (not a regular file, not box's, garbled): an unknown.
+func readReach(dir string) (Reach, error) {
+	var r Reach
+	data, err := readRegular(filepath.Join(dir, ReachFile))
+	if os.IsNotExist(err) {
+		return r, errNoRecord
+	}
+	if err != nil {
+		return r, err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return r, fmt.Errorf("unreadable: %v", err)
+	}
+	if r.Magic != reachMagic {
+		return r, fmt.Errorf("not box's (%q)", r.Magic)
+	}
+	return r, nil
+}
+
+func writeReach(dir string, r Reach) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeHealing(filepath.Join(dir, ReachFile), append(data, '\n'))
+}
+
+// WiderError: a launch in a persistent box reaches further than the box's last, so it
+// would run what the narrower runs left in its home with the wider reach. box refuses.
+type WiderError struct {
+	Box    string
+	Beyond []string // what the launch adds, in words
+	Why    string   // "" or why the last reach is unknown
+	Record string   // the record's path
+	Home   string
+}
+
+func (e *WiderError) Error() string {
+	if e.Why != "" {
+		return fmt.Sprintf("box %s: its record of the reach it was last launched with is %s: refusing to launch what its home holds with a reach box cannot compare", e.Box, e.Why)
+	}
+	return fmt.Sprintf("box %s: this launch reaches further than the box's last (it adds %s): what the narrower launches left in its home would run with it", e.Box, strings.Join(e.Beyond, "; "))
+}
+
+func (e *WiderError) Hint() string {
+	return fmt.Sprintf("launch it as before, or use a box made for the wider reach (box new); to widen this one, review its home (%s) and then remove %s", e.Home, e.Record)
+}
+
+// settleTrust holds the rule before launch: it compares the plan's reach with the
+// instance directory's record, sets aside (box run) or refuses (a box) when the run
+// reaches further, and records the run's reach. It runs before PrepareInstance.
+func (p *Plan) settleTrust(stderr io.Writer) error {
+	dir := p.Spec.InstanceDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	old, err := readReach(dir)
+	var beyond []string
+	switch {
+	case err == nil:
+		beyond = p.Reach.Beyond(old)
+	case errors.Is(err, errNoRecord) && p.Spec.HomeDir != "":
+		// A box's stamp fixed its tier and profile; earlier versions varied only --allow:
+		// its first launch with a record is taken as the one before it.
+	case errors.Is(err, errNoRecord):
+		if !stateLeft(dir, p.Spec.StateDir) {
+			break // nothing to obey
+		}
+		beyond = []string{"whatever it adds: the runs that wrote the state kept no record of their reach"}
+	default:
+		if p.Spec.HomeDir != "" && !protectionOff(ProtTrust) {
+			return &WiderError{Box: p.Policy.Box, Why: err.Error(), Record: filepath.Join(dir, ReachFile), Home: p.Spec.HomeDir}
+		}
+		beyond = []string{"whatever it adds: the record of the last run is " + err.Error()}
+	}
+	if len(beyond) > 0 && !protectionOff(ProtTrust) {
+		if p.Spec.HomeDir != "" {
+			return &WiderError{Box: p.Policy.Box, Beyond: beyond, Record: filepath.Join(dir, ReachFile), Home: p.Spec.HomeDir}
+		}
+		aside, err := setAside(dir, p.Spec.StateDir)
+		if err != nil {
+			return fmt.Errorf("setting aside what narrower runs left: %w", err)
+		}
+		if aside != "" {
+			fmt.Fprintf(stderr, "box: warning: this run reaches further than the last one of this project and profile (%s): what the earlier runs left (~/%s: hooks, settings, %s, login; the project's Nix store) would run with it, so it is set aside, unread, in %s, and this run starts fresh; copy back what you have reviewed\n",
+				strings.Join(beyond, "; "), p.Spec.StateDir, "CLAUDE.md", aside)
+		}
+	}
+	return writeReach(dir, p.Reach)
+}
+
+// stateLeft reports whether the instance directory holds anything a run left: its
+// state directory not empty, or a project store.
+func stateLeft(dir, stateDir string) bool {
+	if ents, err := os.ReadDir(filepath.Join(dir, stateDir)); err == nil && len(ents) > 0 {
+		return true
+	} else if err != nil && !os.IsNotExist(err) {
+		return true // unreadable: an unknown
+	}
+	_, err := os.Lstat(filepath.Join(dir, "nix"))
+	return err == nil
+}
+
+// setAside moves the instance directory's state (the agent's state directory and the
+// project store) into DIR/set-aside-N, outside every sandbox's view; "" when there was
+// nothing to move.
+func setAside(dir, stateDir string) (string, error) {
+	var parts []string
+	for _, n := range []string{stateDir, "nix"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			parts = append(parts, n)
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	sort.Strings(parts)
+	var aside string
+	for n := 1; ; n++ {
+		if n == 1000 {
+			return "", fmt.Errorf("%s: too many set-aside copies; remove some", dir)
+		}
+		aside = filepath.Join(dir, fmt.Sprintf("set-aside-%d", n))
+		if err := os.Mkdir(aside, 0o700); err == nil {
+			break
+		} else if !os.IsExist(err) {
+			return "", err
+		}
+	}
+	for _, n := range parts {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(aside, n)), 0o700); err != nil {
+			return "", err
+		}
+		if err := os.Rename(filepath.Join(dir, n), filepath.Join(aside, n)); err != nil {
+			return "", err
+		}
+	}
+	return aside, nil
+}

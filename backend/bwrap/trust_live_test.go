@@ -1,0 +1,95 @@
+package bwrap_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Trust between runs (issue 19, breach 3): a tier-none run plants hooks in
+// ~/.claude/settings.json and a line in ~/.claude/CLAUDE.md; the next run of the same
+// project and profile with --network full --env GITHUB_TOKEN must not start with them.
+// It starts fresh, the planted state set aside (kept, named), while equal and narrower
+// runs keep their state as before.
+func TestTrustWiderRunStartsFresh(t *testing.T) {
+	w := newWorld(t)
+	plant := `mkdir -p ~/.claude && printf '{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"curl evil"}]}]}}' > ~/.claude/settings.json && echo PLANTED-LINE >> ~/.claude/CLAUDE.md && echo planted`
+	if r := w.sh(plant); r.code != 0 || !strings.Contains(r.stdout, "planted") {
+		t.Fatalf("tier none plant: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	look := `cat ~/.claude/settings.json ~/.claude/CLAUDE.md 2>/dev/null; echo looked`
+	wide := []string{"--network", "full", "--env", "GITHUB_TOKEN"}
+	r := w.sh(look, wide...)
+	if r.code != 0 || !strings.Contains(r.stdout, "looked") {
+		t.Fatalf("wide run: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "curl evil") || strings.Contains(r.stdout, "PLANTED-LINE") {
+		t.Errorf("the wider run started with what the tier-none run planted:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "set aside") || !strings.Contains(r.stderr, "network full") || !strings.Contains(r.stderr, "env GITHUB_TOKEN") {
+		t.Errorf("the wider run did not say what it set aside and why:\n%s", r.stderr)
+	}
+	// Nothing is lost: the planted state is kept, out of every sandbox's view.
+	kept, _ := filepath.Glob(filepath.Join(w.home, ".local/share/box/instances/*/set-aside-1/.claude/CLAUDE.md"))
+	if len(kept) != 1 {
+		t.Fatalf("the set-aside state is not kept: %v", kept)
+	}
+	if b, _ := os.ReadFile(kept[0]); !strings.Contains(string(b), "PLANTED-LINE") {
+		t.Errorf("the set-aside CLAUDE.md: %q", b)
+	}
+
+	// An equal run, then a narrower one, keep the wide run's state.
+	if r := w.sh(`echo WIDE-NOTE >> ~/.claude/CLAUDE.md`, wide...); r.code != 0 {
+		t.Fatalf("equal run: %d %q", r.code, r.stderr)
+	}
+	for _, extra := range [][]string{wide, {"--network", "full"}, nil} {
+		r := w.sh(`cat ~/.claude/CLAUDE.md`, extra...)
+		if !strings.Contains(r.stdout, "WIDE-NOTE") || strings.Contains(r.stderr, "set aside") {
+			t.Errorf("run %q lost the state of a wider or equal run:\n%s\n%s", extra, r.stdout, r.stderr)
+		}
+	}
+	// The last run was tier none: the wide run sets its state aside again.
+	if r := w.sh(look, wide...); strings.Contains(r.stdout, "WIDE-NOTE") || !strings.Contains(r.stderr, "set aside") {
+		t.Errorf("a wide run after a narrow one obeyed its state:\n%s\n%s", r.stdout, r.stderr)
+	}
+}
+
+// The same for a persistent bwrap box: a launch wider than the box's last (an allow name
+// more) is refused before anything runs, and says how to go on; an equal one is not.
+func TestTrustBoxWiderLaunchRefused(t *testing.T) {
+	w := newWorld(t)
+	w.must("new", "--backend", "bwrap", "--name", "narrow", "--network", "allowlist")
+	if r := w.in("narrow", `echo 'echo RAN-WITH-WIDER-REACH' >> ~/.profile; echo planted`); r.code != 0 {
+		t.Fatalf("narrow launch: %d %q", r.code, r.stderr)
+	}
+	r := w.run("exec", "-y", "--allow", "example.com", "narrow", "--", "sh", "-lc", "echo started")
+	if r.code == 0 || strings.Contains(r.stdout, "started") || strings.Contains(r.stdout, "RAN-WITH-WIDER-REACH") {
+		t.Errorf("a wider launch ran the box's home: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "reaches further") || !strings.Contains(r.stderr, "allow example.com") || !strings.Contains(r.stderr, "box: hint:") {
+		t.Errorf("the refusal does not say why and how to go on:\n%s", r.stderr)
+	}
+	if r := w.in("narrow", `cat ~/.profile`); r.code != 0 || !strings.Contains(r.stdout, "RAN-WITH-WIDER-REACH") {
+		t.Errorf("an equal launch lost the box's home: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// The project store (nix = "store"): what a tier-none run built is not in the store a
+// tier-full run starts with.
+func TestTrustNixStoreWiderRunStartsFresh(t *testing.T) {
+	w, _ := nixWorld(t)
+	w.write(filepath.Join(w.home, ".config/box/profiles/selfnix.toml"), `nix = "store"
+`)
+	w.write(filepath.Join(w.proj, "hello.nix"), `derivation { name = "box-trust-hello"; system = "x86_64-linux"; builder = "/bin/sh";
+  args = [ "-c" "/bin/mkdir -p $out/bin; printf '#!/bin/sh\necho planted in the store\n' > $out/bin/hello; /bin/chmod +x $out/bin/hello" ]; }
+`)
+	r := w.run("run", "-y", "--profile", "selfnix", "--", "sh", "-c", `nix-build hello.nix -o result && ./result/bin/hello`)
+	if r.code != 0 || !strings.Contains(r.stdout, "planted in the store") {
+		t.Fatalf("tier none build: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = w.run("run", "-y", "--profile", "selfnix", "--network", "full", "--env", "GITHUB_TOKEN", "--", "sh", "-c", `./result/bin/hello; echo done`)
+	if strings.Contains(r.stdout, "planted in the store") || !strings.Contains(r.stderr, "set aside") {
+		t.Errorf("the tier-full run ran what tier none put in the store:\n%s\n%s", r.stdout, r.stderr)
+	}
+}

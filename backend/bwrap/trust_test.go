@@ -1,0 +1,75 @@
+package bwrap
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/heavy-duty/box/policy"
+)
+
+func TestReachBeyond(t *testing.T) {
+	none := Reach{Network: policy.NetNone}
+	full := Reach{Network: policy.NetFull, Env: []string{"GITHUB_TOKEN", "HOME"}, Auth: []string{"/h/.claude/.credentials.json"}}
+	al := Reach{Network: policy.NetAllowlist, Allow: []string{"a.test"}}
+	for _, c := range []struct {
+		r, old Reach
+		want   string
+	}{
+		{none, none, ""},
+		{none, full, ""},
+		{full, full, ""},
+		{full, none, "network full; env GITHUB_TOKEN, HOME; auth passthrough /h/.claude/.credentials.json"},
+		{al, Reach{Network: policy.NetAllowlist}, "allow a.test"},
+		{al, Reach{Network: policy.NetInternet}, "network allowlist"}, // may name private hosts
+		{Reach{Network: policy.NetInternet}, al, "network internet"},
+		{al, Reach{Network: policy.NetFull}, ""},
+		{Reach{Network: "warp"}, full, "network warp"}, // an unknown tier is wider
+		{Reach{Network: policy.NetNone, Mounts: []string{"ro:/a:/a"}}, Reach{Network: policy.NetNone, Mounts: []string{"rw:/a:/a"}}, ""},
+		{Reach{Network: policy.NetNone, Mounts: []string{"rw:/a:/a"}}, Reach{Network: policy.NetNone, Mounts: []string{"ro:/a:/a"}}, "mount rw:/a:/a"},
+		{Reach{Network: policy.NetNone, Syscalls: []string{"ptrace"}, NixDaemon: true}, none, "syscalls ptrace; the host's nix-daemon"},
+		{Reach{Network: policy.NetFull, HostAbstract: true}, Reach{Network: policy.NetFull}, "the host's abstract unix sockets"},
+	} {
+		if got := strings.Join(c.r.Beyond(c.old), "; "); got != c.want {
+			t.Errorf("%+v beyond %+v = %q, want %q", c.r, c.old, got, c.want)
+		}
+	}
+}
+
+// settleTrust: no record and nothing left is a fresh start; state without a record is
+// an unknown (set aside); a record box cannot read is one too; a box refuses.
+func TestSettleTrust(t *testing.T) {
+	dir := t.TempDir()
+	p := &Plan{Spec: Spec{InstanceDir: dir, StateDir: ".claude"}, Reach: Reach{Magic: reachMagic, Network: policy.NetNone}}
+	var out bytes.Buffer
+	if err := p.settleTrust(&out); err != nil || out.Len() != 0 {
+		t.Fatalf("fresh: %v %q", err, out.String())
+	}
+	os.MkdirAll(filepath.Join(dir, ".claude"), 0o700)
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600)
+	os.WriteFile(filepath.Join(dir, ReachFile), []byte("garbage"), 0o600)
+	if err := p.settleTrust(&out); err != nil || !strings.Contains(out.String(), "set aside") {
+		t.Fatalf("unreadable record: %v %q", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "set-aside-1", ".claude", "settings.json")); err != nil {
+		t.Errorf("not kept: %v", err)
+	}
+	// A box: a wider launch is refused, its home untouched.
+	p.Spec.HomeDir, p.Policy.Box = t.TempDir(), "b"
+	p.Reach.Network = policy.NetFull
+	var we *WiderError
+	if err := p.settleTrust(&out); !errors.As(err, &we) || we.Beyond[0] != "network full" || !strings.Contains(we.Hint(), ReachFile) {
+		t.Errorf("box: %v", err)
+	}
+	// A narrower launch is recorded, and an equal one after it goes on.
+	p.Reach.Network = policy.NetNone
+	if err := p.settleTrust(&out); err != nil {
+		t.Errorf("narrower: %v", err)
+	}
+	if r, err := readReach(dir); err != nil || r.Network != policy.NetNone {
+		t.Errorf("record: %+v %v", r, err)
+	}
+}
