@@ -185,6 +185,7 @@ type sockGuard struct {
 	cfg      UnixSockets
 	listener int // the filter's notification fd (-1: none)
 	pidns    uint64
+	child    int // the sandbox's pid 1 (0: every process is looked at)
 	stopR    *os.File
 	stopW    *os.File
 	done     chan struct{}
@@ -237,7 +238,13 @@ func (g *sockGuard) start(child int) error {
 	if err := unix.Stat("/proc/"+strconv.Itoa(child)+"/ns/pid", &st); err != nil {
 		return fmt.Errorf("unix socket mediation: the sandbox's pid namespace: %w", err)
 	}
-	g.pidns = st.Ino
+	g.child = child
+	return g.begin(st.Ino)
+}
+
+// begin serves for the sandbox whose pid namespace has inode pidns.
+func (g *sockGuard) begin(pidns uint64) error {
+	g.pidns = pidns
 	var err error
 	if g.stopR, g.stopW, err = os.Pipe(); err != nil {
 		return err
@@ -542,16 +549,8 @@ func (g *sockGuard) allowed(tid int, st unix.Stat_t) bool {
 // namespace) holds, until f says stop. A process box cannot read is passed over: its
 // sockets count as not the sandbox's.
 func (g *sockGuard) sandboxSockets(f func(sock int) bool) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		dir := "/proc/" + e.Name()
+	for _, pid := range g.pids() {
+		dir := "/proc/" + strconv.Itoa(pid)
 		var ns unix.Stat_t
 		if unix.Stat(dir+"/ns/pid", &ns) != nil || ns.Ino != g.pidns {
 			continue
@@ -588,6 +587,42 @@ func (g *sockGuard) sandboxSockets(f func(sock int) bool) {
 			return
 		}
 	}
+}
+
+// pids are the candidates for the sandbox's processes: its pid 1 and their descendants
+// (an orphan in the sandbox is re-parented to its pid 1), or every process when the
+// pid 1 is not known. sandboxSockets checks each one's pid namespace.
+func (g *sockGuard) pids() []int {
+	var out []int
+	if g.child == 0 {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if pid, err := strconv.Atoi(e.Name()); err == nil {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
+	seen := map[int]bool{}
+	for queue := []int{g.child}; len(queue) > 0; {
+		pid := queue[0]
+		queue = queue[1:]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		out = append(out, pid)
+		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		for _, t := range tasks {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // ownsPath reports whether the socket file st is bound by a socket the sandbox holds.
