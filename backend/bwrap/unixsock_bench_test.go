@@ -78,5 +78,3 @@ func BenchmarkUnixSockets(b *testing.B) {
 			lOff, lOn, lOn/lOff, uOff, uOn, tOff, tOn)
 	}
 }
-
-
