@@ -364,8 +364,10 @@ func (g *sockGuard) decide(n *seccompNotif) seccompResp {
 	switch n.Data.Nr {
 	case int32(unix.SYS_CONNECT):
 		if domain != unix.AF_UNIX {
-			// Whatever the address says, this socket cannot reach a unix one.
-			return cont()
+			// This socket cannot reach a unix one, but continuing would let a racing
+			// thread put a unix socket at the same fd number first: box connects this
+			// very socket, with its own copy of the address.
+			return g.connectOther(n, tid, sock, uintptr(a[1]), int(a[2]))
 		}
 		return g.connect(n, tid, sock, uintptr(a[1]), int(a[2]))
 	default: // sendto with an address, sendmsg, sendmmsg
@@ -379,6 +381,27 @@ func (g *sockGuard) decide(n *seccompNotif) seccompResp {
 		// datagram socket connected through box still work.
 		return fail(errRefused)
 	}
+}
+
+// connectOther makes a connect of a socket that is not AF_UNIX on the caller's behalf.
+func (g *sockGuard) connectOther(n *seccompNotif, tid, sock int, addr uintptr, size int) seccompResp {
+	if size < 0 || size > unix.SizeofSockaddrAny {
+		return fail(unix.EINVAL) // the kernel's own answer for such a length
+	}
+	var buf []byte
+	if size > 0 {
+		var err error
+		if buf, err = readMem(tid, addr, size); err != nil || !g.valid(n) {
+			return fail(unix.EFAULT)
+		}
+	}
+	p := unsafe.Pointer(nil)
+	if size > 0 {
+		p = unsafe.Pointer(&buf[0])
+	}
+	_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(sock), uintptr(p), uintptr(size))
+	runtime.KeepAlive(buf)
+	return result(0, e)
 }
 
 // connect makes the sandbox's connect itself, on the caller's socket, when the address
