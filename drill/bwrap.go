@@ -147,6 +147,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	} else {
 		fmt.Fprintf(stderr, "box: warning: the drill's own abstract socket: %v (the abstract row probes the host's only)\n", err)
 	}
+	defer StartUnixMarker(p.Spec.Workdir, hex.EncodeToString(nonce), stderr)()
 	in := Input{
 		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
 		Tier: p.Spec.Network, Expect: o.Expect,

@@ -526,6 +526,7 @@ func BuildPlan(in Input) (Plan, error) {
 		ab.Skip = "no listening abstract socket on host"
 	}
 	add(ab)
+	add(unixPathProbe(in))
 
 	// Limits: what a tenant does to take the host's pids, memory and RAM-backed disk.
 	for _, pr := range limitProbes(in.Limits, in.Nonce) {

@@ -117,6 +117,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail = probeEnvScan(pr.Targets)
 	case KindAbstract:
 		o.Seen, o.Detail = r.probeAbstract(pr.Targets)
+	case KindUnixPath:
+		o.Seen, o.Detail, err = r.probeUnixPath(pr.Targets)
 	case KindPIDs:
 		o.Seen, o.Detail, err = probePIDs(r.plan)
 	case KindNoNewPrivs:

@@ -71,6 +71,7 @@ var ProfileKeys = []keyRule{
 	named("allow", bwrapOnly("a vm box's network is the box bridge's; the allowlist tier is a bwrap sandbox's")),
 	named("protect_add", bwrapOnly("the protected set shapes a bwrap sandbox's binds; a vm box shares no directory with the host")),
 	named("protect_drop", bwrapOnly("the protected set shapes a bwrap sandbox's binds; a vm box shares no directory with the host")),
+	named("sockets", bwrapOnly("a vm box shares no socket with the host")),
 	named("syscalls", bwrapOnly("the syscall filter is the bwrap sandbox's; a vm box has its own kernel")),
 	// Resources bound both: a sandbox through a cgroup or rlimits, a vm box as Incus
 	// limits (pids: limits.processes on a container; a VM's own kernel bounds it, said
@@ -134,6 +135,8 @@ func profileSet(p *Profile, key string) bool {
 		return p.Memory != ""
 	case "disk":
 		return p.Disk != ""
+	case "sockets":
+		return len(p.Sockets) > 0
 	}
 	return false
 }

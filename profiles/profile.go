@@ -57,6 +57,9 @@ type Profile struct {
 	// Syscalls names groups of the bwrap sandbox's syscall filter to turn off (a
 	// debugger needs "ptrace"); only a profile in the user's config directory may.
 	Syscalls []string `toml:"syscalls"`
+	// Sockets names host unix sockets (absolute, or relative to the working directory)
+	// the bwrap sandbox may connect to; every other socket it did not create is refused.
+	Sockets []string `toml:"sockets"`
 	// Nix (bwrap): installables box realises on the host at launch and puts on PATH,
 	// the PATH shape, and whether the host's nix-daemon is reachable inside.
 	Packages []string `toml:"packages"`
@@ -264,6 +267,14 @@ func (p *Profile) Validate() error {
 		}
 		if err := policy.CheckSyscallOptIn(p.Syscalls); err != nil {
 			return err
+		}
+	}
+	for i, s := range p.Sockets {
+		if s == "" || strings.ContainsAny(s, "\x00\n") || len(s) > 4096 {
+			return fmt.Errorf("sockets[%d]: %q: want a socket's path (absolute, or relative to the working directory)", i, s)
+		}
+		if p.Backend == BackendVM {
+			return fmt.Errorf("sockets: a vm box shares no socket with the host")
 		}
 	}
 	for i, pk := range p.Packages {

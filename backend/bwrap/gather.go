@@ -70,6 +70,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 	}
 	f.Cgroup = DetectCgroup(f.Euid)
 	f.LandlockABI = LandlockABI()
+	f.UnixNotify = UnixNotifySupport()
 	if bin, err := exec.LookPath("bwrap"); err == nil {
 		fi, err := os.Stat(bin)
 		f.BwrapSetuid = err == nil && fi.Mode()&os.ModeSetuid != 0

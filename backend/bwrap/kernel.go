@@ -171,7 +171,7 @@ type bwrapProc struct {
 // unix sockets (scopeAbstractSockets), which bwrap and the sandbox inherit.
 //
 // The wait is for exit only: a stopped bwrap is resumed, never taken for an ended one.
-func spawn(path string, argv []string, attr *syscall.ProcAttr, scopeAbstract bool) (*bwrapProc, error) {
+func spawn(path string, argv []string, attr *syscall.ProcAttr, scopeAbstract bool, socks *sockGuard) (*bwrapProc, error) {
 	p := &bwrapProc{pidfd: -1, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
@@ -187,6 +187,10 @@ func spawn(path string, argv []string, attr *syscall.ProcAttr, scopeAbstract boo
 				started <- err
 				return
 			}
+		}
+		if err := socks.install(); err != nil {
+			started <- err
+			return
 		}
 		pid, err := syscall.ForkExec(path, argv, attr)
 		if err != nil {

@@ -107,7 +107,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	launch := Launch{
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,
-		ScopeAbstract: p.Spec.ScopeAbstract,
+		ScopeAbstract: p.Spec.ScopeAbstract, UnixSockets: p.Spec.UnixSockets,
 	}
 	if p.Spec.Seccomp != nil {
 		prog, err := p.Spec.Seccomp.Bytes()

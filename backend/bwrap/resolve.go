@@ -123,6 +123,8 @@ type Facts struct {
 	// bwrap on PATH is setuid root. Both decide tier full's abstract-socket scope.
 	LandlockABI int
 	BwrapSetuid bool
+	// UnixNotify: why the sandbox's unix sockets cannot be mediated (UnixNotifySupport; nil: they can).
+	UnixNotify error
 	// Host is the system paths the argv binds (DetectHost).
 	Host Host
 }
@@ -416,6 +418,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Host = f.Host
 	p.Spec.ScopeAbstract = p.scopeAbstract(network, f)
 	p.Policy.AbstractScoped = p.Spec.ScopeAbstract
+	p.resolveSockets(r.Profile.Sockets, r.Profile.Name, wd, network.SharesHostNet(), p.Spec.ScopeAbstract, daemon, f)
 	p.Reach = reachOf(p, mounts) // trust.go
 	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
 		return nil, err

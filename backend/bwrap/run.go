@@ -45,6 +45,8 @@ type Launch struct {
 	// ScopeAbstract: bwrap starts in a Landlock domain that scopes abstract unix
 	// sockets (Spec.ScopeAbstract).
 	ScopeAbstract bool
+	// UnixSockets: the sandbox's unix sockets are mediated (unixsock.go).
+	UnixSockets UnixSockets
 }
 
 // forwarded are the signals box passes on to the sandboxed command. bwrap forwards
@@ -138,7 +140,9 @@ func Run(l Launch) (int, error) {
 		prog, argv = l.Self, nixStoreArgv(l.Self, l.NixStore, l.Bwrap, l.Args)
 		nixStoreAttr(sys)
 	}
-	proc, err := spawn(prog, argv, &syscall.ProcAttr{Env: l.Env, Files: files, Sys: sys}, l.ScopeAbstract)
+	socks := newSockGuard(l.UnixSockets)
+	defer socks.stop()
+	proc, err := spawn(prog, argv, &syscall.ProcAttr{Env: l.Env, Files: files, Sys: sys}, l.ScopeAbstract, socks)
 	infoW.Close()
 	if blockR != nil {
 		blockR.Close()
@@ -149,6 +153,9 @@ func Run(l Launch) (int, error) {
 	defer proc.close()
 
 	child, infoErr := readChildPid(infoR)
+	if infoErr == nil {
+		infoErr = socks.start(child)
+	}
 	var cleanup func()
 	if infoErr == nil && l.BeforeRelease != nil {
 		// A pidfd names this very process: if setup fails and the sandbox has already

@@ -68,6 +68,8 @@ type Spec struct {
 	// unix sockets bound outside it (tier full, where the network namespace is the
 	// host's; the other tiers have a namespace of their own).
 	ScopeAbstract bool
+	// UnixSockets mediates the sandbox's path unix sockets (unixsock.go).
+	UnixSockets UnixSockets
 }
 
 // NixDaemonDir holds the host nix-daemon's socket.

@@ -50,6 +50,10 @@ type Reach struct {
 	// unix sockets are (tier full without Landlock's scope).
 	NixDaemon    bool `json:"nix_daemon,omitempty"`
 	HostAbstract bool `json:"host_abstract,omitempty"`
+	// Sockets: host unix sockets a profile named (unixsock.go); HostSockets: the
+	// mediation could not be had, so every host path socket the sandbox sees is reachable.
+	Sockets     []string `json:"sockets,omitempty"`
+	HostSockets bool     `json:"host_sockets,omitempty"`
 }
 
 // reachOf is the plan's reach; mounts are the profile's (box's own binds, the drill's
@@ -59,6 +63,8 @@ func reachOf(p *Plan, mounts []Mount) Reach {
 		Magic: reachMagic, Network: p.Spec.Network, Allow: p.Spec.Allow, Auth: p.Spec.AuthFiles,
 		Syscalls: p.Policy.SyscallsAllowed, NixDaemon: p.Spec.NixDaemon,
 		HostAbstract: p.Spec.Network.SharesHostNet() && !p.Spec.ScopeAbstract,
+		Sockets:      slices.Clone(p.Spec.UnixSockets.Allowed),
+		HostSockets:  !p.Spec.UnixSockets.Mediate,
 	}
 	for _, v := range p.Vars {
 		r.Env = append(r.Env, v.Name)
@@ -70,7 +76,7 @@ func reachOf(p *Plan, mounts []Mount) Reach {
 		}
 		r.Mounts = append(r.Mounts, mode+m.Src+":"+m.Dst)
 	}
-	for _, l := range []*[]string{&r.Allow, &r.Env, &r.Mounts, &r.Auth, &r.Syscalls} {
+	for _, l := range []*[]string{&r.Allow, &r.Env, &r.Mounts, &r.Auth, &r.Syscalls, &r.Sockets} {
 		*l = slices.Compact(slices.Sorted(slices.Values(*l)))
 	}
 	return r
@@ -106,6 +112,10 @@ func (r Reach) Beyond(old Reach) []string {
 	}
 	if r.HostAbstract && !old.HostAbstract {
 		out = append(out, "the host's abstract unix sockets")
+	}
+	add("unix sockets", missing(r.Sockets, old.Sockets))
+	if r.HostSockets && !old.HostSockets {
+		out = append(out, "the host's path unix sockets (not mediated)")
 	}
 	return out
 }

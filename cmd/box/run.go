@@ -116,6 +116,7 @@ func runRun(e *env, o *runOptions) error {
 	if l := p.AbstractLine(); l != "" {
 		fmt.Fprintln(e.stdout, l)
 	}
+	fmt.Fprintln(e.stdout, p.SocketsLine())
 	fmt.Fprintln(e.stdout, p.LimitsLine())
 	p.Protect.Render(e.stdout)
 	for _, f := range p.Findings {

@@ -1,0 +1,140 @@
+package bwrap
+
+import (
+	"errors"
+	"net"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestSunPath(t *testing.T) {
+	sa := func(path string) []byte { return append([]byte{unix.AF_UNIX, 0}, path...) }
+	for _, c := range []struct {
+		in   []byte
+		want string
+		kind addrKind
+	}{
+		{sa("./dev.sock"), "./dev.sock", addrPath},
+		{sa("/run/x\x00trailing"), "/run/x", addrPath},
+		{sa("\x00name"), "\x00name", addrAbstract},
+		{sa(""), "", addrOther},
+		{[]byte{unix.AF_INET, 0, 1, 2}, "", addrOther},
+		{[]byte{unix.AF_UNIX}, "", addrOther},
+	} {
+		got, kind := sunPath(c.in)
+		if got != c.want || kind != c.kind {
+			t.Errorf("sunPath(%q) = %q, %d; want %q, %d", c.in, got, kind, c.want, c.kind)
+		}
+	}
+}
+
+func TestResolveSockets(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		f         Facts
+		named     []string
+		nix       bool
+		mediate   bool
+		allowed   []string
+		warnings  []string
+		dryRunHas string
+	}{
+		{name: "mediated", mediate: true, dryRunHas: "unix sockets: only the sandbox's own"},
+		{name: "named", named: []string{"dev.sock", "/run/postgresql/.s.PGSQL.5432"}, mediate: true,
+			allowed:   []string{"/w/dev.sock", "/run/postgresql/.s.PGSQL.5432"},
+			warnings:  []string{`profile "p" lets the sandbox reach the host's unix sockets /w/dev.sock, /run/postgresql/.s.PGSQL.5432 (sockets)`},
+			dryRunHas: "also /w/dev.sock, /run/postgresql/.s.PGSQL.5432"},
+		{name: "nix daemon", nix: true, mediate: true, allowed: []string{NixDaemonDir + "/socket"}},
+		{name: "no user notification", f: Facts{UnixNotify: errors.New("seccomp user notification is unavailable")},
+			warnings: []string{"REACHABLE from the sandbox: seccomp user notification is unavailable"}, dryRunHas: "REACHABLE (not mediated"},
+		{name: "setuid bwrap", f: Facts{BwrapSetuid: true}, warnings: []string{"bwrap is setuid root"}, dryRunHas: "REACHABLE"},
+	} {
+		p := &Plan{}
+		p.resolveSockets(c.named, "p", "/w", false, false, c.nix, c.f)
+		u := p.Spec.UnixSockets
+		if u.Mediate != c.mediate || strings.Join(u.Allowed, " ") != strings.Join(c.allowed, " ") {
+			t.Errorf("%s: %+v", c.name, u)
+		}
+		if len(p.Warnings) != len(c.warnings) {
+			t.Errorf("%s: warnings %q", c.name, p.Warnings)
+		}
+		for i, w := range c.warnings {
+			if i < len(p.Warnings) && !strings.Contains(p.Warnings[i], w) {
+				t.Errorf("%s: warning %q, want %q", c.name, p.Warnings[i], w)
+			}
+		}
+		if !strings.Contains(p.SocketsLine(), c.dryRunHas) {
+			t.Errorf("%s: dry run %q, want %q", c.name, p.SocketsLine(), c.dryRunHas)
+		}
+	}
+}
+
+// The filter and the supervisor, for real in this process (no bwrap): a thread under the
+// filter, whose pid namespace is not the guard's "sandbox", is refused a unix socket this
+// process listens on, by path and by a datagram sent with an address, while a TCP connect
+// and a UDP datagram pass untouched; the listener never sees a connection.
+func TestSockGuardRefusesForeign(t *testing.T) {
+	if err := UnixNotifySupport(); err != nil {
+		t.Skip(err) // the live tests require it
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "host.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	g := newSockGuard(UnixSockets{Mediate: true})
+	type res struct{ unixErr, dgramErr, tcpErr, udpErr error }
+	done := make(chan res, 1)
+	installed := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with its filter
+		if err := g.install(); err != nil {
+			installed <- err
+			return
+		}
+		installed <- nil
+		var r res
+		s, _ := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		r.unixErr = unix.Connect(s, &unix.SockaddrUnix{Name: path})
+		unix.Close(s)
+		d, _ := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		r.dgramErr = unix.Sendto(d, []byte("x"), 0, &unix.SockaddrUnix{Name: path})
+		unix.Close(d)
+		s, _ = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		r.tcpErr = unix.Connect(s, &unix.SockaddrInet4{Port: tcp.Addr().(*net.TCPAddr).Port, Addr: [4]byte{127, 0, 0, 1}})
+		unix.Close(s)
+		u, _ := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		r.udpErr = unix.Sendto(u, []byte("x"), 0, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}})
+		unix.Close(u)
+		done <- r
+	}()
+	if err := <-installed; err != nil {
+		t.Fatal(err)
+	}
+	// The guard's sandbox: a pid namespace no process of this test is in.
+	if err := g.begin(^uint64(0)); err != nil {
+		t.Fatal(err)
+	}
+	defer g.stop()
+	r := <-done
+	if !errors.Is(r.unixErr, unix.EACCES) {
+		t.Errorf("connect to a socket not the sandbox's: %v, want EACCES", r.unixErr)
+	}
+	if !errors.Is(r.dgramErr, unix.EACCES) {
+		t.Errorf("datagram with an address: %v, want EACCES", r.dgramErr)
+	}
+	if r.tcpErr != nil || r.udpErr != nil {
+		t.Errorf("TCP connect %v, UDP send %v: want both to pass", r.tcpErr, r.udpErr)
+	}
+}
