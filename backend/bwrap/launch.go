@@ -48,8 +48,20 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 			return pr, fmt.Errorf("allowlist tier: listing the host's addresses: %w", err)
 		}
 	}
-	pr.Args, err = Args(p.Spec, p.Host)
-	return pr, err
+	if pr.Args, err = Args(p.Spec, p.Host); err != nil {
+		return pr, err
+	}
+	// The command starts through box's own binary (SessionMain): a session and process
+	// group of its own, and the terminal box relays as its controlling terminal.
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
+	if err != nil {
+		return pr, fmt.Errorf("locating box's own binary (it starts the sandbox's command): %w", err)
+	}
+	pr.Args = withSession(pr.Args, self)
+	return pr, nil
 }
 
 // RefuseRoot: user namespaces do not take root's file ownership away, so as root the

@@ -72,8 +72,21 @@ func Run(l Launch) (int, error) {
 		}
 		copies.Wait()
 	}()
+	// A terminal on stdio is never passed in: the sandbox gets one of its own (relay).
+	streams := [3]any{l.Stdin, l.Stdout, l.Stderr}
+	hostFds := fdsOf(streams)
+	tty, streams, err := openRelay(streams)
+	if err != nil {
+		return 1, fmt.Errorf("a terminal for the sandbox: %w", err)
+	}
+	ttyStarted := false
+	defer func() {
+		if !ttyStarted {
+			tty.discard()
+		}
+	}()
 	stdio := make([]uintptr, 3)
-	for i, s := range []any{l.Stdin, l.Stdout, l.Stderr} {
+	for i, s := range streams {
 		f, err := asFile(s, i, &copies)
 		if err != nil {
 			return 1, err
@@ -119,7 +132,7 @@ func Run(l Launch) (int, error) {
 		files = files[:SeccompFD]
 	}
 
-	terms := saveTerminals(stdio)
+	terms := saveTerminals(hostFds)
 	defer terms.restore()
 	if err := closeInherited(); err != nil {
 		infoW.Close()
@@ -128,6 +141,9 @@ func Run(l Launch) (int, error) {
 
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)
+	if tty != nil {
+		signal.Notify(sigs, syscall.SIGCONT)
+	}
 	defer signal.Stop(sigs)
 
 	// Its own process group: a terminal's Ctrl-C reaches box, which passes it to the
@@ -147,6 +163,11 @@ func Run(l Launch) (int, error) {
 		return 1, fmt.Errorf("start %s: %w", l.Bwrap, err)
 	}
 	defer proc.close()
+	if tty != nil {
+		ttyStarted = true
+		tty.start()
+		defer tty.close()
+	}
 
 	child, infoErr := readChildPid(infoR)
 	var cleanup func()
@@ -189,7 +210,18 @@ func Run(l Launch) (int, error) {
 	for {
 		select {
 		case s := <-sigs:
-			cmd.signal(s.(syscall.Signal))
+			switch {
+			case tty != nil && s == syscall.SIGWINCH:
+				tty.resize() // the kernel signals the sandbox's foreground job
+			case tty != nil && s == syscall.SIGCONT:
+				tty.continued()
+			case s == syscall.SIGCONT:
+			default:
+				cmd.signal(s.(syscall.Signal))
+				if tty != nil && (s == syscall.SIGHUP || s == syscall.SIGTERM) {
+					tty.hangup()
+				}
+			}
 		case <-proc.done:
 			ws := proc.status
 			if code, ok := cmd.killedInitCode(); ok {
@@ -203,6 +235,17 @@ func Run(l Launch) (int, error) {
 			return ws.ExitStatus(), nil
 		}
 	}
+}
+
+// fdsOf lists the fds of the streams that are files (the host's terminals among them).
+func fdsOf(streams [3]any) []uintptr {
+	var fds []uintptr
+	for _, s := range streams {
+		if f, ok := s.(*os.File); ok && f != nil {
+			fds = append(fds, f.Fd())
+		}
+	}
+	return fds
 }
 
 // stdFile is a stream as a file descriptor bwrap can inherit.

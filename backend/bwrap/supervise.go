@@ -185,9 +185,8 @@ func (c *command) lookup() bool {
 }
 
 // signal passes s to the command through its pidfd: to the process group it leads, as
-// a terminal would, when it leads one (a shell's job control), else (bwrap's pid 1
-// leads the session and group; kernels before 6.9 have no group flag) to the command
-// alone. A signal that comes before the command is found waits a little for it.
+// a terminal would (SessionMain made it a session and group leader, so its children
+// get the signal too), else to the command alone. A signal that comes before the command is found waits a little for it.
 func (c *command) signal(s syscall.Signal) {
 	if c == nil {
 		return
@@ -203,7 +202,15 @@ func (c *command) signal(s syscall.Signal) {
 		return
 	}
 	send := func(s syscall.Signal) {
-		if err := unix.PidfdSendSignal(c.fd, s, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP); err != nil {
+		err := unix.PidfdSendSignal(c.fd, s, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP)
+		if err == unix.EINVAL {
+			// Before Linux 6.9 (no group flag): the group by its id, which is the
+			// command's pid while the pidfd says it is alive.
+			if pid := c.pidOf(); pid > 0 && unix.Kill(-pid, s) == nil {
+				return
+			}
+		}
+		if err != nil {
 			_ = unix.PidfdSendSignal(c.fd, s, nil, 0)
 		}
 	}
