@@ -429,7 +429,7 @@ func TestKernelTerminalRestored(t *testing.T) {
 	if tm := run(); tm.Lflag&unix.ECHO == 0 || tm.Lflag&unix.ICANON == 0 {
 		t.Errorf("after box: lflag %#x, want ECHO and ICANON back", tm.Lflag)
 	}
-	w.withProtectionOff(t, "terminal")
+	w.withProtectionOff(t, "tty,terminal") // both layers: the relay keeps the host terminal out
 	if tm := run(); tm.Lflag&unix.ECHO != 0 {
 		t.Errorf("with the terminal protection off, echo came back anyway (the test proves nothing): lflag %#x", tm.Lflag)
 	}
@@ -462,7 +462,7 @@ func TestDrillKernel(t *testing.T) {
 		{"fds", "fds", "", []string{"kernel:fds"}},
 		{"keyring", "keyring", "syscalls = [\"keyring\"]\n", []string{"kernel:keyring"}},
 		{"seccomp", "seccomp", "", append([]string{"kernel:seccomp", "kernel:trace-init", "socket:vsock", "socket:netlink"}, syscallRows...)},
-		{"terminal", "terminal", "", []string{"kernel:terminal"}},
+		{"terminal", "tty,terminal", "", []string{"kernel:terminal"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w.t = t
