@@ -20,6 +20,8 @@ import (
 type Prepared struct {
 	Args []string
 	Net  inet.Options
+	// NoTTY: terminals on stdio reach the command as pipes, with no terminal of its own.
+	NoTTY bool
 }
 
 // Prepare makes a resolved plan ready to launch: the network tier's helper (found on
@@ -113,7 +115,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	launch := Launch{
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,
-		ScopeAbstract: p.Spec.ScopeAbstract,
+		ScopeAbstract: p.Spec.ScopeAbstract, NoTTY: pr.NoTTY,
 	}
 	if p.Spec.Seccomp != nil {
 		prog, err := p.Spec.Seccomp.Bytes()

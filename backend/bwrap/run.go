@@ -45,6 +45,8 @@ type Launch struct {
 	// ScopeAbstract: bwrap starts in a Landlock domain that scopes abstract unix
 	// sockets (Spec.ScopeAbstract).
 	ScopeAbstract bool
+	// NoTTY: no terminal for the command; terminals on stdio are bridged by pipes.
+	NoTTY bool
 }
 
 // forwarded are the signals box passes on to the sandboxed command. bwrap forwards
@@ -75,7 +77,13 @@ func Run(l Launch) (int, error) {
 	// A terminal on stdio is never passed in: the sandbox gets one of its own (relay).
 	streams := [3]any{l.Stdin, l.Stdout, l.Stderr}
 	hostFds := fdsOf(streams)
-	tty, streams, err := openRelay(streams)
+	var tty *relay
+	var err error
+	if l.NoTTY {
+		streams = withoutTerminals(streams)
+	} else {
+		tty, streams, err = openRelay(streams)
+	}
 	if err != nil {
 		return 1, fmt.Errorf("a terminal for the sandbox: %w", err)
 	}

@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"io"
 	"os"
 	"runtime"
 	"sync"
@@ -68,6 +69,24 @@ func stdioTerminals(streams [3]any) (in, out *os.File, which [3]bool) {
 		}
 	}
 	return in, out, which
+}
+
+// withoutTerminals hides the terminals among streams behind plain readers and writers,
+// so they reach the sandbox as pipes.
+func withoutTerminals(streams [3]any) [3]any {
+	_, _, which := stdioTerminals(streams)
+	for i, t := range which {
+		if !t {
+			continue
+		}
+		f := streams[i].(*os.File)
+		if i == 0 {
+			streams[i] = struct{ io.Reader }{f}
+		} else {
+			streams[i] = struct{ io.Writer }{f}
+		}
+	}
+	return streams
 }
 
 // openRelay allocates the sandbox's terminal when one of streams is a terminal (nil,

@@ -13,7 +13,7 @@ import (
 )
 
 // OpenPTY opens a pseudo-terminal pair; without one the test skips.
-func OpenPTY(t *testing.T) (master, slave *os.File) {
+func OpenPTY(t testing.TB) (master, slave *os.File) {
 	t.Helper()
 	m, s, err := pty.Open()
 	if err != nil {
@@ -23,7 +23,7 @@ func OpenPTY(t *testing.T) (master, slave *os.File) {
 }
 
 // OpenPty opens a pseudo-terminal pair; without one the test fails.
-func OpenPty(t *testing.T) (master, slave *os.File) {
+func OpenPty(t testing.TB) (master, slave *os.File) {
 	t.Helper()
 	m, s, err := pty.Open()
 	if err != nil {
@@ -33,7 +33,7 @@ func OpenPty(t *testing.T) (master, slave *os.File) {
 }
 
 // SetSize sets the window size of the terminal f.
-func SetSize(t *testing.T, f *os.File, rows, cols int) {
+func SetSize(t testing.TB, f *os.File, rows, cols int) {
 	t.Helper()
 	ws := &unix.Winsize{Row: uint16(rows), Col: uint16(cols)}
 	if err := unix.IoctlSetWinsize(int(f.Fd()), unix.TIOCSWINSZ, ws); err != nil {
