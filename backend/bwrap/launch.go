@@ -50,20 +50,8 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 			return pr, fmt.Errorf("allowlist tier: listing the host's addresses: %w", err)
 		}
 	}
-	if pr.Args, err = Args(p.Spec, p.Host); err != nil {
-		return pr, err
-	}
-	// The command starts through box's own binary (SessionMain): a session and process
-	// group of its own, and the terminal box relays as its controlling terminal.
-	self, err := os.Executable()
-	if err == nil {
-		self, err = filepath.EvalSymlinks(self)
-	}
-	if err != nil {
-		return pr, fmt.Errorf("locating box's own binary (it starts the sandbox's command): %w", err)
-	}
-	pr.Args = withSession(pr.Args, self)
-	return pr, nil
+	pr.Args, err = Args(p.Spec, p.Host)
+	return pr, err
 }
 
 // RefuseRoot: user namespaces do not take root's file ownership away, so as root the
@@ -124,18 +112,20 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		}
 		launch.Seccomp = prog
 	}
+	// box's own binary: the Nix store's helper, and the session helper on a terminal.
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
+	if err != nil {
+		return 1, fmt.Errorf("locating box's own binary: %w", err)
+	}
+	launch.Self = self
 	if p.Spec.NixStore != "" {
 		if err := PrepareNixStore(p.Spec.NixStore); err != nil {
 			return 1, err
 		}
-		self, err := os.Executable()
-		if err == nil {
-			self, err = filepath.EvalSymlinks(self)
-		}
-		if err != nil {
-			return 1, fmt.Errorf("per-project Nix store: locating box's own binary: %w", err)
-		}
-		launch.NixStore, launch.Self = p.Spec.NixStore, self
+		launch.NixStore = p.Spec.NixStore
 	}
 	if p.Spec.Network.NeedsHelper() {
 		if err := os.WriteFile(p.Spec.ResolvConf, []byte(inet.ResolvConf(pr.Net.Helper)), 0o644); err != nil {

@@ -87,6 +87,12 @@ func Run(l Launch) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("a terminal for the sandbox: %w", err)
 	}
+	if tty != nil {
+		// On a terminal the command starts through SessionMain: a session of its own
+		// with the relayed pty as its controlling terminal. (Without one it is not
+		// needed: its exec costs a launch about a Go binary's start.)
+		l.Args = withSession(l.Args, l.Self)
+	}
 	ttyStarted := false
 	defer func() {
 		if !ttyStarted {
