@@ -45,6 +45,7 @@ type LaunchRequest struct {
 	Yes       bool     // skip the environment audit's question
 	AllowRoot bool     // run even though box runs as root
 	Allow     []string // tier allowlist names for this launch, beside the profile's
+	TTY       bool     // box exec -t: a terminal of the command's own (bwrap boxes)
 }
 
 // Summary is one box as box list shows it.

@@ -81,6 +81,10 @@ func bwrapKernel(p *bwrap.Plan, stderr io.Writer) (bwrapKernelSetup, func(), err
 				_, _ = io.Copy(stderr, m)
 			}()
 			k.tty, k.in.Terminal = t, true
+			var st unix.Stat_t
+			if unix.Fstat(int(s.Fd()), &st) == nil {
+				k.in.TerminalDev = st.Rdev
+			}
 			undo = append(undo, func() { s.Close(); m.Close() })
 		} else {
 			m.Close()

@@ -33,8 +33,10 @@ type Kernel struct {
 	LeakedDev, LeakedIno uint64
 	// OptedOut are the filter groups the profile turned off (syscalls = [...]).
 	OptedOut []string
-	// Terminal: the probe's stderr is a terminal the drill watches.
-	Terminal bool
+	// Terminal: the probe's stderr is a terminal the drill watches; TerminalDev is its
+	// device number (the host-tty row looks for it inside).
+	Terminal    bool
+	TerminalDev uint64
 }
 
 // socketTarget is a socket the probe tries to make.
@@ -228,6 +230,7 @@ func kernelProbes(in Input) []Probe {
 		term.Skip = "no terminal to test with"
 	}
 	add(term)
+	add(hostTTYProbe(k))
 	return out
 }
 

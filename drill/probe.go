@@ -155,6 +155,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeTraceInit()
 	case KindTerminal:
 		o.Seen, o.Detail, err = probeTerminal()
+	case KindHostTTY:
+		o.Seen, o.Detail, err = probeHostTTY(pr.Targets)
 	case KindPidsBound:
 		o.Seen, o.Detail = probePidsBound(int(pr.Limit))
 	case KindMemoryBound:

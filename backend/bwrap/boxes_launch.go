@@ -49,7 +49,7 @@ func boxErr(b *dirbox.Box, err error) error {
 }
 
 // launch runs command in the box, holding its lock (shared) for as long as it runs.
-func (be Boxes) launch(name string, command []string, l backend.LaunchRequest) error {
+func (be Boxes) launch(name string, command []string, l backend.LaunchRequest, noTTY bool) error {
 	b, err := be.Lookup(name)
 	if err != nil {
 		return err
@@ -63,7 +63,9 @@ func (be Boxes) launch(name string, command []string, l backend.LaunchRequest) e
 	if err != nil {
 		return err
 	}
-	out, err := be.session(l.Yes).Run(req)
+	s := be.session(l.Yes)
+	s.NoTTY = noTTY
+	out, err := s.Run(req)
 	if err := boxErr(b, err); err != nil {
 		return err
 	}
@@ -79,9 +81,11 @@ func (be Boxes) Enter(name string, l backend.LaunchRequest) error {
 	if _, err := exec.LookPath("bash"); err == nil {
 		shell = "bash"
 	}
-	return be.launch(name, []string{shell, "-l"}, l)
+	return be.launch(name, []string{shell, "-l"}, l, false)
 }
 
+// Exec runs cmd in the box; with l.TTY on a terminal it gets one of its own, else its
+// stdio are pipes (a terminal too), as docker exec without -t.
 func (be Boxes) Exec(name string, cmd []string, l backend.LaunchRequest) error {
-	return be.launch(name, cmd, l)
+	return be.launch(name, cmd, l, !l.TTY)
 }

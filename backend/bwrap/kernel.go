@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
@@ -125,9 +124,11 @@ func saveTerminals(fds []uintptr) terminals {
 }
 
 // restore puts back the saved modes where the sandbox changed them (`stty -echo`, a
-// raw-mode program killed mid-way). SIGTTOU is ignored meanwhile: box may be in the
-// background, and the restore must not stop it.
-func (ts terminals) restore() {
+// raw-mode program killed mid-way). SIGTTOU is blocked meanwhile (withoutTTOU): box
+// may be in the background, and no part of the restore may stop it.
+func (ts terminals) restore() { withoutTTOU(ts.restoreEach) }
+
+func (ts terminals) restoreEach() {
 	for _, t := range ts {
 		if excl, err := unix.IoctlGetInt(t.fd, unix.TIOCGEXCL); err == nil && excl != t.excl {
 			req := uint(unix.TIOCNXCL)
@@ -147,9 +148,7 @@ func (ts terminals) restore() {
 		if err != nil || *now == t.modes {
 			continue
 		}
-		signal.Ignore(syscall.SIGTTOU)
 		_ = unix.IoctlSetTermios(t.fd, unix.TCSETS, &t.modes)
-		signal.Reset(syscall.SIGTTOU)
 	}
 }
 

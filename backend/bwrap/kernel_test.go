@@ -429,7 +429,7 @@ func TestKernelTerminalRestored(t *testing.T) {
 	if tm := run(); tm.Lflag&unix.ECHO == 0 || tm.Lflag&unix.ICANON == 0 {
 		t.Errorf("after box: lflag %#x, want ECHO and ICANON back", tm.Lflag)
 	}
-	w.withProtectionOff(t, "terminal")
+	w.withProtectionOff(t, "tty,terminal") // both layers: the relay keeps the host terminal out
 	if tm := run(); tm.Lflag&unix.ECHO != 0 {
 		t.Errorf("with the terminal protection off, echo came back anyway (the test proves nothing): lflag %#x", tm.Lflag)
 	}
@@ -439,7 +439,7 @@ func TestKernelTerminalRestored(t *testing.T) {
 // with its protection switched off (the test build); a profile's opt-in shows as WARN.
 func TestDrillKernel(t *testing.T) {
 	w, l := labWorld(t)
-	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "socket:vsock", "socket:netlink", "socket:allowed"}
+	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "socket:vsock", "socket:netlink", "socket:allowed"}
 	var syscallRows []string
 	r := w.drill(l)
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)
@@ -462,7 +462,7 @@ func TestDrillKernel(t *testing.T) {
 		{"fds", "fds", "", []string{"kernel:fds"}},
 		{"keyring", "keyring", "syscalls = [\"keyring\"]\n", []string{"kernel:keyring"}},
 		{"seccomp", "seccomp", "", append([]string{"kernel:seccomp", "kernel:trace-init", "socket:vsock", "socket:netlink"}, syscallRows...)},
-		{"terminal", "terminal", "", []string{"kernel:terminal"}},
+		{"terminal", "tty,terminal", "", []string{"kernel:terminal", "kernel:host-tty"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w.t = t

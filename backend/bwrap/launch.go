@@ -20,6 +20,8 @@ import (
 type Prepared struct {
 	Args []string
 	Net  inet.Options
+	// NoTTY: terminals on stdio reach the command as pipes, with no terminal of its own.
+	NoTTY bool
 }
 
 // Prepare makes a resolved plan ready to launch: the network tier's helper (found on
@@ -107,7 +109,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	launch := Launch{
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,
-		ScopeAbstract: p.Spec.ScopeAbstract, UnixSockets: p.Spec.UnixSockets,
+		ScopeAbstract: p.Spec.ScopeAbstract, UnixSockets: p.Spec.UnixSockets, NoTTY: pr.NoTTY,
 	}
 	if p.Spec.Seccomp != nil {
 		prog, err := p.Spec.Seccomp.Bytes()
@@ -116,18 +118,20 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		}
 		launch.Seccomp = prog
 	}
+	// box's own binary: the Nix store's helper, and the session helper on a terminal.
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
+	if err != nil {
+		return 1, fmt.Errorf("locating box's own binary: %w", err)
+	}
+	launch.Self = self
 	if p.Spec.NixStore != "" {
 		if err := PrepareNixStore(p.Spec.NixStore); err != nil {
 			return 1, err
 		}
-		self, err := os.Executable()
-		if err == nil {
-			self, err = filepath.EvalSymlinks(self)
-		}
-		if err != nil {
-			return 1, fmt.Errorf("per-project Nix store: locating box's own binary: %w", err)
-		}
-		launch.NixStore, launch.Self = p.Spec.NixStore, self
+		launch.NixStore = p.Spec.NixStore
 	}
 	if p.Spec.Network.NeedsHelper() {
 		if err := os.WriteFile(p.Spec.ResolvConf, []byte(inet.ResolvConf(pr.Net.Helper)), 0o644); err != nil {

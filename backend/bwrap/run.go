@@ -47,6 +47,8 @@ type Launch struct {
 	ScopeAbstract bool
 	// UnixSockets: the sandbox's unix sockets are mediated (unixsock.go).
 	UnixSockets UnixSockets
+	// NoTTY: no terminal for the command; terminals on stdio are bridged by pipes.
+	NoTTY bool
 }
 
 // forwarded are the signals box passes on to the sandboxed command. bwrap forwards
@@ -74,8 +76,33 @@ func Run(l Launch) (int, error) {
 		}
 		copies.Wait()
 	}()
+	// A terminal on stdio is never passed in: the sandbox gets one of its own (relay).
+	streams := [3]any{l.Stdin, l.Stdout, l.Stderr}
+	hostFds := fdsOf(streams)
+	var tty *relay
+	var err error
+	if l.NoTTY {
+		streams = withoutTerminals(streams)
+	} else {
+		tty, streams, err = openRelay(streams)
+	}
+	if err != nil {
+		return 1, fmt.Errorf("a terminal for the sandbox: %w", err)
+	}
+	if tty != nil {
+		// On a terminal the command starts through SessionMain: a session of its own
+		// with the relayed pty as its controlling terminal. (Without one it is not
+		// needed: its exec costs a launch about a Go binary's start.)
+		l.Args = withSession(l.Args, l.Self)
+	}
+	ttyStarted := false
+	defer func() {
+		if !ttyStarted {
+			tty.discard()
+		}
+	}()
 	stdio := make([]uintptr, 3)
-	for i, s := range []any{l.Stdin, l.Stdout, l.Stderr} {
+	for i, s := range streams {
 		f, err := asFile(s, i, &copies)
 		if err != nil {
 			return 1, err
@@ -121,7 +148,7 @@ func Run(l Launch) (int, error) {
 		files = files[:SeccompFD]
 	}
 
-	terms := saveTerminals(stdio)
+	terms := saveTerminals(hostFds)
 	defer terms.restore()
 	if err := closeInherited(); err != nil {
 		infoW.Close()
@@ -130,6 +157,9 @@ func Run(l Launch) (int, error) {
 
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwarded...)
+	if tty != nil {
+		signal.Notify(sigs, syscall.SIGCONT)
+	}
 	defer signal.Stop(sigs)
 
 	// Its own process group: a terminal's Ctrl-C reaches box, which passes it to the
@@ -151,6 +181,11 @@ func Run(l Launch) (int, error) {
 		return 1, fmt.Errorf("start %s: %w", l.Bwrap, err)
 	}
 	defer proc.close()
+	if tty != nil {
+		ttyStarted = true
+		tty.start()
+		defer tty.close()
+	}
 
 	child, infoErr := readChildPid(infoR)
 	if infoErr == nil {
@@ -196,7 +231,18 @@ func Run(l Launch) (int, error) {
 	for {
 		select {
 		case s := <-sigs:
-			cmd.signal(s.(syscall.Signal))
+			switch {
+			case tty != nil && s == syscall.SIGWINCH:
+				tty.resize() // the kernel signals the sandbox's foreground job
+			case tty != nil && s == syscall.SIGCONT:
+				tty.continued()
+			case s == syscall.SIGCONT:
+			default:
+				cmd.signal(s.(syscall.Signal))
+				if tty != nil && (s == syscall.SIGHUP || s == syscall.SIGTERM) {
+					tty.hangup()
+				}
+			}
 		case <-proc.done:
 			ws := proc.status
 			if code, ok := cmd.killedInitCode(); ok {
@@ -210,6 +256,17 @@ func Run(l Launch) (int, error) {
 			return ws.ExitStatus(), nil
 		}
 	}
+}
+
+// fdsOf lists the fds of the streams that are files (the host's terminals among them).
+func fdsOf(streams [3]any) []uintptr {
+	var fds []uintptr
+	for _, s := range streams {
+		if f, ok := s.(*os.File); ok && f != nil {
+			fds = append(fds, f.Fd())
+		}
+	}
+	return fds
 }
 
 // stdFile is a stream as a file descriptor bwrap can inherit.

@@ -32,6 +32,8 @@ type Session struct {
 	Outside Outside
 	// InternetHelper is $BOX_INTERNET_HELPER ("" lets box choose).
 	InternetHelper string
+	// NoTTY: the command gets no terminal, even on one (box exec without -t).
+	NoTTY bool
 	// DryRun makes Run stop once the plan is prepared: nothing is launched.
 	DryRun bool
 	// AuditOut is where the post-run audit reports (nil: Stderr).
@@ -87,7 +89,9 @@ func (s *Session) Resolve(r Request) (*Plan, error) {
 
 // Prepare makes p ready to launch (Prepare): the tier's helper and bwrap's argv.
 func (s *Session) Prepare(p *Plan) (Prepared, error) {
-	return Prepare(p, s.InternetHelper)
+	pr, err := Prepare(p, s.InternetHelper)
+	pr.NoTTY = s.NoTTY
+	return pr, err
 }
 
 // Launch refuses root, prints the environment's audit, asks (unless Yes), and runs the

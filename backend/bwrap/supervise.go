@@ -184,10 +184,10 @@ func (c *command) lookup() bool {
 	return true
 }
 
-// signal passes s to the command through its pidfd: to the process group it leads, as
-// a terminal would, when it leads one (a shell's job control), else (bwrap's pid 1
-// leads the session and group; kernels before 6.9 have no group flag) to the command
-// alone. A signal that comes before the command is found waits a little for it.
+// signal passes s to the command's process group, as a terminal would: through the
+// command's pidfd to the group it leads (on a terminal SessionMain made it a session and
+// group leader), else to the members of pid 1's group (signalInitGroup), else to the
+// command alone. A signal that comes before the command is found waits a little for it.
 func (c *command) signal(s syscall.Signal) {
 	if c == nil {
 		return
@@ -203,7 +203,18 @@ func (c *command) signal(s syscall.Signal) {
 		return
 	}
 	send := func(s syscall.Signal) {
-		if err := unix.PidfdSendSignal(c.fd, s, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP); err != nil {
+		err := unix.PidfdSendSignal(c.fd, s, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP)
+		if err == unix.ESRCH && c.signalInitGroup(s) {
+			return
+		}
+		if err == unix.EINVAL {
+			// Before Linux 6.9 (no group flag): the group by its id, which is the
+			// command's pid while the pidfd says it is alive.
+			if pid := c.pidOf(); pid > 0 && unix.Kill(-pid, s) == nil {
+				return
+			}
+		}
+		if err != nil {
 			_ = unix.PidfdSendSignal(c.fd, s, nil, 0)
 		}
 	}
@@ -214,6 +225,40 @@ func (c *command) signal(s syscall.Signal) {
 	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
 		send(syscall.SIGCONT)
 	}
+}
+
+// signalInitGroup sends s to every member of the process group of the sandbox's pid 1
+// but pid 1 itself (a signal from outside its namespace is forced on it, and it would
+// die of it, taking the sandbox along): without a terminal the command shares that
+// group (bwrap's --new-session made pid 1 its leader), and so do its children, unless
+// they moved to groups of their own, as a terminal's signals would skip them too. Each
+// is held by a pidfd and checked again before the signal. False when none was found.
+func (c *command) signalInitGroup(s syscall.Signal) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	init := strconv.Itoa(c.init)
+	inGroup := func(pid int) bool {
+		st, err := procStat(pid)
+		return err == nil && len(st) > 2 && st[2] == init
+	}
+	sent := false
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == c.init || !inGroup(pid) {
+			continue
+		}
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue
+		}
+		if inGroup(pid) && unix.PidfdSendSignal(fd, s, nil, 0) == nil {
+			sent = true
+		}
+		unix.Close(fd)
+	}
+	return sent
 }
 
 // killedInitCode is the command's exit code when box had to kill a stopped pid 1.

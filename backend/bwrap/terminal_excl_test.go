@@ -50,7 +50,7 @@ func TestKernelTerminalExclusiveReset(t *testing.T) {
 	if excl, open := run(); excl != 0 || !strings.Contains(open, "opened") {
 		t.Errorf("after box: exclusive %d, the user's open: %q", excl, open)
 	}
-	w.withProtectionOff(t, "terminal")
+	w.withProtectionOff(t, "tty,terminal") // both layers: the relay keeps the host terminal out
 	if excl, open := run(); excl == 0 || strings.Contains(open, "opened") {
 		t.Errorf("with the terminal protection off, exclusive mode is off anyway (the test proves nothing): %d %q", excl, open)
 	}
@@ -99,7 +99,7 @@ func TestKernelTerminalOutputResumed(t *testing.T) {
 	if stoppedAfter() {
 		t.Error("after box the terminal's output is still suspended")
 	}
-	w.withProtectionOff(t, "terminal")
+	w.withProtectionOff(t, "tty,terminal") // both layers: the relay keeps the host terminal out
 	if !stoppedAfter() {
 		t.Error("with the terminal protection off the output is resumed anyway (the test proves nothing)")
 	}

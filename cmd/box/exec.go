@@ -7,6 +7,7 @@ import (
 
 func newExecCmd(e *env) *cobra.Command {
 	var l launchFlags
+	var tty bool
 	cmd := &cobra.Command{
 		Use:     "exec BOX -- COMMAND [ARG...]",
 		Short:   "run a command in a box as its user; its exit code is box's",
@@ -23,10 +24,14 @@ user does not exist in the box. For a command as root, use 'box incus BOX -- exe
 A bwrap box: the command runs in its sandbox, in its working directory, with its own
 home at $HOME and exactly box run's isolation (environment allowlist and audit: -y
 skips the question, without a terminal and without -y box refuses; as root only with
---allow-root). Flags go before BOX: box exec -y BOX -- CMD.`,
+--allow-root). Flags go before BOX: box exec -y BOX -- CMD. With -t and a terminal on
+stdin, the command gets a terminal of its own that box relays (job control, Ctrl-C to
+it, the window size followed; your terminal is never passed in); without -t a terminal
+on stdio reaches it as a pipe. -t is for bwrap boxes; in a vm box use box shell.`,
 		Example: `  box exec work -- git -C ~/src/app status
   box exec work -- sh -c 'cd ~/src/app && make test'
-  tar -cz . | box exec work -- tar -xz -C /tmp/upload`,
+  tar -cz . | box exec work -- tar -xz -C /tmp/upload
+  box exec -t work -- htop`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if _, _, ok := splitDash(cmd, args, false); !ok {
 				return usagef("run 'box exec --help' for usage", "exec takes a box and a command: box exec BOX -- COMMAND [ARG...]")
@@ -40,10 +45,17 @@ skips the question, without a terminal and without -y box refuses; as root only 
 			if err != nil {
 				return err
 			}
-			return be.Exec(box, rest, l.req())
+			req := l.req()
+			if req.TTY = tty; tty {
+				if _, vm := be.(vmBackend); vm {
+					return usagef("use 'box shell "+box+"' for a terminal in a vm box", "box exec -t: %s is a vm box; -t is for bwrap boxes", box)
+				}
+			}
+			return be.Exec(box, rest, req)
 		},
 	}
 	l.register(cmd)
+	cmd.Flags().BoolVarP(&tty, "tty", "t", false, "give the command a terminal of its own (bwrap boxes)")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }

@@ -19,6 +19,10 @@ func hidden(args []string) (int, bool) {
 		// Run by box run in a user and mount namespace of its own: layers the project's
 		// Nix store over the host's, then becomes bwrap.
 		return bwrap.NixStoreMain(args[1:]), true
+	case bwrap.SessionSubcommand:
+		// Run inside the sandbox as the command's first process: a session of its own,
+		// the relayed terminal as its controlling terminal, then the command.
+		return bwrap.SessionMain(args[1:]), true
 	case drill.ProbeSubcommand:
 		// Run by box drill inside the sandbox: reads the probe plan on stdin, prints results.
 		return drill.ProbeMain(os.Stdin, os.Stdout, os.Stderr), true

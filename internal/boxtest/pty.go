@@ -3,7 +3,9 @@ package boxtest
 import (
 	"bytes"
 	"os"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/heavy-duty/box/internal/pty"
 	"github.com/heavy-duty/box/internal/testenv"
@@ -11,7 +13,7 @@ import (
 )
 
 // OpenPTY opens a pseudo-terminal pair; without one the test skips.
-func OpenPTY(t *testing.T) (master, slave *os.File) {
+func OpenPTY(t testing.TB) (master, slave *os.File) {
 	t.Helper()
 	m, s, err := pty.Open()
 	if err != nil {
@@ -21,7 +23,7 @@ func OpenPTY(t *testing.T) (master, slave *os.File) {
 }
 
 // OpenPty opens a pseudo-terminal pair; without one the test fails.
-func OpenPty(t *testing.T) (master, slave *os.File) {
+func OpenPty(t testing.TB) (master, slave *os.File) {
 	t.Helper()
 	m, s, err := pty.Open()
 	if err != nil {
@@ -31,7 +33,7 @@ func OpenPty(t *testing.T) (master, slave *os.File) {
 }
 
 // SetSize sets the window size of the terminal f.
-func SetSize(t *testing.T, f *os.File, rows, cols int) {
+func SetSize(t testing.TB, f *os.File, rows, cols int) {
 	t.Helper()
 	ws := &unix.Winsize{Row: uint16(rows), Col: uint16(cols)}
 	if err := unix.IoctlSetWinsize(int(f.Fd()), unix.TIOCSWINSZ, ws); err != nil {
@@ -62,4 +64,74 @@ func (b *SyncBuf) String() string {
 	b.lock()
 	defer func() { <-b.mu }()
 	return b.buf.String()
+}
+
+// Screen is what a program wrote to a pseudo-terminal, read from its master as it
+// comes; tests wait on it for a condition, never for a time.
+type Screen struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	buf  bytes.Buffer
+	done bool // the master read ended (every slave closed)
+}
+
+// WatchPTY reads master into a Screen until the read fails.
+func WatchPTY(master *os.File) *Screen {
+	s := &Screen{}
+	s.cond = sync.NewCond(&s.mu)
+	go func() {
+		b := make([]byte, 64<<10)
+		for {
+			n, err := master.Read(b)
+			s.mu.Lock()
+			s.buf.Write(b[:n])
+			if err != nil {
+				s.done = true
+			}
+			s.cond.Broadcast()
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// String is everything read so far.
+func (s *Screen) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// WaitFor waits until the screen shows want after offset from (a Len taken earlier),
+// and returns the offset just past it; the test fails if it has not within the bound.
+func (s *Screen) WaitFor(t testing.TB, from int, want string, within time.Duration) int {
+	t.Helper()
+	timer := time.AfterFunc(within, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer timer.Stop()
+	deadline := time.Now().Add(within)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if i := bytes.Index(s.buf.Bytes()[min(from, s.buf.Len()):], []byte(want)); i >= 0 {
+			return min(from, s.buf.Len()) + i + len(want)
+		}
+		if s.done || !time.Now().Before(deadline) {
+			t.Fatalf("the terminal never showed %q (within %v); it shows:\n%q", want, within, s.buf.String())
+		}
+		s.cond.Wait()
+	}
+}
+
+// Len is how much has been read so far.
+func (s *Screen) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Len()
 }

@@ -1,0 +1,276 @@
+package bwrap_test
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/heavy-duty/box/internal/boxtest"
+	"github.com/heavy-duty/box/internal/testenv"
+	"golang.org/x/sys/unix"
+)
+
+// within bounds every wait on a terminal: a failure, never a pace.
+const within = 20 * time.Second
+
+// onPTY starts c on a new pseudo-terminal the test opens, as a login would: c leads a
+// session whose controlling terminal it is, as the unprivileged user. The test plays
+// the terminal (the master) and keeps the slave to read its modes afterwards.
+type onPTY struct {
+	master, slave *os.File
+	screen        *boxtest.Screen
+	cmd           *exec.Cmd
+	before        unix.Termios
+}
+
+func startOnPTY(t *testing.T, w *world, c *exec.Cmd) *onPTY {
+	t.Helper()
+	master, slave := openPTY(t)
+	t.Cleanup(func() { master.Close(); slave.Close() })
+	if err := unix.Fchown(int(slave.Fd()), w.uid, w.gid); err != nil {
+		t.Fatal(err)
+	}
+	boxtest.SetSize(t, master, 24, 80)
+	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
+	c.SysProcAttr.Setsid, c.SysProcAttr.Setctty = true, true
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	return &onPTY{master: master, slave: slave, screen: boxtest.WatchPTY(master), cmd: c, before: *before}
+}
+
+func (p *onPTY) typ(t *testing.T, s string) {
+	t.Helper()
+	if _, err := p.master.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wait waits for box to exit and returns its code.
+func (p *onPTY) wait(t *testing.T) int {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(within):
+		p.cmd.Process.Kill()
+		<-done
+		t.Fatalf("box did not exit; the terminal shows:\n%q", p.screen.String())
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// modes and pending are the host terminal's state after box: its modes, and how many
+// bytes wait in its input queue (read raw: canonical mode counts only whole lines).
+func (p *onPTY) modes(t *testing.T) unix.Termios {
+	t.Helper()
+	tm, err := unix.IoctlGetTermios(int(p.slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *tm
+}
+
+func (p *onPTY) pending(t *testing.T) int {
+	t.Helper()
+	tm := p.modes(t)
+	tm.Lflag &^= unix.ICANON
+	if err := unix.IoctlSetTermios(int(p.slave.Fd()), unix.TCSETS, &tm); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(p.slave.Fd()), unix.TIOCINQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// An interactive shell in the sandbox, on a real terminal: job control is on (no "no
+// job control in this shell"), Ctrl-C stops the foreground job and the shell survives,
+// Ctrl-Z stops it and fg brings it back, a resize of the outer terminal reaches the
+// command, and the shell's exit code is box's.
+func TestTTYJobControl(t *testing.T) {
+	bash := testenv.RequireTool(t, "bash")
+	w := newWorld(t)
+	p := startOnPTY(t, w, w.cmd("run", "-q", "-y", "--", bash, "--norc", "--noprofile", "-i"))
+	at := p.screen.WaitFor(t, 0, "$ ", within)
+
+	// The job itself prints the marker, so it has the terminal's foreground by then; the
+	// word is not in the typed line (its echo shows st""art).
+	p.typ(t, `sh -c 'echo st""art; exec sleep 60'`+"\r")
+	at = p.screen.WaitFor(t, at, "start", within)
+	p.typ(t, "\x03")
+	p.typ(t, "echo al''ive\r")
+	at = p.screen.WaitFor(t, at, "alive", within) // not after 60 s: sleep was interrupted
+
+	// Stopped, then continued in the foreground: the line typed after fg reaches the
+	// job. It is typed once fg has printed the job (readline has given the terminal
+	// back its line mode by then; the line waits there until the job reads it).
+	p.typ(t, `sh -c 'echo zz""z; read v; echo got-$v'`+"\r")
+	at = p.screen.WaitFor(t, at, "zzz", within)
+	p.typ(t, "\x1a")
+	at = p.screen.WaitFor(t, at, "Stopped", within)
+	at = p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "fg\r")
+	at = p.screen.WaitFor(t, at, "fg\r\n", within)
+	at = p.screen.WaitFor(t, at, "got-$v'", within)
+	p.typ(t, "ok\r")
+	at = p.screen.WaitFor(t, at, "got-ok", within)
+
+	p.typ(t, `sh -c 'trap "stty size; kill \$!; exit" WINCH; sleep 60 & echo rea""dy; wait'`+"\r")
+	at = p.screen.WaitFor(t, at, "ready", within)
+	boxtest.SetSize(t, p.master, 33, 101)
+	at = p.screen.WaitFor(t, at, "33 101", within)
+
+	p.typ(t, "exit 3\r")
+	if code := p.wait(t); code != 3 {
+		t.Errorf("exit %d, want 3", code)
+	}
+	for _, bad := range []string{"no job control", "cannot set terminal process group"} {
+		if strings.Contains(p.screen.String(), bad) {
+			t.Errorf("the shell says %q:\n%s", bad, p.screen.String())
+		}
+	}
+	if p.modes(t) != p.before {
+		t.Errorf("the terminal's modes after box differ from before")
+	}
+}
+
+// A sandbox that sets raw mode, sends terminal queries (DA, DSR) and exits having read
+// one byte of the answers: the host terminal's modes are as before and nothing of the
+// answers waits in its input queue for the shell's prompt. With the relay off (the
+// host's terminal passed in, as before), the rest of the answers stay there (the test
+// can fail).
+func TestTTYQueriesLeaveNothing(t *testing.T) {
+	w := newWorld(t)
+	run := func() (changed bool, pending int) {
+		p := startOnPTY(t, w, w.cmd("run", "-q", "-y", "--", "sh", "-c",
+			`stty raw -echo; printf '\033[c\033[6n'; dd bs=1 count=1 >/dev/null 2>&1`))
+		p.screen.WaitFor(t, 0, "\033[6n", within)
+		p.typ(t, "\033[?62;22c\033[24;80R") // the terminal's answers
+		if code := p.wait(t); code != 0 {
+			t.Fatalf("exit %d:\n%q", code, p.screen.String())
+		}
+		return p.modes(t) != p.before, p.pending(t)
+	}
+	if changed, n := run(); changed || n != 0 {
+		t.Errorf("after box: modes changed %v, %d bytes pending in the terminal's input", changed, n)
+	}
+	w.withProtectionOff(t, "tty")
+	if _, n := run(); n == 0 {
+		t.Errorf("with the relay off, the answers were not left pending (the test proves nothing)")
+	}
+}
+
+// However box ends, a sandbox's raw mode does not outlive it: box killed with SIGTERM or
+// SIGHUP (the terminal window closed) ends the sandbox and puts the modes back.
+func TestTTYRestoredOnSignal(t *testing.T) {
+	w := newWorld(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			p := startOnPTY(t, w, w.cmd("run", "-q", "-y", "--", "sh", "-c", `stty raw -echo; echo ra""w; exec sleep 60`))
+			p.screen.WaitFor(t, 0, "raw", within)
+			p.cmd.Process.Signal(sig)
+			p.wait(t)
+			if p.modes(t) != p.before {
+				t.Errorf("the terminal's modes after box differ from before")
+			}
+			if n := p.pending(t); n != 0 {
+				t.Errorf("%d bytes pending", n)
+			}
+		})
+	}
+}
+
+// `timeout 20 box run -y -- true` typed in a shell: timeout puts box in a background
+// process group of the terminal, where a terminal restore stopped box with SIGTTOU
+// until timeout killed it (124). box ends with the command's code, the terminal as
+// it was.
+func TestTTYUnderTimeout(t *testing.T) {
+	timeout := testenv.RequireTool(t, "timeout")
+	w := newWorld(t)
+	c := w.cmd()
+	c.Path, c.Args = "/bin/sh", []string{"sh", "-c", `"$0" 20 "$1" run -q -y -- sh -c 'exit 7'; echo "code=$?."`, timeout, w.box}
+	p := startOnPTY(t, w, c)
+	at := p.screen.WaitFor(t, 0, "code=", 2*within)
+	p.screen.WaitFor(t, at, ".", within)
+	if s := p.screen.String(); !strings.Contains(s, "code=7.") {
+		t.Errorf("want code=7 (the command's), the terminal shows:\n%q", s)
+	}
+	p.wait(t)
+	if p.modes(t) != p.before {
+		t.Errorf("the terminal's modes after box differ from before")
+	}
+}
+
+// Without a terminal, a signal box receives reaches the whole command (its process
+// group), not only its first process: SIGINT stops bash's sleep too. Before, bash alone
+// got it, waited for its sleep to end normally, took the signal as handled by it, and
+// ran its next command ("after", exit 0).
+func TestSignalReachesGroup(t *testing.T) {
+	bash := testenv.RequireTool(t, "bash")
+	w := newWorld(t)
+	c := w.cmd("run", "-q", "-y", "--", bash, "-c", "echo started; sleep 60; echo after")
+	out := &boxtest.SyncBuf{}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stdout, c.Stderr = wr, wr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wr.Close()
+	started := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b := make([]byte, 4096)
+		once := false
+		for {
+			n, err := r.Read(b)
+			out.Write(b[:n])
+			if !once && strings.Contains(out.String(), "started") {
+				once = true
+				close(started)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(within):
+		c.Process.Kill()
+		t.Fatalf("never started: %q", out.String())
+	}
+	c.Process.Signal(syscall.SIGINT)
+	exited := make(chan struct{})
+	go func() { c.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(within):
+		c.Process.Kill()
+		<-exited
+		t.Fatalf("box still running after SIGINT: the sleep was not interrupted")
+	}
+	<-done
+	if code := c.ProcessState.ExitCode(); code != 130 || strings.Contains(out.String(), "after") {
+		t.Errorf("exit %d, output %q: want 130 and no \"after\"", code, out.String())
+	}
+}
