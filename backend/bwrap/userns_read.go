@@ -6,6 +6,7 @@ package bwrap
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,11 +138,68 @@ const bwrapFailed = 1
 // host cannot start a sandbox at all (diagnosed with a real trial), the command never
 // ran and the cause is the answer. Any other end passes the code on.
 func usernsAfter(bin string, code int) error {
-	if code != bwrapFailed {
+	key := usernsKey(bin)
+	if code == 0 {
+		// The sandbox started: remember it for these facts, so a later exit 1 (grep
+		// finding nothing, a failing test) does not pay for a trial sandbox.
+		rememberUsernsHealthy(key)
 		return nil
 	}
-	if d := DiagnoseUserns(ReadUsernsFacts(bin)); !d.OK() {
+	if code != bwrapFailed || usernsKnownHealthy(key) {
+		return nil
+	}
+	d := DiagnoseUserns(ReadUsernsFacts(bin))
+	if !d.OK() {
 		return &UsernsError{d}
 	}
+	rememberUsernsHealthy(key)
 	return nil
+}
+
+// usernsKey names the facts a healthy launch depends on: the bwrap binary (path, size,
+// change time) and the sysctls and seccomp mode readUsernsSysctls reads. "" when bwrap
+// cannot be stat'ed (nothing is remembered then). An AppArmor profile loaded later
+// without any of these changing is not in the key: its launch fails with bwrap's own
+// text and exit 1, and box --check still names the cause.
+func usernsKey(bin string) string {
+	fi, err := os.Stat(bin)
+	if err != nil {
+		return ""
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	var ctime int64
+	if st != nil {
+		ctime = st.Ctim.Nano()
+	}
+	f := readUsernsSysctls()
+	return fmt.Sprintf("%s %d %d %q %q %q %q\n", bin, fi.Size(), ctime, f.MaxUserNS, f.UnprivClone, f.AppArmorRestrict, f.SeccompMode)
+}
+
+// usernsHealthyFile is where the last healthy launch's key is kept (the operator's
+// cache; the sandbox never sees it, and it only spares a diagnosis, never a check).
+func usernsHealthyFile() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "box", "userns-ok")
+}
+
+func usernsKnownHealthy(key string) bool {
+	p := usernsHealthyFile()
+	if key == "" || p == "" {
+		return false
+	}
+	b, err := os.ReadFile(p)
+	return err == nil && string(b) == key
+}
+
+func rememberUsernsHealthy(key string) {
+	p := usernsHealthyFile()
+	if key == "" || p == "" || usernsKnownHealthy(key) {
+		return
+	}
+	if os.MkdirAll(filepath.Dir(p), 0o700) == nil {
+		_ = writeAtomic(p, []byte(key))
+	}
 }
