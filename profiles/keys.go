@@ -78,6 +78,7 @@ var ProfileKeys = []keyRule{
 	named("cpu", keyRule{by: all(honoured)}),
 	named("memory", keyRule{by: all(honoured)}),
 	named("pids", keyRule{by: all(honoured)}),
+	named("git_identity", bwrapOnly("a vm box gets no identity from the host: set it inside with git config --global")),
 	named("disk", vmOnly("a bwrap sandbox has no disk of its own (the working directory is the host's); use a vm profile for a disk size")),
 }
 
@@ -134,6 +135,8 @@ func profileSet(p *Profile, key string) bool {
 		return p.Memory != ""
 	case "disk":
 		return p.Disk != ""
+	case "git_identity":
+		return p.GitIdentity != nil
 	}
 	return false
 }

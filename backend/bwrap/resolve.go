@@ -125,6 +125,8 @@ type Facts struct {
 	BwrapSetuid bool
 	// Host is the system paths the argv binds (DetectHost).
 	Host Host
+	// Git is the operator's global git user.name and user.email (ReadGitIdentity).
+	Git GitIdentity
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -160,6 +162,8 @@ type Plan struct {
 	ProtectLock string
 	// Host is what Args needs of the machine (Facts.Host).
 	Host Host
+	// Git is the operator's git identity the sandbox's git gets (gitident.go).
+	Git GitIdentity
 }
 
 // Resolve turns a request and the host's facts into a plan. It is pure.
@@ -353,6 +357,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		}
 		boxSet["NIX_CONFIG"] = conf
 	}
+	p.gitIdentity(r.Profile.PassGitIdentity(), f.Git, f.Home, agent.StateDir, boxSet)
 	p.Vars = allow.Filter(f.Environ, boxSet)
 	p.Findings = envaudit.Audit(p.Vars)
 
@@ -366,7 +371,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Protected: pset.ReadOnly(),
 		StateDir:  agent.StateDir, Instructions: agent.Instructions, Credentials: agent.Credentials,
 		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
-		Allow: allowed,
+		Allow: allowed, GitIdentity: p.Git.String(),
 	}
 	if network.Proxied() {
 		if f.RunID == "" {

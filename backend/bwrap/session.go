@@ -102,6 +102,7 @@ func (s *Session) Launch(p *Plan, pr Prepared) (int, error) {
 		return 1, err
 	}
 	envaudit.Report(s.Stderr, p.Vars, p.Findings)
+	p.ReportGitIdentity(s.Stderr)
 	if err := s.confirm(); err != nil {
 		return 1, err
 	}
