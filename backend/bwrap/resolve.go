@@ -244,7 +244,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		if err != nil {
 			if name == command[0] {
 				if errors.Is(err, exec.ErrNotFound) {
-					return nil, errs.WithHint(fmt.Errorf("command %q not found on your PATH", name),
+					return nil, errs.WithHint(&CommandError{Name: name, NotFound: true, Where: "on your PATH"},
 						"install it, or name another command after --")
 				}
 				return nil, errs.WithHint(err, "run a command installed outside the working directory, or give its path inside the sandbox (./bin/...)")

@@ -101,6 +101,9 @@ func (s *Session) Launch(p *Plan, pr Prepared) (int, error) {
 	if err != nil {
 		return 1, err
 	}
+	if err := p.CheckCommand(); err != nil {
+		return 1, err
+	}
 	envaudit.Report(s.Stderr, p.Vars, p.Findings)
 	p.ReportGitIdentity(s.Stderr)
 	if err := s.confirm(); err != nil {
