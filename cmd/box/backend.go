@@ -30,9 +30,23 @@ func registry(e *env) backend.Registry {
 // (which words its own refusal when incusd has no such box).
 func backendFor(e *env, name string) (backend.Backend, error) {
 	be := e.bwrapBoxes()
-	if b, err := be.Find(name); err == nil && b != nil {
+	b, err := be.Find(name)
+	if err == nil && b != nil {
 		be.Boxes = be.Holding(b)
 		return be, nil
+	}
+	if err != nil || e.remoteName() != "" || backend.ValidName(name) != nil {
+		return registry(e).For(name) // a lookalike directory, a remote, a bad name: their own words
+	}
+	// Not a bwrap box: a vm box, or no box at all, said the same way on every verb. With
+	// Incus installed but stopped, box cannot tell: the vm verb goes on, checks its
+	// arguments and says Incus is not running (vmErr).
+	if absent, ok := incusAbsent(e).(*noIncusError); ok && absent.Installed {
+		return registry(e).For(name)
+	}
+	taken, vmErr := vmBackend{e: e}.Taken(name)
+	if vmErr != nil || !taken {
+		return nil, noBox(e, name, vmErr)
 	}
 	return registry(e).For(name)
 }

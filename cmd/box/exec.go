@@ -8,7 +8,7 @@ import (
 func newExecCmd(e *env) *cobra.Command {
 	var l launchFlags
 	cmd := &cobra.Command{
-		Use:     "exec BOX -- COMMAND [ARG...]",
+		Use:     "exec [flags] BOX -- COMMAND [ARG...]",
 		Short:   "run a command in a box as its user; its exit code is box's",
 		GroupID: groupVM,
 		Long: `Run a command in a running box as the box's user (user.box.user, stamped at mint;

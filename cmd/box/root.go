@@ -45,7 +45,7 @@ with a home of its own.
 				return nil
 			}
 			hint := "run 'box help' for the list of commands"
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			if s := safeSuggestions(cmd.SuggestionsFor(args[0])); len(s) > 0 {
 				hint = "did you mean 'box " + s[0] + "'?"
 			}
 			return usagef(hint, "unknown command %q", args[0])
@@ -78,7 +78,7 @@ with a home of its own.
 	)
 	root.SetHelpCommandGroupID(groupOther)
 	root.AddCommand(newRunCmd(e), newAllowCmd(e), newDrillCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
-	root.AddCommand(newCompletionCmd(e), newManCmd(e))
+	root.AddCommand(newCompletionCmd(e), newManCmd(e), newVersionCmd())
 	root.AddCommand(newSetupHostCmd(e), newTeardownHostCmd(e), newMigrateHostCmd(e), newDoctorCmd(e), newGrantCmd(e), newRevokeCmd(e))
 	root.AddCommand(newNewCmd(e), newListCmd(e), newInfoCmd(e), newShellCmd(e), newTmuxCmd(e), newExecCmd(e), newSnapshotCmd(e),
 		newRestoreCmd(e), newRenameCmd(e), newStartCmd(e), newStopCmd(e), newRmCmd(e), newIncusCmd(e),
@@ -86,6 +86,39 @@ with a home of its own.
 	addRemoteFlags(root, e)
 	registerCompletions(root, e)
 	return root
+}
+
+// unsuggested are the verbs a typo never proposes: they destroy, overwrite or need root,
+// and a hurried "yes, that one" must not run them.
+var unsuggested = map[string]bool{
+	"rm": true, "restore": true, "stop": true, "rename": true, "teardown-host": true, "setup-host": true,
+	"migrate-host": true, "grant": true, "revoke": true, "incus": true, "expose": true, "import": true,
+}
+
+// safeSuggestions drops the verbs a typo must not lead to.
+func safeSuggestions(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if !unsuggested[v] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// newVersionCmd is 'box version', as 'box --version'.
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "print box's version",
+		Example: "  box version",
+		GroupID: groupOther,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "box %s\n", boxVersion())
+			return nil
+		},
+	}
 }
 
 // newHelpCmd is cobra's help, but an unknown topic is a usage error, not the root help.
