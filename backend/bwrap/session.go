@@ -36,6 +36,8 @@ type Session struct {
 	DryRun bool
 	// AuditOut is where the post-run audit reports (nil: Stderr).
 	AuditOut io.Writer
+	// Quiet (-q) with Yes: the environment's audit table only when it flags something.
+	Quiet bool
 }
 
 // Ran is what Run did: the plan and its argv (all a dry run has), and the
@@ -104,8 +106,10 @@ func (s *Session) Launch(p *Plan, pr Prepared) (int, error) {
 	if err := p.CheckCommand(); err != nil {
 		return 1, err
 	}
-	envaudit.Report(s.Stderr, p.Vars, p.Findings)
-	p.ReportGitIdentity(s.Stderr)
+	if !s.Quiet || !s.Yes || len(p.Findings) > 0 {
+		envaudit.Report(s.Stderr, p.Vars, p.Findings)
+		p.ReportGitIdentity(s.Stderr)
+	}
 	if err := s.confirm(); err != nil {
 		return 1, err
 	}

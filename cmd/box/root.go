@@ -57,7 +57,7 @@ with a home of its own.
 			return cmd.Help()
 		},
 	}
-	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "no progress line or closing notes on stderr, only errors")
+	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "no progress line or closing notes on stderr, only errors and warnings; with -y, no environment audit unless it flags a value")
 	root.Flags().BoolVar(&check, "check", false, "diagnose whether this machine can run box, with a fix for each problem")
 	root.SetVersionTemplate("box {{.Version}}\n")
 	root.SetOut(e.stdout)

@@ -128,7 +128,7 @@ func runRun(e *env, o *runOptions) error {
 func (e *env) session(yes bool) *bwrap.Session {
 	return &bwrap.Session{
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, StdinTTY: e.stdinTTY, Yes: yes,
-		Outside: e.outside(), InternetHelper: e.getenv("BOX_INTERNET_HELPER"),
+		Outside: e.outside(), InternetHelper: e.getenv("BOX_INTERNET_HELPER"), Quiet: e.quiet,
 	}
 }
 
