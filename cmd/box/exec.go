@@ -23,11 +23,15 @@ user does not exist in the box. For a command as root, use 'box incus BOX -- exe
 A bwrap box: the command runs in its sandbox, in its working directory, with its own
 home at $HOME and exactly box run's isolation (environment allowlist and audit: -y
 skips the question, without a terminal and without -y box refuses; as root only with
---allow-root). Flags go before BOX: box exec -y BOX -- CMD.`,
+--allow-root). Flags go before BOX, or between BOX and --: box exec work -y -- CMD.`,
 		Example: `  box exec work -- git -C ~/src/app status
   box exec work -- sh -c 'cd ~/src/app && make test'
   tar -cz . | box exec work -- tar -xz -C /tmp/upload`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			args, err := flagsAfterBox(cmd, args)
+			if err != nil {
+				return err
+			}
 			if _, _, ok := splitDash(cmd, args, false); !ok {
 				return usagef("run 'box exec --help' for usage", "exec takes a box and a command: box exec BOX -- COMMAND [ARG...]")
 			}
@@ -35,6 +39,7 @@ skips the question, without a terminal and without -y box refuses; as root only 
 		},
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args, _ = flagsAfterBox(cmd, args)
 			box, rest, _ := splitDash(cmd, args, false)
 			be, err := backendFor(e, box)
 			if err != nil {
