@@ -427,7 +427,7 @@ func TestSandboxPlantedLinks(t *testing.T) {
 	c := w.cmd("run", "-y", "--", "touch", "ran")
 	c.Dir = u.HomeDir
 	out, _ := c.CombinedOutput()
-	if c.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "holds your home directory") {
+	if c.ProcessState.ExitCode() != 125 || !strings.Contains(string(out), "holds your home directory") {
 		t.Errorf("real home as working directory with HOME elsewhere: exit %d\n%s", c.ProcessState.ExitCode(), out)
 	}
 	if _, err := os.Stat(filepath.Join(u.HomeDir, "ran")); err == nil {
