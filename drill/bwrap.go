@@ -92,6 +92,8 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	var fixture *Fixture
 	if wd, err := os.Getwd(); err == nil {
 		if wd, err = filepath.EvalSymlinks(wd); err == nil {
+			home, _ := os.UserHomeDir()
+			RemoveStale(wd, home) // what a killed drill left
 			if fixture, err = MakeFixture(wd, hex.EncodeToString(nonce)); err != nil {
 				fmt.Fprintf(stderr, "box: warning: the protect probes' fixture: %v\n", err)
 				fixture = nil

@@ -104,6 +104,9 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 		return nil, err
 	}
 	f.Markers = m
+	if err := os.MkdirAll(f.Dir, 0o755); err == nil {
+		err = f.writeOwner()
+	}
 	wtGit := filepath.Join(f.RepoGit, "worktrees", "wt")
 	files := map[string]string{
 		filepath.Join(f.Repo, ".envrc"):                   "export BOX_DRILL=1\n",

@@ -79,6 +79,7 @@ var ProfileKeys = []keyRule{
 	named("cpu", keyRule{by: all(honoured)}),
 	named("memory", keyRule{by: all(honoured)}),
 	named("pids", keyRule{by: all(honoured)}),
+	named("git_identity", bwrapOnly("a vm box gets no identity from the host: set it inside with git config --global")),
 	named("disk", vmOnly("a bwrap sandbox has no disk of its own (the working directory is the host's); use a vm profile for a disk size")),
 }
 
@@ -137,6 +138,8 @@ func profileSet(p *Profile, key string) bool {
 		return p.Disk != ""
 	case "sockets":
 		return len(p.Sockets) > 0
+	case "git_identity":
+		return p.GitIdentity != nil
 	}
 	return false
 }

@@ -68,7 +68,13 @@ type Profile struct {
 	// Pids bounds the processes and threads of a box (bwrap: the sandbox; vm:
 	// limits.processes of a container). nil: the default.
 	Pids *int `toml:"pids"`
+	// GitIdentity (bwrap): pass the operator's git user.name and user.email into the
+	// sandbox's git (nil: yes; false: no).
+	GitIdentity *bool `toml:"git_identity"`
 }
+
+// PassGitIdentity reports whether the operator's git identity enters the sandbox.
+func (p *Profile) PassGitIdentity() bool { return p.GitIdentity == nil || *p.GitIdentity }
 
 // Pids bounds: fewer than MinPids tasks cannot run a shell and its tools; MaxPids is the
 // kernel's own ceiling (PID_MAX_LIMIT). DefaultPids is the bound when a profile names

@@ -80,7 +80,7 @@ echo '{"LOGGED-IN-INSIDE":1}' > ~/.claude/.credentials.json && echo kept > ~/.pr
 		t.Errorf("exit 9: got %d, stderr %q", r.code, r.stderr)
 	}
 	// Without a terminal and without -y, box refuses and runs nothing.
-	if r := w.run("exec", "agent", "--", "touch", "ran"); r.code != 1 || !strings.Contains(r.stderr, "-y") {
+	if r := w.run("exec", "agent", "--", "touch", "ran"); r.code != 125 || !strings.Contains(r.stderr, "-y") {
 		t.Errorf("exec without -y: %d %q", r.code, r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(w.proj, "ran")); err == nil {

@@ -105,6 +105,9 @@ func Gather(r Request, o Outside) (Facts, error) {
 			}
 		}
 	}
+	if r.Profile.PassGitIdentity() {
+		f.Git = ReadGitIdentity(o.Environ)
+	}
 	if f.Host, err = DetectHost(); err != nil {
 		return f, err
 	}

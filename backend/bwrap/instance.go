@@ -72,6 +72,8 @@ type Policy struct {
 	// Tier allowlist: the allowed patterns, and the run's id (for box allow --run).
 	Allow []string
 	RunID string
+	// GitIdentity is the identity the sandbox's git commits with ("": none passed).
+	GitIdentity string
 }
 
 // RefusalsFile is where, in the sandbox's ~/.claude, the allowlist tier writes what it
@@ -128,6 +130,7 @@ func SandboxMD(p Policy) string {
 		}
 		fmt.Fprintf(&b, ".\n")
 	}
+	b.WriteString(gitText(p.GitIdentity))
 	if len(p.ReadOnly) > 0 {
 		fmt.Fprintf(&b, "- Also visible read-only: `%s`.\n", strings.Join(p.ReadOnly, "`, `"))
 	}

@@ -45,7 +45,7 @@ func TestKernelStdioFiles(t *testing.T) {
 	os.Chown(victim, w.uid, w.gid)
 	dir := `exec "$BOX" run -y -- sh -c 'cat /proc/self/fd/0/.ssh/id_ed25519; echo x > /proc/self/fd/0/.bashrc_from_box; echo ran' < "$HOME"`
 	r := w.shell(dir)
-	if r.code != 1 || strings.Contains(r.stdout, "ran") || strings.Contains(r.stdout, "PLANTED") || !strings.Contains(r.stderr, "stdin is a directory") {
+	if r.code != 125 || strings.Contains(r.stdout, "ran") || strings.Contains(r.stdout, "PLANTED") || !strings.Contains(r.stderr, "stdin is a directory") {
 		t.Errorf("a directory on stdin: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	// Opened again for writing: the pipe's other end (harmless), not the file.

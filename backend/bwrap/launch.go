@@ -88,6 +88,9 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}
+	if err := p.WriteGitConfig(); err != nil {
+		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
+	}
 	removed, err := PrepareHome(p.Spec)
 	for _, r := range removed {
 		fmt.Fprintf(stderr, "box: warning: removed the symbolic link %s from box %s's home: box mounts there\n", r, p.Policy.Box)

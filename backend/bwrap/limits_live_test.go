@@ -320,7 +320,7 @@ func TestLimitsCgroup(t *testing.T) {
 	// writable would let the sandbox raise them. box refuses the mount; with that
 	// refusal off (a test build), the drill's limits:cgroup row reports the breach.
 	w.write(filepath.Join(w.home, ".config/box/profiles/cgrw.toml"), "pids = 64\nmemory = \"256MiB\"\n[[mounts]]\npath = \"/sys/fs/cgroup\"\nmode = \"rw\"\n")
-	if r = rig.run(w, "run", "-y", "-p", "cgrw", "--", "true"); r.code != 1 || !strings.Contains(r.stderr, "refusing a read-write mount of /sys/fs/cgroup") {
+	if r = rig.run(w, "run", "-y", "-p", "cgrw", "--", "true"); r.code != 125 || !strings.Contains(r.stderr, "refusing a read-write mount of /sys/fs/cgroup") {
 		t.Errorf("a writable cgroupfs mount was not refused: exit %d\n%s", r.code, r.stderr)
 	}
 	w.withProtectionOff(t, "kernelmounts")

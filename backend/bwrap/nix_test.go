@@ -75,7 +75,7 @@ func TestNixPackagesOnPath(t *testing.T) {
 	w.write(filepath.Join(w.home, ".config/box/profiles/tools.toml"), `packages = ["path:`+flake+`#nope"]
 `)
 	r = w.run("run", "-y", "--profile", "tools", "--", "true")
-	if r.code != 1 || !strings.Contains(r.stderr, "nix build path:"+flake+"#nope failed") ||
+	if r.code != 125 || !strings.Contains(r.stderr, "nix build path:"+flake+"#nope failed") ||
 		!strings.Contains(r.stderr, "does not provide attribute") || !strings.Contains(r.stderr, "box: hint:") {
 		t.Errorf("a bad package: exit %d\nstderr: %s", r.code, r.stderr)
 	}
@@ -95,7 +95,7 @@ func TestNixPackagesNotFromTheWorkdir(t *testing.T) {
 `)
 	for _, p := range []string{"bad", "badlink"} {
 		r := w.run("run", "-y", "--profile", p, "--", "true")
-		if r.code != 1 || !strings.Contains(r.stderr, "which the sandbox can write: its flake would be evaluated on the host") {
+		if r.code != 125 || !strings.Contains(r.stderr, "which the sandbox can write: its flake would be evaluated on the host") {
 			t.Errorf("profile %s: exit %d\nstderr: %s", p, r.code, r.stderr)
 		}
 	}
@@ -230,7 +230,7 @@ nix-build fetch.nix 2>&1 | tail -3; echo "fetch rc=$?"`)
 	os.RemoveAll(dirs[0])
 	os.Symlink("/tmp", dirs[0])
 	r = w.run("run", "-y", "--profile", "selfnix", "--", "sh", "-c", "touch ran-anyway")
-	if r.code != 1 || !strings.Contains(r.stderr, "not a directory") {
+	if r.code != 125 || !strings.Contains(r.stderr, "not a directory") {
 		t.Errorf("a planted link in the store dir: exit %d\nstderr: %s", r.code, r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(w.proj, "ran-anyway")); err == nil {

@@ -127,6 +127,8 @@ type Facts struct {
 	UnixNotify error
 	// Host is the system paths the argv binds (DetectHost).
 	Host Host
+	// Git is the operator's global git user.name and user.email (ReadGitIdentity).
+	Git GitIdentity
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -164,6 +166,8 @@ type Plan struct {
 	Host Host
 	// Reach is what widens this run (trust.go): the persisted state's record.
 	Reach Reach
+	// Git is the operator's git identity the sandbox's git gets (gitident.go).
+	Git GitIdentity
 }
 
 // Resolve turns a request and the host's facts into a plan. It is pure.
@@ -244,7 +248,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		if err != nil {
 			if name == command[0] {
 				if errors.Is(err, exec.ErrNotFound) {
-					return nil, errs.WithHint(fmt.Errorf("command %q not found on your PATH", name),
+					return nil, errs.WithHint(&CommandError{Name: name, NotFound: true, Where: "on your PATH"},
 						"install it, or name another command after --")
 				}
 				return nil, errs.WithHint(err, "run a command installed outside the working directory, or give its path inside the sandbox (./bin/...)")
@@ -357,6 +361,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		}
 		boxSet["NIX_CONFIG"] = conf
 	}
+	p.gitIdentity(r.Profile.PassGitIdentity(), f.Git, f.Home, agent.StateDir, boxSet)
 	p.Vars = allow.Filter(f.Environ, boxSet)
 	p.Findings = envaudit.Audit(p.Vars)
 
@@ -370,7 +375,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Protected: pset.ReadOnly(),
 		StateDir:  agent.StateDir, Instructions: agent.Instructions, Credentials: agent.Credentials,
 		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
-		Allow: allowed,
+		Allow: allowed, GitIdentity: p.Git.String(),
 	}
 	if network.Proxied() {
 		if f.RunID == "" {

@@ -86,7 +86,7 @@ func TestSandboxAuditFlagsAllowlistedToken(t *testing.T) {
 	}
 	// Without a terminal and without -y, box refuses and runs nothing.
 	r = w.run("run", "--", "touch", "ran")
-	if r.code != 1 || !strings.Contains(r.stderr, "-y") {
+	if r.code != 125 || !strings.Contains(r.stderr, "-y") {
 		t.Errorf("no-tty run without -y: exit %d:\n%s", r.code, r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(w.proj, "ran")); err == nil {
@@ -205,7 +205,7 @@ func TestSandboxTemplateNetworkKeyRefused(t *testing.T) {
 	w := newWorld(t)
 	w.write(filepath.Join(w.home, ".config/box/templates/evil/box.env"), "BOX_DESCRIPTION=\"evil\"\nBOX_NETWORK=\"lan\"\n")
 	r := w.run("run", "-y", "--template", "evil", "--", "touch", "ran")
-	if r.code != 1 || !strings.Contains(r.stderr, "templates cannot choose networking") {
+	if r.code != 125 || !strings.Contains(r.stderr, "templates cannot choose networking") {
 		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(w.proj, "ran")); err == nil {
@@ -377,7 +377,7 @@ func TestSandboxAsRoot(t *testing.T) {
 		out, _ := c.CombinedOutput()
 		return string(out), c.ProcessState.ExitCode()
 	}
-	if out, code := run("run", "-y", "--", "touch", "ran"); code != 1 || !strings.Contains(out, "refusing to sandbox as root") {
+	if out, code := run("run", "-y", "--", "touch", "ran"); code != 125 || !strings.Contains(out, "refusing to sandbox as root") {
 		t.Errorf("root without --allow-root: exit %d\n%s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "home", "proj", "ran")); err == nil {
@@ -406,7 +406,7 @@ func TestSandboxPlantedLinks(t *testing.T) {
 	os.Lchown(filepath.Join(w.proj, "data"), w.uid, w.gid)
 	w.write(filepath.Join(w.home, ".config/box/profiles/data.toml"), "[[mounts]]\npath = \""+filepath.Join(w.proj, "data")+"\"\ntarget = \"/data\"\n")
 	r := w.sh(`cat /data/id_ed25519; echo RAN`, "--profile", "data")
-	if r.code != 1 || strings.Contains(r.stdout, "RAN") || !strings.Contains(r.stderr, "a symlink (to "+filepath.Join(w.home, ".ssh")) {
+	if r.code != 125 || strings.Contains(r.stdout, "RAN") || !strings.Contains(r.stderr, "a symlink (to "+filepath.Join(w.home, ".ssh")) {
 		t.Errorf("planted mount link: exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
 	}
 	// A tool found through a PATH entry inside the project is not bound.
@@ -427,7 +427,7 @@ func TestSandboxPlantedLinks(t *testing.T) {
 	c := w.cmd("run", "-y", "--", "touch", "ran")
 	c.Dir = u.HomeDir
 	out, _ := c.CombinedOutput()
-	if c.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "holds your home directory") {
+	if c.ProcessState.ExitCode() != 125 || !strings.Contains(string(out), "holds your home directory") {
 		t.Errorf("real home as working directory with HOME elsewhere: exit %d\n%s", c.ProcessState.ExitCode(), out)
 	}
 	if _, err := os.Stat(filepath.Join(u.HomeDir, "ran")); err == nil {

@@ -38,6 +38,8 @@ type Session struct {
 	DryRun bool
 	// AuditOut is where the post-run audit reports (nil: Stderr).
 	AuditOut io.Writer
+	// Quiet (-q) with Yes: the environment's audit table only when it flags something.
+	Quiet bool
 }
 
 // Ran is what Run did: the plan and its argv (all a dry run has), and the
@@ -105,7 +107,13 @@ func (s *Session) Launch(p *Plan, pr Prepared) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	envaudit.Report(s.Stderr, p.Vars, p.Findings)
+	if err := p.CheckCommand(); err != nil {
+		return 1, err
+	}
+	if !s.Quiet || !s.Yes || len(p.Findings) > 0 {
+		envaudit.Report(s.Stderr, p.Vars, p.Findings)
+		p.ReportGitIdentity(s.Stderr)
+	}
 	if err := s.confirm(); err != nil {
 		return 1, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/heavy-duty/box/backend"
@@ -21,8 +23,10 @@ func (b Backend) List() ([]backend.Summary, error) {
 	list, err := listBoxes(ctx, c, Placement(b.Getenv))
 	switch {
 	case err != nil && NoIncus(err):
-		if !b.Quiet {
-			fmt.Fprintf(b.Stderr, "box: warning: vm boxes not listed: no incusd socket at %s\n", b.Socket)
+		// A machine that never had Incus (no directory for its socket) is a bwrap-only
+		// machine, not a problem to repeat on every list.
+		if _, dirErr := os.Stat(filepath.Dir(b.Socket)); !b.Quiet && dirErr == nil {
+			fmt.Fprintf(b.Stderr, "box: warning: vm boxes not listed: no incusd socket at %s (start incusd; 'box doctor' checks the host)\n", b.Socket)
 		}
 		return nil, nil
 	case err != nil:

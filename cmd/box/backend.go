@@ -8,6 +8,8 @@ package main
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
@@ -30,9 +32,23 @@ func registry(e *env) backend.Registry {
 // (which words its own refusal when incusd has no such box).
 func backendFor(e *env, name string) (backend.Backend, error) {
 	be := e.bwrapBoxes()
-	if b, err := be.Find(name); err == nil && b != nil {
+	b, err := be.Find(name)
+	if err == nil && b != nil {
 		be.Boxes = be.Holding(b)
 		return be, nil
+	}
+	if err != nil || e.remoteName() != "" || backend.ValidName(name) != nil {
+		return registry(e).For(name) // a lookalike directory, a remote, a bad name: their own words
+	}
+	// Not a bwrap box: a vm box, or no box at all, said the same way on every verb. With
+	// Incus installed but stopped, box cannot tell: the vm verb goes on, checks its
+	// arguments and says Incus is not running (vmErr).
+	if absent, ok := incusAbsent(e).(*noIncusError); ok && absent.Installed {
+		return registry(e).For(name)
+	}
+	taken, vmErr := vmBackend{e: e}.Taken(name)
+	if vmErr != nil || !taken {
+		return nil, noBox(e, name, vmErr)
 	}
 	return registry(e).For(name)
 }
@@ -68,6 +84,7 @@ func firstErr(err error, then func() error) error {
 // register adds the launch flags to a verb that enters a box.
 func (l *launchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&l.yes, "yes", "y", false, "bwrap boxes: skip the environment audit's question (the audit still prints)")
+	cmd.Flags().BoolVarP(&l.yes, "force", "f", false, "the same as -y (every verb that asks takes both)")
 	cmd.Flags().BoolVar(&l.allowRoot, "allow-root", false, "bwrap boxes: run the sandbox even though box runs as root")
 	cmd.Flags().StringArrayVar(&l.allow, "allow", nil, "bwrap boxes with tier allowlist: also allow NAME (or *.DOMAIN, @LIST, NAME:PORT) for this launch (repeatable)")
 }
@@ -115,4 +132,25 @@ func newOptionsOf(r backend.MintRequest) *newOptions {
 	o := &newOptions{profile: r.Profile, from: r.From, timeout: r.Timeout, backend: r.Backend, network: r.Network, workdir: r.Workdir}
 	o.Name, o.Template, o.CPU, o.Memory, o.Disk, o.VM, o.Container = r.Name, r.Template, r.CPU, r.Memory, r.Disk, r.VM, r.Container
 	return o
+}
+
+// flagsAfterBox lets a verb whose command follows -- (box exec) take its flags after
+// the box name too (box exec work -y -- CMD), as the other verbs do: the flags between
+// BOX and -- are parsed, and args comes back as BOX -- CMD. Without --, everything after
+// BOX is the command, as before.
+func flagsAfterBox(cmd *cobra.Command, args []string) ([]string, error) {
+	if len(args) < 2 || !strings.HasPrefix(args[1], "-") || args[1] == "--" {
+		return args, nil
+	}
+	dash := slices.Index(args, "--")
+	if dash < 0 {
+		return args, nil
+	}
+	if err := cmd.Flags().Parse(args[1:dash]); err != nil {
+		return nil, usagef(fmt.Sprintf("run '%s --help' for usage", cmd.CommandPath()), "%s", err)
+	}
+	if left := cmd.Flags().Args(); len(left) > 0 {
+		return nil, usagef(fmt.Sprintf("run '%s --help' for usage", cmd.CommandPath()), "%q between the box and --: only flags go there", left[0])
+	}
+	return append([]string{args[0]}, args[dash:]...), nil
 }

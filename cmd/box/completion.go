@@ -105,6 +105,11 @@ func registerCompletions(root *cobra.Command, e *env) {
 			register(nu, flag, fn)
 		}
 	}
+	// box drill's tier flags: the same one list.
+	if d, _, err := root.Find([]string{"drill"}); err == nil && d != root {
+		register(d, "network", fixed(policy.TierNames()...))
+		register(d, "expect", fixed(policy.TierNames()...))
+	}
 }
 
 func register(cmd *cobra.Command, flag string, fn cobra.CompletionFunc) {

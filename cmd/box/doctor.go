@@ -50,6 +50,9 @@ profile. Each failure comes with its fix. Exit 1 on any failure.`,
 }
 
 func runDoctor(e *env, o *doctorOptions) error {
+	if err := incusAbsent(e); err != nil {
+		return err
+	}
 	ctx, cancel := hostContext()
 	defer cancel()
 	if e.remoteName() == "" && host.IsUserSocket(e.localSocket()) {

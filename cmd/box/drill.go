@@ -74,7 +74,7 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
   box drill -n allowlist --allow @github --internet-url http://example.com/`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDrill(e, o)
+			return whileDrilling(func() error { return runDrill(e, o) })
 		},
 	}
 	f := cmd.Flags()

@@ -9,7 +9,7 @@ func newExecCmd(e *env) *cobra.Command {
 	var l launchFlags
 	var tty bool
 	cmd := &cobra.Command{
-		Use:     "exec BOX -- COMMAND [ARG...]",
+		Use:     "exec [flags] BOX -- COMMAND [ARG...]",
 		Short:   "run a command in a box as its user; its exit code is box's",
 		GroupID: groupVM,
 		Long: `Run a command in a running box as the box's user (user.box.user, stamped at mint;
@@ -24,15 +24,20 @@ user does not exist in the box. For a command as root, use 'box incus BOX -- exe
 A bwrap box: the command runs in its sandbox, in its working directory, with its own
 home at $HOME and exactly box run's isolation (environment allowlist and audit: -y
 skips the question, without a terminal and without -y box refuses; as root only with
---allow-root). Flags go before BOX: box exec -y BOX -- CMD. With -t and a terminal on
-stdin, the command gets a terminal of its own that box relays (job control, Ctrl-C to
-it, the window size followed; your terminal is never passed in); without -t a terminal
-on stdio reaches it as a pipe. -t is for bwrap boxes; in a vm box use box shell.`,
+--allow-root). Flags go before BOX, or between BOX and --: box exec work -y -- CMD.
+With -t and a terminal on stdin, the command gets a terminal of its own that box relays
+(job control, Ctrl-C to it, the window size followed; your terminal is never passed in);
+without -t a terminal on stdio reaches it as a pipe. -t is for bwrap boxes; in a vm box
+use box shell.`,
 		Example: `  box exec work -- git -C ~/src/app status
   box exec work -- sh -c 'cd ~/src/app && make test'
   tar -cz . | box exec work -- tar -xz -C /tmp/upload
   box exec -t work -- htop`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			args, err := flagsAfterBox(cmd, args)
+			if err != nil {
+				return err
+			}
 			if _, _, ok := splitDash(cmd, args, false); !ok {
 				return usagef("run 'box exec --help' for usage", "exec takes a box and a command: box exec BOX -- COMMAND [ARG...]")
 			}
@@ -40,6 +45,7 @@ on stdio reaches it as a pipe. -t is for bwrap boxes; in a vm box use box shell.
 		},
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args, _ = flagsAfterBox(cmd, args)
 			box, rest, _ := splitDash(cmd, args, false)
 			be, err := backendFor(e, box)
 			if err != nil {

@@ -13,9 +13,11 @@ import (
 func newListCmd(e *env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "list",
-		Short:   "list the boxes of both backends",
-		GroupID: groupVM,
+		Use:        "list",
+		Aliases:    []string{"ls"},
+		SuggestFor: []string{"ps"},
+		Short:      "list the boxes of both backends",
+		GroupID:    groupVM,
 		Long: `List the boxes of both backends, by name: vm boxes (Incus instances tagged
 user.box=1, or user.claudebox=1 by box's predecessor) and bwrap boxes (directories box
 made and stamped under $XDG_DATA_HOME/box/boxes). Other instances and directories are not

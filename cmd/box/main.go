@@ -30,13 +30,21 @@ func boxVersion() string {
 	return "dev"
 }
 
-// Exit codes: 0 ok, 1 failed, 2 asked wrong. box run passes the command's own code on,
-// except 125 (bwrap.ExitAudit) when the post-run audit failed.
+// Exit codes: 0 ok, 1 failed, 2 asked wrong. The verbs that run a command (run, exec,
+// shell) pass the command's own code on and keep 125, 126 and 127 for their own ends,
+// as env, docker and podman do: 125 box failed (bad flags, a refusal, a sandbox that
+// could not start, a failed post-run audit: bwrap.ExitAudit), 126 the command is not
+// executable, 127 it was not found.
 const (
 	exitOK    = 0
 	exitFail  = 1
 	exitUsage = 2
+	exitBox   = 125
 )
+
+// runners are the verbs whose exit code is a command's: box's own failures there are
+// exitBox, never a code the command could have returned.
+var runners = map[string]bool{"run": true, "exec": true, "shell": true}
 
 func main() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
@@ -50,8 +58,19 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	root := newRoot(newEnv(stdin, stdout, stderr))
 	root.SetArgs(args)
-	err := root.Execute()
-	return report(stderr, err)
+	cmd, err := root.ExecuteC()
+	code := report(stderr, err)
+	if cmd != nil && runners[cmd.Name()] && boxsOwn(err) && (code == exitFail || code == exitUsage) {
+		return exitBox
+	}
+	return code
+}
+
+// boxsOwn reports whether err is box's own failure rather than a command's exit code.
+func boxsOwn(err error) bool {
+	var ex *exitError
+	var bx *backend.ExitError
+	return err != nil && !errors.As(err, &ex) && !errors.As(err, &bx)
 }
 
 // report prints err as "box: error: ..." with its hint, and maps it to an exit code.
@@ -80,6 +99,10 @@ func report(w io.Writer, err error) int {
 	}
 	if ue := (*bwrap.UsernsError)(nil); errors.As(err, &ue) {
 		return bwrap.ExitStart // the sandbox could not start (setupuserns.go)
+	}
+	var ce *bwrap.CommandError
+	if errors.As(err, &ce) {
+		return ce.Code()
 	}
 	if errs.IsUsage(err) {
 		return exitUsage

@@ -104,6 +104,11 @@ func manPage(c *cobra.Command, date time.Time) string {
 	if c.Example != "" {
 		fmt.Fprintf(&b, ".SH EXAMPLE\n.nf\n%s\n.fi\n", roffLines(c.Example))
 	}
+	fmt.Fprintf(&b, ".SH EXIT STATUS\n%s\n", roffParagraphs(exitStatusText(c)))
+	if !c.HasParent() {
+		fmt.Fprintf(&b, ".SH ENVIRONMENT\n%s\n", roffParagraphs(manEnvironment))
+		fmt.Fprintf(&b, ".SH FILES\n%s\n", roffParagraphs(manFiles))
+	}
 	var see []string
 	if c.HasParent() {
 		see = append(see, strings.ReplaceAll(c.Parent().CommandPath(), " ", "-")+"(1)")
@@ -144,3 +149,46 @@ func roffParagraphs(s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// exitStatusText is a page's EXIT STATUS: the runners' table (main.go's runners) or the
+// other verbs' three codes; box's own page has both.
+func exitStatusText(c *cobra.Command) string {
+	const runner = `run, exec and shell exit with the command's own status (128+N when signal N
+ended it); box's own ends use the codes env, docker and podman use:
+125 box itself failed (a bad flag or argument, a refusal, no such box,
+    a sandbox or tier that could not start, a failed post-run audit)
+126 the command was found but is not executable
+127 the command was not found
+A 126 or 127 without a "box: error:" line is the command's own.`
+	const other = `0 success
+1 failure (box says why on stderr: "box: error: ...")
+2 the command line was wrong (an unknown flag or verb, a missing argument)`
+	switch {
+	case !c.HasParent():
+		return other + "\n\n" + runner
+	case runners[c.Name()] && c.Parent() != nil && !c.Parent().HasParent():
+		return runner
+	}
+	return other
+}
+
+// manEnvironment and manFiles are box.1's ENVIRONMENT and FILES.
+const manEnvironment = `BOX_PROFILE: the profile used when --profile is not given (and, like --profile, the backend it names).
+
+BOX_REMOTE: the Incus remote vm boxes live on (box remote).
+
+BOX_INTERNET_HELPER: the internet tier's helper (box chooses when unset).
+
+HOME, XDG_CONFIG_HOME, XDG_DATA_HOME, XDG_RUNTIME_DIR: where box keeps its configuration, data and run-time sockets.
+
+INCUS_SOCKET, INCUS_DIR: the local incusd's socket and directory (default /var/lib/incus).
+
+SOURCE_DATE_EPOCH: the man pages' date (box man).`
+
+const manFiles = `$XDG_CONFIG_HOME/box/profiles/NAME.toml, $XDG_CONFIG_HOME/box/templates/NAME/: your profiles and templates (docs/profiles-and-templates.md).
+
+$XDG_DATA_HOME/box/instances/: each project's and profile's instance directory (the sandbox's ~/.claude, its SANDBOX.md).
+
+$XDG_DATA_HOME/box/boxes/: persistent bwrap boxes (their homes and snapshots).
+
+$XDG_DATA_HOME/box/quarantine/: what the post-run audit moved out of a project.`

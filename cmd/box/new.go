@@ -83,6 +83,10 @@ user-data: box warns by name.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var given []string
 			cmd.Flags().Visit(func(f *pflag.Flag) { given = append(given, f.Name) })
+			if o.profile == "" {
+				// $BOX_PROFILE is --profile's default: the same profile, so the same backend.
+				o.profile = e.getenv("BOX_PROFILE")
+			}
 			bwrap, err := newIsBwrap(e, o, given)
 			if err != nil {
 				return err
@@ -98,7 +102,7 @@ user-data: box warns by name.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Name, "name", "", "the new box's name (letters, digits, hyphens)")
 	f.StringVar(&o.Template, "template", "", "the template (default: the profile's, else "+vm.DefaultTemplate+")")
-	f.StringVar(&o.profile, "profile", "", "a box profile whose backend is vm: its template and resources apply")
+	f.StringVar(&o.profile, "profile", "", "the box's profile (default $BOX_PROFILE): its backend (unless --backend), template, resources and, for bwrap, its sandbox apply")
 	f.StringVar(&o.from, "from", "", "clone this box, or BOX/SNAPSHOT, instead of minting")
 	f.StringVar(&o.CPU, "cpu", "", "CPU count (limits.cpu)")
 	f.StringVar(&o.Memory, "memory", "", "memory, e.g. 8GiB (limits.memory)")

@@ -14,7 +14,7 @@ import (
 
 func newBackendFlags(cmd *cobra.Command, o *newOptions) {
 	f := cmd.Flags()
-	f.StringVar(&o.backend, "backend", "", "vm or bwrap (default: the --profile's backend, else vm)")
+	f.StringVar(&o.backend, "backend", "", "vm or bwrap (default: a clone's source's, else the profile's (--profile or $BOX_PROFILE), else vm)")
 	f.StringVar(&o.network, "network", "", "bwrap boxes: the network tier, "+policy.TierList("or")+" (default: the profile's)")
 	f.StringVar(&o.workdir, "workdir", "", "bwrap boxes: the working directory the box is bound to (default: the current one)")
 }
@@ -45,6 +45,9 @@ func newIsBwrap(e *env, o *newOptions, given []string) (bool, error) {
 		}
 		if b != nil {
 			return true, nil
+		}
+		if err := vmSource(e, src); err != nil {
+			return false, err
 		}
 		backend = profiles.BackendVM
 	}

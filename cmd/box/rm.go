@@ -28,5 +28,6 @@ snapshots) is deleted only while nothing runs in it.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "do not ask")
+	cmd.Flags().BoolVarP(&force, "yes", "y", false, "the same as --force (every verb that asks takes both)")
 	return cmd
 }

@@ -45,7 +45,7 @@ with a home of its own.
 				return nil
 			}
 			hint := "run 'box help' for the list of commands"
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			if s := safeSuggestions(cmd.SuggestionsFor(args[0])); len(s) > 0 {
 				hint = "did you mean 'box " + s[0] + "'?"
 			}
 			return usagef(hint, "unknown command %q", args[0])
@@ -60,7 +60,7 @@ with a home of its own.
 			return cmd.Help()
 		},
 	}
-	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "no progress line or closing notes on stderr, only errors")
+	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "no progress line or closing notes on stderr, only errors and warnings; with -y, no environment audit unless it flags a value")
 	root.Flags().BoolVar(&check, "check", false, "diagnose whether this machine can run box, with a fix for each problem")
 	root.Flags().BoolVar(&checkJSON, "json", false, "with --check: print the checks as a JSON array of objects (fields: docs/json.md)")
 	root.SetVersionTemplate("box {{.Version}}\n")
@@ -82,7 +82,7 @@ with a home of its own.
 	)
 	root.SetHelpCommandGroupID(groupOther)
 	root.AddCommand(newRunCmd(e), newAllowCmd(e), newDrillCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
-	root.AddCommand(newCompletionCmd(e), newManCmd(e))
+	root.AddCommand(newCompletionCmd(e), newManCmd(e), newVersionCmd())
 	root.AddCommand(newSetupUsernsCmd(e))
 	root.AddCommand(newSetupHostCmd(e), newTeardownHostCmd(e), newMigrateHostCmd(e), newDoctorCmd(e), newGrantCmd(e), newRevokeCmd(e))
 	root.AddCommand(newNewCmd(e), newListCmd(e), newInfoCmd(e), newShellCmd(e), newTmuxCmd(e), newExecCmd(e), newSnapshotCmd(e),
@@ -91,6 +91,39 @@ with a home of its own.
 	addRemoteFlags(root, e)
 	registerCompletions(root, e)
 	return root
+}
+
+// unsuggested are the verbs a typo never proposes: they destroy, overwrite or need root,
+// and a hurried "yes, that one" must not run them.
+var unsuggested = map[string]bool{
+	"rm": true, "restore": true, "stop": true, "rename": true, "teardown-host": true, "setup-host": true,
+	"migrate-host": true, "grant": true, "revoke": true, "incus": true, "expose": true, "import": true,
+}
+
+// safeSuggestions drops the verbs a typo must not lead to.
+func safeSuggestions(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if !unsuggested[v] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// newVersionCmd is 'box version', as 'box --version'.
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "print box's version",
+		Example: "  box version",
+		GroupID: groupOther,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "box %s\n", boxVersion())
+			return nil
+		},
+	}
 }
 
 // newHelpCmd is cobra's help, but an unknown topic is a usage error, not the root help.

@@ -87,6 +87,7 @@ why: an AppArmor restriction, a container's seccomp filter, no user namespaces).
 	f.StringArrayVar(&o.allow, "allow", nil, "with --network allowlist: allow NAME, *.DOMAIN or @LIST, optionally :PORT (repeatable; adds to the profile's allow)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
+	f.BoolVarP(&o.yes, "force", "f", false, "the same as -y (every verb that asks takes both)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv, the env names it would pass and the protected set; run nothing")
 	f.BoolVar(&o.allowRoot, "allow-root", false, "run the sandbox even though box runs as root (it keeps root's ownership of files)")
 	return cmd
@@ -130,7 +131,7 @@ func runRun(e *env, o *runOptions) error {
 func (e *env) session(yes bool) *bwrap.Session {
 	return &bwrap.Session{
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, StdinTTY: e.stdinTTY, Yes: yes,
-		Outside: e.outside(), InternetHelper: e.getenv("BOX_INTERNET_HELPER"),
+		Outside: e.outside(), InternetHelper: e.getenv("BOX_INTERNET_HELPER"), Quiet: e.quiet,
 	}
 }
 

@@ -149,6 +149,12 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 	if r := e.remoteName(); r != "" && o.firewallOnly {
 		return usagef(host.RemoteFirewallFix(r), "--firewall-only applies this machine's nftables: it cannot reach remote %s's host", r)
 	}
+	if e.remoteName() == "" && os.Geteuid() != 0 {
+		return withHint(errors.New("box setup-host changes this machine's network, firewall and Incus: it runs as root"), "sudo box setup-host")
+	}
+	if err := incusAbsent(e); err != nil {
+		return err
+	}
 	ctx, cancel := hostContext()
 	defer cancel()
 	c := hostClient(e)

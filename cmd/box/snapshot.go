@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -35,7 +36,10 @@ printed on stdout (label=$(box snapshot work)), the rest on stderr.`,
 			if err != nil {
 				return err
 			}
-			_, err = be.Snapshot(args[0], label) // vm prints the label itself (bwrap does not)
+			taken, err := be.Snapshot(args[0], label)
+			if err == nil && be.Kind() != "vm" { // vm prints the label itself
+				fmt.Fprintln(e.stdout, taken)
+			}
 			return err
 		},
 	}

@@ -56,6 +56,11 @@ func vmErr(e *env, err error) error {
 	if h := e.userSocketHint(err); h != "" {
 		return withHint(err, h) // usersocket.go
 	}
+	if errors.Is(err, syscall.ENOENT) {
+		if absent := incusAbsent(e); absent != nil {
+			return absent // one line: not installed or not running, and what to do
+		}
+	}
 	var op *net.OpError
 	if errors.As(err, &op) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 		return withHint(err, fmt.Sprintf("is incusd running? 'box doctor' checks the host; INCUS_SOCKET or INCUS_DIR choose the socket (now %s)", e.socketPath()))

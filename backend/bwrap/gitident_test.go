@@ -1,0 +1,66 @@
+package bwrap
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGitConfigText(t *testing.T) {
+	got := GitConfigText(GitIdentity{Name: `Ada "the" L\ovelace`, Email: "ada@example.com"})
+	for _, want := range []string{"[include]\n\tpath = /etc/gitconfig\n", "[user]\n", "\tname = \"Ada \\\"the\\\" L\\\\ovelace\"\n", "\temail = \"ada@example.com\"\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("config lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(GitConfigText(GitIdentity{Email: "e@x"}), "name =") {
+		t.Error("an absent name is written")
+	}
+}
+
+func TestGitIdentityDecision(t *testing.T) {
+	id := GitIdentity{Name: "Ada", Email: "ada@example.com"}
+	for _, c := range []struct {
+		name string
+		on   bool
+		id   GitIdentity
+		pass bool
+		warn bool
+	}{
+		{"passed", true, id, true, false},
+		{"profile off", false, id, false, false},
+		{"host has none", true, GitIdentity{}, false, false},
+		{"email only", true, GitIdentity{Email: "e@x"}, true, false},
+		{"newline in name", true, GitIdentity{Name: "Ada\n[core]\n\tpager = evil", Email: "e@x"}, false, true},
+		{"escape in email", true, GitIdentity{Name: "Ada", Email: "e@x\x1b]0;"}, false, true},
+	} {
+		p, set := &Plan{}, map[string]string{}
+		p.gitIdentity(c.on, c.id, "/home/u", ".claude", set)
+		if got := set["GIT_CONFIG_SYSTEM"] != ""; got != c.pass || p.Git.Set() != c.pass {
+			t.Errorf("%s: passed %v (plan %v), want %v", c.name, got, p.Git, c.pass)
+		}
+		if c.pass && set["GIT_CONFIG_SYSTEM"] != "/home/u/.claude/"+GitConfigFile {
+			t.Errorf("%s: GIT_CONFIG_SYSTEM %q", c.name, set["GIT_CONFIG_SYSTEM"])
+		}
+		if (len(p.Warnings) > 0) != c.warn {
+			t.Errorf("%s: warnings %q", c.name, p.Warnings)
+		}
+	}
+	if s := (GitIdentity{Name: "Ada", Email: "a@x"}).String(); s != "Ada <a@x>" {
+		t.Errorf("String %q", s)
+	}
+}
+
+func TestSandboxMDGit(t *testing.T) {
+	with := SandboxMD(Policy{Profile: "p", StateDir: ".claude", GitIdentity: "Ada <a@x>"})
+	without := SandboxMD(Policy{Profile: "p", StateDir: ".claude"})
+	for name, md := range map[string]string{"with": with, "without": without} {
+		for _, want := range []string{"`git config --global`", "Device or resource busy", "`git -c KEY=VALUE`"} {
+			if !strings.Contains(md, want) {
+				t.Errorf("%s identity: SANDBOX.md lacks %q", name, want)
+			}
+		}
+	}
+	if !strings.Contains(with, "commits are made as `Ada <a@x>`") || !strings.Contains(without, "no commit identity is set") {
+		t.Errorf("SANDBOX.md's git line:\n%s\n%s", with, without)
+	}
+}
