@@ -34,28 +34,26 @@ type savedMode struct {
 }
 
 // grant adds the permission bits want (0o500 to list a directory, 0o300 to change its
-// entries, 0o400 to read a file) to p when it lacks them; p must be a real path, never a
-// link (its mode would be its target's). It fails when p cannot be changed (not the
+// entries, 0o400 to read a file) to p when it lacks them; a link (at p or on its way)
+// is left alone, never followed (pin.go). It fails when p cannot be changed (not the
 // operator's, a read-only file system), with the reason.
 func (a *access) grant(p string, want fs.FileMode) error {
 	if DisableModeRepair {
 		return unix.EACCES
 	}
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return err
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return nil
-	}
-	if fi.Mode().Perm()&want == want {
-		return nil
-	}
-	if err := os.Chmod(p, fi.Mode().Perm()|want|fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+	var changed bool
+	before, link, err := chmodNoFollow(p, func(m fs.FileMode) (fs.FileMode, bool) {
+		if m.Perm()&want == want {
+			return 0, false
+		}
+		changed = true
+		return m.Perm() | want | m&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky), true
+	})
+	if err != nil || link || !changed {
 		return err
 	}
 	if !slices.ContainsFunc(a.saved, func(s savedMode) bool { return s.path == p }) {
-		a.saved = append(a.saved, savedMode{p, fi.Mode()})
+		a.saved = append(a.saved, savedMode{p, before})
 	}
 	return nil
 }
@@ -80,11 +78,11 @@ func (a *access) reach(root, p string) {
 // restore puts back every mode it changed on what is still there, deepest first.
 func (a *access) restore() {
 	for _, s := range slices.Backward(a.saved) {
-		fi, err := os.Lstat(s.path)
-		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
-			continue // moved aside: its copy in the quarantine keeps the granted bits
-		}
-		os.Chmod(s.path, s.mode.Perm()|s.mode&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+		// Gone or a link now: moved aside (its copy in the quarantine keeps the granted
+		// bits), or swapped by a sandbox still running: never followed.
+		chmodNoFollow(s.path, func(fs.FileMode) (fs.FileMode, bool) {
+			return s.mode.Perm() | s.mode&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky), true
+		})
 	}
 	a.saved = nil
 }

@@ -221,7 +221,12 @@ func (q *quarantineDir) config(all []Finding, idx []int) error {
 		}
 	}
 	q.prepare(path)
-	fi, err := os.Lstat(path)
+	pp, err := pinParent(path)
+	if err != nil {
+		return err
+	}
+	defer pp.close()
+	fi, err := os.Lstat(pp.Path)
 	if err != nil {
 		return err
 	}
@@ -235,11 +240,11 @@ func (q *quarantineDir) config(all []Finding, idx []int) error {
 		mark("moved the link aside", dst, fmt.Sprintf("mv %s %s", shq(dst), shq(path)))
 		return nil
 	}
-	data, err := readRegular(path, 64<<20)
+	data, err := readRegularNoFollow(pp.Path, 64<<20)
 	if err != nil && denied(err) {
 		q.prepare(path)
 		if q.acc.grant(path, 0o400) == nil {
-			data, err = readRegular(path, 64<<20)
+			data, err = readRegularNoFollow(pp.Path, 64<<20)
 		}
 	}
 	if err != nil {
@@ -279,20 +284,20 @@ func (q *quarantineDir) config(all []Finding, idx []int) error {
 	}
 	// A fresh temporary file (O_EXCL: never through a link planted beside the config),
 	// renamed over the live one.
-	tf, err := os.CreateTemp(filepath.Dir(path), ".box-audit-*")
+	tf, err := os.CreateTemp(pp.Dir, ".box-audit-*")
 	if err != nil {
 		return err
 	}
 	tmp := tf.Name()
 	_, err = tf.Write(out)
+	if err == nil {
+		err = tf.Chmod(fi.Mode().Perm())
+	}
 	if cerr := tf.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp, fi.Mode().Perm())
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+		err = os.Rename(tmp, pp.Path)
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -352,7 +357,12 @@ func (q *quarantineDir) moveRestore(f *Finding, old []byte, mode os.FileMode, pu
 	f.Action = "moved aside"
 	f.Restore = fmt.Sprintf("mv %s %s", shq(dst), shq(f.Path))
 	if put {
-		w, err := os.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		pp, err := pinParent(f.Path)
+		var w *os.File
+		if err == nil {
+			w, err = os.OpenFile(pp.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+			pp.close()
+		}
 		if err == nil {
 			_, err = w.Write(old)
 			if cerr := w.Close(); err == nil {
@@ -388,9 +398,14 @@ func (q *quarantineDir) move(p string) (string, error) {
 // (PARENT/.box-quarantined-STAMP-N-NAME): git no longer finds it there, and nothing is
 // written out.
 func (q *quarantineDir) moveTree(src, dst string) (string, error) {
-	err := os.Rename(src, dst)
+	ps, err := pinParent(src)
+	if err != nil {
+		return "", err
+	}
+	defer ps.close()
+	err = os.Rename(ps.Path, dst)
 	if !errors.Is(err, syscall.EXDEV) {
-		return dst, err
+		return dst, named(err, src)
 	}
 	// Everything in it must be readable to copy, and removable after.
 	if err := q.acc.openTree(src); err != nil {
@@ -401,7 +416,7 @@ func (q *quarantineDir) moveTree(src, dst string) (string, error) {
 		return q.besides(src, fmt.Sprintf("%s: %d bytes on disk, past the audit's copy bound (%d bytes)", src, size, q.limit))
 	}
 	if err == nil {
-		err = copyAny(src, dst)
+		err = copyAny(ps.Path, dst)
 	}
 	if err != nil {
 		os.RemoveAll(dst)
@@ -411,15 +426,21 @@ func (q *quarantineDir) moveTree(src, dst string) (string, error) {
 		return "", err
 	}
 	q.copied += size
-	return dst, os.RemoveAll(src)
+	return dst, named(os.RemoveAll(ps.Path), src)
 }
 
 // besides renames src aside in its own directory (no copy), for moveTree.
 func (q *quarantineDir) besides(src, why string) (string, error) {
 	q.n++
-	dst := filepath.Join(filepath.Dir(src), fmt.Sprintf(".box-quarantined-%s-%d-%s", q.now.UTC().Format("20060102T150405Z"), q.n, filepath.Base(src)))
-	if err := os.Rename(src, dst); err != nil {
+	ps, err := pinParent(src)
+	if err != nil {
 		return "", err
+	}
+	defer ps.close()
+	name := fmt.Sprintf(".box-quarantined-%s-%d-%s", q.now.UTC().Format("20060102T150405Z"), q.n, filepath.Base(src))
+	dst := filepath.Join(filepath.Dir(src), name)
+	if err := os.Rename(ps.Path, ps.Dir+"/"+name); err != nil {
+		return "", named(err, src)
 	}
 	q.beside = append(q.beside, why)
 	return dst, nil

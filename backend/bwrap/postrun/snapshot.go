@@ -817,6 +817,11 @@ func readRegular(p string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readOpen(f, p, max)
+}
+
+// readOpen reads the regular file f (named p) up to max bytes.
+func readOpen(f *os.File, p string, max int64) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
