@@ -67,6 +67,9 @@ func reachOf(p *Plan, mounts []Mount) Reach {
 		HostSockets:  !p.Spec.UnixSockets.Mediate,
 	}
 	for _, v := range p.Vars {
+		if v.Origin == "box" {
+			continue // box's own (HOME, GIT_CONFIG_SYSTEM for the git identity): no reach
+		}
 		r.Env = append(r.Env, v.Name)
 	}
 	for _, m := range mounts {

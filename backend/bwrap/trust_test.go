@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/policy"
 )
 
@@ -71,5 +72,23 @@ func TestSettleTrust(t *testing.T) {
 	}
 	if r, err := readReach(dir); err != nil || r.Network != policy.NetNone {
 		t.Errorf("record: %+v %v", r, err)
+	}
+}
+
+// Variables box sets itself (the git identity's GIT_CONFIG_SYSTEM, HOME) reach nothing:
+// a first git identity must not set the agent's state aside (hostile review W3).
+func TestReachIgnoresBoxOwnVariables(t *testing.T) {
+	p := &Plan{Vars: []envaudit.Var{
+		{Name: "GIT_CONFIG_SYSTEM", Value: "/h/.claude/box-gitconfig", Origin: "box"},
+		{Name: "TOKEN", Value: "x", Origin: "--env"},
+	}}
+	p.Spec.Network = policy.NetNone
+	r := reachOf(p, nil)
+	if strings.Join(r.Env, ",") != "TOKEN" {
+		t.Errorf("reach env %v, want only TOKEN", r.Env)
+	}
+	old := reachOf(&Plan{Vars: []envaudit.Var{{Name: "TOKEN", Origin: "--env"}}}, nil)
+	if b := r.Beyond(old); b != nil {
+		t.Errorf("box's own variable widened the run: %v", b)
 	}
 }
