@@ -375,7 +375,8 @@ func TestKernelCommandStopsItself(t *testing.T) {
 // bwrap from a thread of its own).
 func firstChild(t *testing.T, pid int) int {
 	t.Helper()
-	for i := 0; i < 2000; i++ {
+	// Bounded generously: on a loaded machine box's start can take seconds.
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
 		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 		for _, task := range tasks {
 			b, _ := os.ReadFile(task)

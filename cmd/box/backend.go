@@ -31,6 +31,13 @@ func registry(e *env) backend.Registry {
 // looks like a box is refused by the bwrap verb, before anything else), else the vm one
 // (which words its own refusal when incusd has no such box).
 func backendFor(e *env, name string) (backend.Backend, error) {
+	return backendForVerb(e, name, true)
+}
+
+// backendForVerb is backendFor; without askVM the vm backend is not asked whether it
+// has the name first: the verb's own single request answers that (box info: one
+// request, issue 26), and its not-found becomes the same refusal (noBoxFor).
+func backendForVerb(e *env, name string, askVM bool) (backend.Backend, error) {
 	be := e.bwrapBoxes()
 	b, err := be.Find(name)
 	if err == nil && b != nil {
@@ -44,6 +51,12 @@ func backendFor(e *env, name string) (backend.Backend, error) {
 	// Incus installed but stopped, box cannot tell: the vm verb goes on, checks its
 	// arguments and says Incus is not running (vmErr).
 	if absent, ok := incusAbsent(e).(*noIncusError); ok && absent.Installed {
+		return registry(e).For(name)
+	}
+	if !askVM {
+		if absent, ok := incusAbsent(e).(*noIncusError); ok && !absent.Installed {
+			return nil, noBox(e, name, nil) // Incus never installed: no vm box to ask about
+		}
 		return registry(e).For(name)
 	}
 	taken, vmErr := vmBackend{e: e}.Taken(name)

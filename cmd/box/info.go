@@ -28,7 +28,7 @@ With --json, one JSON object; the field names are stable and documented in docs/
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			be, err := backendFor(e, args[0])
+			be, err := backendForVerb(e, args[0], false)
 			if err != nil {
 				return err
 			}

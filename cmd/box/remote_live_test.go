@@ -168,7 +168,7 @@ func TestRemoteLive(t *testing.T) {
 		r.fails(t, 2, []string{"one daemon at a time"}, "rename", "lab:far", "other:far")
 		r.fails(t, 2, []string{"no such remote", "the remotes there are down, imposter, lab"}, "list", "--remote", "nope")
 		r.fails(t, 1, []string{"remote down (https://198.51.100.1:8443)", "incus info down:"}, "list", "--remote", "down")
-		r.fails(t, 2, []string{"no such remote"}, "exec", "nope:far", "--", "true")
+		r.fails(t, 125, []string{"no such remote"}, "exec", "nope:far", "--", "true")
 		saved := r.env
 		r.env = append(append([]string{}, saved...), "BOX_PLACEMENT_PROFILE=nowhere")
 		r.fails(t, 1, []string{`placement profile "nowhere" does not exist on remote lab`, "box setup-host --remote lab"}, "new", "--name", "lab:x", "--container")

@@ -4,6 +4,7 @@ package main
 // in backend/vm, one file per verb.
 
 import (
+	"errors"
 	"time"
 
 	"github.com/heavy-duty/box/backend"
@@ -57,5 +58,18 @@ func (v vmBackend) Snapshot(name, label string) (string, error) {
 func (v vmBackend) Restore(name, snap string, force bool) error {
 	return v.vm().Restore(name, snap, force)
 }
-func (v vmBackend) List() ([]backend.Summary, error)       { return v.vm().List() }
-func (v vmBackend) Info(name string) (backend.Info, error) { return v.vm().Info(name) }
+func (v vmBackend) List() ([]backend.Summary, error) { return v.vm().List() }
+func (v vmBackend) Info(name string) (backend.Info, error) {
+	i, err := v.vm().Info(name)
+	return i, noBoxFor(v.e, name, err)
+}
+
+// noBoxFor turns the vm backend's not-found for name into the refusal every verb gives
+// (closest names: asked only now, when the name matched nothing).
+func noBoxFor(e *env, name string, err error) error {
+	var nf *vm.NotFoundError
+	if errors.As(err, &nf) && nf.Name == name {
+		return noBox(e, name, nil)
+	}
+	return err
+}
