@@ -76,7 +76,8 @@ func TestResolveSockets(t *testing.T) {
 // The filter and the supervisor, for real in this process (no bwrap): a thread under the
 // filter, whose pid namespace is not the guard's "sandbox", is refused a unix socket this
 // process listens on, by path and by a datagram sent with an address, while a TCP connect
-// and a UDP datagram pass untouched; the listener never sees a connection.
+// and UDP datagrams (sendto, and a sendmsg box makes itself) pass; the listener never sees
+// a connection.
 func TestSockGuardRefusesForeign(t *testing.T) {
 	if err := UnixNotifySupport(); err != nil {
 		t.Skip(err) // the live tests require it
@@ -94,7 +95,12 @@ func TestSockGuardRefusesForeign(t *testing.T) {
 	}
 	defer tcp.Close()
 	g := newSockGuard(UnixSockets{Mediate: true})
-	type res struct{ unixErr, dgramErr, tcpErr, udpErr error }
+	udpSrv, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udpSrv.Close()
+	type res struct{ unixErr, dgramErr, tcpErr, udpErr, udpMsgErr error }
 	done := make(chan res, 1)
 	installed := make(chan error, 1)
 	go func() {
@@ -116,6 +122,7 @@ func TestSockGuardRefusesForeign(t *testing.T) {
 		unix.Close(s)
 		u, _ := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		r.udpErr = unix.Sendto(u, []byte("x"), 0, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}})
+		_, r.udpMsgErr = unix.SendmsgN(u, []byte("boxsent"), nil, &unix.SockaddrInet4{Port: udpSrv.LocalAddr().(*net.UDPAddr).Port, Addr: [4]byte{127, 0, 0, 1}}, 0)
 		unix.Close(u)
 		done <- r
 	}()
@@ -134,7 +141,12 @@ func TestSockGuardRefusesForeign(t *testing.T) {
 	if !errors.Is(r.dgramErr, unix.EACCES) {
 		t.Errorf("datagram with an address: %v, want EACCES", r.dgramErr)
 	}
-	if r.tcpErr != nil || r.udpErr != nil {
-		t.Errorf("TCP connect %v, UDP send %v: want both to pass", r.tcpErr, r.udpErr)
+	if r.tcpErr != nil || r.udpErr != nil || r.udpMsgErr != nil {
+		t.Errorf("TCP connect %v, UDP sendto %v, UDP sendmsg %v: want all to pass", r.tcpErr, r.udpErr, r.udpMsgErr)
+	}
+	// The sendmsg box made on the thread's behalf arrived, whole.
+	b := make([]byte, 16)
+	if n, _, err := udpSrv.ReadFrom(b); err != nil || string(b[:n]) != "boxsent" {
+		t.Errorf("UDP sendmsg made by box: read %q, %v", b[:n], err)
 	}
 }
