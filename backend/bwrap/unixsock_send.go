@@ -200,7 +200,7 @@ func (c *sendCall) msg(addr uintptr) (*outMsg, unix.Errno) {
 		if m.ctrl, e = c.read(ctrl, int(h.Controllen)); e != 0 {
 			return nil, e
 		}
-		if e := c.rights(m); e != 0 {
+		if e := c.control(m); e != 0 {
 			m.close()
 			return nil, e
 		}
@@ -212,12 +212,13 @@ func (c *sendCall) msg(addr uintptr) (*outMsg, unix.Errno) {
 	return m, 0
 }
 
-// rights puts box's own copies of the caller's SCM_RIGHTS fds in box's copy of the
-// control bytes (the kernel reads fd numbers in the sender's table: box's).
-func (c *sendCall) rights(m *outMsg) unix.Errno {
-	if c.domain != unix.AF_UNIX {
-		return 0 // the kernel refuses SCM_RIGHTS on other families
-	}
+// control checks box's copy of the control bytes and puts box's own copies of the
+// caller's SCM_RIGHTS fds in it (the kernel reads fd numbers in the sender's table:
+// box's). Only control messages the kernel checks against no capability pass: box owns
+// the sandbox's user namespaces, so a check against its capabilities (SO_MARK,
+// SO_PRIORITY above 6, IPv6 extension headers) would grant what the caller lacks. Any
+// other is refused with EPERM, as the kernel refuses a caller without the capability.
+func (c *sendCall) control(m *outMsg) unix.Errno {
 	b := m.ctrl
 	for off := 0; off+unix.SizeofCmsghdr <= len(b); {
 		l := int(binary.NativeEndian.Uint64(b[off:]))
@@ -226,7 +227,8 @@ func (c *sendCall) rights(m *outMsg) unix.Errno {
 		}
 		level := int32(binary.NativeEndian.Uint32(b[off+8:]))
 		typ := int32(binary.NativeEndian.Uint32(b[off+12:]))
-		if level == unix.SOL_SOCKET && typ == unix.SCM_RIGHTS {
+		switch {
+		case level == unix.SOL_SOCKET && typ == unix.SCM_RIGHTS && c.domain == unix.AF_UNIX:
 			for p := off + unix.SizeofCmsghdr; p+4 <= off+l; p += 4 {
 				fd, err := unix.PidfdGetfd(c.pidfd, int(int32(binary.NativeEndian.Uint32(b[p:]))), 0)
 				if err != nil {
@@ -235,10 +237,29 @@ func (c *sendCall) rights(m *outMsg) unix.Errno {
 				m.fds = append(m.fds, fd)
 				binary.NativeEndian.PutUint32(b[p:], uint32(fd))
 			}
+		case !plainControl(level, typ):
+			return unix.EPERM
 		}
 		off += (l + 7) &^ 7
 	}
 	return 0
+}
+
+// plainControl: a control message the kernel checks against no capability of the sender
+// (SCM_CREDENTIALS is checked against box's own pid and ids, which the sandbox cannot
+// name: EPERM, as the kernel answers).
+func plainControl(level, typ int32) bool {
+	switch level {
+	case unix.SOL_SOCKET:
+		return typ == unix.SCM_CREDENTIALS || typ == unix.SO_TIMESTAMPING || typ == unix.SCM_TXTIME
+	case unix.SOL_IP:
+		return typ == unix.IP_PKTINFO || typ == unix.IP_TTL || typ == unix.IP_TOS
+	case unix.SOL_IPV6:
+		return typ == unix.IPV6_PKTINFO || typ == unix.IPV6_HOPLIMIT || typ == unix.IPV6_TCLASS || typ == unix.IPV6_DONTFRAG
+	case unix.SOL_UDP:
+		return typ == unix.UDP_SEGMENT
+	}
+	return false
 }
 
 // target applies the unix policy to the message's address: a path becomes box's

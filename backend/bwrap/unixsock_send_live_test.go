@@ -104,6 +104,27 @@ static int func(const char *host) {
 	for (int i = 0; i < 3; i++)
 		if (mm[i].msg_len == 3 && recv(srv, buf, sizeof buf, MSG_DONTWAIT) == 3) got++;
 	printf("udp-sendmmsg-recv %s\n", got == 3 ? "ok" : "bad");
+	// Control messages: IP_TTL passes; SO_MARK, which needs CAP_NET_ADMIN the caller
+	// lacks (box has it, owning the sandbox's namespaces), is refused.
+	union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } tc;
+	int cv = 7;
+	for (int i = 0; i < 2; i++) {
+		memset(&tc, 0, sizeof tc);
+		struct iovec tv = {.iov_base = "ttl", .iov_len = 3};
+		struct msghdr tm = {.msg_name = &sa, .msg_namelen = sizeof sa, .msg_iov = &tv, .msg_iovlen = 1, .msg_control = tc.b, .msg_controllen = sizeof tc.b};
+		struct cmsghdr *th = CMSG_FIRSTHDR(&tm);
+		th->cmsg_level = i == 0 ? IPPROTO_IP : SOL_SOCKET;
+		th->cmsg_type = i == 0 ? IP_TTL : SO_MARK;
+		th->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(th), &cv, sizeof cv);
+		r = sendmsg(c, &tm, 0);
+		if (i == 0)
+			printf("udp-ttl %s\n", res(r, 3));
+		else
+			printf("udp-somark %s\n", r < 0 ? strerror(errno) : "SENT");
+	}
+	recv(srv, buf, sizeof buf, MSG_DONTWAIT);
+	recv(srv, buf, sizeof buf, MSG_DONTWAIT);
 	// The sandbox's own unix datagram socket, by path; an fd passed along.
 	unlink("own.dsock");
 	int own = socket(AF_UNIX, SOCK_DGRAM, 0);
@@ -259,7 +280,9 @@ func TestUnixSocketSendRace(t *testing.T) {
 // TestUnixSocketSends: with box making the sends, normal ones still work at tier none
 // (UDP on the sandbox's loopback by sendto, sendmsg with two iovecs and sendmmsg with
 // msg_len written back; the sandbox's own unix datagram socket by path, an fd passed
-// with SCM_RIGHTS, sendmsg without an address on a connected socket) and the host's
+// with SCM_RIGHTS, sendmsg without an address on a connected socket, an IP_TTL control
+// message); SO_MARK, which the caller lacks the capability for and box has, is refused;
+// and the host's
 // datagram socket is refused (EACCES) by sendto and sendmsg.
 func TestUnixSocketSends(t *testing.T) {
 	w := newWorld(t)
@@ -275,7 +298,10 @@ func TestUnixSocketSends(t *testing.T) {
 		k, v, _ := strings.Cut(sc.Text(), " ")
 		got[k] = v
 	}
-	for _, k := range []string{"udp-sendto", "udp-sendto-recv", "udp-sendmsg", "udp-sendmsg-recv", "udp-sendmmsg", "udp-sendmmsg-recv",
+	if got["udp-somark"] != "Operation not permitted" {
+		t.Errorf("udp-somark: %q, want Operation not permitted (box must not lend its capabilities)", got["udp-somark"])
+	}
+	for _, k := range []string{"udp-ttl", "udp-sendto", "udp-sendto-recv", "udp-sendmsg", "udp-sendmsg-recv", "udp-sendmmsg", "udp-sendmmsg-recv",
 		"own-sendto", "own-recv", "own-rights", "own-rights-recv", "connected-sendmsg", "connected-recv"} {
 		if got[k] != "ok" {
 			t.Errorf("%s: %q, want ok", k, got[k])
