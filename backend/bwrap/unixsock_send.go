@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"encoding/binary"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -175,7 +176,11 @@ func (c *sendCall) msg(addr uintptr) (*outMsg, unix.Errno) {
 		}
 		var total uint64
 		for i := range int(h.Iovlen) {
-			total += binary.NativeEndian.Uint64(vs[i*16+8:])
+			l := binary.NativeEndian.Uint64(vs[i*16+8:])
+			if l > math.MaxInt64-total {
+				return nil, unix.EINVAL // a negative ssize_t to the kernel
+			}
+			total += l
 		}
 		left, e := c.bound(total)
 		if e != 0 {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -148,5 +149,36 @@ func TestSockGuardRefusesForeign(t *testing.T) {
 	b := make([]byte, 16)
 	if n, _, err := udpSrv.ReadFrom(b); err != nil || string(b[:n]) != "boxsent" {
 		t.Errorf("UDP sendmsg made by box: read %q, %v", b[:n], err)
+	}
+}
+
+// control passes only control messages checked against no capability (box's, which owns
+// the sandbox's namespaces, would grant what the caller lacks) and refuses a malformed one
+// as the kernel does.
+func TestSendControl(t *testing.T) {
+	cmsg := func(level, typ int32) []byte {
+		b := make([]byte, unix.CmsgSpace(4))
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		h.Level, h.Type = level, typ
+		h.SetLen(unix.CmsgLen(4))
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		ctrl []byte
+		want unix.Errno
+	}{
+		{"IP_TTL", cmsg(unix.SOL_IP, unix.IP_TTL), 0},
+		{"UDP_SEGMENT then IPV6_TCLASS", append(cmsg(unix.SOL_UDP, unix.UDP_SEGMENT), cmsg(unix.SOL_IPV6, unix.IPV6_TCLASS)...), 0},
+		{"SO_MARK", cmsg(unix.SOL_SOCKET, unix.SO_MARK), unix.EPERM},
+		{"SO_PRIORITY after IP_TOS", append(cmsg(unix.SOL_IP, unix.IP_TOS), cmsg(unix.SOL_SOCKET, unix.SO_PRIORITY)...), unix.EPERM},
+		{"IPV6_HOPOPTS", cmsg(unix.SOL_IPV6, unix.IPV6_HOPOPTS), unix.EPERM},
+		{"SCM_RIGHTS off a unix socket", cmsg(unix.SOL_SOCKET, unix.SCM_RIGHTS), unix.EPERM},
+		{"length past the buffer", cmsg(unix.SOL_IP, unix.IP_TTL)[:unix.SizeofCmsghdr+2], unix.EINVAL},
+	} {
+		c2 := &sendCall{domain: unix.AF_INET, pidfd: -1}
+		if got := c2.control(&outMsg{ctrl: c.ctrl}); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }
