@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -371,15 +372,18 @@ func (g *sockGuard) decide(n *seccompNotif) seccompResp {
 		}
 		return g.connect(n, tid, sock, uintptr(a[1]), int(a[2]))
 	default: // sendto with an address, sendmsg, sendmmsg
-		if domain != unix.AF_UNIX || typ != unix.SOCK_DGRAM {
-			// A stream socket refuses an address and a seqpacket one ignores it: only a
-			// datagram socket goes where the address says.
-			return cont()
+		if protectionOff(ProtSocketSends) {
+			// The test build's way back to the race this closes: a send on a socket
+			// that is not a unix datagram one continued, its fd number and address
+			// read again by the kernel.
+			if domain != unix.AF_UNIX || typ != unix.SOCK_DGRAM {
+				return cont()
+			}
+			return fail(errRefused)
 		}
-		// A unix datagram sent with an address, or by sendmsg (whose address a racing
-		// thread could write after box read it): refused. send() and write() on a
-		// datagram socket connected through box still work.
-		return fail(errRefused)
+		// Never continued (the kernel would read the fd number and the address again):
+		// box sends, on this very socket, with its own copy of everything.
+		return g.send(n, tid, pidfd, sock, domain, typ)
 	}
 }
 
@@ -418,49 +422,64 @@ func (g *sockGuard) connect(n *seccompNotif, tid, sock int, addr uintptr, size i
 		_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(sock), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 		return result(0, e)
 	}
+	// AF_UNSPEC dissolves a datagram association, an autobind-sized address is refused
+	// by the kernel: such addresses pass as box copied them.
+	sa, pf, e := g.unixTarget(tid, buf)
+	if e != 0 {
+		return fail(e)
+	}
+	if pf >= 0 {
+		defer unix.Close(pf)
+	}
+	return raw(sa)
+}
+
+// unixTarget applies the policy to a unix address the sandbox connects or sends to (box's
+// copy, buf). A path is resolved as the caller would resolve it and must be one of the
+// profile's sockets or bound by a socket the sandbox holds; it becomes box's
+// /proc/self/fd/N of that socket file (pf, to close after use), so the inode box decided
+// on is the one reached (a socket file is bound once; a rename over the path afterwards
+// changes nothing). An abstract name at tier full passes only if the sandbox's; other
+// addresses pass as they are (pf -1).
+func (g *sockGuard) unixTarget(tid int, buf []byte) (sa []byte, pf int, e unix.Errno) {
 	path, kind := sunPath(buf)
 	switch kind {
 	case addrOther:
-		// Not a path or abstract name (AF_UNSPEC dissolves a datagram association, an
-		// autobind-sized address is refused by the kernel): box passes its copy.
-		return raw(buf)
+		return buf, -1, 0
 	case addrAbstract:
 		if g.cfg.HostNet && g.cfg.ScopeAbstract && !g.ownsAbstract(path) {
-			return fail(unix.EPERM) // what the Landlock scope answers
+			return nil, -1, unix.EPERM // what the Landlock scope answers
 		}
 		// The socket's own network namespace holds the name: at the other tiers, the
 		// sandbox's.
-		return raw(buf)
+		return buf, -1, 0
 	}
 	pf, err := openInTarget(tid, path)
 	if err != nil {
-		var e unix.Errno
 		if errors.As(err, &e) && (e == unix.ENOENT || e == unix.ENOTDIR || e == unix.EACCES || e == unix.ELOOP) {
-			return fail(e)
+			return nil, -1, e
 		}
-		return fail(errRefused)
+		return nil, -1, errRefused
 	}
-	defer unix.Close(pf)
 	var st unix.Stat_t
-	if err := unix.Fstat(pf, &st); err != nil {
-		return fail(errRefused)
+	e = 0
+	switch {
+	case unix.Fstat(pf, &st) != nil:
+		e = errRefused
+	case st.Mode&unix.S_IFMT != unix.S_IFSOCK:
+		e = unix.ECONNREFUSED
+	case !g.allowed(tid, st) && !g.ownsPath(st):
+		e = errRefused
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return fail(unix.ECONNREFUSED)
+	if e != 0 {
+		unix.Close(pf)
+		return nil, -1, e
 	}
-	if !g.allowed(tid, st) && !g.ownsPath(st) {
-		return fail(errRefused)
-	}
-	// The inode box decided on, through its own fd: a rename over the path now changes
-	// nothing (a socket file is bound once; no other socket can take its inode).
-	var sa unix.RawSockaddrUnix
-	sa.Family = unix.AF_UNIX
 	p := "/proc/self/fd/" + strconv.Itoa(pf)
-	for i := range len(p) {
-		sa.Path[i] = int8(p[i])
-	}
-	_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(sock), uintptr(unsafe.Pointer(&sa)), uintptr(2+len(p)+1))
-	return result(0, e)
+	sa = make([]byte, 2, 2+len(p)+1)
+	binary.NativeEndian.PutUint16(sa, unix.AF_UNIX)
+	sa = append(append(sa, p...), 0)
+	return sa, pf, 0
 }
 
 type addrKind int

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -76,7 +77,8 @@ func TestResolveSockets(t *testing.T) {
 // The filter and the supervisor, for real in this process (no bwrap): a thread under the
 // filter, whose pid namespace is not the guard's "sandbox", is refused a unix socket this
 // process listens on, by path and by a datagram sent with an address, while a TCP connect
-// and a UDP datagram pass untouched; the listener never sees a connection.
+// and UDP datagrams (sendto, and a sendmsg box makes itself) pass; the listener never sees
+// a connection.
 func TestSockGuardRefusesForeign(t *testing.T) {
 	if err := UnixNotifySupport(); err != nil {
 		t.Skip(err) // the live tests require it
@@ -94,7 +96,12 @@ func TestSockGuardRefusesForeign(t *testing.T) {
 	}
 	defer tcp.Close()
 	g := newSockGuard(UnixSockets{Mediate: true})
-	type res struct{ unixErr, dgramErr, tcpErr, udpErr error }
+	udpSrv, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udpSrv.Close()
+	type res struct{ unixErr, dgramErr, tcpErr, udpErr, udpMsgErr error }
 	done := make(chan res, 1)
 	installed := make(chan error, 1)
 	go func() {
@@ -116,6 +123,7 @@ func TestSockGuardRefusesForeign(t *testing.T) {
 		unix.Close(s)
 		u, _ := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		r.udpErr = unix.Sendto(u, []byte("x"), 0, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}})
+		_, r.udpMsgErr = unix.SendmsgN(u, []byte("boxsent"), nil, &unix.SockaddrInet4{Port: udpSrv.LocalAddr().(*net.UDPAddr).Port, Addr: [4]byte{127, 0, 0, 1}}, 0)
 		unix.Close(u)
 		done <- r
 	}()
@@ -134,7 +142,43 @@ func TestSockGuardRefusesForeign(t *testing.T) {
 	if !errors.Is(r.dgramErr, unix.EACCES) {
 		t.Errorf("datagram with an address: %v, want EACCES", r.dgramErr)
 	}
-	if r.tcpErr != nil || r.udpErr != nil {
-		t.Errorf("TCP connect %v, UDP send %v: want both to pass", r.tcpErr, r.udpErr)
+	if r.tcpErr != nil || r.udpErr != nil || r.udpMsgErr != nil {
+		t.Errorf("TCP connect %v, UDP sendto %v, UDP sendmsg %v: want all to pass", r.tcpErr, r.udpErr, r.udpMsgErr)
+	}
+	// The sendmsg box made on the thread's behalf arrived, whole.
+	b := make([]byte, 16)
+	if n, _, err := udpSrv.ReadFrom(b); err != nil || string(b[:n]) != "boxsent" {
+		t.Errorf("UDP sendmsg made by box: read %q, %v", b[:n], err)
+	}
+}
+
+// control passes only control messages checked against no capability (box's, which owns
+// the sandbox's namespaces, would grant what the caller lacks) and refuses a malformed one
+// as the kernel does.
+func TestSendControl(t *testing.T) {
+	cmsg := func(level, typ int32) []byte {
+		b := make([]byte, unix.CmsgSpace(4))
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		h.Level, h.Type = level, typ
+		h.SetLen(unix.CmsgLen(4))
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		ctrl []byte
+		want unix.Errno
+	}{
+		{"IP_TTL", cmsg(unix.SOL_IP, unix.IP_TTL), 0},
+		{"UDP_SEGMENT then IPV6_TCLASS", append(cmsg(unix.SOL_UDP, unix.UDP_SEGMENT), cmsg(unix.SOL_IPV6, unix.IPV6_TCLASS)...), 0},
+		{"SO_MARK", cmsg(unix.SOL_SOCKET, unix.SO_MARK), unix.EPERM},
+		{"SO_PRIORITY after IP_TOS", append(cmsg(unix.SOL_IP, unix.IP_TOS), cmsg(unix.SOL_SOCKET, unix.SO_PRIORITY)...), unix.EPERM},
+		{"IPV6_HOPOPTS", cmsg(unix.SOL_IPV6, unix.IPV6_HOPOPTS), unix.EPERM},
+		{"SCM_RIGHTS off a unix socket", cmsg(unix.SOL_SOCKET, unix.SCM_RIGHTS), unix.EPERM},
+		{"length past the buffer", cmsg(unix.SOL_IP, unix.IP_TTL)[:unix.SizeofCmsghdr+2], unix.EINVAL},
+	} {
+		c2 := &sendCall{domain: unix.AF_INET, pidfd: -1}
+		if got := c2.control(&outMsg{ctrl: c.ctrl}); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }
