@@ -18,39 +18,7 @@ func BenchmarkRunNestedRepos(b *testing.B) {
 	for _, n := range []int{0, 50} {
 		b.Run(fmt.Sprintf("repos=%d", n), func(b *testing.B) {
 			r := setup(b)
-			git := func(dir string, args ...string) {
-				c := r.cmd("git", args...)
-				c.Dir = dir
-				if out, err := c.CombinedOutput(); err != nil {
-					b.Fatalf("git %q: %v\n%s", args, err, out)
-				}
-			}
-			git(r.proj, "init", "-q")
-			for i := 0; i < n; i++ {
-				d := filepath.Join(r.proj, "vendor", fmt.Sprintf("lib%02d", i))
-				c := r.cmd("mkdir", "-p", filepath.Join(d, "src", "a", "b"))
-				if out, err := c.CombinedOutput(); err != nil {
-					b.Fatalf("%v %s", err, out)
-				}
-				git(d, "init", "-q")
-			}
-			// Directories without repositories, as a real tree has (node_modules...).
-			if out, err := r.cmd("sh", "-c", "mkdir -p $(seq -f 'deps/d%g/x/y' 1 1000)").CombinedOutput(); err != nil {
-				b.Fatalf("%v %s", err, out)
-			}
-			// One run makes the permanent placeholders; the temporary commondir ones are
-			// made by hand so bare bwrap finds every source box binds.
-			if out, err := r.cmd(r.box, "run", "-y", "--", "true").CombinedOutput(); err != nil {
-				b.Fatalf("box run: %v\n%s", err, out)
-			}
-			if out, err := r.cmd("sh", "-c", `for g in .git vendor/*/.git; do [ -e "$g" ] && printf '.\n' > "$g/commondir"; done; true`).CombinedOutput(); err != nil {
-				b.Fatalf("%v %s", err, out)
-			}
-			out, err := r.cmd(r.box, "run", "--dry-run", "--", "true").Output()
-			if err != nil {
-				b.Fatal(err)
-			}
-			r.bareArgs = parseDryRun(b, out)
+			plantRepos(b, r, n)
 			plain := unprotected(r.bareArgs, r.proj)
 			binds := (len(r.bareArgs) - len(plain)) / 3
 			var tBox, tBare, tPlain time.Duration
@@ -88,4 +56,44 @@ func unprotected(args []string, wd string) []string {
 		out = append(out, args[i])
 	}
 	return out
+}
+
+// plantRepos makes r's project a repository holding n nested repositories and a thousand
+// other directories, runs box once there (the permanent placeholders) and reads box's
+// argv for that tree into r.bareArgs.
+func plantRepos(b *testing.B, r *rig, n int) {
+	b.Helper()
+	git := func(dir string, args ...string) {
+		c := r.cmd("git", args...)
+		c.Dir = dir
+		if out, err := c.CombinedOutput(); err != nil {
+			b.Fatalf("git %q: %v\n%s", args, err, out)
+		}
+	}
+	git(r.proj, "init", "-q")
+	for i := 0; i < n; i++ {
+		d := filepath.Join(r.proj, "vendor", fmt.Sprintf("lib%02d", i))
+		c := r.cmd("mkdir", "-p", filepath.Join(d, "src", "a", "b"))
+		if out, err := c.CombinedOutput(); err != nil {
+			b.Fatalf("%v %s", err, out)
+		}
+		git(d, "init", "-q")
+	}
+	// Directories without repositories, as a real tree has (node_modules...).
+	if out, err := r.cmd("sh", "-c", "mkdir -p $(seq -f 'deps/d%g/x/y' 1 1000)").CombinedOutput(); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	// One run makes the permanent placeholders; the temporary commondir ones are
+	// made by hand so bare bwrap finds every source box binds.
+	if out, err := r.cmd(r.box, "run", "-y", "--", "true").CombinedOutput(); err != nil {
+		b.Fatalf("box run: %v\n%s", err, out)
+	}
+	if out, err := r.cmd("sh", "-c", `for g in .git vendor/*/.git; do [ -e "$g" ] && printf '.\n' > "$g/commondir"; done; true`).CombinedOutput(); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	out, err := r.cmd(r.box, "run", "--dry-run", "--", "true").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.bareArgs = parseDryRun(b, out)
 }

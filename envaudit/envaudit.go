@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/heavy-duty/box/internal/charclass"
 )
@@ -68,17 +69,20 @@ func checkShape(name, value string) string {
 }
 
 // localeForm is a locale name's structure: C or POSIX, or language[_TERRITORY][.codeset]
-// [@modifier] (a token of the right characters, Xk9fQ2mZp7, is no locale).
-var localeForm = regexp.MustCompile(`^(C|POSIX|[a-z]{2,3}(_([A-Z]{2}|[0-9]{3}))?)(\.[A-Za-z0-9-]{1,20})?(@[a-z0-9]{1,16})?$`)
+// [@modifier] (a token of the right characters, Xk9fQ2mZp7, is no locale). Compiled on
+// first use: every verb would pay it at start-up, only launches need it.
+var localeForm = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(C|POSIX|[a-z]{2,3}(_([A-Z]{2}|[0-9]{3}))?)(\.[A-Za-z0-9-]{1,20})?(@[a-z0-9]{1,16})?$`)
+})
 
 // fitsForm checks the structure of the values that have one: a locale, a list of them.
 func fitsForm(name, value string) bool {
 	switch sh := baseShapes[name]; {
 	case sh == localeShape:
-		return localeForm.MatchString(value)
+		return localeForm().MatchString(value)
 	case name == "LANGUAGE":
 		for _, l := range strings.Split(value, ":") {
-			if l != "" && !localeForm.MatchString(l) {
+			if l != "" && !localeForm().MatchString(l) {
 				return false
 			}
 		}

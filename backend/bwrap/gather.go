@@ -12,6 +12,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/backend/bwrap/seccomp"
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/internal/phase"
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"golang.org/x/sys/unix"
@@ -34,6 +35,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 		DataHome: o.DataHome, Environ: o.Environ, RuntimeDir: o.RuntimeDir, RunID: NewRunID(),
 		Tools: map[string]ToolFact{}, Mounts: map[string]MountFact{}, Arch: seccomp.Native(),
 	}
+	phase.Mark("gather:start")
 	if o.Home == "" {
 		return f, nil // Resolve refuses it, with the reason
 	}
@@ -48,6 +50,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 	if f.Workdir, err = filepath.EvalSymlinks(wd); err != nil {
 		return f, fmt.Errorf("working directory: %w", err)
 	}
+	phase.Mark("gather:workdir")
 	f.Homes = []string{resolved(o.Home)}
 	if u, err := user.Current(); err == nil && u.HomeDir != "" {
 		f.Homes = append(f.Homes, resolved(u.HomeDir))
@@ -65,6 +68,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 		real, err := filepath.EvalSymlinks(src)
 		f.Mounts[src] = MountFact{Real: real, Err: err}
 	}
+	phase.Mark("gather:tools")
 	if f.MemTotal, err = HostMemory(); err != nil {
 		return f, fmt.Errorf("limits: %w", err)
 	}
@@ -82,6 +86,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 	if legacy := LegacyInstanceDir(o.DataHome, f.Workdir); fileExists(legacy) {
 		f.LegacyInstance = legacy
 	}
+	phase.Mark("gather:kernel")
 	// The protected set's scan, unless Resolve will refuse the working directory anyway
 	// (a home directory is no tree to walk).
 	if checkWorkdir(f) == nil {
@@ -95,6 +100,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 		}
 		f.Tree = protect.Scan(f.Workdir, f.Homes[0], protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop}, refuse)
 	}
+	phase.Mark("gather:scan")
 	if err := gatherNix(r, o, pathEnv, &f); err != nil {
 		return f, err
 	}
@@ -105,12 +111,15 @@ func Gather(r Request, o Outside) (Facts, error) {
 			}
 		}
 	}
+	phase.Mark("gather:nix")
 	if r.Profile.PassGitIdentity() {
 		f.Git = ReadGitIdentity(o.Environ)
 	}
+	phase.Mark("gather:gitident")
 	if f.Host, err = DetectHost(); err != nil {
 		return f, err
 	}
+	phase.Mark("gather:host")
 	return f, nil
 }
 

@@ -1,16 +1,15 @@
 package bwrap
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
+	"syscall"
 	"unicode"
+
+	"github.com/heavy-duty/box/backend/bwrap/postrun"
 )
 
 // GitIdentity is the operator's git user.name and user.email: the two values, nothing
@@ -38,27 +37,77 @@ func (g GitIdentity) String() string {
 // so `git config --global` inside (the sandbox's own $HOME) overrides it.
 const GitConfigFile = "box-gitconfig"
 
-// gitIdentityTimeout bounds the host's git: a launch does not hang on it.
-const gitIdentityTimeout = 5 * time.Second
+// gitConfigMax bounds what is read of one global config file (a user's is a few hundred
+// bytes); a larger file is read up to it.
+const gitConfigMax = 1 << 20
 
-// ReadGitIdentity asks the host's git for the operator's global user.name and
-// user.email (git config --global: ~/.gitconfig and ~/.config/git/config, includes
-// not followed). It runs from / so no repository's configuration is read. A git that
-// is absent or has no identity gives an empty one.
+// ReadGitIdentity is the operator's global user.name and user.email, read from the
+// global config files as the host's git reads them for a commit, without running git
+// (a launch paid for two git processes): $GIT_CONFIG_GLOBAL alone when it is set, else
+// $XDG_CONFIG_HOME/git/config (~/.config/git/config when unset) then ~/.gitconfig, with
+// git's own parser (postrun.ParseConfig); the last value wins. Includes are not followed
+// and the system and repository configs are not read. A file that is missing,
+// unreadable or not a regular file is skipped, as git skips it; a file git would refuse
+// (a bad line) gives no identity, as git config --global gave none.
 func ReadGitIdentity(environ []string) GitIdentity {
-	get := func(key string) string {
-		ctx, cancel := context.WithTimeout(context.Background(), gitIdentityTimeout)
-		defer cancel()
-		c := exec.CommandContext(ctx, "git", "config", "--global", "--get", key)
-		c.Dir, c.Env = "/", environ
-		var out bytes.Buffer
-		c.Stdout = &out
-		if err := c.Run(); err != nil {
-			return ""
+	env := envMap(environ)
+	var g GitIdentity
+	for _, path := range globalGitConfigs(env) {
+		data, ok := readGitConfig(path)
+		if !ok {
+			continue
 		}
-		return strings.TrimSuffix(out.String(), "\n")
+		entries, err := postrun.ParseConfig(data)
+		if err != nil {
+			return GitIdentity{}
+		}
+		for _, e := range entries {
+			switch e.Name {
+			case "user.name":
+				g.Name = e.Value
+			case "user.email":
+				g.Email = e.Value
+			}
+		}
 	}
-	return GitIdentity{Name: get("user.name"), Email: get("user.email")}
+	return g
+}
+
+// globalGitConfigs are git's global config files for env, in the order git reads them
+// (git_global_config_paths).
+func globalGitConfigs(env map[string]string) []string {
+	if v, ok := env["GIT_CONFIG_GLOBAL"]; ok {
+		return []string{v}
+	}
+	home := env["HOME"]
+	var paths []string
+	if x := env["XDG_CONFIG_HOME"]; x != "" {
+		paths = append(paths, filepath.Join(x, "git", "config"))
+	} else if home != "" {
+		paths = append(paths, filepath.Join(home, ".config", "git", "config"))
+	}
+	if home != "" {
+		paths = append(paths, filepath.Join(home, ".gitconfig"))
+	}
+	return paths
+}
+
+// readGitConfig reads a regular file (a FIFO or device is not waited on), up to
+// gitConfigMax bytes.
+func readGitConfig(path string) ([]byte, bool) {
+	if path == "" {
+		return nil, false
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, gitConfigMax))
+	return data, err == nil
 }
 
 // gitValueOK refuses what would not survive a round trip through a config file as one

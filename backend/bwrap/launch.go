@@ -14,6 +14,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/internal/phase"
 )
 
 // Prepared is a plan made ready to launch: bwrap's argv and the network tier's helper.
@@ -82,9 +83,11 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := usernsBefore(bin); err != nil { // a launch that cannot start (userns_read.go)
 		return ExitStart, err
 	}
+	phase.Mark("start:userns")
 	if err := p.settleTrust(stderr); err != nil {
 		return 1, err
 	}
+	phase.Mark("start:trust")
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}
@@ -109,6 +112,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := protect.Recheck(p.Protect, skipped); err != nil {
 		return 1, err
 	}
+	phase.Mark("start:instance+protect")
 	launch := Launch{
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,
@@ -121,6 +125,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		}
 		launch.Seccomp = prog
 	}
+	phase.Mark("start:seccomp")
 	// box's own binary: the Nix store's helper, and the session helper on a terminal.
 	self, err := os.Executable()
 	if err == nil {
@@ -162,7 +167,9 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		return 1, needs(NeedLimits, err)
 	}
 	launch.BeforeRelease = limitHook(limits, launch.BeforeRelease)
+	phase.Mark("start:limits")
 	code, err := Run(launch)
+	phase.Mark("start:bwrap")
 	reportLimits(stderr, code, p.Spec.Limits, limits.Finish())
 	if err == nil {
 		if uerr := usernsAfter(bin, code); uerr != nil { // the command never ran: why (userns_read.go)

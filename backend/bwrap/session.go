@@ -14,6 +14,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap/postrun"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/internal/phase"
 )
 
 // Session is one bwrap launch, the sequence box run, the bwrap boxes and the drill all
@@ -83,6 +84,7 @@ func (s *Session) Resolve(r Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	phase.Mark("resolve")
 	for _, w := range p.Warnings {
 		fmt.Fprintf(s.Stderr, "box: warning: %s\n", w)
 	}
@@ -93,6 +95,7 @@ func (s *Session) Resolve(r Request) (*Plan, error) {
 func (s *Session) Prepare(p *Plan) (Prepared, error) {
 	pr, err := Prepare(p, s.InternetHelper)
 	pr.NoTTY = s.NoTTY
+	phase.Mark("prepare")
 	return pr, err
 }
 
@@ -117,6 +120,7 @@ func (s *Session) Launch(p *Plan, pr Prepared) (int, error) {
 	if err := s.confirm(); err != nil {
 		return 1, err
 	}
+	phase.Mark("checks")
 	code, _, err := s.supervise(p, pr, bin)
 	return code, err
 }
@@ -164,12 +168,15 @@ func (s *Session) supervise(p *Plan, pr Prepared, bin string) (int, *postrun.Rep
 	if err != nil {
 		return 1, nil, err
 	}
+	phase.Mark("audit:before")
 	code, err := p.Start(pr, bin, s.Stdin, s.Stdout, s.Stderr)
+	phase.Mark("sandbox")
 	// A second Ctrl-C (or the terminal closing) must not stop the audit half way: it is
 	// short, and what it leaves undone would wait for the next run.
 	hold := make(chan os.Signal, 1)
 	signal.Notify(hold, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	rep := audit.End()
+	phase.Mark("audit:after")
 	signal.Stop(hold)
 	if aerr := Finish(w, rep, code); aerr != nil {
 		return code, rep, aerr

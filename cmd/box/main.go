@@ -13,6 +13,7 @@ import (
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/internal/phase"
 	"github.com/heavy-duty/box/internal/termtext"
 )
 
@@ -46,7 +47,12 @@ const (
 // exitBox, never a code the command could have returned.
 var runners = map[string]bool{"run": true, "exec": true, "shell": true}
 
-func main() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+func main() {
+	phase.Mark("main")
+	code := Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	phase.Mark("exit")
+	os.Exit(code)
+}
 
 // Main runs box with args and returns the exit code. Everything but results goes to
 // stderr, prefixed "box:".

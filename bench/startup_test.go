@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The start-up figures of issue 24, each as a ratio of runs alternated in one loop (so
+// both sides see the same machine):
+//
+//	go test -run '^$' -bench 'Startup|Version|Phases' -benchtime 30x ./bench
+//
+// BenchmarkStartup: box run -y -q -- true over bare bwrap given box's own argv (the same
+// mounts, seccomp filter and namespaces: "box/bare", goal at most 1.5) and over
+// firejail --quiet --noprofile true ("box/firejail", goal at most 1), in a plain
+// directory and in a repository holding 50 nested repositories.
+func BenchmarkStartup(b *testing.B) {
+	for _, tree := range []string{"plain", "repos=50"} {
+		b.Run(tree, func(b *testing.B) {
+			r := setup(b)
+			if tree != "plain" {
+				plantRepos(b, r, 50)
+			}
+			firejail, _ := exec.LookPath("firejail")
+			if firejail == "" {
+				b.Log("firejail is not installed: box/firejail not measured")
+			}
+			var tBox, tBare, tFj time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				r.runBare(b)
+				t1 := time.Now()
+				if out, err := r.cmd(r.box, "run", "-y", "-q", "--", "true").CombinedOutput(); err != nil {
+					b.Fatalf("box run: %v\n%s", err, out)
+				}
+				t2 := time.Now()
+				if firejail != "" {
+					if out, err := r.cmd(firejail, "--quiet", "--noprofile", "true").CombinedOutput(); err != nil {
+						b.Fatalf("firejail: %v\n%s", err, out)
+					}
+				}
+				tBare += t1.Sub(t0)
+				tBox += t2.Sub(t1)
+				tFj += time.Since(t2)
+			}
+			b.ReportMetric(float64(tBox)/float64(tBare), "box/bare")
+			if firejail != "" {
+				b.ReportMetric(float64(tBox)/float64(tFj), "box/firejail")
+				b.ReportMetric(float64(tFj.Microseconds())/float64(b.N), "firejail-µs/op")
+			}
+			b.ReportMetric(float64(tBox.Microseconds())/float64(b.N), "box-µs/op")
+			b.ReportMetric(float64(tBare.Microseconds())/float64(b.N), "bare-µs/op")
+		})
+	}
+}
+
+// BenchmarkVersion: box --version over a hello-world Go binary built the same way
+// (static, stripped): what every verb pays before it does anything (goal at most 1.5).
+func BenchmarkVersion(b *testing.B) {
+	r := setup(b)
+	src := filepath.Join(r.dir, "hello")
+	os.MkdirAll(src, 0o755)
+	os.WriteFile(filepath.Join(src, "go.mod"), []byte("module hello\n\ngo 1.22\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n"), 0o644)
+	hello := filepath.Join(r.dir, "hello-bin")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", hello, ".")
+	build.Dir, build.Env = src, append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build hello: %v\n%s", err, out)
+	}
+	var tBox, tHello time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if err := r.cmd(hello).Run(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := r.cmd(r.box, "--version").Run(); err != nil {
+			b.Fatal(err)
+		}
+		tHello += t1.Sub(t0)
+		tBox += time.Since(t1)
+	}
+	b.ReportMetric(float64(tBox)/float64(tHello), "box/hello")
+	b.ReportMetric(float64(tBox.Microseconds())/float64(b.N), "box-µs/op")
+	b.ReportMetric(float64(tHello.Microseconds())/float64(b.N), "hello-µs/op")
+}
+
+// BenchmarkPhases: where box run -y -q -- true spends its time, from a test build whose
+// phase marks print (-tags boxphase, BOX_PHASES=1; release builds hold no-ops): the
+// median milliseconds of each step over b.N runs, printed as a table ("exec" is the exec
+// to the phase package's init, "exit" box's last mark to the wait's return). With
+// $BOX_BENCH_PHASE_BASELINE naming another such build (e.g. main's), both are alternated
+// and tabled side by side.
+func BenchmarkPhases(b *testing.B) {
+	r := setup(b)
+	bin := filepath.Join(r.dir, "box-phase")
+	build := exec.Command("go", "build", "-tags", "boxphase", "-trimpath", "-ldflags", "-s -w", "-o", bin, "../cmd/box")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	bins := []string{bin}
+	if base := os.Getenv("BOX_BENCH_PHASE_BASELINE"); base != "" {
+		bins = []string{base, bin}
+	}
+	runs := make([][]phaseRun, len(bins))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j, bn := range bins {
+			runs[j] = append(runs[j], r.phases(b, bn))
+		}
+	}
+	b.StopTimer()
+	var names []string
+	for _, run := range runs {
+		for _, p := range run[0] {
+			if !slices.Contains(names, p.name) {
+				names = append(names, p.name)
+			}
+		}
+	}
+	var tab strings.Builder
+	fmt.Fprintf(&tab, "\n%-24s", "phase (median ms)")
+	for _, bn := range bins {
+		fmt.Fprintf(&tab, " %12s", filepath.Base(bn))
+	}
+	tab.WriteByte('\n')
+	for _, n := range names {
+		fmt.Fprintf(&tab, "%-24s", n)
+		for _, run := range runs {
+			fmt.Fprintf(&tab, " %12.1f", medianOf(run, n))
+		}
+		tab.WriteByte('\n')
+	}
+	fmt.Print(tab.String()) // b.Log would truncate the table
+	b.ReportMetric(medianOf(runs[len(runs)-1], "total"), "total-ms")
+}
+
+type phaseRun []struct {
+	name string
+	ms   float64
+}
+
+// phases runs one box run -y -q -- true of a boxphase build and returns its steps.
+func (r *rig) phases(b *testing.B, bin string) phaseRun {
+	c := r.cmd(bin, "run", "-y", "-q", "--", "true")
+	c.Env = append(c.Env, "BOX_PHASES=1")
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	t0 := time.Now().UnixNano()
+	if err := c.Run(); err != nil {
+		b.Fatalf("%v\n%s", err, stderr.String())
+	}
+	end := time.Now().UnixNano()
+	var out phaseRun
+	add := func(name string, ns int64) {
+		out = append(out, struct {
+			name string
+			ms   float64
+		}{name, float64(ns) / 1e6})
+	}
+	last := t0
+	sc := bufio.NewScanner(&stderr)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[0] != "box-phase" {
+			continue
+		}
+		at, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := f[1]
+		if name == "init" {
+			name = "exec"
+		}
+		add(name, at-last)
+		last = at
+	}
+	if len(out) == 0 {
+		b.Fatalf("no phase marks:\n%s", stderr.String())
+	}
+	add("exit", end-last)
+	add("total", end-t0)
+	return out
+}
+
+func medianOf(runs []phaseRun, name string) float64 {
+	var v []float64
+	for _, run := range runs {
+		for _, p := range run {
+			if p.name == name {
+				v = append(v, p.ms)
+			}
+		}
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
