@@ -38,7 +38,10 @@ type Session struct {
 	DryRun bool
 	// AuditOut is where the post-run audit reports (nil: Stderr).
 	AuditOut io.Writer
-	// Quiet (-q) with Yes: the environment's audit table only when it flags something.
+	// Quiet (-q): nothing of box's own on stderr unless something is flagged. With Yes,
+	// the environment's audit table only when it flags something; no notes (a recovered
+	// audit that found nothing, the allowlist's opening line). Warnings, findings and
+	// errors still print.
 	Quiet bool
 }
 
@@ -93,6 +96,7 @@ func (s *Session) Resolve(r Request) (*Plan, error) {
 func (s *Session) Prepare(p *Plan) (Prepared, error) {
 	pr, err := Prepare(p, s.InternetHelper)
 	pr.NoTTY = s.NoTTY
+	pr.Quiet = s.Quiet
 	return pr, err
 }
 
@@ -193,6 +197,9 @@ func (s *Session) RecoverAudits() error {
 		return err
 	}
 	for _, r := range reps {
+		if s.Quiet && len(r.Findings) == 0 && r.Incomplete == "" && r.Err() == nil {
+			continue // it found nothing: a note, not a finding
+		}
 		fmt.Fprintf(s.Stderr, "box: audit: an earlier run in %s left its audit unfinished (box was killed, or the audit failed); auditing it now\n", wd)
 		// An incomplete audit is said (Finish prints it) and the run goes on.
 		if err := Finish(s.Stderr, r, 0); err != nil && r.Failed() {
