@@ -136,8 +136,10 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 			return nil, needs(NeedAllowlist, err)
 		}
 		s.ServeControl(ctl)
-		fmt.Fprintf(stderr, "box: allowlist: run %s allows %d pattern(s); refusals are logged to %s (inside: ~/.claude/%s); allow more while it runs: box allow --run %s NAME\n",
-			p.Policy.RunID, len(ps), p.NetLog, RefusalsFile, p.Policy.RunID)
+		if !pr.Quiet {
+			fmt.Fprintf(stderr, "box: allowlist: run %s allows %d pattern(s); refusals are logged to %s (inside: ~/.claude/%s); allow more while it runs: box allow --run %s NAME\n",
+				p.Policy.RunID, len(ps), p.NetLog, RefusalsFile, p.Policy.RunID)
+		}
 		return func() {
 			s.Close()
 			for _, c := range closers {

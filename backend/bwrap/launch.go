@@ -23,6 +23,9 @@ type Prepared struct {
 	Net  inet.Options
 	// NoTTY: terminals on stdio reach the command as pipes, with no terminal of its own.
 	NoTTY bool
+	// Quiet (-q): box's own notes (the allowlist's opening line) are not printed;
+	// warnings and findings still are.
+	Quiet bool
 }
 
 // Prepare makes a resolved plan ready to launch: the network tier's helper (found on

@@ -39,7 +39,10 @@ type Session struct {
 	DryRun bool
 	// AuditOut is where the post-run audit reports (nil: Stderr).
 	AuditOut io.Writer
-	// Quiet (-q) with Yes: the environment's audit table only when it flags something.
+	// Quiet (-q): nothing of box's own on stderr unless something is flagged. With Yes,
+	// the environment's audit table only when it flags something; no notes (a recovered
+	// audit that found nothing, the allowlist's opening line). Warnings, findings and
+	// errors still print.
 	Quiet bool
 }
 
@@ -96,6 +99,7 @@ func (s *Session) Prepare(p *Plan) (Prepared, error) {
 	pr, err := Prepare(p, s.InternetHelper)
 	pr.NoTTY = s.NoTTY
 	phase.Mark("prepare")
+	pr.Quiet = s.Quiet
 	return pr, err
 }
 
@@ -200,6 +204,9 @@ func (s *Session) RecoverAudits() error {
 		return err
 	}
 	for _, r := range reps {
+		if s.Quiet && len(r.Findings) == 0 && r.Incomplete == "" && r.Err() == nil {
+			continue // it found nothing: a note, not a finding
+		}
 		fmt.Fprintf(s.Stderr, "box: audit: an earlier run in %s left its audit unfinished (box was killed, or the audit failed); auditing it now\n", wd)
 		// An incomplete audit is said (Finish prints it) and the run goes on.
 		if err := Finish(s.Stderr, r, 0); err != nil && r.Failed() {
