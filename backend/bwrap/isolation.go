@@ -70,7 +70,10 @@ func (p *Plan) resolveIsolation(r Request) error {
 	}
 	p.Isolation = IsolationPlan{Mode: mode, binds: r.Binds, persistent: r.Persistent != nil}
 	if mode == IsolationLandlock {
-		return p.landlockRefusals(r.Profile)
+		if err := p.landlockRefusals(r.Profile); err != nil {
+			return err
+		}
+		p.Vars = p.landlockVars() // the environment's audit shows what enters
 	}
 	return nil
 }
@@ -213,10 +216,10 @@ func (p *Plan) landlockCommand() []string {
 	return argv
 }
 
-// landlockEnviron is the audited environment with the sandbox's home where the mode puts
+// landlockVars are the audited variables with the sandbox's home where the mode puts
 // it: the instance directory (its StateDir is the agent's), TMPDIR in it, and PATH the
 // system's with the tools' directories.
-func (p *Plan) landlockEnviron() []string {
+func (p *Plan) landlockVars() []envaudit.Var {
 	vars := make([]envaudit.Var, 0, len(p.Vars)+1)
 	home := p.Spec.InstanceDir
 	path := []string{"/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"}
@@ -239,8 +242,7 @@ func (p *Plan) landlockEnviron() []string {
 			vars = append(vars, v)
 		}
 	}
-	vars = append(vars, envaudit.Var{Name: "TMPDIR", Value: filepath.Join(home, "tmp"), Origin: "box"})
-	return envaudit.Environ(vars)
+	return append(vars, envaudit.Var{Name: "TMPDIR", Value: filepath.Join(home, "tmp"), Origin: "box"})
 }
 
 // startLandlock is Start in the Landlock mode: the same trust record, instance directory
@@ -288,7 +290,15 @@ func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, er
 			}
 		}
 	}()
-	code, err := LandlockRun(lp, p.landlockCommand(), p.landlockEnviron(), p.Spec.Workdir, fds)
+	if p.Isolation.FellBack { // the audit printed bwrap's values: say what changes
+		p.Vars = p.landlockVars()
+		for _, v := range p.Vars {
+			if v.Origin == "box" && (v.Name == "HOME" || v.Name == "TMPDIR" || v.Name == "PATH") {
+				fmt.Fprintf(stderr, "box: isolation auto: %s=%s\n", v.Name, v.Value)
+			}
+		}
+	}
+	code, err := LandlockRun(lp, p.landlockCommand(), envaudit.Environ(p.Vars), p.Spec.Workdir, fds)
 	done()
 	select {
 	case <-pid:

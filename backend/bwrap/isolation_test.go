@@ -86,7 +86,7 @@ func TestLandlockEnvironAndCommand(t *testing.T) {
 			{Name: "PATH", Value: "/home/u/.box/bin:/usr/bin", Origin: "box"}, {Name: "LANG", Value: "/home/u", Origin: "base"}},
 		Isolation: IsolationPlan{Mode: IsolationLandlock, binds: []Mount{{Src: "/usr/local/bin/box", Dst: "/run/box-probe"}}},
 	}
-	env := p.landlockEnviron()
+	env := envaudit.Environ(p.landlockVars())
 	for _, want := range []string{"HOME=/d/inst", "GIT_CONFIG_SYSTEM=/d/inst/.claude/box-gitconfig", "LANG=/home/u", "TMPDIR=/d/inst/tmp"} {
 		if !slices.Contains(env, want) {
 			t.Errorf("env lacks %s: %q", want, env)
