@@ -16,20 +16,28 @@ import (
 const NotHeld Status = "NOT HELD"
 
 // landlockNotHeld are the rows (by ID prefix) the Landlock mode does not hold, and why.
-var landlockNotHeld = []struct{ prefix, why string }{
-	{"protect:", "read-only binds inside the working directory need a mount namespace; the post-run audit still moves aside what executes"},
-	{"limits:tmpfs:", "no private /tmp, /var/tmp or /dev/shm (they need a mount namespace); the system's are not writable, TMPDIR is the instance directory's"},
-	{"limits:cgroup", "no cgroup: rlimits only"},
-	{"limits:pids", "no cgroup: RLIMIT_NPROC counts all your processes"},
-	{"limits:memory", "no cgroup: RLIMIT_AS bounds each process's address space, not the sandbox's memory"},
-	{"net:unix-path", "named unix sockets are not mediated (Landlock does not govern connect on a socket's path)"},
-	{"socket:", "named unix sockets are not mediated (Landlock does not govern connect on a socket's path)"},
-	{"net:abstract", "abstract unix sockets are scoped only from Landlock ABI 6 (Linux 6.12)"},
-	{"kernel:terminal", "the command shares box's terminal: no terminal of its own"},
-	{"kernel:host-tty", "the command shares box's terminal: no terminal of its own"},
-	{"proc:", "no private /proc: your other processes, their command lines and environments are readable"},
-	{"env:proc", "no private /proc: your other processes' environments are readable"},
-	{"kernel:trace-init", "no pid namespace: the sandbox's first process is not an init of its own"},
+var landlockNotHeld = []struct {
+	prefix, why string
+	only        func(Result) bool // nil: every row with the prefix
+}{
+	// The secrets' names are visible (the home is the host's, unreadable); a content
+	// that is readable stays a BREACH.
+	{"secret:", "a home of its own: the home is the host's, its entries' names visible and their contents unreadable", namesOnly},
+	{"pids", "no pid namespace: your other processes are visible in /proc", nil},
+	{"trust:wider-run", "only tier none in the Landlock mode: there is no wider run to compare", nil},
+	{"protect:", "read-only binds inside the working directory need a mount namespace; the post-run audit still moves aside what executes", nil},
+	{"limits:tmpfs:", "no private /tmp, /var/tmp or /dev/shm (they need a mount namespace); the system's are not writable, TMPDIR is the instance directory's", nil},
+	{"limits:cgroup", "no cgroup: rlimits only", nil},
+	{"limits:pids", "no cgroup: RLIMIT_NPROC counts all your processes", nil},
+	{"limits:memory", "no cgroup: RLIMIT_AS bounds each process's address space, not the sandbox's memory", nil},
+	{"net:unix-path", "named unix sockets are not mediated (Landlock does not govern connect on a socket's path)", nil},
+	{"socket:", "named unix sockets are not mediated (Landlock does not govern connect on a socket's path)", nil},
+	{"net:abstract", "abstract unix sockets are scoped only from Landlock ABI 6 (Linux 6.12)", nil},
+	{"kernel:terminal", "the command shares box's terminal: no terminal of its own", nil},
+	{"kernel:host-tty", "the command shares box's terminal: no terminal of its own", nil},
+	{"proc:", "no private /proc: your other processes, their command lines and environments are readable", nil},
+	{"env:proc", "no private /proc: your other processes' environments are readable", nil},
+	{"kernel:trace-init", "no pid namespace: the sandbox's first process is not an init of its own", nil},
 }
 
 // IsolationVerdicts turns the rows the plan's mode does not hold from BREACH or FAIL into
@@ -39,11 +47,11 @@ func IsolationVerdicts(p *bwrap.Plan, rs []Result) []Result {
 		return rs
 	}
 	for i, r := range rs {
-		if r.Status != Breach && r.Status != Fail {
+		if r.Status != Breach && r.Status != Fail && r.Status != Error {
 			continue
 		}
 		for _, n := range landlockNotHeld {
-			if strings.HasPrefix(r.ID, n.prefix) {
+			if strings.HasPrefix(r.ID, n.prefix) && (n.only == nil || n.only(r)) {
 				rs[i].Status = NotHeld
 				rs[i].Observed = "the Landlock mode: " + n.why + " (seen: " + r.Observed + ")"
 				break
@@ -51,4 +59,14 @@ func IsolationVerdicts(p *bwrap.Plan, rs []Result) []Result {
 		}
 	}
 	return rs
+}
+
+// namesOnly: every target the row saw is visible and unreadable (probePaths's words).
+func namesOnly(r Result) bool {
+	for _, t := range strings.Split(r.Observed, "; ") {
+		if !strings.HasSuffix(t, ": visible, unreadable") && !strings.HasSuffix(t, ": visible dir, unreadable") {
+			return false
+		}
+	}
+	return true
 }

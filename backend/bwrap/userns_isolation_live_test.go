@@ -7,12 +7,15 @@ package bwrap_test
 // with no network, every NOT HELD item said; the tiers it cannot give refused by name.
 
 import (
+	"encoding/json"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/internal/boxtest"
 	"github.com/heavy-duty/box/internal/testenv"
 )
@@ -100,4 +103,46 @@ func secretPaths(w *boxtest.World) []string {
 		out = append(out, w.Home+"/"+rel)
 	}
 	return out
+}
+
+// The drill in the Landlock mode, where no user namespace can be had: every row PASS or
+// NOT HELD with its reason (or SKIP/WARN as anywhere), never BREACH; the secrets and
+// writes rows PASS; the summary counts NOT HELD.
+func TestIsolationLandlockDrill(t *testing.T) {
+	testenv.RequireRoot(t)
+	if abi := bwrap.LandlockABI(); abi < 4 {
+		testenv.Skip(t, "requires Landlock ABI 4, this kernel has "+strconv.Itoa(abi))
+	}
+	w := boxtest.NewWorld(t)
+	r := inCase(w, "seccomp", "drill", "--isolation", "landlock", "--json")
+	t.Logf("box drill --isolation landlock under the Docker-like filter: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	var rows []drill.Result
+	if err := json.Unmarshal([]byte(r.Stdout), &rows); err != nil {
+		t.Fatalf("box drill --json: %v", err)
+	}
+	if r.Code != 0 {
+		t.Errorf("box drill: exit %d", r.Code)
+	}
+	n := map[drill.Status]int{}
+	for _, row := range rows {
+		n[row.Status]++
+		switch {
+		case row.Status == drill.Breach || row.Status == drill.Fail || row.Status == drill.Error:
+			t.Errorf("%s %s: %s", row.Status, row.ID, row.Observed)
+		case row.Status == drill.NotHeld && !strings.HasPrefix(row.Observed, "the Landlock mode: "):
+			t.Errorf("NOT HELD %s without the mode's reason: %s", row.ID, row.Observed)
+		case strings.HasPrefix(row.ID, "secret:") && strings.Contains(strings.ReplaceAll(row.Observed, "unreadable", ""), "readable"):
+			t.Errorf("%s: a secret's content is readable: %s", row.ID, row.Observed)
+		case (strings.HasPrefix(row.ID, "write") || strings.HasPrefix(row.ID, "net:")) && row.Status != drill.Pass && row.Status != drill.Skip && row.ID != "net:unix-path":
+			t.Errorf("%s: %s %s", row.ID, row.Status, row.Observed)
+		}
+	}
+	for _, id := range []string{"pids", "secret:ssh"} {
+		if !slices.ContainsFunc(rows, func(r drill.Result) bool { return r.ID == id && r.Status == drill.NotHeld }) {
+			t.Errorf("row %s is not NOT HELD", id)
+		}
+	}
+	if n[drill.NotHeld] == 0 || !strings.Contains(r.Stderr, strconv.Itoa(n[drill.NotHeld])+" NOT HELD") {
+		t.Errorf("the summary does not count NOT HELD (%d):\n%s", n[drill.NotHeld], r.Stderr)
+	}
 }

@@ -277,6 +277,12 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 			ch <- started{err: err}
 			return
 		}
+		// Nothing of box's but stdio reaches the command: every other descriptor closes
+		// on exec (ForkExec's dup2 clears it on the three it passes).
+		if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+			ch <- started{err: fmt.Errorf("close_range: %w", err)}
+			return
+		}
 		pid, err := syscall.ForkExec("/bin/sh", full, &syscall.ProcAttr{Dir: dir, Env: env, Files: stdio, Sys: &syscall.SysProcAttr{Setpgid: false}})
 		ch <- started{pid, err}
 	}()
