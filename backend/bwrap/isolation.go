@@ -242,7 +242,9 @@ func (p *Plan) landlockVars() []envaudit.Var {
 			vars = append(vars, v)
 		}
 	}
-	return append(vars, envaudit.Var{Name: "TMPDIR", Value: filepath.Join(home, "tmp"), Origin: "box"})
+	vars = append(vars, envaudit.Var{Name: "TMPDIR", Value: filepath.Join(home, "tmp"), Origin: "box"})
+	slices.SortStableFunc(vars, func(a, b envaudit.Var) int { return strings.Compare(a.Name, b.Name) })
+	return vars
 }
 
 // startLandlock is Start in the Landlock mode: the same trust record, instance directory

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/drill"
@@ -91,6 +92,22 @@ exit 7`
 	if _, err := os.Stat(w.Proj + "/ran4"); err != nil {
 		t.Errorf("auto: the command did not run: %v", err)
 	}
+	// Start-up, the same run, the same user, the same box (logged, not asserted): box run
+	// -y -- true in each mode, the median of five.
+	median := func(args ...string) time.Duration {
+		var ds []time.Duration
+		for range 5 {
+			start := time.Now()
+			if r := w.Run(args...); r.Code != 0 {
+				t.Fatalf("box %v: exit %d\n%s", args, r.Code, r.Stderr)
+			}
+			ds = append(ds, time.Since(start))
+		}
+		slices.Sort(ds)
+		return ds[2]
+	}
+	bw, ll := median("run", "-y", "--", "true"), median("run", "--isolation", "landlock", "-y", "--", "true")
+	t.Logf("start-up, box run -y -- true: bwrap %v, landlock %v (landlock/bwrap %.2f)", bw, ll, float64(ll)/float64(bw))
 	// Where bwrap starts, auto is bwrap: nothing about the Landlock mode is said.
 	if r := w.Run("run", "--isolation", "auto", "-y", "--", "true"); r.Code != 0 || strings.Contains(r.Stderr, "NOT HELD") {
 		t.Errorf("auto where bwrap starts: exit %d\n%s", r.Code, r.Stderr)
