@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/internal/boxtest"
 	"github.com/heavy-duty/box/internal/testenv"
+	"golang.org/x/sys/unix"
 )
 
 func TestIsolationLandlockRun(t *testing.T) {
@@ -42,7 +44,11 @@ echo ok > "$HOME/w" && echo PASS-WRITE-INST
 echo ok > "$TMPDIR/w" && echo PASS-WRITE-TMPDIR
 echo "SANDBOX=$BOX_SANDBOX"
 exit 7`
-	r := inCase(w, "seccomp", "run", "--isolation", "landlock", "-y", "--", "sh", "-c", script)
+	// RLIMIT_NPROC counts all the user's tasks (NOT HELD: no cgroup), and other tests'
+	// drills fork thousands as the same user: the profile's pids is the hard limit, so
+	// the limit is set without racing them.
+	w.Write(w.Home+"/.config/box/profiles/ll.toml", "isolation = \"landlock\"\npids = "+strconv.FormatUint(nprocMax(), 10)+"\n")
+	r := inCase(w, "seccomp", "run", "-p", "ll", "-y", "--", "sh", "-c", script)
 	t.Logf("box run --isolation landlock under the Docker-like filter: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	if r.Code != 7 {
 		t.Fatalf("exit %d, want the command's 7", r.Code)
@@ -85,7 +91,7 @@ exit 7`
 	if r.Code != 125 || !strings.Contains(r.Stderr, "--isolation landlock") || !strings.Contains(r.Stderr, "does NOT hold") {
 		t.Errorf("default: exit %d\n%s", r.Code, r.Stderr)
 	}
-	r = inCase(w, "seccomp", "run", "--isolation", "auto", "-y", "--", "sh", "-c", "echo RAN > ran4")
+	r = inCase(w, "seccomp", "run", "-p", "ll", "--isolation", "auto", "-y", "--", "sh", "-c", "echo RAN > ran4")
 	if r.Code != 0 || !strings.Contains(r.Stderr, "isolation auto: running in the Landlock mode") || !strings.Contains(r.Stderr, "box: NOT HELD: private /proc") {
 		t.Errorf("auto: exit %d\n%s", r.Code, r.Stderr)
 	}
@@ -106,7 +112,7 @@ exit 7`
 		slices.Sort(ds)
 		return ds[2]
 	}
-	bw, ll := median("run", "-y", "--", "true"), median("run", "--isolation", "landlock", "-y", "--", "true")
+	bw, ll := median("run", "-y", "--", "true"), median("run", "-p", "ll", "-y", "--", "true")
 	t.Logf("start-up, box run -y -- true: bwrap %v, landlock %v (landlock/bwrap %.2f)", bw, ll, float64(ll)/float64(bw))
 	// Where bwrap starts, auto is bwrap: nothing about the Landlock mode is said.
 	if r := w.Run("run", "--isolation", "auto", "-y", "--", "true"); r.Code != 0 || strings.Contains(r.Stderr, "NOT HELD") {
@@ -131,7 +137,8 @@ func TestIsolationLandlockDrill(t *testing.T) {
 		testenv.Skip(t, "requires Landlock ABI 4, this kernel has "+strconv.Itoa(abi))
 	}
 	w := boxtest.NewWorld(t)
-	r := inCase(w, "seccomp", "drill", "--isolation", "landlock", "--json")
+	w.Write(w.Home+"/.config/box/profiles/ll.toml", "pids = "+strconv.FormatUint(nprocMax(), 10)+"\n")
+	r := inCase(w, "seccomp", "drill", "-p", "ll", "--isolation", "landlock", "--json")
 	t.Logf("box drill --isolation landlock under the Docker-like filter: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	var rows []drill.Result
 	if err := json.Unmarshal([]byte(r.Stdout), &rows); err != nil {
@@ -162,4 +169,12 @@ func TestIsolationLandlockDrill(t *testing.T) {
 	if n[drill.NotHeld] == 0 || !strings.Contains(r.Stderr, strconv.Itoa(n[drill.NotHeld])+" NOT HELD") {
 		t.Errorf("the summary does not count NOT HELD (%d):\n%s", n[drill.NotHeld], r.Stderr)
 	}
+}
+
+// nprocMax is RLIMIT_NPROC's hard limit (the user inherits the test's), capped at the
+// largest pids a profile takes.
+func nprocMax() uint64 {
+	var rl syscall.Rlimit
+	syscall.Getrlimit(unix.RLIMIT_NPROC, &rl)
+	return min(rl.Max, 4194304)
 }
