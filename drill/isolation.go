@@ -31,6 +31,7 @@ var landlockNotHeld = []struct {
 	{"limits:pids", "no cgroup: RLIMIT_NPROC counts all your processes", nil},
 	{"limits:memory", "no cgroup: RLIMIT_AS bounds each process's address space, not the sandbox's memory", nil},
 	{"net:unix-path", "named unix sockets are not mediated (Landlock does not govern connect on a socket's path)", nil},
+	{"nix:daemon", "named unix sockets are not mediated: the host's nix-daemon answers, and builds and fetches on the host's network, outside tier none", nil},
 	{"socket:", "named unix sockets are not mediated (Landlock does not govern connect on a socket's path)", nil},
 	{"net:abstract", "abstract unix sockets are scoped only from Landlock ABI 6 (Linux 6.12)", nil},
 	{"kernel:terminal", "the command shares box's terminal: no terminal of its own", nil},

@@ -32,7 +32,7 @@ var LandlockNotHeld = []string{
 	"a home of its own: the home is unreadable, not replaced",
 	"network tiers internet and allowlist: they need a network namespace",
 	"cgroup limits: rlimits only (RLIMIT_NPROC counts all your processes)",
-	"unix socket mediation: named sockets the user can reach (/run/user/UID/bus, an ssh-agent, docker.sock) can be connected to",
+	"unix socket mediation: named sockets the user can reach (/run/user/UID/bus, an ssh-agent, docker.sock, a host nix-daemon that builds and fetches on the host's network) can be connected to",
 	"a terminal of its own: the command shares box's terminal",
 }
 
