@@ -143,7 +143,7 @@ func Failed(rs []Result) bool {
 
 // Summary counts results by status, e.g. "31 PASS, 1 WARN, 6 SKIP".
 func Summary(rs []Result) string {
-	order := []Status{Pass, Breach, Fail, Error, Warn, Skip}
+	order := []Status{Pass, Breach, Fail, Error, Warn, NotHeld, Skip}
 	n := map[Status]int{}
 	for _, r := range rs {
 		n[r.Status]++

@@ -80,6 +80,7 @@ var ProfileKeys = []keyRule{
 	named("memory", keyRule{by: all(honoured)}),
 	named("pids", keyRule{by: all(honoured)}),
 	named("git_identity", bwrapOnly("a vm box gets no identity from the host: set it inside with git config --global")),
+	named("isolation", bwrapOnly("a vm box is isolated by its own kernel; remove isolation")),
 	named("disk", vmOnly("a bwrap sandbox has no disk of its own (the working directory is the host's); use a vm profile for a disk size")),
 }
 
@@ -140,6 +141,8 @@ func profileSet(p *Profile, key string) bool {
 		return len(p.Sockets) > 0
 	case "git_identity":
 		return p.GitIdentity != nil
+	case "isolation":
+		return p.Isolation != ""
 	}
 	return false
 }

@@ -71,6 +71,10 @@ type Profile struct {
 	// GitIdentity (bwrap): pass the operator's git user.name and user.email into the
 	// sandbox's git (nil: yes; false: no).
 	GitIdentity *bool `toml:"git_identity"`
+	// Isolation (bwrap): "bwrap" (the default), "landlock" (no namespaces, said at every
+	// launch) or "auto" (the opt-in: bwrap, else the Landlock mode where bwrap cannot
+	// start). The values are backend/bwrap's (ValidIsolation).
+	Isolation string `toml:"isolation"`
 }
 
 // PassGitIdentity reports whether the operator's git identity enters the sandbox.
@@ -116,6 +120,22 @@ func ValidName(name string) error {
 		return fmt.Errorf("invalid profile name %q: a name is letters, digits, '-' and '_' (not a path)", name)
 	}
 	return nil
+}
+
+// The isolation modes of a bwrap sandbox (backend/bwrap/isolation.go says what each holds).
+const (
+	IsolationBwrap    = "bwrap"
+	IsolationLandlock = "landlock"
+	IsolationAuto     = "auto" // the opt-in: bwrap, else the Landlock mode where bwrap cannot start
+)
+
+// ValidIsolation checks an isolation mode's name ("" is the default, bwrap).
+func ValidIsolation(s string) error {
+	switch s {
+	case "", IsolationBwrap, IsolationLandlock, IsolationAuto:
+		return nil
+	}
+	return fmt.Errorf("unknown isolation %q: want %s, %s or %s", s, IsolationBwrap, IsolationLandlock, IsolationAuto)
 }
 
 // ValidNetwork checks a network tier name.
@@ -290,6 +310,14 @@ func (p *Profile) Validate() error {
 	}
 	if p.Path != "" && p.Path != PathSystem && p.Path != PathMinimal {
 		return fmt.Errorf("path %q: want %s or %s", p.Path, PathSystem, PathMinimal)
+	}
+	if p.Isolation != "" {
+		if p.Backend == BackendVM {
+			return fmt.Errorf("isolation: a vm box is isolated by its own kernel; isolation is the bwrap backend's")
+		}
+		if err := ValidIsolation(p.Isolation); err != nil {
+			return fmt.Errorf("isolation: %w", err)
+		}
 	}
 	if p.Nix != "" && p.Nix != NixNone && p.Nix != NixStore && p.Nix != NixDaemon {
 		return fmt.Errorf("nix %q: want %s, %s or %s", p.Nix, NixNone, NixStore, NixDaemon)

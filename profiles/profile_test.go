@@ -440,3 +440,23 @@ func TestParsePids(t *testing.T) {
 	}
 	wantErr(t, "pids = \"100\"\n", "/cfg/p.toml:1:")
 }
+
+// isolation is a bwrap key with three values; a vm profile setting it is refused.
+func TestProfileIsolation(t *testing.T) {
+	for v, ok := range map[string]bool{"": true, "bwrap": true, "landlock": true, "auto": true, "Landlock": false, "none": false} {
+		p := Profile{Isolation: v}
+		p.applyDefaults()
+		if err := p.Validate(); (err == nil) != ok {
+			t.Errorf("isolation %q: %v", v, err)
+		}
+	}
+	vm := Profile{Backend: BackendVM, Isolation: "landlock"}
+	vm.applyDefaults()
+	if err := vm.Validate(); err == nil || !strings.Contains(err.Error(), "isolation") {
+		t.Errorf("vm: %v", err)
+	}
+	var ke *KeyError
+	if err := CheckKeys(UseVM, &Profile{Isolation: "landlock"}, nil); !errors.As(err, &ke) || ke.Key != "isolation" {
+		t.Errorf("CheckKeys vm: %v", err)
+	}
+}

@@ -83,8 +83,8 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := p.RefuseRoot(); err != nil {
 		return 1, err
 	}
-	if err := usernsBefore(bin); err != nil { // a launch that cannot start (userns_read.go)
-		return ExitStart, err
+	if code, err, done := p.startIsolated(bin, stdin, stdout, stderr); done { // isolation.go
+		return code, err
 	}
 	phase.Mark("start:userns")
 	if err := p.settleTrust(stderr); err != nil {

@@ -35,6 +35,8 @@ type Request struct {
 	// runner): no profile rule applies to them, and neither SANDBOX.md nor the audit
 	// lists them.
 	Binds []Mount
+	// Isolation is the mode box run's --isolation names ("": the profile's; isolation.go).
+	Isolation string
 }
 
 // Persistent is what a named bwrap box brings to a request: its own home in place of
@@ -168,6 +170,8 @@ type Plan struct {
 	Reach Reach
 	// Git is the operator's git identity the sandbox's git gets (gitident.go).
 	Git GitIdentity
+	// Isolation is the launch's mode (isolation.go).
+	Isolation IsolationPlan
 }
 
 // Resolve turns a request and the host's facts into a plan. It is pure.

@@ -88,6 +88,9 @@ func (s *Session) Resolve(r Request) (*Plan, error) {
 		return nil, err
 	}
 	phase.Mark("resolve")
+	if err := p.resolveIsolation(r); err != nil {
+		return nil, err
+	}
 	for _, w := range p.Warnings {
 		fmt.Fprintf(s.Stderr, "box: warning: %s\n", w)
 	}
@@ -110,7 +113,7 @@ func (s *Session) Launch(p *Plan, pr Prepared) (int, error) {
 	if err := p.RefuseRoot(); err != nil {
 		return 1, err
 	}
-	bin, err := LookBwrap()
+	bin, err := p.lookBwrap()
 	if err != nil {
 		return 1, err
 	}
@@ -133,7 +136,7 @@ func (s *Session) Launch(p *Plan, pr Prepared) (int, error) {
 // or the question (the drill: its command is box's own probe runner), and returns the
 // audit's report too.
 func (s *Session) Supervise(p *Plan, pr Prepared) (int, *postrun.Report, error) {
-	bin, err := LookBwrap()
+	bin, err := p.lookBwrap()
 	if err != nil {
 		return 1, nil, err
 	}

@@ -7,8 +7,8 @@ package bwrap
 // filter refusing every socket family but AF_UNIX (tier none), Landlock's scopes
 // (abstract sockets, signals), box's syscall filter, rlimits and no_new_privs.
 //
-// This is the mode's engine only: box run does not offer it yet (no --isolation flag,
-// no drill rows); LandlockNotHeld is what a launch in it must say.
+// isolation.go chooses the mode and wires it into the one launch sequence;
+// LandlockNotHeld is what every launch in it says.
 
 import (
 	"errors"
@@ -32,7 +32,12 @@ var LandlockNotHeld = []string{
 	"a home of its own: the home is unreadable, not replaced",
 	"network tiers internet and allowlist: they need a network namespace",
 	"cgroup limits: rlimits only (RLIMIT_NPROC counts all your processes)",
+	"unix socket mediation: named sockets the user can reach (/run/user/UID/bus, an ssh-agent, docker.sock, a host nix-daemon that builds and fetches on the host's network) can be connected to",
+	"a terminal of its own: the command shares box's terminal",
 }
+
+// landlockNotHeldABI is what an older Landlock (below ABI 6: no scopes) adds.
+var landlockNotHeldABI = "abstract unix sockets and signals: the host's abstract sockets and your other processes can be reached (Landlock scopes need ABI 6, Linux 6.12)"
 
 // LandlockTierError: the Landlock mode cannot give this network tier.
 type LandlockTierError struct{ Tier policy.Tier }
@@ -59,6 +64,10 @@ type LandlockPlan struct {
 	Devices   []string // character devices opened read-write (/dev/null, /dev/tty, ...)
 	Nproc     uint64   // RLIMIT_NPROC (0: as it is)
 	AddrSpace uint64   // RLIMIT_AS in bytes (0: as it is)
+	// Seccomp is the syscall filter (nil: box's default, every group on).
+	Seccomp *seccomp.Filter
+	// OnStart, when set, is told the command's pid once it runs.
+	OnStart func(pid int)
 }
 
 // DefaultLandlockReadOnly are the system trees a command needs to read and run.
@@ -172,9 +181,13 @@ func (p LandlockPlan) restrictLandlock(abi int) error {
 	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); e != 0 {
 		return fmt.Errorf("landlock_restrict_self: %w", e)
 	}
-	f, err := seccomp.New(nil)
-	if err != nil {
-		return err
+	f := p.Seccomp
+	if f == nil {
+		nf, err := seccomp.New(nil)
+		if err != nil {
+			return err
+		}
+		f = &nf
 	}
 	prog, err := f.Bytes()
 	if err != nil {
@@ -264,12 +277,21 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 			ch <- started{err: err}
 			return
 		}
+		// Nothing of box's but stdio reaches the command: every other descriptor closes
+		// on exec (ForkExec's dup2 clears it on the three it passes).
+		if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+			ch <- started{err: fmt.Errorf("close_range: %w", err)}
+			return
+		}
 		pid, err := syscall.ForkExec("/bin/sh", full, &syscall.ProcAttr{Dir: dir, Env: env, Files: stdio, Sys: &syscall.SysProcAttr{Setpgid: false}})
 		ch <- started{pid, err}
 	}()
 	s := <-ch
 	if s.err != nil {
 		return ExitStart, fmt.Errorf("the Landlock mode: %w", s.err)
+	}
+	if p.OnStart != nil {
+		p.OnStart(s.pid)
 	}
 	var ws syscall.WaitStatus
 	for {

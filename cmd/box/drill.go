@@ -20,6 +20,7 @@ type drillOptions struct {
 	template    string
 	network     string
 	expect      string
+	isolation   string
 	env         []string
 	json        bool
 	internetURL string
@@ -89,6 +90,7 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 	f.StringVarP(&o.network, "network", "n", "", "network tier of the sandbox: "+policy.TierList("or")+" (default: the profile's)")
 	f.StringVar(&o.expect, "expect", "", "judge against this tier's contract: "+policy.TierList("or")+" (default: the sandbox's tier)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter, as box run --env does (repeatable)")
+	f.StringVar(&o.isolation, "isolation", "", "drill box run's sandbox in this isolation mode: bwrap, landlock or auto, as box run --isolation (rows the Landlock mode does not hold are NOT HELD)")
 	f.BoolVar(&o.json, "json", false, "print the results as a JSON array (fields: docs/json.md)")
 	f.StringVar(&o.internetURL, "internet-url", drill.DefaultInternetURL, "URL the internet probe fetches")
 	f.IntVar(&o.hostPort, "host-port", 0, "TCP port of a host service for the host-address probe (default: the ports the host listens on)")
@@ -152,7 +154,7 @@ func runDrill(e *env, o *drillOptions) error {
 			}
 			req, err := runRequest(e, &runOptions{
 				profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
-				allow: o.allow, command: probe,
+				allow: o.allow, command: probe, isolation: o.isolation,
 			})
 			if err != nil {
 				return nil, nil, err

@@ -30,7 +30,7 @@ func hintFor(err error) (string, error) {
 	var ue *bwrap.UsernsError
 	switch {
 	case errors.As(err, &ue):
-		return usernsErrHint(ue), ue // setupuserns.go
+		return usernsErrHint(ue) + "\n" + landlockOptIn, ue // setupuserns.go
 	case errors.As(err, &ae):
 		return auditHint(ae), ae
 	case errors.Is(err, bwrap.ErrRoot):
@@ -48,6 +48,14 @@ func hintFor(err error) (string, error) {
 	}
 	return "", nil
 }
+
+// landlockOptIn: where bwrap cannot start, the mode that needs no namespace, by name.
+const landlockOptIn = `or opt into the Landlock mode, which needs no user namespace: box run --isolation landlock ` +
+	`(for a profile, once: isolation = "auto" runs it only where bwrap cannot start). ` +
+	`It keeps your home and secrets unreadable and writes to the working and instance directories, tier none only; ` +
+	`it does NOT hold a private /tmp or /proc (your other processes are visible), the internet and allowlist tiers, ` +
+	`read-only protected paths inside the working directory, or cgroup limits ` +
+	`(box run --isolation landlock --dry-run lists every item; docs/bwrap.md)`
 
 func auditHint(e *bwrap.AuditError) string {
 	h := "inspect the paths above before running git or opening the directory in an editor; the next box run in this directory audits again"

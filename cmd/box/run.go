@@ -21,6 +21,7 @@ type runOptions struct {
 	yes       bool
 	dryRun    bool
 	allowRoot bool
+	isolation string
 	command   []string
 }
 
@@ -63,14 +64,25 @@ execute (core.fsmonitor, core.hooksPath, ! aliases, filters, ...), new nested
 repositories, new hooks. Each is moved aside into $XDG_DATA_HOME/box/quarantine/ (nothing
 is deleted) and printed with how to restore it. The exit code stays the command's; it is
 125 only when the audit could not finish, or when the sandbox could not start (box says
-why: an AppArmor restriction, a container's seccomp filter, no user namespaces).`,
+why: an AppArmor restriction, a container's seccomp filter, no user namespaces).
+
+Isolation: bwrap (the default) sandboxes with namespaces. Where user namespaces cannot
+be had (a container, a locked-down CI runner), --isolation landlock runs the command
+with no namespace at all: Landlock keeps the home and its secrets unreadable and writes
+to the working and instance directories, a socket filter and Landlock's TCP rules give
+tier none; every launch prints what does NOT hold (a private /tmp and /proc, the other
+tiers, read-only protected paths inside the working directory, cgroup limits, ...).
+Only tier none; a profile's mounts and nix store are refused by name. A profile's
+isolation = "auto" is a standing opt-in: bwrap, and the Landlock mode only where box
+diagnoses that bwrap cannot start. Never chosen without one of these.`,
 		Example: `  box run -y                               # the default profile: a shell, no network
   box run -y -- make test                  # one command
   box run --backend bwrap -y -- claude --dangerously-skip-permissions
   box run --profile claude -y              # the claude profile's command
   box run --env GITHUB_TOKEN --network full -y -- gh pr list
   box run -n allowlist --allow @github --allow api.anthropic.com:443 -y -- claude
-  box run --dry-run -- true                # print the bwrap argv, run nothing`,
+  box run --dry-run -- true                # print the bwrap argv, run nothing
+  box run --isolation landlock -y -- make  # no namespaces (a container): says what does not hold`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.command = args
@@ -89,6 +101,7 @@ why: an AppArmor restriction, a container's seccomp filter, no user namespaces).
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
 	f.BoolVarP(&o.yes, "force", "f", false, "the same as -y (every verb that asks takes both)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv, the env names it would pass and the protected set; run nothing")
+	f.StringVar(&o.isolation, "isolation", "", "bwrap (namespaces; the default), landlock (no namespaces: says what does NOT hold) or auto (bwrap, else landlock where bwrap cannot start) (default: the profile's isolation)")
 	f.BoolVar(&o.allowRoot, "allow-root", false, "run the sandbox even though box runs as root (it keeps root's ownership of files)")
 	return cmd
 }
@@ -110,7 +123,14 @@ func runRun(e *env, o *runOptions) error {
 		return exitCode(out.Code, err)
 	}
 	p := out.Plan
+	if p.Isolation.Landlock() {
+		printLandlockDryRun(e, p) // isolation.go: the mode, its rules and what does NOT hold
+		return nil
+	}
 	printDryRun(e, out.Prepared.Args, p.Vars)
+	for _, l := range p.IsolationLines() {
+		fmt.Fprintln(e.stdout, l)
+	}
 	if p.Spec.Seccomp != nil {
 		fmt.Fprintf(e.stdout, "seccomp: %s\n", p.Spec.Seccomp.Describe())
 	}
@@ -182,12 +202,15 @@ func runRequest(e *env, o *runOptions) (bwrap.Request, error) {
 			return req, usagef("the tiers are "+policy.TierList("and")+": run 'box run --help'", "--network: %s", err)
 		}
 	}
+	if err := profiles.ValidIsolation(o.isolation); err != nil {
+		return req, usagef("the modes are bwrap, landlock and auto: run 'box run --help'", "--isolation: %s", err)
+	}
 	if err := profiles.CheckKeys(profiles.UseRun, prof, tmpl); err != nil {
 		return req, err
 	}
 	return bwrap.Request{
 		Profile: prof, Template: tmpl, Network: o.network, Env: o.env,
-		Command: o.command, AllowRoot: o.allowRoot, Allow: o.allow,
+		Command: o.command, AllowRoot: o.allowRoot, Allow: o.allow, Isolation: o.isolation,
 	}, nil
 }
 

@@ -1,0 +1,372 @@
+package bwrap
+
+// The isolation a launch gets: bwrap (namespaces; the default), landlock (what an
+// unprivileged process holds on its own where user namespaces cannot be had; named by
+// --isolation or the profile's isolation key), or auto (the profile's or the flag's
+// standing opt-in: bwrap where it can start, the Landlock mode where box diagnosed that
+// it cannot). Whatever the mode cannot give is refused by name; what does not hold is
+// said at every launch in it.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/policy"
+	"github.com/heavy-duty/box/profiles"
+)
+
+// Isolation is how a launch is sandboxed.
+type Isolation string
+
+const (
+	IsolationBwrap    Isolation = profiles.IsolationBwrap
+	IsolationLandlock Isolation = profiles.IsolationLandlock
+	// IsolationAuto is the opt-in: bwrap, else (diagnosed before launch) the Landlock mode.
+	IsolationAuto Isolation = profiles.IsolationAuto
+)
+
+// IsolationPlan is the plan's mode and what the Landlock mode needs of the request.
+type IsolationPlan struct {
+	Mode Isolation
+	// FellBack: the mode was auto and bwrap could not start; Why is the diagnosis.
+	FellBack bool
+	Why      error
+	// binds are box's own read-only binds (the drill's probe runner): in the Landlock
+	// mode their sources are readable in place and the command names the source.
+	binds      []Mount
+	persistent bool
+}
+
+// Landlock reports whether the launch runs in the Landlock mode.
+func (i IsolationPlan) Landlock() bool { return i.Mode == IsolationLandlock }
+
+// IsolationError: the Landlock mode cannot give what the plan asks for; What names it.
+type IsolationError struct{ What, Why string }
+
+func (e *IsolationError) Error() string {
+	return fmt.Sprintf("the Landlock mode (--isolation landlock) cannot give %s: %s", e.What, e.Why)
+}
+
+// resolveIsolation sets p's mode from the request (the flag, else the profile's key) and
+// refuses, by name, what the Landlock mode cannot give when it is named.
+func (p *Plan) resolveIsolation(r Request) error {
+	mode := Isolation(r.Isolation)
+	if mode == "" && r.Profile != nil {
+		mode = Isolation(r.Profile.Isolation)
+	}
+	if mode == "" {
+		mode = IsolationBwrap
+	}
+	if err := profiles.ValidIsolation(string(mode)); err != nil {
+		return err
+	}
+	p.Isolation = IsolationPlan{Mode: mode, binds: r.Binds, persistent: r.Persistent != nil}
+	if mode == IsolationLandlock {
+		if err := p.landlockRefusals(r.Profile); err != nil {
+			return err
+		}
+		p.Vars = p.landlockVars() // the environment's audit shows what enters
+	}
+	return nil
+}
+
+// landlockRefusals: each setting the Landlock mode cannot give is an error, never dropped.
+func (p *Plan) landlockRefusals(prof *profiles.Profile) error {
+	if t := p.Spec.Network; t != policy.NetNone {
+		return &LandlockTierError{t}
+	}
+	if p.Isolation.persistent {
+		return &IsolationError{"a bwrap box", "its own home at your home's path needs a mount namespace; use box run"}
+	}
+	if prof != nil && len(prof.Mounts) > 0 {
+		return &IsolationError{"the profile's mounts", "a bind needs a mount namespace"}
+	}
+	if p.Spec.NixStore != "" {
+		return &IsolationError{`nix = "store"`, "a store layered over /nix/store needs a mount namespace"}
+	}
+	if p.Spec.NixDaemon {
+		return &IsolationError{`nix = "daemon"`, "its socket is a bind"}
+	}
+	if abi := LandlockABI(); abi < landlockModeABI {
+		return &LandlockABIError{Have: abi, Need: landlockModeABI}
+	}
+	return nil
+}
+
+// NotHeld is what the plan's mode does not hold ("" for bwrap), each with why.
+func (p *Plan) NotHeld() []string {
+	if !p.Isolation.Landlock() && p.Isolation.Mode != IsolationAuto {
+		return nil
+	}
+	out := append([]string{}, LandlockNotHeld...)
+	out = append(out, "the protected set inside the working directory ("+strings.Join(protectedExamples(p), ", ")+"): writable during the run; the post-run audit still moves aside what executes")
+	if LandlockABI() < landlockScopeABI {
+		out = append(out, landlockNotHeldABI)
+	}
+	return out
+}
+
+// protectedExamples are a few of the protected set's entries, for the NOT HELD line.
+func protectedExamples(p *Plan) []string {
+	var ex []string
+	for _, ro := range p.Spec.ReadOnly {
+		if rel, err := filepath.Rel(p.Spec.Workdir, ro); err == nil && !strings.HasPrefix(rel, "..") {
+			ex = append(ex, rel)
+		}
+		if len(ex) == 3 {
+			return append(ex, "...")
+		}
+	}
+	if len(ex) == 0 {
+		return []string{".git/hooks", ".envrc", "..."}
+	}
+	return ex
+}
+
+// IsolationLines are what a launch (and a dry run) says of its mode: the mode, then one
+// NOT HELD line per item.
+func (p *Plan) IsolationLines() []string {
+	switch p.Isolation.Mode {
+	case IsolationBwrap, "":
+		return []string{"isolation: bwrap"}
+	case IsolationAuto:
+		if !p.Isolation.FellBack {
+			return []string{"isolation: auto (bwrap where it starts; the Landlock mode where it cannot, which does not hold:)"}
+		}
+	}
+	out := []string{"isolation: landlock (no namespaces: Landlock file and TCP rules, a socket filter, box's syscall filter, rlimits; see docs/bwrap.md)"}
+	for _, n := range p.NotHeld() {
+		out = append(out, "NOT HELD: "+n)
+	}
+	return out
+}
+
+// lookBwrap is bwrap's path; the Landlock mode needs none.
+func (p *Plan) lookBwrap() (string, error) {
+	bin, err := LookBwrap()
+	if err != nil && p.Isolation.Landlock() {
+		return "", nil
+	}
+	return bin, err
+}
+
+// startIsolated is Start's step for the mode: done reports that it launched (or
+// refused) and code, err are the launch's end. bwrap where it can start; under auto, a
+// diagnosed failure falls back to the Landlock mode, saying why.
+func (p *Plan) startIsolated(bin string, stdin io.Reader, stdout, stderr io.Writer) (code int, err error, done bool) {
+	if !p.Isolation.Landlock() {
+		uerr := usernsBefore(bin) // a launch that cannot start (userns_read.go)
+		if uerr == nil {
+			return 0, nil, false
+		}
+		if p.Isolation.Mode != IsolationAuto {
+			return ExitStart, uerr, true
+		}
+		if rerr := p.landlockRefusals(p.Profile); rerr != nil {
+			return ExitStart, errors.Join(uerr, fmt.Errorf("isolation = \"auto\" would fall back, but %w", rerr)), true
+		}
+		fmt.Fprintf(stderr, "box: warning: bwrap cannot start here (%v); isolation auto: running in the Landlock mode\n", uerr)
+		p.Isolation.Mode, p.Isolation.FellBack, p.Isolation.Why = IsolationLandlock, true, uerr
+	}
+	code, err = p.startLandlock(stdin, stdout, stderr)
+	return code, err, true
+}
+
+// LandlockPlan is the Landlock mode's plan for p: the system read-only, the working
+// directory, the instance directory and git directories commits need read-write; the
+// credential files, tools and box's own binds readable in place.
+func (p *Plan) LandlockPlan() LandlockPlan {
+	lp := LandlockPlan{
+		Tier: p.Spec.Network, Devices: DefaultLandlockDevices, Seccomp: p.Spec.Seccomp,
+		ReadOnly:  append([]string{}, DefaultLandlockReadOnly...),
+		ReadWrite: append([]string{p.Spec.Workdir, p.Spec.InstanceDir}, p.Spec.GitBinds...),
+	}
+	lp.ReadOnly = append(lp.ReadOnly, p.Spec.AuthFiles...)
+	for _, t := range p.Spec.Tools {
+		lp.ReadOnly = append(lp.ReadOnly, t.Path)
+	}
+	for _, b := range p.Isolation.binds {
+		lp.ReadOnly = append(lp.ReadOnly, b.Src)
+	}
+	if p.Spec.Limits.Pids > 0 {
+		lp.Nproc = uint64(p.Spec.Limits.Pids)
+	}
+	if p.Spec.Limits.Memory > 0 {
+		lp.AddrSpace = uint64(p.Spec.Limits.Memory)
+	}
+	return lp
+}
+
+// landlockCommand is the command with box's own binds named by their sources.
+func (p *Plan) landlockCommand() []string {
+	argv := append([]string{}, p.Spec.Command...)
+	for _, b := range p.Isolation.binds {
+		if len(argv) > 0 && argv[0] == b.Dst {
+			argv[0] = b.Src
+		}
+	}
+	return argv
+}
+
+// landlockVars are the audited variables with the sandbox's home where the mode puts
+// it: the instance directory (its StateDir is the agent's), TMPDIR in it, and PATH the
+// system's with the tools' directories.
+func (p *Plan) landlockVars() []envaudit.Var {
+	vars := make([]envaudit.Var, 0, len(p.Vars)+1)
+	home := p.Spec.InstanceDir
+	path := []string{"/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"}
+	for _, t := range p.Spec.Tools {
+		if d := filepath.Dir(t.Path); !slices.Contains(path, d) {
+			path = append(path, d)
+		}
+	}
+	for _, v := range p.Vars {
+		switch {
+		case v.Origin != "box":
+		case v.Name == "PATH":
+			v.Value = strings.Join(path, ":")
+		case v.Name == "BOX_SANDBOX":
+			v.Value = "landlock"
+		case v.Value == p.Spec.Home || strings.HasPrefix(v.Value, p.Spec.Home+"/"):
+			v.Value = home + strings.TrimPrefix(v.Value, p.Spec.Home)
+		}
+		if v.Name != "TMPDIR" {
+			vars = append(vars, v)
+		}
+	}
+	vars = append(vars, envaudit.Var{Name: "TMPDIR", Value: filepath.Join(home, "tmp"), Origin: "box"})
+	slices.SortStableFunc(vars, func(a, b envaudit.Var) int { return strings.Compare(a.Name, b.Name) })
+	return vars
+}
+
+// startLandlock is Start in the Landlock mode: the same trust record, instance directory
+// and git identity, then the command under the mode's rules, with what does not hold said
+// first. The post-run audit around it is the session's, as for bwrap.
+func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	lp := p.LandlockPlan()
+	if err := lp.Check(LandlockABI()); err != nil {
+		return ExitStart, err
+	}
+	for _, l := range p.IsolationLines() {
+		fmt.Fprintf(stderr, "box: %s\n", l)
+	}
+	if err := p.settleTrust(stderr); err != nil {
+		return 1, err
+	}
+	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
+		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
+	}
+	if err := p.WriteGitConfig(); err != nil {
+		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
+	}
+	if err := os.MkdirAll(filepath.Join(p.Spec.InstanceDir, "tmp"), 0o700); err != nil {
+		return 1, err
+	}
+	fds, done, err := stdioFds(stdin, stdout, stderr)
+	if err != nil {
+		return 1, err
+	}
+	// Ctrl-C reaches the command from the terminal; box stays to audit, and passes a
+	// TERM or HUP sent to it on to the command.
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sig)
+	pid := make(chan int, 1)
+	lp.OnStart = func(n int) { pid <- n }
+	go func() {
+		n, ok := <-pid
+		if !ok {
+			return
+		}
+		for s := range sig {
+			if s == syscall.SIGTERM || s == syscall.SIGHUP {
+				syscall.Kill(n, s.(syscall.Signal))
+			}
+		}
+	}()
+	if p.Isolation.FellBack { // the audit printed bwrap's values: say what changes
+		p.Vars = p.landlockVars()
+		for _, v := range p.Vars {
+			if v.Origin == "box" && (v.Name == "HOME" || v.Name == "TMPDIR" || v.Name == "PATH") {
+				fmt.Fprintf(stderr, "box: isolation auto: %s=%s\n", v.Name, v.Value)
+			}
+		}
+	}
+	code, err := LandlockRun(lp, p.landlockCommand(), envaudit.Environ(p.Vars), p.Spec.Workdir, fds)
+	done()
+	select {
+	case <-pid:
+	default:
+	}
+	close(pid)
+	return code, err
+}
+
+// stdioFds are the command's stdin, stdout and stderr as descriptors: a file's own, else
+// a pipe box copies through; done closes box's ends and waits for the copies.
+func stdioFds(stdin io.Reader, stdout, stderr io.Writer) ([]uintptr, func(), error) {
+	var closers []*os.File
+	var waits []chan struct{}
+	fds := make([]uintptr, 3)
+	open := func(i int, r io.Reader, w io.Writer) error {
+		if f, ok := r.(*os.File); ok && i == 0 {
+			fds[i] = f.Fd()
+			return nil
+		}
+		if f, ok := w.(*os.File); ok && i > 0 {
+			fds[i] = f.Fd()
+			return nil
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			fds[i] = pr.Fd()
+			closers = append(closers, pr)
+			// stdin's copy may block on a reader that never ends: not waited for.
+			go func() {
+				if r != nil {
+					io.Copy(pw, r)
+				}
+				pw.Close()
+			}()
+			return nil
+		}
+		if w == nil {
+			w = io.Discard
+		}
+		ch := make(chan struct{})
+		fds[i] = pw.Fd()
+		closers = append(closers, pw)
+		go func() { io.Copy(w, pr); pr.Close(); close(ch) }()
+		waits = append(waits, ch)
+		return nil
+	}
+	var err error
+	if err = open(0, stdin, nil); err == nil {
+		if err = open(1, nil, stdout); err == nil {
+			err = open(2, nil, stderr)
+		}
+	}
+	done := func() {
+		for _, c := range closers {
+			c.Close()
+		}
+		for _, w := range waits {
+			<-w
+		}
+	}
+	if err != nil {
+		done()
+	}
+	return fds, done, err
+}
