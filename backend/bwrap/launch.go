@@ -82,9 +82,11 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := usernsBefore(bin); err != nil { // a launch that cannot start (userns_read.go)
 		return ExitStart, err
 	}
-	if err := p.settleTrust(stderr); err != nil {
+	leave, err := p.settleTrust(stderr)
+	if err != nil {
 		return 1, err
 	}
+	defer leave()
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}
