@@ -247,9 +247,9 @@ func (t *Hold) Leave(audit func(placed map[string]bool)) {
 	}
 	heldMu.Unlock()
 	defer t.close()
-	gate, err := lockFile(t.lock+".gate", syscall.LOCK_EX)
-	if err == nil {
-		t.gate = gate
+	var err error
+	if t.gate == nil { // not still held from Enter (a run that never started)
+		t.gate, err = lockFile(t.lock+".gate", syscall.LOCK_EX)
 	}
 	last := err == nil && syscall.Flock(int(t.run.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
 	if last {
