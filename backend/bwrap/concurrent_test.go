@@ -15,6 +15,16 @@ import (
 // for, and waits (bounded) for files the test creates, so the order is fixed without
 // timing.
 
+// concurrentWorld is a world; with BOX_TEST_OFF=NAME it runs the test build with that
+// protection off (audit-concurrent, trust), to show the test failing without the fix.
+func concurrentWorld(t *testing.T) *world {
+	w := concurrentWorld(t)
+	if off := os.Getenv("BOX_TEST_OFF"); off != "" {
+		w.withProtectionOff(t, off)
+	}
+	return w
+}
+
 // bg is a box run going on in the background.
 type bg struct {
 	c              *exec.Cmd
@@ -51,7 +61,7 @@ func waitFor(name string) string {
 // baseline, not its own snapshot: the host's git status in sub runs nothing.
 func TestConcurrentRunBeforeHoldsNoOtherSandboxPlant(t *testing.T) {
 	testenv.RequireTool(t, "git")
-	w := newWorld(t)
+	w := concurrentWorld(t)
 	marks := w.markerDir()
 	plantRepo := `git init -q sub && git -C sub config core.fsmonitor "touch ` + marks + `/ran; false"; `
 	b := w.startRun(plantRepo + `touch .b1; ` + waitFor(".a1") + `mv sub/.git sub/stash; echo b-done`)
@@ -79,7 +89,7 @@ func TestConcurrentRunBeforeHoldsNoOtherSandboxPlant(t *testing.T) {
 // going (a .git/commondir holding "."), and the last run out removes it.
 func TestConcurrentRunPlaceholderNotAFinding(t *testing.T) {
 	testenv.RequireTool(t, "git")
-	w := newWorld(t)
+	w := concurrentWorld(t)
 	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
 		t.Fatal(out)
 	}
@@ -113,7 +123,7 @@ func TestConcurrentRunPlaceholderNotAFinding(t *testing.T) {
 // W1: a narrower run started while a wider one runs on the same instance directory is
 // refused (it would write hooks the wider run then reads) and rewrites no record.
 func TestConcurrentRunNarrowerRefusedDuringWider(t *testing.T) {
-	w := newWorld(t)
+	w := concurrentWorld(t)
 	wide := []string{"--network", "full", "--env", "GITHUB_TOKEN"}
 	wr := w.startRun(`touch .w1; `+waitFor(".w-go")+`cat ~/.claude/settings.json 2>/dev/null; echo w-done`, wide...)
 	waitFile(t, filepath.Join(w.proj, ".w1"), wr.done, wr.stderr)
