@@ -18,7 +18,7 @@ import (
 // concurrentWorld is a world; with BOX_TEST_OFF=NAME it runs the test build with that
 // protection off (audit-concurrent, trust), to show the test failing without the fix.
 func concurrentWorld(t *testing.T) *world {
-	w := concurrentWorld(t)
+	w := newWorld(t)
 	if off := os.Getenv("BOX_TEST_OFF"); off != "" {
 		w.withProtectionOff(t, off)
 	}
