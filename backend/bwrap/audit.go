@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap/postrun"
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 )
 
 // Audit is the post-run audit of one launch (package postrun): BeginAudit records what
@@ -25,11 +26,35 @@ import (
 // killed (SIGKILL, a crash, a power cut), RecoverAudits in the next run in the same
 // directory finds the unlocked snapshot and audits against it first, so a planted key
 // never becomes part of the next run's "before".
+//
+// Runs on one tree at once (docs/bwrap.md, "Concurrent runs on one tree"): the run that
+// finds the tree quiet keeps its snapshot as the tree's baseline, and a run that starts
+// while others hold the tree takes that baseline as its "before", so what a sandbox
+// still running wrote is judged, never taken for the tree's state.
 type Audit struct {
 	in         postrun.Input
 	before     *postrun.Snapshot
 	quarantine string
 	pending    *os.File
+	tree       *protect.Hold
+}
+
+// BaselineError: other box runs hold the working directory, and their baseline (the
+// tree's snapshot from before any of them started) is missing or unreadable; without it
+// this run's audit would take what their sandboxes wrote for the tree's own state.
+type BaselineError struct {
+	Workdir string
+	Err     error
+}
+
+func (e *BaselineError) Error() string {
+	return fmt.Sprintf("post-run audit: other box runs hold %s and their baseline is unreadable (%v): not launched, since this run's audit could not tell what their sandboxes wrote", e.Workdir, e.Err)
+}
+func (e *BaselineError) Unwrap() error { return e.Err }
+
+// Hint says what to do.
+func (e *BaselineError) Hint() string {
+	return "wait for the other box runs in this directory to end (an older box version keeps no baseline), then launch again"
 }
 
 // AuditDirs are where the audit keeps its state under box's data directory: the pending
@@ -118,15 +143,44 @@ func recoverPending(path, workdir, qdir string) *postrun.Report {
 }
 
 // BeginAudit takes the snapshot of a run about to start in in.Workdir and keeps it,
-// locked, under dataHome ($XDG_DATA_HOME) until End.
-func BeginAudit(in postrun.Input, dataHome string) (*Audit, error) {
+// locked, under dataHome ($XDG_DATA_HOME) until End. lock is the tree's lock
+// (Plan.ProtectLock; "" for none): the run holds the tree from here to End.
+func BeginAudit(in postrun.Input, dataHome, lock string) (a *Audit, err error) {
 	pdir, qdir := AuditDirs(dataHome)
-	a := &Audit{in: in, quarantine: qdir}
+	a = &Audit{in: in, quarantine: qdir}
 	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return nil, fmt.Errorf("post-run audit: %w", err)
 	}
+	if lock != "" {
+		if a.tree, err = protect.Enter(lock); err != nil {
+			return nil, fmt.Errorf("post-run audit: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				a.tree.Leave(nil)
+			}
+		}()
+	}
 	a.before = postrun.Take(in)
+	switch {
+	case a.tree == nil || protectionOff(ProtAuditConcurrent):
+	case a.tree.Alone():
+		if err := postrun.WriteBaseline(a.tree.Baseline(), a.before); err != nil {
+			return nil, fmt.Errorf("post-run audit: %w", err)
+		}
+	default:
+		base, err := postrun.ReadBaseline(a.tree.Baseline(), in.Workdir)
+		if err != nil {
+			return nil, &BaselineError{Workdir: in.Workdir, Err: err}
+		}
+		a.before = postrun.Joined(base, a.before)
+	}
+	if a.tree != nil {
+		if err := a.tree.Entered(); err != nil {
+			return nil, fmt.Errorf("post-run audit: %w", err)
+		}
+	}
 	b, err := json.Marshal(a.before)
 	if err != nil {
 		return nil, err
@@ -159,6 +213,10 @@ const ProtAudit = "audit"
 // row can be shown to catch its absence.
 const ProtAuditModes = "audit-modes"
 
+// ProtAuditConcurrent names the audit's use of the tree's baseline by runs that start
+// while others run (switched off only in a test build, to show the breach).
+const ProtAuditConcurrent = "audit-concurrent"
+
 // End takes the snapshot after the run, neutralises every finding and returns the
 // report (print it with Report.Print; Report.Err says whether the audit failed).
 func (a *Audit) End() *postrun.Report {
@@ -167,9 +225,26 @@ func (a *Audit) End() *postrun.Report {
 	if protectionOff(ProtAudit) {
 		os.Remove(a.pending.Name())
 		a.pending.Close()
+		if a.tree != nil {
+			a.tree.Leave(nil)
+		}
 		return &postrun.Report{Version: 1, Workdir: a.in.Workdir}
 	}
-	r := postrun.Audit(a.before, postrun.Take(a.in), a.quarantine, time.Now())
+	var r *postrun.Report
+	audit := func(placed map[string]bool) {
+		// box's own placeholders, placed for runs still going, are known: by path (the
+		// registry) and content, never by name.
+		known := func(f postrun.Finding) bool {
+			return !protectionOff(ProtAuditConcurrent) && protect.IsPlaceholder(f.Path, placed)
+		}
+		r = postrun.AuditKnown(a.before, postrun.Take(a.in), a.quarantine, time.Now(), known)
+	}
+	if a.tree != nil {
+		// Under the tree's gate: the last run out removes the placeholders first.
+		a.tree.Leave(audit)
+	} else {
+		audit(nil)
+	}
 	if !r.Failed() {
 		os.Remove(a.pending.Name())
 	}

@@ -258,9 +258,11 @@ func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, er
 	for _, l := range p.IsolationLines() {
 		fmt.Fprintf(stderr, "box: %s\n", l)
 	}
-	if err := p.settleTrust(stderr); err != nil {
+	leave, err := p.settleTrust(stderr)
+	if err != nil {
 		return 1, err
 	}
+	defer leave()
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}

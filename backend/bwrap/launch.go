@@ -87,9 +87,11 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		return code, err
 	}
 	phase.Mark("start:userns")
-	if err := p.settleTrust(stderr); err != nil {
+	leave, err := p.settleTrust(stderr)
+	if err != nil {
 		return 1, err
 	}
+	defer leave()
 	phase.Mark("start:trust")
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)

@@ -12,6 +12,12 @@ package bwrap
 // narrower runs left: box run sets the whole state aside, unread, and starts fresh,
 // saying so; a persistent box refuses (its home is the user's work), and says how to go
 // on. docs/bwrap.md ("Trust between runs") gives the reasons.
+//
+// Runs at once on one instance directory share it live: a narrower run would write what
+// a wider one still running reads. So they must have the same reach: the run that finds
+// the directory unused settles it as above and records its reach; a run that starts
+// while others use it is refused (ConcurrentReachError) unless its reach is the
+// record's, and writes nothing.
 
 import (
 	"encoding/json"
@@ -24,6 +30,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/policy"
 )
 
@@ -204,14 +211,78 @@ func (e *WiderError) Hint() string {
 	return fmt.Sprintf("launch it as before, or use a box made for the wider reach (box new); to widen this one, review its home (%s) and then remove %s", e.Home, e.Record)
 }
 
+// RunLock is the lock every run using an instance directory holds while it runs, in
+// the directory's root (which no sandbox sees).
+const RunLock = "box-run.lock"
+
+// ConcurrentReachError: another run is using the instance directory with another reach
+// (or its record cannot be read); the two would share what persists live.
+type ConcurrentReachError struct {
+	Dir    string
+	Box    string   // the persistent box, "" for box run
+	Beyond []string // how the two reaches differ, in words
+	Why    string   // "" or why the record is unreadable
+}
+
+func (e *ConcurrentReachError) Error() string {
+	what := "this project and profile"
+	if e.Box != "" {
+		what = "box " + e.Box
+	}
+	if e.Why != "" {
+		return fmt.Sprintf("another run of %s is going on and its reach is unknown (the record is %s): not launched", what, e.Why)
+	}
+	return fmt.Sprintf("another run of %s is going on with another reach (%s): the two would share the agent's state while both run, so this one is not launched", what, strings.Join(e.Beyond, "; "))
+}
+
+// Hint says what to do.
+func (e *ConcurrentReachError) Hint() string {
+	return "launch it with the same reach as the run going on, use another profile, or wait for that run to end"
+}
+
 // settleTrust holds the rule before launch: it compares the plan's reach with the
 // instance directory's record, sets aside (box run) or refuses (a box) when the run
-// reaches further, and records the run's reach. It runs before PrepareInstance.
-func (p *Plan) settleTrust(stderr io.Writer) error {
+// reaches further, and records the run's reach. It runs before PrepareInstance. The
+// run holds the directory until leave; while it does, only runs of the same reach start.
+func (p *Plan) settleTrust(stderr io.Writer) (leave func(), err error) {
 	dir := p.Spec.InstanceDir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+		return nil, err
 	}
+	h, err := protect.Enter(filepath.Join(dir, RunLock))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err == nil {
+			err = h.Entered()
+		}
+		if err != nil {
+			h.Leave(nil)
+		}
+	}()
+	if !h.Alone() && !protectionOff(ProtTrust) {
+		old, rerr := readReach(dir)
+		box := ""
+		if p.Spec.HomeDir != "" {
+			box = p.Policy.Box
+		}
+		if rerr != nil {
+			return nil, &ConcurrentReachError{Dir: dir, Box: box, Why: rerr.Error()}
+		}
+		if d := append(p.Reach.Beyond(old), old.Beyond(p.Reach)...); len(d) > 0 {
+			return nil, &ConcurrentReachError{Dir: dir, Box: box, Beyond: d}
+		}
+		return func() { h.Leave(nil) }, nil
+	}
+	if err := p.settleAlone(dir, stderr); err != nil {
+		return nil, err
+	}
+	return func() { h.Leave(nil) }, nil
+}
+
+// settleAlone is settleTrust for a run no other run shares the directory with.
+func (p *Plan) settleAlone(dir string, stderr io.Writer) error {
 	old, err := readReach(dir)
 	var beyond []string
 	switch {

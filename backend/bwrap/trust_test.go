@@ -46,13 +46,20 @@ func TestSettleTrust(t *testing.T) {
 	dir := t.TempDir()
 	p := &Plan{Spec: Spec{InstanceDir: dir, StateDir: ".claude"}, Reach: Reach{Magic: reachMagic, Network: policy.NetNone}}
 	var out bytes.Buffer
-	if err := p.settleTrust(&out); err != nil || out.Len() != 0 {
+	settle := func() error {
+		leave, err := p.settleTrust(&out)
+		if leave != nil {
+			leave()
+		}
+		return err
+	}
+	if err := settle(); err != nil || out.Len() != 0 {
 		t.Fatalf("fresh: %v %q", err, out.String())
 	}
 	os.MkdirAll(filepath.Join(dir, ".claude"), 0o700)
 	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600)
 	os.WriteFile(filepath.Join(dir, ReachFile), []byte("garbage"), 0o600)
-	if err := p.settleTrust(&out); err != nil || !strings.Contains(out.String(), "set aside") {
+	if err := settle(); err != nil || !strings.Contains(out.String(), "set aside") {
 		t.Fatalf("unreadable record: %v %q", err, out.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "set-aside-1", ".claude", "settings.json")); err != nil {
@@ -62,12 +69,12 @@ func TestSettleTrust(t *testing.T) {
 	p.Spec.HomeDir, p.Policy.Box = t.TempDir(), "b"
 	p.Reach.Network = policy.NetFull
 	var we *WiderError
-	if err := p.settleTrust(&out); !errors.As(err, &we) || we.Beyond[0] != "network full" || !strings.Contains(we.Hint(), ReachFile) {
+	if err := settle(); !errors.As(err, &we) || we.Beyond[0] != "network full" || !strings.Contains(we.Hint(), ReachFile) {
 		t.Errorf("box: %v", err)
 	}
 	// A narrower launch is recorded, and an equal one after it goes on.
 	p.Reach.Network = policy.NetNone
-	if err := p.settleTrust(&out); err != nil {
+	if err := settle(); err != nil {
 		t.Errorf("narrower: %v", err)
 	}
 	if r, err := readReach(dir); err != nil || r.Network != policy.NetNone {
@@ -90,5 +97,41 @@ func TestReachIgnoresBoxOwnVariables(t *testing.T) {
 	old := reachOf(&Plan{Vars: []envaudit.Var{{Name: "TOKEN", Origin: "--env"}}}, nil)
 	if b := r.Beyond(old); b != nil {
 		t.Errorf("box's own variable widened the run: %v", b)
+	}
+}
+
+// Runs at once on one instance directory: while one runs, a run of another reach (wider
+// or narrower) is refused and writes nothing; one of the same reach goes on.
+func TestSettleTrustConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	wide := &Plan{Spec: Spec{InstanceDir: dir, StateDir: ".claude"}, Reach: Reach{Magic: reachMagic, Network: policy.NetFull, Env: []string{"GITHUB_TOKEN"}}}
+	var out bytes.Buffer
+	leave, err := wide.settleTrust(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrow := &Plan{Spec: Spec{InstanceDir: dir, StateDir: ".claude"}, Reach: Reach{Magic: reachMagic, Network: policy.NetNone}}
+	var ce *ConcurrentReachError
+	if l, err := narrow.settleTrust(&out); !errors.As(err, &ce) || l != nil || ce.Hint() == "" {
+		t.Errorf("narrower run during a wider one: %v", err)
+	}
+	if r, err := readReach(dir); err != nil || r.Network != policy.NetFull {
+		t.Errorf("the refused run rewrote the record: %+v %v", r, err)
+	}
+	same := &Plan{Spec: Spec{InstanceDir: dir, StateDir: ".claude"}, Reach: wide.Reach}
+	l2, err := same.settleTrust(&out)
+	if err != nil {
+		t.Fatalf("same reach: %v", err)
+	}
+	l2()
+	leave()
+	// Alone again: the narrower run settles as before (and is recorded).
+	l3, err := narrow.settleTrust(&out)
+	if err != nil {
+		t.Fatalf("after: %v", err)
+	}
+	l3()
+	if r, _ := readReach(dir); r.Network != policy.NetNone {
+		t.Errorf("record after: %+v", r)
 	}
 }
