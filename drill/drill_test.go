@@ -175,11 +175,17 @@ target = "` + runDir + `"
 path = "~/agent.sock"
 target = "~/.gnupg/S.gpg-agent"
 `, nil, map[string]drill.Status{"socket:gpg-agent": drill.Breach, "secret:gnupg": drill.Breach}},
-		// The host's nix-daemon, mounted by hand: a session opens, a breach. Opted in
-		// with nix = "daemon": a warning.
-		{"mount-nix-daemon", `[[mounts]]
+		// The host's nix-daemon, mounted by hand and named in sockets: a session opens, a
+		// breach. Mounted but not named, the unix-socket mediation refuses the connect
+		// (a host socket the sandbox did not create). Opted in with nix = "daemon": a
+		// warning.
+		{"mount-nix-daemon", `sockets = ["/nix/var/nix/daemon-socket/socket"]
+[[mounts]]
 path = "/nix/var/nix/daemon-socket"
 `, nil, map[string]drill.Status{"nix:daemon": drill.Breach, "nix:store-write": drill.Pass}},
+		{"mount-nix-daemon-unnamed", `[[mounts]]
+path = "/nix/var/nix/daemon-socket"
+`, nil, map[string]drill.Status{"nix:daemon": drill.Pass, "nix:store-write": drill.Pass}},
 		{"nix-daemon", `nix = "daemon"
 `, nil, map[string]drill.Status{"nix:daemon": drill.Warn, "nix:store-write": drill.Pass}},
 		// A store of the project's own, layered by box's helper before bwrap: the host's
