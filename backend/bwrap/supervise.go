@@ -187,16 +187,14 @@ func (c *command) lookup() bool {
 // signal passes s to the command's process group, as a terminal would: through the
 // command's pidfd to the group it leads (on a terminal SessionMain made it a session and
 // group leader), else to the members of pid 1's group (signalInitGroup), else to the
-// command alone. A signal that comes before the command is found waits a little for it.
+// command alone. A signal that comes before the command is found waits for it.
 func (c *command) signal(s syscall.Signal) {
 	if c == nil {
 		return
 	}
-	select {
-	case <-c.found:
-	case <-time.After(100 * time.Millisecond):
-		return
-	}
+	// Never dropped: found closes once the command is found, or when bwrap has ended
+	// (then there is nothing left to signal).
+	<-c.found
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fd < 0 {
@@ -234,31 +232,61 @@ func (c *command) signal(s syscall.Signal) {
 // they moved to groups of their own, as a terminal's signals would skip them too. Each
 // is held by a pidfd and checked again before the signal. False when none was found.
 func (c *command) signalInitGroup(s syscall.Signal) bool {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
 	init := strconv.Itoa(c.init)
 	inGroup := func(pid int) bool {
 		st, err := procStat(pid)
 		return err == nil && len(st) > 2 && st[2] == init
 	}
-	sent := false
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == c.init || !inGroup(pid) {
-			continue
+	// A member may be forking while box looks (bash starting the command it then waits
+	// for): a group signal by hand is not atomic with fork, as kill(-pgrp) would be. So
+	// the walk is repeated until a round finds no member it has not signalled yet.
+	signalled := map[int]bool{}
+	for round := 0; round < 8; round++ {
+		found := false
+		for _, pid := range c.descendants() {
+			if signalled[pid] || !inGroup(pid) {
+				continue
+			}
+			fd, err := unix.PidfdOpen(pid, 0)
+			if err != nil {
+				continue
+			}
+			if inGroup(pid) && unix.PidfdSendSignal(fd, s, nil, 0) == nil {
+				signalled[pid], found = true, true
+			}
+			unix.Close(fd)
 		}
-		fd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			continue
+		if !found && round > 0 {
+			break
 		}
-		if inGroup(pid) && unix.PidfdSendSignal(fd, s, nil, 0) == nil {
-			sent = true
-		}
-		unix.Close(fd)
+		time.Sleep(2 * time.Millisecond) // lets a fork in progress show its child
 	}
-	return sent
+	return len(signalled) > 0
+}
+
+// descendants are the sandbox's processes below its pid 1 (from each task's children
+// list: only the sandbox's, not every process of the machine).
+func (c *command) descendants() []int {
+	var out []int
+	queue := []int{c.init}
+	for len(queue) > 0 && len(out) < 1<<16 {
+		pid := queue[0]
+		queue = queue[1:]
+		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		for _, t := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(f); err == nil {
+					out = append(out, n)
+					queue = append(queue, n)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // killedInitCode is the command's exit code when box had to kill a stopped pid 1.
