@@ -80,6 +80,9 @@ type ProtectEntry struct {
 	// common directory; git never reads them from a linked worktree's) or to linked ones
 	// (.git/worktrees/*: the gitdir back-link only exists there). "" is both.
 	Only GitDirKind
+	// AuditAsFile: a git entry the post-run audit watches as a plain file in every main
+	// git directory (the other git entries it reads by meaning: config, hooks, pointers).
+	AuditAsFile bool
 }
 
 // GitDirKind tells a repository's (or submodule's) own git directory from a linked
@@ -105,6 +108,8 @@ var protectEntries = []ProtectEntry{
 		Why: "git reads it like config when extensions.worktreeConfig is set"},
 	{Name: "git:commondir", Scope: ScopeGitDir, Path: "commondir", Absent: SelfCommonDir,
 		Why: "redirects git to another directory's config and hooks"},
+	{Name: "git:lazygit.yml", Scope: ScopeGitDir, Path: "lazygit.yml", Only: MainGitDir, AuditAsFile: true,
+		Why: "lazygit reads a repository's .git/lazygit.yml over your own config: its pager, os.edit and customCommands run as you browse"},
 	{Name: "git:gitdir", Scope: ScopeGitDir, Path: "gitdir", Only: LinkedGitDir,
 		Why: "a linked worktree's back-link: git worktree repair writes a .git file where it points, prune deletes by it"},
 	{Name: "git:pointer", Scope: ScopePointer,
@@ -186,6 +191,14 @@ var protectEntries = []ProtectEntry{
 	{Name: ".config/lefthook-local.toml", Scope: ScopeProject, Path: ".config/lefthook-local.toml", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
 	{Name: ".config/lefthook-local.json", Scope: ScopeProject, Path: ".config/lefthook-local.json", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
 	{Name: ".config/lefthook-local.jsonc", Scope: ScopeProject, Path: ".config/lefthook-local.jsonc", Why: "lefthook's hook merges its -local config over the main one and runs its commands"},
+	// Files, not the directories: hg and jj write their own state beside them on every commit.
+	{Name: ".hg/hgrc", Scope: ScopeProject, Path: ".hg/hgrc", Why: "Mercurial obeys a repository's .hg/hgrc on every hg command: [hooks] run shell commands, [extensions] load Python code, its pager and merge tools run"},
+	{Name: ".hg/hgrc-not-shared", Scope: ScopeProject, Path: ".hg/hgrc-not-shared", Why: "the same, for a share-safe repository's own part of the config"},
+	{Name: ".hg/sharedpath", Scope: ScopeProject, Path: ".hg/sharedpath", Why: "redirects hg to another repository, whose config it then obeys"},
+	{Name: ".jj/repo/config.toml", Scope: ScopeProject, Path: ".jj/repo/config.toml", Why: "Jujutsu obeys a repository's config on every jj command (ui.pager, ui.editor, ui.diff-formatter, aliases, fix tools)"},
+	{Name: ".lazygit.yml", Scope: ScopeProject, Path: ".lazygit.yml", Why: "lazygit merges a .lazygit.yml found in the repository or above it into its config: its pager and customCommands run"},
+	{Name: ".helix", Scope: ScopeProject, Path: ".helix", Dir: true, Why: "Helix obeys .helix/languages.toml and config.toml: the language servers and formatters they name start when you open a file"},
+	{Name: ".clinerules", Scope: ScopeProject, Path: ".clinerules", Dir: true, Why: "Cline runs the hook scripts in .clinerules/hooks and obeys its rules and workflows"},
 	{Name: ".gitmodules", Scope: ScopeProject, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},
 	{Name: ".npmrc", Scope: ScopeProject, Path: ".npmrc", Why: "npm obeys it on every command (script-shell, node-options=--require, registry)"},
 	{Name: ".yarnrc.yml", Scope: ScopeProject, Path: ".yarnrc.yml", Why: "yarn runs the file yarnPath names instead of itself"},

