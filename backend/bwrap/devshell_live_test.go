@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/heavy-duty/box/internal/testenv"
 )
 
 // devShellFlake is a project flake whose default dev shell puts a tool built from a
@@ -112,4 +114,40 @@ func TestDevShell(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w.proj, "ran-anyway")); err == nil {
 		t.Error("the command ran though the dev shell failed")
 	}
+}
+
+// BenchmarkDevShellLaunch: the launch cost with a dev shell, warm (cached) and cold (the
+// cache emptied each time: an evaluation by the host's Nix; the shell's environment is
+// already in the store after the first), against box run -y -- true. Each iteration is a
+// whole launch (seconds under load): run with -benchtime=5x.
+func BenchmarkDevShellLaunch(b *testing.B) {
+	testenv.NixDaemon(b)
+	w := newWorld(b)
+	w.write(filepath.Join(w.proj, "flake.nix"), devShellFlake(filepath.Join(w.home, "hook-ran-here")))
+	cache := filepath.Join(w.home, ".cache", "box", "devshell")
+	run := func(b *testing.B, args ...string) {
+		r := w.run(append([]string{"run", "-y"}, append(args, "--", "true")...)...)
+		if r.code != 0 {
+			b.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+	}
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			run(b)
+		}
+	})
+	run(b, "--devshell") // the shell's environment built, the cache filled
+	b.Run("warm", func(b *testing.B) {
+		for b.Loop() {
+			run(b, "--devshell")
+		}
+	})
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			os.RemoveAll(cache)
+			b.StartTimer()
+			run(b, "--devshell")
+		}
+	})
 }
