@@ -60,12 +60,12 @@ func TestDevShell(t *testing.T) {
 	w.write(filepath.Join(w.proj, "flake.nix"), devShellFlake(marker))
 	w.write(filepath.Join(w.home, ".config/box/profiles/dev.toml"), "devshell = true\n")
 
-	script := `devtool; echo "greet=$DEV_GREETING"; echo "path=$PATH"; cat "$HOME/.claude/SANDBOX.md" 2>/dev/null | grep -c 'Nix dev shell'`
+	script := `devtool; echo "greet=$DEV_GREETING"; echo "path=$PATH"; grep -c "Nix dev shell path:$PWD#devShells" ~/.claude/SANDBOX.md | sed 's/^/sandbox-md /'`
 	r := w.run("run", "-y", "--profile", "dev", "--", "sh", "-c", script)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"hook-ran sandbox=bwrap", "devtool ran", "greet=hello from the devshell", "path=/nix/store/"} {
+	for _, want := range []string{"hook-ran sandbox=bwrap", "devtool ran", "sandbox-md 1", "greet=hello from the devshell", "path=/nix/store/"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("inside, want %q:\n%s", want, r.stdout)
 		}
