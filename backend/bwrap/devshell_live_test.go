@@ -151,3 +151,22 @@ func BenchmarkDevShellLaunch(b *testing.B) {
 		}
 	})
 }
+
+// A persistent bwrap box made with a profile that names a dev shell starts every
+// launch in it.
+func TestDevShellBwrapBox(t *testing.T) {
+	w, _ := nixWorld(t)
+	marker := filepath.Join(w.home, "hook-ran-here")
+	w.write(filepath.Join(w.proj, "flake.nix"), devShellFlake(marker))
+	w.write(filepath.Join(w.home, ".config/box/profiles/dev.toml"), "devshell = true\n")
+	w.must("new", "--backend", "bwrap", "--profile", "dev", "--name", "devbox")
+	r := w.in("devbox", `devtool; echo "greet=$DEV_GREETING"`)
+	for _, want := range []string{"hook-ran sandbox=bwrap", "devtool ran", "greet=hello from the devshell"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("in the box, want %q: exit %d\nstdout: %s\nstderr: %s", want, r.code, r.stdout, r.stderr)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the shellHook ran on the host")
+	}
+}
