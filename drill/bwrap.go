@@ -170,6 +170,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	plan.Probes = append(plan.Probes, DevShellProbes(p.Vars)...) // devshell.go
 	planJSON, err := json.Marshal(plan)
 	if err != nil {
 		return nil, err

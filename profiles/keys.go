@@ -81,6 +81,7 @@ var ProfileKeys = []keyRule{
 	named("pids", keyRule{by: all(honoured)}),
 	named("git_identity", bwrapOnly("a vm box gets no identity from the host: set it inside with git config --global")),
 	named("isolation", bwrapOnly("a vm box is isolated by its own kernel; remove isolation")),
+	named("devshell", bwrapOnly("a vm box's tools come from its image and the template's user-data")),
 	named("disk", vmOnly("a bwrap sandbox has no disk of its own (the working directory is the host's); use a vm profile for a disk size")),
 }
 
@@ -143,6 +144,8 @@ func profileSet(p *Profile, key string) bool {
 		return p.GitIdentity != nil
 	case "isolation":
 		return p.Isolation != ""
+	case "devshell":
+		return p.DevShell != ""
 	}
 	return false
 }

@@ -43,6 +43,10 @@ func Parse(name, source string, data []byte) (*Profile, error) {
 		}
 		p.Source = "built-in"
 		// Loosening is the operator's own, explicit choice: never a shipped default.
+		if p.DevShell != "" {
+			// Its flake is evaluated on the host, as the operator: the operator's choice.
+			return nil, fmt.Errorf("%s: devshell: only a profile of your own may name a dev shell", source)
+		}
 		if len(p.ProtectDrop) > 0 {
 			return nil, fmt.Errorf("%s: protect_drop: a built-in profile cannot loosen the protected set", source)
 		}

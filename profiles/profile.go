@@ -75,6 +75,50 @@ type Profile struct {
 	// launch) or "auto" (the opt-in: bwrap, else the Landlock mode where bwrap cannot
 	// start). The values are backend/bwrap's (ValidIsolation).
 	Isolation string `toml:"isolation"`
+	// DevShell (bwrap, user profiles only): a Nix dev shell the sandbox starts in
+	// ("true": the working directory's flake's default; else an installable).
+	DevShell DevShellSetting `toml:"devshell"`
+}
+
+// DevShellSetting is devshell's value: true, false or an installable ("true" for true,
+// "" for false or unset).
+type DevShellSetting string
+
+// UnmarshalTOML takes a boolean or an installable.
+func (d *DevShellSetting) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case bool:
+		*d = ""
+		if v {
+			*d = "true"
+		}
+	case string:
+		if v == "" {
+			*d = ""
+			return nil
+		}
+		if err := ValidDevShell(v); err != nil {
+			return err
+		}
+		*d = DevShellSetting(v)
+	default:
+		return fmt.Errorf("devshell: want true or an installable naming a dev shell")
+	}
+	return nil
+}
+
+// ValidDevShell checks a devshell installable (--devshell's or a profile's): a flake
+// reference, relative ones read from the working directory ("path:.#default", ".#ci").
+func ValidDevShell(s string) error {
+	switch {
+	case s == "true":
+		return nil
+	case s == "" || strings.HasPrefix(s, "-"):
+		return fmt.Errorf("devshell %q: want true or an installable naming a dev shell (path:.#default)", s)
+	case strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return fmt.Errorf("devshell %q: contains a space or a control character", s)
+	}
+	return nil
 }
 
 // PassGitIdentity reports whether the operator's git identity enters the sandbox.
@@ -330,6 +374,8 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("path: the vm backend does not honour it (it shapes a bwrap sandbox's PATH)")
 		case p.Nix == NixDaemon || p.Nix == NixStore:
 			return fmt.Errorf("nix: the vm backend does not honour it (it shapes a bwrap sandbox's Nix store)")
+		case p.DevShell != "":
+			return fmt.Errorf("devshell: the vm backend does not honour it (a bwrap sandbox's Nix dev shell)")
 		}
 	}
 	if p.CPU != "" {

@@ -101,6 +101,9 @@ func Gather(r Request, o Outside) (Facts, error) {
 		f.Tree = protect.Scan(f.Workdir, f.Homes[0], protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop}, refuse)
 	}
 	phase.Mark("gather:scan")
+	if err := gatherDevShell(r, o, &f); err != nil { // devshell.go
+		return f, err
+	}
 	if err := gatherNix(r, o, pathEnv, &f); err != nil {
 		return f, err
 	}

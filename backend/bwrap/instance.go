@@ -65,6 +65,7 @@ type Policy struct {
 	MinimalPath bool
 	NixDaemon   bool
 	NixStore    bool
+	DevShell    string // the Nix dev shell's installable ("": none)
 	// SyscallsAllowed are the filter groups the profile opted back into.
 	SyscallsAllowed []string
 	// AbstractScoped: tier full with Landlock's abstract-socket scope (Spec.ScopeAbstract).
@@ -151,6 +152,9 @@ func SandboxMD(p Policy) string {
 		fmt.Fprintf(&b, "PATH is minimal: only those and the Nix tools, not the system's /usr/bin (its files are still readable there). ")
 	} else {
 		fmt.Fprintf(&b, "The system's own commands (/usr/bin) are available. ")
+	}
+	if p.DevShell != "" {
+		fmt.Fprintf(&b, "You are in the project's Nix dev shell %s: its PATH and variables were set when the sandbox started, and its shellHook ran here. To get more tools, ask the operator to add them to the dev shell (or the profile's `packages`)%s. ", p.DevShell, map[bool]string{true: ", or use `nix shell nixpkgs#TOOL` (this project's own store)", false: ""}[p.NixStore])
 	}
 	if p.NixStore {
 		fmt.Fprintf(&b, "Nix works here with a store of this project's own, layered over the host's read-only one: `nix shell nixpkgs#TOOL`, `nix build`, `nix run` (and `,` where installed) build and download inside this sandbox, under its network tier; what you install persists for this project and profile, never in the host's store. ")

@@ -144,6 +144,9 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		if err := PrepareNixStore(p.Spec.NixStore); err != nil {
 			return 1, err
 		}
+		if err := RegisterHostPaths(bin, p.Host, p.Spec.NixStore); err != nil { // nixstore.go
+			return 1, err
+		}
 		launch.NixStore = p.Spec.NixStore
 	}
 	if p.Spec.Network.NeedsHelper() {

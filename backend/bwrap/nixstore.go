@@ -1,11 +1,15 @@
 package bwrap
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -122,4 +126,178 @@ func NixStoreTrial(self string) error {
 		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// hostPathsFile, in a per-project store directory (outside the sandbox's view), records
+// which of the host store's paths are registered valid in the project's database: a first
+// line with /nix/store's mtime at the last sync, then one name a line.
+const hostPathsFile = "host-paths"
+
+// The project's store sees the host's paths (its overlay's lower layer) but its database
+// starts empty: to the Nix inside, a path the host already holds would be invalid, and
+// Nix deletes an invalid path before it writes it again, which the host's files refuse
+// (chmod: Operation not permitted). RegisterHostPaths registers the host's valid paths in
+// the project's database, as they are, so the Nix inside uses them and never writes them.
+// The host's store and database are only read. The registration runs in a sandbox of its
+// own (bwrap: the host's store and system read-only, the project's /nix/var its only
+// writable place), since that database is the sandbox's to write and a link planted in
+// it must not lead a host process anywhere.
+//
+// Only new names cost anything: an unchanged /nix/store (its mtime) costs one stat. A path
+// the host later collects stays registered inside (the Nix inside then finds it missing);
+// a fresh store (trust.go) starts over.
+func RegisterHostPaths(bwrap string, h Host, dir string) error {
+	fi, err := os.Stat("/nix/store")
+	if err != nil {
+		return fmt.Errorf("nix store: %w", err)
+	}
+	stamp := strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+	recPath := filepath.Join(dir, hostPathsFile)
+	done := map[string]bool{}
+	if b, err := os.ReadFile(recPath); err == nil {
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		if lines[0] == stamp {
+			return nil
+		}
+		for _, l := range lines[1:] {
+			done[l] = true
+		}
+	}
+	ents, err := os.ReadDir("/nix/store")
+	if err != nil {
+		return fmt.Errorf("nix store: %w", err)
+	}
+	var fresh []string
+	for _, e := range ents {
+		if n := e.Name(); storePathName(n) && !done[n] {
+			fresh = append(fresh, "/nix/store/"+n)
+		}
+	}
+	if len(fresh) > 0 {
+		valid, err := hostValid(fresh)
+		if err != nil {
+			return err
+		}
+		if err := loadHostPaths(bwrap, h, dir, valid); err != nil {
+			return err
+		}
+		for _, p := range valid {
+			done[strings.TrimPrefix(p, "/nix/store/")] = true
+		}
+	}
+	names := make([]string, 0, len(done))
+	for n := range done {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return os.WriteFile(recPath, []byte(stamp+"\n"+strings.Join(names, "\n")+"\n"), 0o600)
+}
+
+// storePathName: a store path's base name (32 base-32 characters, '-', a name); the
+// store's lock files, temporaries and .links are not paths.
+func storePathName(n string) bool {
+	if len(n) < 34 || n[32] != '-' || strings.HasSuffix(n, ".lock") {
+		return false
+	}
+	for _, c := range n[:32] {
+		if !strings.ContainsRune("0123456789abcdfghijklmnpqrsvwxyz", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// hostChunk bounds the paths one nix-store command line names (ARG_MAX).
+const hostChunk = 2000
+
+// hostValid returns those of paths the host's Nix holds valid (a path being built, or
+// left over, is not), asking the host's own store (its daemon, or its local database).
+func hostValid(paths []string) ([]string, error) {
+	invalid := map[string]bool{}
+	for i := 0; i < len(paths); i += hostChunk {
+		chunk := paths[i:min(i+hostChunk, len(paths))]
+		out, err := hostNix("--check-validity", "--print-invalid", chunk, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range strings.Fields(string(out)) {
+			invalid[p] = true
+		}
+	}
+	var valid []string
+	for _, p := range paths {
+		if !invalid[p] {
+			valid = append(valid, p)
+		}
+	}
+	return valid, nil
+}
+
+func hostNix(op, flag string, paths []string, stdin []byte) ([]byte, error) {
+	args := []string{op}
+	if flag != "" {
+		args = append(args, flag)
+	}
+	cmd := exec.Command("nix-store", append(args, paths...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("nix = \"store\": reading the host's store (nix-store %s): %v: %s", op, err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// loadHostPaths dumps the paths' registrations from the host's store and loads them
+// into the project's database, in the registration sandbox.
+func loadHostPaths(bwrap string, h Host, dir string, paths []string) error {
+	var dump []byte
+	for i := 0; i < len(paths); i += hostChunk {
+		out, err := hostNix("--dump-db", "", paths[i:min(i+hostChunk, len(paths))], nil)
+		if err != nil {
+			return err
+		}
+		dump = append(dump, out...)
+	}
+	// Its directory's links followed (a Nix profile's bin is a link into the store), not
+	// its own: nix-store is a name of the multi-call nix, which reads its argv[0].
+	nixStore, err := exec.LookPath("nix-store")
+	if err == nil {
+		var d string
+		d, err = filepath.EvalSymlinks(filepath.Dir(nixStore))
+		nixStore = filepath.Join(d, "nix-store")
+	}
+	if err != nil {
+		return fmt.Errorf("nix = \"store\": nix-store: %w", err)
+	}
+	cmd := exec.Command(bwrap, registerArgs(h, dir, nixStore)...)
+	name := "box"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "USER=" + name, "NIX_REMOTE=local", "NIX_CONF_DIR=/nonexistent",
+		"NIX_CONFIG=build-users-group =\nsandbox = false\n"}
+	cmd.Stdin = bytes.NewReader(dump)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nix = \"store\": registering the host's paths in the project's store: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// registerArgs is the registration sandbox's bwrap argv: the host's system and store
+// read-only, the project's /nix/var writable, nothing else of the host (no home, no
+// /etc, no network), then nix-store --load-db.
+func registerArgs(h Host, dir, nixStore string) []string {
+	a := []string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--tmpfs", "/"}
+	for _, s := range h.System {
+		switch {
+		case s.Path == "/etc", s.Path == "/nix/store":
+		case s.Link != "":
+			a = append(a, "--symlink", s.Link, s.Path)
+		default:
+			a = append(a, "--ro-bind", s.Path, s.Path)
+		}
+	}
+	return append(a, "--ro-bind-try", "/nix/store", "/nix/store", "--bind", filepath.Join(dir, "var"), "/nix/var",
+		"--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", nixStore, "--load-db")
 }

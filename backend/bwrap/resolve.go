@@ -37,6 +37,8 @@ type Request struct {
 	Binds []Mount
 	// Isolation is the mode box run's --isolation names ("": the profile's; isolation.go).
 	Isolation string
+	// DevShell is box run's --devshell ("": the profile's devshell; devshell.go).
+	DevShell string
 }
 
 // Persistent is what a named bwrap box brings to a request: its own home in place of
@@ -131,6 +133,8 @@ type Facts struct {
 	Host Host
 	// Git is the operator's global git user.name and user.email (ReadGitIdentity).
 	Git GitIdentity
+	// DevShell is the dev shell the request names, evaluated on the host (nil: none).
+	DevShell *DevShell
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -340,7 +344,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		p.warn("nix = \"daemon\": the host's nix-daemon is reachable inside; what it builds and fetches runs on the host, on the host's network, outside tier %s and outside the sandbox", network)
 	}
 	boxSet := map[string]string{
-		"HOME": f.Home, "PATH": SandboxPATH(f.PackageBins, minimal), "BOX_SANDBOX": "bwrap",
+		"HOME": f.Home, "PATH": f.DevShell.devShellPATH(SandboxPATH(f.PackageBins, minimal)), "BOX_SANDBOX": "bwrap",
 		"USER": f.User, "LOGNAME": f.User,
 	}
 	if agent.ConfigEnv != "" {
@@ -366,7 +370,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		boxSet["NIX_CONFIG"] = conf
 	}
 	p.gitIdentity(r.Profile.PassGitIdentity(), f.Git, f.Home, agent.StateDir, boxSet)
-	p.Vars = allow.Filter(f.Environ, boxSet)
+	p.Vars = f.DevShell.merge(allow.Filter(f.Environ, boxSet)) // devshell.go
 	p.Findings = envaudit.Audit(p.Vars)
 
 	toolNames := make([]string, len(tools))
@@ -381,6 +385,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
 		Allow: allowed, GitIdentity: p.Git.String(),
 	}
+	p.noteDevShell(f) // devshell.go
 	if network.Proxied() {
 		if f.RunID == "" {
 			return nil, errors.New("allowlist tier: no run id")
@@ -413,7 +418,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Workdir: wd, Home: f.Home, HomeDir: homeDir, InstanceDir: instanceDir, StateDir: agent.StateDir,
 		Network: network, Allow: allowed, Mounts: mounts, AuthFiles: auth, Tools: tools,
 		GitBinds: pset.Binds, Pins: pset.Pins, ReadOnly: pset.ReadOnly(),
-		Command: command, Hostname: "box", NixDaemon: daemon,
+		Command: f.DevShell.wrap(command), Hostname: "box", NixDaemon: daemon,
 		NixStore: nixStore, UID: f.Euid, GID: f.Egid, Seccomp: &filter,
 		// The block fd always: the limits go on the sandbox's pid 1 before it is released.
 		InfoFD: InfoFD, BlockFD: BlockFD, SeccompFD: SeccompFD,

@@ -22,6 +22,7 @@ type runOptions struct {
 	dryRun    bool
 	allowRoot bool
 	isolation string
+	devshell  string
 	command   []string
 }
 
@@ -82,7 +83,8 @@ diagnoses that bwrap cannot start. Never chosen without one of these.`,
   box run --env GITHUB_TOKEN --network full -y -- gh pr list
   box run -n allowlist --allow @github --allow api.anthropic.com:443 -y -- claude
   box run --dry-run -- true                # print the bwrap argv, run nothing
-  box run --isolation landlock -y -- make  # no namespaces (a container): says what does not hold`,
+  box run --isolation landlock -y -- make  # no namespaces (a container): says what does not hold
+  box run --devshell -y -- make            # in the project flake's dev shell (devShells.<system>.default)`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.command = args
@@ -102,6 +104,8 @@ diagnoses that bwrap cannot start. Never chosen without one of these.`,
 	f.BoolVarP(&o.yes, "force", "f", false, "the same as -y (every verb that asks takes both)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv, the env names it would pass and the protected set; run nothing")
 	f.StringVar(&o.isolation, "isolation", "", "bwrap (namespaces; the default), landlock (no namespaces: says what does NOT hold) or auto (bwrap, else landlock where bwrap cannot start) (default: the profile's isolation)")
+	f.StringVar(&o.devshell, "devshell", "", "start in a Nix dev shell, evaluated on the host: alone, the working directory's flake's default; --devshell=INSTALLABLE names one (default: the profile's devshell)")
+	f.Lookup("devshell").NoOptDefVal = "true"
 	f.BoolVar(&o.allowRoot, "allow-root", false, "run the sandbox even though box runs as root (it keeps root's ownership of files)")
 	return cmd
 }
@@ -211,6 +215,7 @@ func runRequest(e *env, o *runOptions) (bwrap.Request, error) {
 	return bwrap.Request{
 		Profile: prof, Template: tmpl, Network: o.network, Env: o.env,
 		Command: o.command, AllowRoot: o.allowRoot, Allow: o.allow, Isolation: o.isolation,
+		DevShell: o.devshell,
 	}, nil
 }
 

@@ -1,0 +1,78 @@
+package bwrap
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/heavy-duty/box/envaudit"
+)
+
+func TestParseDevEnv(t *testing.T) {
+	d, err := parseDevEnv([]byte(`{"bashFunctions":{},"variables":{
+"PATH":{"type":"exported","value":"/nix/store/a-tool/bin:/path-not-set"},
+"DEV_GREETING":{"type":"exported","value":"hi"},
+"HOME":{"type":"exported","value":"/homeless-shelter"},
+"TMPDIR":{"type":"exported","value":"/tmp/nix-build-x"},
+"shellHook":{"type":"exported","value":"echo hook"},
+"notExported":{"type":"var","value":"x"},
+"arr":{"type":"array","value":["a"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Path, []string{"/nix/store/a-tool/bin"}) {
+		t.Errorf("path: %v", d.Path)
+	}
+	if len(d.Vars) != 2 || d.Vars["DEV_GREETING"] != "hi" || d.Vars["shellHook"] != "echo hook" {
+		t.Errorf("vars: %v", d.Vars)
+	}
+}
+
+// The shell's variables enter as "devshell" (audited); box's own win over them.
+func TestDevShellMerge(t *testing.T) {
+	d := &DevShell{Vars: map[string]string{"DEPLOY_TOKEN": "ghp_0123456789abcdefghij", "HOME": "/x", "LANG": "C"}}
+	vars := d.merge([]envaudit.Var{{Name: "HOME", Value: "/h", Origin: "box"}, {Name: "LANG", Value: "C.UTF-8", Origin: "base"}})
+	by := map[string]envaudit.Var{}
+	for _, v := range vars {
+		by[v.Name] = v
+	}
+	if by["HOME"].Value != "/h" || by["LANG"].Origin != "devshell" || by["DEPLOY_TOKEN"].Origin != "devshell" {
+		t.Errorf("merge: %+v", vars)
+	}
+	if f := envaudit.Audit(vars); len(f) != 1 || f[0].Name != "DEPLOY_TOKEN" {
+		t.Errorf("audit: %+v", f)
+	}
+	if got := d.wrap([]string{"make"}); !slices.Equal(got, []string{"make"}) {
+		t.Errorf("no hook, wrapped: %v", got)
+	}
+	d.Vars["shellHook"] = "echo hi"
+	if got := d.wrap([]string{"make", "x"}); !slices.Equal(got, []string{"bash", "-c", devShellHookScript, "box-devshell", "make", "x"}) {
+		t.Errorf("wrap: %v", got)
+	}
+	var nilShell *DevShell
+	if nilShell.devShellPATH("/usr/bin") != "/usr/bin" || nilShell.merge(nil) != nil || nilShell.wrap([]string{"sh"})[0] != "sh" {
+		t.Error("no dev shell changed something")
+	}
+}
+
+// A directory without a flake says so, typed; nix is not run.
+func TestDevShellNoFlake(t *testing.T) {
+	dir := t.TempDir()
+	_, err := EvalDevShell(t.Context(), "/nonexistent/nix", DevShellInstallable("true", dir), dir, dir, nil)
+	var de *DevShellError
+	if !errors.As(err, &de) || !de.NoFlake || !errors.Is(err, ErrDevShell) {
+		t.Fatalf("err: %v", err)
+	}
+	// The key follows flake.lock and .nix files.
+	os.WriteFile(filepath.Join(dir, "flake.nix"), []byte("{}"), 0o644)
+	k1, _ := devShellKey("path:.#default", dir)
+	os.WriteFile(filepath.Join(dir, "flake.lock"), []byte("{}"), 0o644)
+	k2, _ := devShellKey("path:.#default", dir)
+	os.WriteFile(filepath.Join(dir, "README"), []byte("x"), 0o644)
+	k3, _ := devShellKey("path:.#default", dir)
+	if k1 == k2 || k2 != k3 {
+		t.Errorf("keys: %s %s %s", k1, k2, k3)
+	}
+}
