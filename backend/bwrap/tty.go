@@ -29,7 +29,7 @@ const ProtTTY = "tty"
 type relay struct {
 	in     int      // the host terminal as box's stdin, -1 when stdin is not a terminal
 	out    *os.File // where the sandbox's terminal output goes (the host terminal)
-	master *os.File
+	master *os.File // in the runtime's poller: its Close and deadlines end the pumps' waits
 	slave  *os.File // closed once bwrap has it
 
 	wake    int           // an eventfd: ends the input pump
@@ -176,7 +176,7 @@ func (r *relay) resize() {
 		ws, err = unix.IoctlGetWinsize(r.in, unix.TIOCGWINSZ)
 	}
 	if err == nil {
-		_ = unix.IoctlSetWinsize(int(r.master.Fd()), unix.TIOCSWINSZ, ws)
+		_ = pty.Ioctl(r.master, func(fd int) error { return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, ws) })
 	}
 }
 
@@ -249,23 +249,55 @@ func (r *relay) pumpIn() {
 
 // pumpOut copies the sandbox's terminal output to the host terminal until the
 // sandbox's last process has closed its terminal (EIO) or box hangs it up.
+//
+// A pty hands out at most its line discipline's 4 KiB per read, and every read and
+// write costs a wakeup of box and of the kernel's flush worker. So each wake reads on
+// until the pty has nothing more ready, up to outBatch, and writes that once: a
+// command's bulk output crosses in a few large writes, a keystroke's echo at once.
 func (r *relay) pumpOut() {
 	defer close(r.outDone)
-	buf := make([]byte, 64<<10)
+	rc, err := r.master.SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, outBatch)
 	discard := false
 	for {
-		n, err := r.master.Read(buf)
+		n := 0
+		var end error
+		err := rc.Read(func(fd uintptr) bool {
+			for n < len(buf) {
+				k, err := unix.Read(int(fd), buf[n:])
+				switch {
+				case k > 0:
+					n += k
+				case err == unix.EINTR:
+				case err == unix.EAGAIN:
+					return n > 0 // nothing yet: wait for the poller
+				default:
+					end = err
+					if k == 0 && err == nil {
+						end = io.EOF
+					}
+					return true
+				}
+			}
+			return true
+		})
 		if n > 0 && !discard {
 			// A host terminal that is gone: keep draining, so the sandbox never blocks.
 			if _, werr := r.out.Write(buf[:n]); werr != nil {
 				discard = true
 			}
 		}
-		if err != nil {
+		if err != nil || end != nil {
 			return
 		}
 	}
 }
+
+// outBatch bounds what pumpOut gathers before it writes.
+const outBatch = 256 << 10
 
 // hangup closes the sandbox's terminal, as a closing ssh connection does: the kernel
 // sends SIGHUP to its session leader and foreground job (an interactive shell ignores

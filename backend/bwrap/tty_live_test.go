@@ -196,6 +196,27 @@ func TestTTYRestoredOnSignal(t *testing.T) {
 	}
 }
 
+// box told to stop (SIGTERM) after a resize, while the command ignores SIGTERM and
+// writes nothing: box hangs the sandbox's terminal up, as a closing ssh connection does,
+// and the command ends on the hangup (an interactive shell ignores SIGTERM too). The
+// resize took the terminal's fd in a way that left it in blocking mode, where closing
+// it waited for output the command never wrote: box never ended.
+func TestTTYHangupAfterResize(t *testing.T) {
+	w := newWorld(t)
+	p := startOnPTY(t, w, w.cmd("run", "-q", "-y", "--", "sh", "-c",
+		`trap "" TERM; trap "stty size; exec sleep 60" WINCH; echo rea""dy; sleep 60 & wait`))
+	at := p.screen.WaitFor(t, 0, "ready", within)
+	boxtest.SetSize(t, p.master, 30, 90)
+	p.screen.WaitFor(t, at, "30 90", within) // the resize was relayed
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 128+int(syscall.SIGHUP) {
+		t.Errorf("exit %d, want %d (the command's end on the hangup)", code, 128+int(syscall.SIGHUP))
+	}
+	if p.modes(t) != p.before {
+		t.Errorf("the terminal's modes after box differ from before")
+	}
+}
+
 // `timeout 20 box run -y -- true` typed in a shell: timeout puts box in a background
 // process group of the terminal, where a terminal restore stopped box with SIGTTOU
 // until timeout killed it (124). box ends with the command's code, the terminal as
