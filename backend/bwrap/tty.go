@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"errors"
 	"io"
 	"os"
 	"runtime"
@@ -41,6 +42,55 @@ type relay struct {
 	mu     sync.Mutex
 	saved  *unix.Termios // the host's modes before raw mode; nil while not raw
 	closed bool
+}
+
+// TerminalError: box could not make the sandbox's terminal. Cause says why, in words
+// (its hint, the fix, is worded by the CLI); the errno stays in the chain.
+type TerminalError struct {
+	Cause TerminalCause
+	Err   error
+}
+
+// TerminalCause is why a terminal could not be made.
+type TerminalCause int
+
+const (
+	TerminalUnknown   TerminalCause = iota
+	TerminalExhausted               // every pseudo-terminal is in use (kernel.pty.max, devpts max=)
+	TerminalMissing                 // no /dev/ptmx or no devpts behind it
+	TerminalDenied                  // /dev/ptmx or the new terminal may not be opened by this user
+	TerminalBusy                    // the terminal is held in exclusive mode (TIOCEXCL)
+)
+
+func (e *TerminalError) Error() string {
+	why := map[TerminalCause]string{
+		TerminalExhausted: "every pseudo-terminal of this machine is in use",
+		TerminalMissing:   "this machine has no pseudo-terminal device (/dev/ptmx, /dev/pts)",
+		TerminalDenied:    "this user may not open a pseudo-terminal",
+		TerminalBusy:      "the pseudo-terminal is busy (held in exclusive mode)",
+	}[e.Cause]
+	if why == "" {
+		return e.Err.Error()
+	}
+	return why + " (" + e.Err.Error() + ")"
+}
+
+func (e *TerminalError) Unwrap() error { return e.Err }
+
+// terminalError names the cause of a failed pty.Open.
+func terminalError(err error) *TerminalError {
+	c := TerminalUnknown
+	switch {
+	case errors.Is(err, unix.ENOSPC):
+		c = TerminalExhausted
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO), errors.Is(err, unix.EIO):
+		c = TerminalMissing
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		c = TerminalDenied
+	case errors.Is(err, unix.EBUSY):
+		c = TerminalBusy
+	}
+	return &TerminalError{Cause: c, Err: err}
 }
 
 // isTerminal reports whether f is a terminal.
@@ -98,7 +148,7 @@ func openRelay(streams [3]any) (*relay, [3]any, error) {
 	}
 	m, s, err := pty.Open()
 	if err != nil {
-		return nil, streams, err
+		return nil, streams, terminalError(err)
 	}
 	r := &relay{in: -1, out: out, master: m, slave: s, cont: make(chan struct{}, 1), stop: make(chan struct{}),
 		inDone: make(chan struct{}), outDone: make(chan struct{})}
