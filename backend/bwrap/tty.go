@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"errors"
 	"io"
 	"os"
 	"runtime"
@@ -29,7 +30,7 @@ const ProtTTY = "tty"
 type relay struct {
 	in     int      // the host terminal as box's stdin, -1 when stdin is not a terminal
 	out    *os.File // where the sandbox's terminal output goes (the host terminal)
-	master *os.File
+	master *os.File // in the runtime's poller: its Close and deadlines end the pumps' waits
 	slave  *os.File // closed once bwrap has it
 
 	wake    int           // an eventfd: ends the input pump
@@ -41,6 +42,55 @@ type relay struct {
 	mu     sync.Mutex
 	saved  *unix.Termios // the host's modes before raw mode; nil while not raw
 	closed bool
+}
+
+// TerminalError: box could not make the sandbox's terminal. Cause says why, in words
+// (its hint, the fix, is worded by the CLI); the errno stays in the chain.
+type TerminalError struct {
+	Cause TerminalCause
+	Err   error
+}
+
+// TerminalCause is why a terminal could not be made.
+type TerminalCause int
+
+const (
+	TerminalUnknown   TerminalCause = iota
+	TerminalExhausted               // every pseudo-terminal is in use (kernel.pty.max, devpts max=)
+	TerminalMissing                 // no /dev/ptmx or no devpts behind it
+	TerminalDenied                  // /dev/ptmx or the new terminal may not be opened by this user
+	TerminalBusy                    // the terminal is held in exclusive mode (TIOCEXCL)
+)
+
+func (e *TerminalError) Error() string {
+	why := map[TerminalCause]string{
+		TerminalExhausted: "every pseudo-terminal of this machine is in use",
+		TerminalMissing:   "this machine has no pseudo-terminal device (/dev/ptmx, /dev/pts)",
+		TerminalDenied:    "this user may not open a pseudo-terminal",
+		TerminalBusy:      "the pseudo-terminal is busy (held in exclusive mode)",
+	}[e.Cause]
+	if why == "" {
+		return e.Err.Error()
+	}
+	return why + " (" + e.Err.Error() + ")"
+}
+
+func (e *TerminalError) Unwrap() error { return e.Err }
+
+// terminalError names the cause of a failed pty.Open.
+func terminalError(err error) *TerminalError {
+	c := TerminalUnknown
+	switch {
+	case errors.Is(err, unix.ENOSPC):
+		c = TerminalExhausted
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO), errors.Is(err, unix.EIO):
+		c = TerminalMissing
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		c = TerminalDenied
+	case errors.Is(err, unix.EBUSY):
+		c = TerminalBusy
+	}
+	return &TerminalError{Cause: c, Err: err}
 }
 
 // isTerminal reports whether f is a terminal.
@@ -98,7 +148,7 @@ func openRelay(streams [3]any) (*relay, [3]any, error) {
 	}
 	m, s, err := pty.Open()
 	if err != nil {
-		return nil, streams, err
+		return nil, streams, terminalError(err)
 	}
 	r := &relay{in: -1, out: out, master: m, slave: s, cont: make(chan struct{}, 1), stop: make(chan struct{}),
 		inDone: make(chan struct{}), outDone: make(chan struct{})}
@@ -176,7 +226,7 @@ func (r *relay) resize() {
 		ws, err = unix.IoctlGetWinsize(r.in, unix.TIOCGWINSZ)
 	}
 	if err == nil {
-		_ = unix.IoctlSetWinsize(int(r.master.Fd()), unix.TIOCSWINSZ, ws)
+		_ = pty.Ioctl(r.master, func(fd int) error { return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, ws) })
 	}
 }
 
@@ -249,15 +299,44 @@ func (r *relay) pumpIn() {
 
 // pumpOut copies the sandbox's terminal output to the host terminal until the
 // sandbox's last process has closed its terminal (EIO) or box hangs it up.
+//
+// A pty hands out at most its line discipline's 4 KiB per read, and every read and
+// write costs a wakeup of box and of the kernel's flush worker. So each wake reads on
+// until the pty has nothing more ready, up to outBatch, and writes that once: a
+// command's bulk output crosses in a few large writes, a keystroke's echo at once.
 func (r *relay) pumpOut() {
 	defer close(r.outDone)
-	buf := make([]byte, 64<<10)
+	rc, err := r.master.SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, outBatch)
 	out := make([]byte, 0, len(buf))
 	var osc oscFilter // ttyfilter.go: no clipboard or file writes on the host's terminal
 	filter := !protectionOff(ProtTerminal)
 	discard := false
 	for {
-		n, err := r.master.Read(buf)
+		n := 0
+		var end error
+		err := rc.Read(func(fd uintptr) bool {
+			for n < len(buf) {
+				k, err := unix.Read(int(fd), buf[n:])
+				switch {
+				case k > 0:
+					n += k
+				case err == unix.EINTR:
+				case err == unix.EAGAIN:
+					return n > 0 // nothing yet: wait for the poller
+				default:
+					end = err
+					if k == 0 && err == nil {
+						end = io.EOF
+					}
+					return true
+				}
+			}
+			return true
+		})
 		if n > 0 && !discard {
 			b := buf[:n]
 			if filter {
@@ -269,11 +348,14 @@ func (r *relay) pumpOut() {
 				discard = true
 			}
 		}
-		if err != nil {
+		if err != nil || end != nil {
 			return
 		}
 	}
 }
+
+// outBatch bounds what pumpOut gathers before it writes.
+const outBatch = 256 << 10
 
 // hangup closes the sandbox's terminal, as a closing ssh connection does: the kernel
 // sends SIGHUP to its session leader and foreground job (an interactive shell ignores

@@ -21,6 +21,9 @@ import (
 // reported ratio is the median of the iterations' relay/direct throughputs (goal >= 0.8).
 // cpu-ms is what each spends in all (cat, and for the relay box and bwrap too), from the
 // kernel's accounting: steadier than throughput on a loaded machine.
+//
+// BOX_BENCH_BASE=/path/to/an/older/box adds that binary's relay to every iteration
+// (base/direct, base-cpu-ms): a change's before and after from the same run.
 func BenchmarkTTYRelay(b *testing.B) {
 	w := newWorld(b)
 	const size = 100 << 20
@@ -35,6 +38,12 @@ func BenchmarkTTYRelay(b *testing.B) {
 		return c
 	}
 	relay := func() *exec.Cmd { return w.cmd("run", "-q", "-y", "--", "cat", file) }
+	baseBox := os.Getenv("BOX_BENCH_BASE")
+	base := func() *exec.Cmd {
+		c := w.cmd("run", "-q", "-y", "--", "cat", file)
+		c.Path, c.Args[0] = baseBox, baseBox
+		return c
+	}
 	// once runs c on a fresh pty and returns its throughput (MB/s) and CPU time.
 	once := func(c *exec.Cmd) (float64, time.Duration) {
 		master, slave := openPTY(b)
@@ -73,8 +82,14 @@ func BenchmarkTTYRelay(b *testing.B) {
 		}
 		return float64(size) / elapsed.Seconds() / 1e6, c.ProcessState.UserTime() + c.ProcessState.SystemTime()
 	}
-	var ratios, dRates, rRates, dCPU, rCPU []float64
+	var ratios, dRates, rRates, dCPU, rCPU, bRatios, bCPU []float64
 	for i := 0; i < b.N; i++ {
+		if baseBox != "" {
+			// Between the two it is compared with, in the same alternating order.
+			bd, _ := once(direct())
+			br, bc := once(base())
+			bRatios, bCPU = append(bRatios, br/bd), append(bCPU, float64(bc.Milliseconds()))
+		}
 		var d, r float64
 		var dc, rc time.Duration
 		if i%2 == 0 {
@@ -92,6 +107,10 @@ func BenchmarkTTYRelay(b *testing.B) {
 	b.ReportMetric(median(rRates), "relay-MB/s")
 	b.ReportMetric(median(dCPU), "direct-cpu-ms")
 	b.ReportMetric(median(rCPU), "relay-cpu-ms")
+	if baseBox != "" {
+		b.ReportMetric(median(bRatios), "base/direct")
+		b.ReportMetric(median(bCPU), "base-cpu-ms")
+	}
 }
 
 func median(v []float64) float64 {

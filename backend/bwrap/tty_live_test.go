@@ -3,6 +3,7 @@ package bwrap_test
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -193,6 +194,53 @@ func TestTTYRestoredOnSignal(t *testing.T) {
 				t.Errorf("%d bytes pending", n)
 			}
 		})
+	}
+}
+
+// box told to stop (SIGTERM) after a resize, while the command ignores SIGTERM and
+// writes nothing: box hangs the sandbox's terminal up, as a closing ssh connection does,
+// and the command ends on the hangup (an interactive shell ignores SIGTERM too). The
+// resize took the terminal's fd in a way that left it in blocking mode, where closing
+// it waited for output the command never wrote: box never ended.
+func TestTTYHangupAfterResize(t *testing.T) {
+	w := newWorld(t)
+	p := startOnPTY(t, w, w.cmd("run", "-q", "-y", "--", "sh", "-c",
+		`trap "" TERM; trap "stty size; exec sleep 60" WINCH; echo rea""dy; sleep 60 & wait`))
+	at := p.screen.WaitFor(t, 0, "ready", within)
+	boxtest.SetSize(t, p.master, 30, 90)
+	p.screen.WaitFor(t, at, "30 90", within) // the resize was relayed
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 128+int(syscall.SIGHUP) {
+		t.Errorf("exit %d, want %d (the command's end on the hangup)", code, 128+int(syscall.SIGHUP))
+	}
+	if p.modes(t) != p.before {
+		t.Errorf("the terminal's modes after box differ from before")
+	}
+}
+
+// No pseudo-terminal left for the sandbox (box on a terminal, in a mount namespace of
+// the test's whose /dev/ptmx is a devpts with room for one, taken): box says why and
+// what to do (box: error / box: hint), not only an errno, and runs nothing.
+func TestTTYNoneLeft(t *testing.T) {
+	unshare := testenv.RequireTool(t, "unshare")
+	setpriv := testenv.RequireTool(t, "setpriv")
+	w := newWorld(t)
+	c := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c",
+		`mount -t devpts -o newinstance,max=1,ptmxmode=0666 devpts /dev/pts && mount --bind /dev/pts/ptmx /dev/ptmx && exec 3<>/dev/ptmx &&
+		exec "$0" --reuid "$1" --regid "$2" --clear-groups -- "$3" run -y -- sh -c "echo RAN"`,
+		setpriv, strconv.Itoa(w.uid), strconv.Itoa(w.gid), w.box)
+	c.Dir, c.Env = w.proj, w.env
+	c.SysProcAttr = &syscall.SysProcAttr{}
+	p := startOnPTY(t, w, c)
+	code := p.wait(t)
+	s := p.screen.String()
+	for _, want := range []string{"box: error: ", "every pseudo-terminal of this machine is in use", "box: hint: ", "kernel.pty.max"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no %q in what box said:\n%s", want, s)
+		}
+	}
+	if code == 0 || strings.Contains(s, "RAN") {
+		t.Errorf("exit %d, the command ran without its terminal:\n%s", code, s)
 	}
 }
 

@@ -1,8 +1,13 @@
 package bwrap
 
 import (
+	"errors"
+	"os"
 	"slices"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The session helper is bound before the root turns read-only, and the command runs
@@ -17,5 +22,21 @@ func TestWithSession(t *testing.T) {
 	}
 	if got := withSession([]string{"--ro-bind", "/a", "/a"}, "/usr/bin/box"); len(got) != 3 {
 		t.Errorf("no command: %q", got)
+	}
+}
+
+// A terminal box cannot make names its cause, each errno to one, and keeps the errno.
+func TestTerminalError(t *testing.T) {
+	for errno, want := range map[unix.Errno]TerminalCause{
+		unix.ENOSPC: TerminalExhausted, unix.ENOENT: TerminalMissing, unix.ENXIO: TerminalMissing,
+		unix.EACCES: TerminalDenied, unix.EBUSY: TerminalBusy, unix.EINVAL: TerminalUnknown,
+	} {
+		e := terminalError(&os.PathError{Op: "open", Path: "/dev/ptmx", Err: errno})
+		if e.Cause != want || !errors.Is(e, errno) {
+			t.Errorf("%v: cause %v, want %v (errno kept: %v)", errno, e.Cause, want, errors.Is(e, errno))
+		}
+		if want != TerminalUnknown && !strings.Contains(e.Error(), "(open /dev/ptmx: ") {
+			t.Errorf("%v: %q", errno, e.Error())
+		}
 	}
 }

@@ -28,7 +28,10 @@ func hintFor(err error) (string, error) {
 	var ap *bwrap.AllowPatternError
 	var ae *bwrap.AuditError
 	var ue *bwrap.UsernsError
+	var te *bwrap.TerminalError
 	switch {
+	case errors.As(err, &te):
+		return terminalHint(te), te
 	case errors.As(err, &ue):
 		return usernsErrHint(ue) + "\n" + landlockOptIn, ue // setupuserns.go
 	case errors.As(err, &ae):
@@ -47,6 +50,23 @@ func hintFor(err error) (string, error) {
 		return "for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github", ap
 	}
 	return "", nil
+}
+
+// terminalHint: the fix for a sandbox terminal box could not make; without a terminal
+// on box's stdio (box run ... < /dev/null > log, box exec without -t) none is needed.
+func terminalHint(e *bwrap.TerminalError) string {
+	const without = "; or run the command without a terminal: its input and output not on one (box run ... </dev/null 2>&1 | cat), box exec without -t"
+	switch e.Cause {
+	case bwrap.TerminalExhausted:
+		return "close terminals you no longer use, or raise the limit: sudo sysctl kernel.pty.max=8192 (a container's /dev/pts may have its own max=)" + without
+	case bwrap.TerminalMissing:
+		return "mount the pseudo-terminal filesystem: sudo mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts, with /dev/ptmx a link to pts/ptmx" + without
+	case bwrap.TerminalDenied:
+		return "/dev/ptmx must be readable and writable by every user (crw-rw-rw-, as ls -l /dev/ptmx shows); a security module (SELinux, AppArmor) may refuse it too" + without
+	case bwrap.TerminalBusy:
+		return "a program put the terminal in exclusive mode (TIOCEXCL) and holds it; end that program, or open a new terminal" + without
+	}
+	return "box allocates a pseudo-terminal for a command on a terminal" + without
 }
 
 // landlockOptIn: where bwrap cannot start, the mode that needs no namespace, by name.

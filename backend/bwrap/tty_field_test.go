@@ -1,0 +1,64 @@
+package bwrap_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/heavy-duty/box/internal/testenv"
+)
+
+// `timeout 20 box run -y -- true` typed at an interactive shell with job control (the
+// shell gives timeout's job the terminal, and timeout moves itself and box to a group of
+// their own, in the background): box ends with the command's code, the prompt comes
+// back, the terminal's modes are the shell's.
+func TestTTYFieldTimeoutInInteractiveShell(t *testing.T) {
+	bash := testenv.RequireTool(t, "bash")
+	timeout := testenv.RequireTool(t, "timeout")
+	w := newWorld(t)
+	c := w.cmd()
+	c.Path, c.Args = bash, []string{"bash", "--norc", "--noprofile", "-i"}
+	p := startOnPTY(t, w, c)
+	at := p.screen.WaitFor(t, 0, "$ ", within)
+	p.typ(t, timeout+" 20 "+w.box+" run -q -y -- true; echo co\"\"de=$?.\r")
+	at = p.screen.WaitFor(t, at, "code=", 2*within)
+	at = p.screen.WaitFor(t, at, ".", within)
+	if s := p.screen.String(); !strings.Contains(s, "code=0.") {
+		t.Errorf("want code=0, the terminal shows:\n%q", s)
+	}
+	p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "exit 0\r")
+	p.wait(t)
+}
+
+// box shell and box exec -t on a persistent bwrap box, with tmux's TERM: a terminal of
+// the command's own (job control on), TERM as the host's, the
+// command's exit code as box's.
+func TestTTYFieldBwrapBox(t *testing.T) {
+	testenv.RequireTool(t, "bash")
+	w := newWorld(t)
+	w.env = append(slices.DeleteFunc(slices.Clone(w.env), func(e string) bool { return strings.HasPrefix(e, "TERM=") }), "TERM=tmux-256color")
+	w.must("new", "--backend", "bwrap", "--name", "term")
+
+	p := startOnPTY(t, w, w.cmd("shell", "-y", "term"))
+	at := p.screen.WaitFor(t, 0, "$ ", within)
+	p.typ(t, "echo T=$TERM.; test -t 0 && echo IS-A-TTY; exit 4\r")
+	at = p.screen.WaitFor(t, at, "T=tmux-256color.", within)
+	p.screen.WaitFor(t, at, "IS-A-TTY", within)
+	if code := p.wait(t); code != 4 {
+		t.Errorf("box shell: exit %d, want 4:\n%q", code, p.screen.String())
+	}
+	if s := p.screen.String(); strings.Contains(s, "no job control") {
+		t.Errorf("box shell: %q", s)
+	}
+
+	p = startOnPTY(t, w, w.cmd("exec", "-t", "-y", "term", "--", "sh", "-c", `echo T=$TERM.; test -t 0 && echo IS-A-TTY; exit 5`))
+	at = p.screen.WaitFor(t, 0, "T=tmux-256color.", within)
+	p.screen.WaitFor(t, at, "IS-A-TTY", within)
+	if code := p.wait(t); code != 5 {
+		t.Errorf("box exec -t: exit %d, want 5:\n%q", code, p.screen.String())
+	}
+	if p.modes(t) != p.before {
+		t.Errorf("the terminal's modes after box exec -t differ from before")
+	}
+}
