@@ -74,7 +74,7 @@ func (s *syncBuf) records(t *testing.T) []Record {
 	return out
 }
 
-func run(t *testing.T, env []string, name string, args ...string) (string, error) {
+func run(t testing.TB, env []string, name string, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -82,7 +82,7 @@ func run(t *testing.T, env []string, name string, args ...string) (string, error
 	return string(out), err
 }
 
-func mustRun(t *testing.T, env []string, name string, args ...string) string {
+func mustRun(t testing.TB, env []string, name string, args ...string) string {
 	t.Helper()
 	out, err := run(t, env, name, args...)
 	if err != nil {
@@ -91,7 +91,7 @@ func mustRun(t *testing.T, env []string, name string, args ...string) string {
 	return out
 }
 
-func keygen(t *testing.T, dir, name string) (path, fp string) {
+func keygen(t testing.TB, dir, name string) (path, fp string) {
 	t.Helper()
 	path = filepath.Join(dir, name)
 	mustRun(t, nil, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", path)
@@ -101,7 +101,7 @@ func keygen(t *testing.T, dir, name string) (path, fp string) {
 
 // startAgent starts a real ssh-agent in the foreground and waits for the line it prints
 // once its socket listens.
-func startAgent(t *testing.T, sock string) {
+func startAgent(t testing.TB, sock string) {
 	t.Helper()
 	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
 	out, err := cmd.StdoutPipe()
@@ -119,7 +119,7 @@ func startAgent(t *testing.T, sock string) {
 	go io.Copy(io.Discard, out)
 }
 
-func newLab(t *testing.T, p Policy) *lab {
+func newLab(t testing.TB, p Policy) *lab {
 	t.Helper()
 	for _, tool := range []string{"ssh-agent", "ssh-add", "ssh-keygen", "ssh"} {
 		testenv.RequireTool(t, tool)
@@ -205,7 +205,7 @@ func TestRealSSHAddChangesRefused(t *testing.T) {
 
 // pubOnly copies a key's public half away from its private file, which ssh-keygen would
 // otherwise use itself instead of the agent.
-func pubOnly(t *testing.T, key string) string {
+func pubOnly(t testing.TB, key string) string {
 	t.Helper()
 	pub, err := os.ReadFile(key + ".pub")
 	if err != nil {
@@ -266,9 +266,11 @@ func TestRealGitSignature(t *testing.T) {
 type sshServer struct {
 	sock    string
 	hostKey ssh.PublicKey
+	// repo, when set, is served to git-upload-pack (the benchmark's ls-remote).
+	repo string
 }
 
-func startServer(t *testing.T, dir, name string) *sshServer {
+func startServer(t testing.TB, dir, name string) *sshServer {
 	t.Helper()
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	signer, err := ssh.NewSignerFromKey(priv)
@@ -291,13 +293,13 @@ func startServer(t *testing.T, dir, name string) *sshServer {
 			if err != nil {
 				return
 			}
-			go serveSSH(c, cfg)
+			go serveSSH(c, cfg, s)
 		}
 	}()
 	return s
 }
 
-func serveSSH(c net.Conn, cfg *ssh.ServerConfig) {
+func serveSSH(c net.Conn, cfg *ssh.ServerConfig, s *sshServer) {
 	defer c.Close()
 	_, chans, reqs, err := ssh.NewServerConn(c, cfg)
 	if err != nil {
@@ -313,7 +315,17 @@ func serveSSH(c net.Conn, cfg *ssh.ServerConfig) {
 			for r := range creqs {
 				r.Reply(r.Type == "exec", nil)
 				if r.Type == "exec" {
-					ch.SendRequest("exit-status", false, ssh.Marshal(struct{ S uint32 }{0}))
+					var code uint32
+					var m struct{ Cmd string }
+					ssh.Unmarshal(r.Payload, &m)
+					if s.repo != "" && strings.HasPrefix(m.Cmd, "git-upload-pack ") {
+						g := exec.Command("git", "upload-pack", s.repo)
+						g.Stdin, g.Stdout, g.Stderr = ch, ch, ch.Stderr()
+						if g.Run() != nil {
+							code = 1
+						}
+					}
+					ch.SendRequest("exit-status", false, ssh.Marshal(struct{ S uint32 }{code}))
 					ch.Close()
 				}
 			}
