@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/drill/lab"
 	"github.com/heavy-duty/box/internal/boxtest"
 	"github.com/heavy-duty/box/internal/testenv"
@@ -240,5 +241,33 @@ ssh -F /run/box/ssh/config -A -o BatchMode=yes %[5]s@%[4]s 'ssh-add -l >/dev/nul
 	}
 	if !forgeOK || !prodRefused || !fwdRefused || !gitSig {
 		t.Errorf("log: forge signed %v, prod refused %v, forwarded refused %v, git signature %v:\n%s", forgeOK, prodRefused, fwdRefused, gitSig, data)
+	}
+}
+
+// TestSSHAgentFilterOff: the same sandbox with the filter switched off (test build,
+// BOX_UNSAFE_OFF=ssh-agent: the sandbox's socket relays the host's agent, as forwarding
+// the raw socket would) logs in to prod and onward through ssh -A: the refusals of
+// TestSSHAgentFilter are the filter's doing.
+func TestSSHAgentFilterOff(t *testing.T) {
+	boxtest.RequireLab(t)
+	for _, tool := range []string{"ssh", "ssh-agent", "ssh-add", "ssh-keygen", "git"} {
+		testenv.RequireTool(t, tool)
+	}
+	w := newWorld(t)
+	l := lab.New(t)
+	s := newSSHLab(t, w, l)
+	w.withProtectionOff(t, bwrap.ProtSSHAgent)
+	w.env = append(boxtest.EnvWithout(w.env, "SSH_AUTH_SOCK"), "SSH_AUTH_SOCK="+s.agentSock)
+	w.write(filepath.Join(w.home, ".config", "box", "profiles", "push.toml"),
+		fmt.Sprintf("network = \"full\"\nssh = { hosts = [%q], keys = [%q] }\n", forgeHost, s.chosenFP))
+	script := fmt.Sprintf(`ssh-add -l | grep -c ED25519
+ssh -F /run/box/ssh/config -p 2222 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes %[2]s@%[1]s echo prod-in 2>/dev/null
+ssh -F /run/box/ssh/config -A -o BatchMode=yes %[2]s@%[1]s 'ssh -F /dev/null -p 2222 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes %[1]s echo onward-in 2>/dev/null'
+`, forgeHost, testenv.UserName)
+	r := w.pub().InLab(l, nil, "run", "-y", "-p", "push", "--", "sh", "-c", script)
+	for _, breach := range []string{"2\n", "prod-in", "onward-in"} {
+		if !strings.Contains(r.Stdout, breach) {
+			t.Errorf("with the filter off, %q should show (BREACH):\nstdout:\n%s\nstderr:\n%s", breach, r.Stdout, r.Stderr)
+		}
 	}
 }

@@ -21,6 +21,10 @@ import (
 // agent socket is never bound; the unix-socket mediation admits the filter's socket by
 // name (it is box's), and refuses every other host socket as before.
 
+// ProtSSHAgent is the filter (a test build can switch it off: the sandbox's socket then
+// relays the host's agent unfiltered, as forwarding the raw socket would).
+const ProtSSHAgent = "ssh-agent"
+
 // SSHDirInside holds, inside the sandbox, the filter's socket, the allowed hosts'
 // known_hosts, the ssh config that uses it, and the run's request log.
 const SSHDirInside = "/run/box/ssh"
@@ -186,6 +190,10 @@ func (p *Plan) startSSH(quiet bool, stderr io.Writer) (func(), error) {
 	up := s.Upstream
 	f := &sshagent.Filter{Policy: s.Policy, Log: lg, Dial: func() (net.Conn, error) { return net.Dial("unix", up) }}
 	done := make(chan struct{})
+	if protectionOff(ProtSSHAgent) {
+		go func() { relayAgent(ln, up); close(done) }()
+		return func() { ln.Close(); <-done; lg.Close(); os.Remove(sock) }, nil
+	}
 	go func() { f.Serve(ln); close(done) }()
 	return func() {
 		f.Close()
@@ -196,4 +204,25 @@ func (p *Plan) startSSH(quiet bool, stderr io.Writer) (func(), error) {
 			fmt.Fprintf(stderr, "box: %s (log: %s)\n", f.Summary(), s.Log)
 		}
 	}, nil
+}
+
+// relayAgent is the filter switched off (test builds only): every connection relayed to
+// the host's agent as it is.
+func relayAgent(ln net.Listener, upstream string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			u, err := net.Dial("unix", upstream)
+			if err != nil {
+				return
+			}
+			defer u.Close()
+			go io.Copy(u, c)
+			io.Copy(c, u)
+		}()
+	}
 }
