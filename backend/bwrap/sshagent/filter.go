@@ -23,6 +23,7 @@ type Filter struct {
 	mu      sync.Mutex
 	signed  int
 	refused int
+	noBind  int // refused for want of a session-bind: said apart in the summary
 	conns   map[net.Conn]struct{}
 	ln      net.Listener
 	closed  bool

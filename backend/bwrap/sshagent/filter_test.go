@@ -140,6 +140,9 @@ func TestSignPolicy(t *testing.T) {
 			if got := l.lastReason(t); got != tc.reason {
 				t.Fatalf("reason %q, want %q", got, tc.reason)
 			}
+			if said := strings.Contains(l.filter.Summary(), "no session-bind"); said != (tc.reason == reasonNoBind) {
+				t.Fatalf("summary %q", l.filter.Summary())
+			}
 		})
 	}
 }

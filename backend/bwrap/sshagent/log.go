@@ -26,6 +26,9 @@ func (f *Filter) record(r Record) {
 	defer f.mu.Unlock()
 	if !r.Allowed {
 		f.refused++
+		if r.Reason == reasonNoBind {
+			f.noBind++
+		}
 	} else if r.Op == "sign" || r.Op == "sign-git" {
 		f.signed++
 	}
@@ -37,5 +40,12 @@ func (f *Filter) record(r Record) {
 // Summary is the run's one line about the agent.
 func (f *Filter) Summary() string {
 	signed, refused := f.Counts()
-	return fmt.Sprintf("ssh agent: %d signature(s) allowed, %d request(s) refused", signed, refused)
+	f.mu.Lock()
+	noBind := f.noBind
+	f.mu.Unlock()
+	s := fmt.Sprintf("ssh agent: %d signature(s) allowed, %d request(s) refused", signed, refused)
+	if noBind > 0 {
+		s += fmt.Sprintf(", %d of them because the client sent no session-bind (the ssh inside must be OpenSSH 8.9 or later)", noBind)
+	}
+	return s
 }
