@@ -1,6 +1,7 @@
 package sshagent
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
 )
 
 // BenchmarkLsRemote is git ls-remote over SSH (the real git and ssh, an in-process SSH
@@ -56,4 +58,44 @@ func bareRepo(b testing.TB, dir string) string {
 		}
 	}
 	return bare
+}
+
+// BenchmarkSign is one user-auth signature on a bound connection, asked of the real
+// ssh-agent directly ("raw") and through the filter ("filter"): the filter's own cost
+// without git's and ssh's process starts.
+func BenchmarkSign(b *testing.B) {
+	host, _ := newSigner(b)
+	sid := []byte("0123456789abcdef0123456789abcdef")
+	for _, via := range []string{"raw", "filter"} {
+		b.Run(via, func(b *testing.B) {
+			l := newLab(b, Policy{Hosts: []Host{{Name: "forge", Keys: []ssh.PublicKey{host.PublicKey()}}}})
+			sock := l.filterSock
+			if via == "raw" {
+				sock = l.hostSock
+			}
+			c, err := net.Dial("unix", sock)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			a := agent.NewClient(c)
+			keys, err := a.List()
+			if err != nil || len(keys) == 0 {
+				b.Fatalf("list: %v", err)
+			}
+			var key ssh.PublicKey = keys[0]
+			if via == "filter" {
+				if _, err := a.Extension(sessionBindExt, bindMsg(b, host, sid, false)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			data := authReq(sid, key, methodPublicKey, nil)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := a.Sign(key, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

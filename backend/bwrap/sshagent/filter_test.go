@@ -26,7 +26,7 @@ type fakeLab struct {
 	closeFn func()
 }
 
-func newSigner(t *testing.T) (ssh.Signer, ed25519.PrivateKey) {
+func newSigner(t testing.TB) (ssh.Signer, ed25519.PrivateKey) {
 	t.Helper()
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	s, err := ssh.NewSignerFromKey(priv)
@@ -59,7 +59,7 @@ func newFake(t *testing.T, p Policy) *fakeLab {
 	return l
 }
 
-func bindMsg(t *testing.T, host ssh.Signer, sid []byte, fwd bool) []byte {
+func bindMsg(t testing.TB, host ssh.Signer, sid []byte, fwd bool) []byte {
 	t.Helper()
 	sig, err := host.Sign(rand.Reader, sid)
 	if err != nil {
