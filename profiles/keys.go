@@ -72,6 +72,7 @@ var ProfileKeys = []keyRule{
 	named("protect_add", bwrapOnly("the protected set shapes a bwrap sandbox's binds; a vm box shares no directory with the host")),
 	named("protect_drop", bwrapOnly("the protected set shapes a bwrap sandbox's binds; a vm box shares no directory with the host")),
 	named("sockets", bwrapOnly("a vm box shares no socket with the host")),
+	named("ssh", bwrapOnly("box's filtering ssh-agent serves a bwrap sandbox; a vm box has no agent of the host")),
 	named("syscalls", bwrapOnly("the syscall filter is the bwrap sandbox's; a vm box has its own kernel")),
 	// Resources bound both: a sandbox through a cgroup or rlimits, a vm box as Incus
 	// limits (pids: limits.processes on a container; a VM's own kernel bounds it, said
@@ -140,6 +141,8 @@ func profileSet(p *Profile, key string) bool {
 		return p.Disk != ""
 	case "sockets":
 		return len(p.Sockets) > 0
+	case "ssh":
+		return p.SSH != nil
 	case "git_identity":
 		return p.GitIdentity != nil
 	case "isolation":

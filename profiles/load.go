@@ -42,6 +42,10 @@ func Parse(name, source string, data []byte) (*Profile, error) {
 			return nil, fmt.Errorf("%s: syscalls: a built-in profile may not turn syscall groups off", source)
 		}
 		p.Source = "built-in"
+		if p.SSH != nil {
+			// Which keys sign for which hosts is the operator's own decision.
+			return nil, fmt.Errorf("%s: ssh: a built-in profile may not reach the host's ssh-agent", source)
+		}
 		// Loosening is the operator's own, explicit choice: never a shipped default.
 		if p.DevShell != "" {
 			// Its flake is evaluated on the host, as the operator: the operator's choice.

@@ -78,6 +78,9 @@ type Profile struct {
 	// DevShell (bwrap, user profiles only): a Nix dev shell the sandbox starts in
 	// ("true": the working directory's flake's default; else an installable).
 	DevShell DevShellSetting `toml:"devshell"`
+	// SSH (bwrap): box's filtering ssh-agent (docs/bwrap.md, "SSH agent"). Only a
+	// profile in the user's config directory may set it.
+	SSH *SSH `toml:"ssh"`
 }
 
 // DevShellSetting is devshell's value: true, false or an installable ("true" for true,
@@ -119,6 +122,16 @@ func ValidDevShell(s string) error {
 		return fmt.Errorf("devshell %q: contains a space or a control character", s)
 	}
 	return nil
+}
+
+// SSH is a profile's ssh key: the destinations the sandbox may authenticate to, the host
+// agent's keys it sees (fingerprints SHA256:... or comments), whether it may make git's
+// SSH signatures, and host keys (known_hosts lines) beside the user's known_hosts.
+type SSH struct {
+	Hosts    []string `toml:"hosts"`
+	Keys     []string `toml:"keys"`
+	Sign     bool     `toml:"sign"`
+	HostKeys []string `toml:"host_keys"`
 }
 
 // PassGitIdentity reports whether the operator's git identity enters the sandbox.
@@ -363,6 +376,9 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("isolation: %w", err)
 		}
 	}
+	if err := p.SSH.validate(p.Backend); err != nil {
+		return err
+	}
 	if p.Nix != "" && p.Nix != NixNone && p.Nix != NixStore && p.Nix != NixDaemon {
 		return fmt.Errorf("nix %q: want %s, %s or %s", p.Nix, NixNone, NixStore, NixDaemon)
 	}
@@ -395,6 +411,28 @@ func (p *Profile) Validate() error {
 	}
 	if p.Pids != nil && (*p.Pids < MinPids || *p.Pids > MaxPids) {
 		return fmt.Errorf("pids %d: want a number of processes from %d to %d", *p.Pids, MinPids, MaxPids)
+	}
+	return nil
+}
+
+// validate checks the ssh key's shape; its hosts and host keys are checked where they
+// are resolved (backend/bwrap/sshagent), with the user's known_hosts.
+func (s *SSH) validate(backend string) error {
+	if s == nil {
+		return nil
+	}
+	if backend == BackendVM {
+		return fmt.Errorf("ssh: box's filtering ssh-agent serves a bwrap sandbox; a vm box has no agent of the host")
+	}
+	if len(s.Keys) == 0 {
+		return fmt.Errorf("ssh: keys is empty: name the host agent's keys the sandbox may use (SHA256:... fingerprints or comments, as ssh-add -l prints them)")
+	}
+	for i, l := range [][]string{s.Hosts, s.Keys, s.HostKeys} {
+		for _, v := range l {
+			if strings.TrimSpace(v) == "" || strings.ContainsAny(v, "\x00\n") {
+				return fmt.Errorf("ssh: %s: %q is empty or has a control character", []string{"hosts", "keys", "host_keys"}[i], v)
+			}
+		}
 	}
 	return nil
 }

@@ -13,12 +13,20 @@ command -v ps >/dev/null 2>&1 || need+=(procps)
 # The keyring tests add a key to a session keyring on the host and look for it inside.
 command -v keyctl >/dev/null 2>&1 || need+=(keyutils)
 [ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
+# The ssh-agent filter's live test runs Debian's sshd (two instances, in the lab's
+# namespaces only) and the real ssh, ssh-agent, ssh-add and ssh-keygen.
+[ -x /usr/sbin/sshd ] && command -v ssh-agent >/dev/null 2>&1 || need+=(openssh-server openssh-client)
 # box setup-userns's profile is compiled by apparmor_parser (never loaded: see below).
 command -v apparmor_parser >/dev/null 2>&1 || need+=(apparmor)
 export DEBIAN_FRONTEND=noninteractive
 if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq >&2 || echo "test-deps: apt-get update reported errors; going on with the lists it has" >&2
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+	# The tests start their own sshd in the lab's namespaces; the package's own service
+	# (started where the machine runs systemd) must not listen on the machine's network.
+	if [[ " ${need[*]} " == *" openssh-server "* ]] && command -v systemctl >/dev/null 2>&1; then
+		systemctl disable --now ssh.service ssh.socket >&2 2>/dev/null || true
+	fi
 fi
 
 # Debian 12's apparmor_parser (3.0.8) predates the userns rule. host's profile test

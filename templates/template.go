@@ -64,7 +64,7 @@ func (e *NetworkError) Hint() string {
 // NetworkError rather than a plain unknown-key error, so the reason is clear.
 func isNetworkKey(key string) bool {
 	k := strings.ToLower(strings.TrimPrefix(strings.ToUpper(key), "BOX_"))
-	for _, w := range []string{"network", "net", "nic", "bridge", "acl", "firewall", "dns", "port", "expose", "proxy", "profile", "allow", "allowlist", "domains"} {
+	for _, w := range []string{"network", "net", "nic", "bridge", "acl", "firewall", "dns", "port", "expose", "proxy", "profile", "allow", "allowlist", "domains", "ssh"} {
 		if k == w || strings.HasPrefix(k, w+"_") || strings.HasPrefix(k, w+".") || strings.HasSuffix(k, "_"+w) {
 			return true
 		}

@@ -79,6 +79,9 @@ func Args(spec Spec, host Host) ([]string, error) {
 	for _, l := range host.RunLinks {
 		a = append(a, "--symlink", l.Link, l.Path)
 	}
+	if spec.SSHDir != "" {
+		a = append(a, "--ro-bind", spec.SSHDir, SSHDirInside) // box's ssh-agent filter (sshfilter.go)
+	}
 	if spec.NixDaemon {
 		// Opted in by the operator (profile nix = "daemon"): the socket alone; the rest
 		// of /nix/var (the database, profiles, GC roots) stays out.

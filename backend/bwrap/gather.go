@@ -118,6 +118,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 	if r.Profile.PassGitIdentity() {
 		f.Git = ReadGitIdentity(o.Environ)
 	}
+	f.SSH = gatherSSH(r, o)
 	phase.Mark("gather:gitident")
 	if f.Host, err = DetectHost(); err != nil {
 		return f, err

@@ -75,6 +75,8 @@ type Policy struct {
 	RunID string
 	// GitIdentity is the identity the sandbox's git commits with ("": none passed).
 	GitIdentity string
+	// SSH is SANDBOX.md's section on box's ssh-agent filter ("": none; sshText).
+	SSH string
 }
 
 // RefusalsFile is where, in the sandbox's ~/.claude, the allowlist tier writes what it
@@ -112,6 +114,7 @@ func SandboxMD(p Policy) string {
 	if p.Network.Proxied() {
 		fmt.Fprintf(&b, "%s\n", allowText(p))
 	}
+	b.WriteString(p.SSH)
 	fmt.Fprintf(&b, "## Files\n\n")
 	if p.Box != "" {
 		fmt.Fprintf(&b, "- Writable: the working directory `%s`, `$HOME` and `~/%s` (box `%s`'s own, kept between sessions: logins and tools under ~/.local stay in the box), and scratch space that vanishes when the session ends: `/tmp`, `/var/tmp`, `/dev/shm`", p.Workdir, p.StateDir, p.Box)

@@ -95,6 +95,9 @@ func (p *Plan) landlockRefusals(prof *profiles.Profile) error {
 	if p.Spec.NixDaemon {
 		return &IsolationError{`nix = "daemon"`, "its socket is a bind"}
 	}
+	if p.Spec.SSHDir != "" {
+		return &IsolationError{"ssh (box's ssh-agent filter)", "its socket is a bind"}
+	}
 	if abi := LandlockABI(); abi < landlockModeABI {
 		return &LandlockABIError{Have: abi, Need: landlockModeABI}
 	}

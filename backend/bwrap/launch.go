@@ -170,6 +170,11 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 			return 1, err
 		}
 	}
+	stopSSH, err := p.startSSH(pr.Quiet, stderr)
+	if err != nil {
+		return 1, err
+	}
+	defer stopSSH()
 	limits, err := p.Enforce.Start()
 	if err != nil {
 		return 1, needs(NeedLimits, err)

@@ -39,6 +39,8 @@ type Request struct {
 	Isolation string
 	// DevShell is box run's --devshell ("": the profile's devshell; devshell.go).
 	DevShell string
+	// SSHHosts are --ssh-host's destinations, added to the profile's ssh.hosts (sshfilter.go).
+	SSHHosts []string
 }
 
 // Persistent is what a named bwrap box brings to a request: its own home in place of
@@ -135,6 +137,8 @@ type Facts struct {
 	Git GitIdentity
 	// DevShell is the dev shell the request names, evaluated on the host (nil: none).
 	DevShell *DevShell
+	// SSH is what the filtering ssh-agent needs (gatherSSH).
+	SSH SSHFacts
 }
 
 // ToolFact is a tool looked up on the host PATH.
@@ -176,6 +180,8 @@ type Plan struct {
 	Git GitIdentity
 	// Isolation is the launch's mode (isolation.go).
 	Isolation IsolationPlan
+	// SSH is the filtering ssh-agent (sshfilter.go; nil: none).
+	SSH *SSHPlan
 }
 
 // Resolve turns a request and the host's facts into a plan. It is pure.
@@ -370,6 +376,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		boxSet["NIX_CONFIG"] = conf
 	}
 	p.gitIdentity(r.Profile.PassGitIdentity(), f.Git, f.Home, agent.StateDir, boxSet)
+	if err := p.resolveSSH(r, f, network, boxSet); err != nil {
+		return nil, err
+	}
 	p.Vars = f.DevShell.merge(allow.Filter(f.Environ, boxSet)) // devshell.go
 	p.Findings = envaudit.Audit(p.Vars)
 
@@ -433,6 +442,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Spec.ScopeAbstract = p.scopeAbstract(network, f)
 	p.Policy.AbstractScoped = p.Spec.ScopeAbstract
 	p.resolveSockets(r.Profile.Sockets, r.Profile.Name, wd, network.SharesHostNet(), p.Spec.ScopeAbstract, daemon, f)
+	p.sshSpec()
 	p.Reach = reachOf(p, mounts) // trust.go
 	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
 		return nil, err

@@ -70,6 +70,8 @@ type Spec struct {
 	ScopeAbstract bool
 	// UnixSockets mediates the sandbox's path unix sockets (unixsock.go).
 	UnixSockets UnixSockets
+	// SSHDir is the run's ssh directory, bound read-only at SSHDirInside (sshfilter.go).
+	SSHDir string
 }
 
 // NixDaemonDir holds the host nix-daemon's socket.

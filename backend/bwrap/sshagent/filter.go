@@ -1,0 +1,390 @@
+package sshagent
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"sync"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+)
+
+// Filter serves the filtered agent. Dial reaches the host's agent (a new connection per
+// sandbox connection, so one client's state never leaks into another's); Log receives the
+// JSON lines of every decision.
+type Filter struct {
+	Policy Policy
+	Dial   func() (net.Conn, error)
+	Log    io.Writer
+
+	mu      sync.Mutex
+	signed  int
+	refused int
+	noBind  int // refused for want of a session-bind: said apart in the summary
+	conns   map[net.Conn]struct{}
+	ln      net.Listener
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// The reasons a request is refused, as the log says them.
+const (
+	reasonChange    = "the sandbox may not change the host's agent"
+	reasonExtension = "extension not offered by box's agent"
+	reasonNotChosen = "key not chosen by the profile"
+	reasonNoBind    = "no session-bind@openssh.com on this connection (OpenSSH older than 8.9?): box signs host authentication only for a session bound to an allowed host"
+	reasonForwarded = "forwarded connection (ssh -A): box never signs for a session it cannot see"
+	reasonHost      = "destination host key is not one of an allowed host's"
+	reasonBadBind   = "session-bind signature does not verify"
+	reasonSession   = "signed data is not this session's authentication request"
+	reasonNoSign    = "signing is off in the profile (ssh.sign)"
+	reasonNamespace = "git signatures only: namespace is not \"git\""
+	reasonUnknown   = "data is neither an SSH authentication request nor a git signature"
+	reasonUpstream  = "host agent: "
+	reasonTooMany   = "too many session-binds on one connection"
+	maxBinds        = 16
+	sessionBindExt  = "session-bind@openssh.com"
+	msgUserAuthReq  = 50
+	methodPublicKey = "publickey"
+	methodHostBound = "publickey-hostbound-v00@openssh.com"
+	sshsigMagic     = "SSHSIG"
+	sshsigNamespace = "git"
+)
+
+// ErrRefused is what the sandbox's client gets (as SSH_AGENT_FAILURE) for a refused
+// request; the reason is in the log.
+var ErrRefused = errors.New("refused by box's ssh agent filter")
+
+// Counts: signatures made and requests refused so far.
+func (f *Filter) Counts() (signed, refused int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.signed, f.refused
+}
+
+// Serve accepts sandbox connections until Close.
+func (f *Filter) Serve(ln net.Listener) error {
+	// agent.ServeAgent reports each refused request through the standard logger; box's
+	// own log has the reasons, and the user's terminal is not the place for them.
+	log.SetOutput(io.Discard)
+	f.mu.Lock()
+	f.ln = ln
+	if f.conns == nil {
+		f.conns = map[net.Conn]struct{}{}
+	}
+	f.mu.Unlock()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			f.mu.Lock()
+			closed := f.closed
+			f.mu.Unlock()
+			if closed {
+				return nil
+			}
+			return err
+		}
+		f.mu.Lock()
+		if f.closed {
+			f.mu.Unlock()
+			c.Close()
+			return nil
+		}
+		f.conns[c] = struct{}{}
+		f.wg.Add(1)
+		f.mu.Unlock()
+		go func() {
+			defer f.wg.Done()
+			f.ServeConn(c)
+			f.mu.Lock()
+			delete(f.conns, c)
+			f.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops the listener and every open connection, and waits for them.
+func (f *Filter) Close() error {
+	f.mu.Lock()
+	f.closed = true
+	var err error
+	if f.ln != nil {
+		err = f.ln.Close()
+	}
+	for c := range f.conns {
+		c.Close()
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+	return err
+}
+
+// ServeConn serves one sandbox connection; its session-binds hold for it alone.
+func (f *Filter) ServeConn(c net.Conn) {
+	defer c.Close()
+	sc := &session{f: f}
+	defer sc.close()
+	agent.ServeAgent(sc, c)
+}
+
+// session is one connection's state: the upstream agent and the binds seen.
+type session struct {
+	f         *Filter
+	upConn    net.Conn
+	up        agent.ExtendedAgent
+	binds     []bind
+	forwarded bool
+	badBind   bool
+}
+
+type bind struct {
+	host    string // the allowed host's name, "" when the key is no allowed host's
+	hostKey ssh.PublicKey
+	sid     []byte
+}
+
+func (s *session) close() {
+	if s.upConn != nil {
+		s.upConn.Close()
+	}
+}
+
+func (s *session) upstream() (agent.ExtendedAgent, error) {
+	if s.up != nil {
+		return s.up, nil
+	}
+	c, err := s.f.Dial()
+	if err != nil {
+		return nil, err
+	}
+	s.upConn, s.up = c, agent.NewClient(c)
+	return s.up, nil
+}
+
+func (s *session) refuse(op, key, host, reason string) error {
+	s.f.record(Record{Op: op, Key: key, Host: host, Allowed: false, Reason: reason})
+	return ErrRefused
+}
+
+// List shows the chosen keys only.
+func (s *session) List() ([]*agent.Key, error) {
+	up, err := s.upstream()
+	if err != nil {
+		return nil, s.refuse("list", "", "", reasonUpstream+err.Error())
+	}
+	all, err := up.List()
+	if err != nil {
+		return nil, s.refuse("list", "", "", reasonUpstream+err.Error())
+	}
+	var out []*agent.Key
+	var fps []string
+	for _, k := range all {
+		if s.f.Policy.chosen(k, k.Comment) {
+			out = append(out, k)
+			fps = append(fps, Fingerprint(k))
+		}
+	}
+	s.f.record(Record{Op: "list", Allowed: true, Keys: fps})
+	return out, nil
+}
+
+func (s *session) Sign(key ssh.PublicKey, data []byte) (*ssh.Signature, error) {
+	return s.SignWithFlags(key, data, 0)
+}
+
+// SignWithFlags signs what the policy allows and nothing else.
+func (s *session) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.SignatureFlags) (*ssh.Signature, error) {
+	fp := Fingerprint(key)
+	up, err := s.upstream()
+	if err != nil {
+		return nil, s.refuse("sign", fp, "", reasonUpstream+err.Error())
+	}
+	// The key must be one the sandbox was shown, asked of the host's agent now (a key
+	// removed outside since List is not signed with).
+	all, err := up.List()
+	if err != nil {
+		return nil, s.refuse("sign", fp, "", reasonUpstream+err.Error())
+	}
+	shown := false
+	for _, k := range all {
+		if bytes.Equal(k.Marshal(), key.Marshal()) && s.f.Policy.chosen(k, k.Comment) {
+			shown = true
+		}
+	}
+	op, host, reason := s.decide(key, data)
+	if !shown {
+		reason = reasonNotChosen
+	}
+	if reason != "" {
+		return nil, s.refuse(op, fp, host, reason)
+	}
+	sig, err := up.SignWithFlags(key, data, flags)
+	if err != nil {
+		return nil, s.refuse(op, fp, host, reasonUpstream+err.Error())
+	}
+	s.f.record(Record{Op: op, Key: fp, Host: host, Allowed: true})
+	return sig, nil
+}
+
+// userAuthRequest is the data an SSH client asks the agent to sign for publickey
+// authentication (RFC 4252 section 7; the hostbound method appends the server's host key).
+type userAuthRequest struct {
+	SessionID []byte
+	Type      byte
+	User      string
+	Service   string
+	Method    string
+	HasSig    bool
+	Algo      string
+	PubKey    []byte
+	Rest      []byte `ssh:"rest"`
+}
+
+type hostBoundTail struct {
+	HostKey []byte
+}
+
+// sshsig is the blob ssh-keygen -Y sign asks to be signed, after the "SSHSIG" magic
+// (OpenSSH PROTOCOL.sshsig).
+type sshsig struct {
+	Namespace string
+	Reserved  string
+	HashAlg   string
+	Hash      []byte
+}
+
+// decide names the operation, the destination, and why it is refused ("" when allowed).
+func (s *session) decide(key ssh.PublicKey, data []byte) (op, host, reason string) {
+	if s.forwarded {
+		return "sign", s.lastHost(), reasonForwarded
+	}
+	if bytes.HasPrefix(data, []byte(sshsigMagic)) {
+		var sg sshsig
+		if err := ssh.Unmarshal(data[len(sshsigMagic):], &sg); err != nil {
+			return "sign-git", "", reasonUnknown
+		}
+		if !s.f.Policy.Sign {
+			return "sign-git", "", reasonNoSign
+		}
+		if sg.Namespace != sshsigNamespace {
+			return "sign-git", "", reasonNamespace + " (" + sg.Namespace + ")"
+		}
+		return "sign-git", "", ""
+	}
+	var req userAuthRequest
+	if err := ssh.Unmarshal(data, &req); err != nil || req.Type != msgUserAuthReq || !req.HasSig {
+		return "sign", s.lastHost(), reasonUnknown
+	}
+	if s.badBind {
+		return "sign", s.lastHost(), reasonBadBind
+	}
+	if len(s.binds) == 0 {
+		return "sign", "", reasonNoBind
+	}
+	b := s.binds[len(s.binds)-1]
+	host = b.host
+	if host == "" {
+		host = "unknown host key " + Fingerprint(b.hostKey)
+	}
+	if !bytes.Equal(req.SessionID, b.sid) || !bytes.Equal(req.PubKey, key.Marshal()) {
+		return "sign", host, reasonSession
+	}
+	switch req.Method {
+	case methodPublicKey:
+		if len(req.Rest) != 0 {
+			return "sign", host, reasonSession
+		}
+	case methodHostBound:
+		var t hostBoundTail
+		if err := ssh.Unmarshal(req.Rest, &t); err != nil || !bytes.Equal(t.HostKey, b.hostKey.Marshal()) {
+			return "sign", host, reasonSession
+		}
+	default:
+		return "sign", host, reasonSession
+	}
+	if b.host == "" {
+		return "sign", host, reasonHost
+	}
+	return "sign", host, ""
+}
+
+func (s *session) lastHost() string {
+	if len(s.binds) == 0 {
+		return ""
+	}
+	b := s.binds[len(s.binds)-1]
+	if b.host == "" {
+		return "unknown host key " + Fingerprint(b.hostKey)
+	}
+	return b.host
+}
+
+// sessionBind is session-bind@openssh.com's content (OpenSSH PROTOCOL.agent).
+type sessionBind struct {
+	HostKey    []byte
+	SessionID  []byte
+	Signature  []byte
+	Forwarding bool
+}
+
+// Extension accepts session-bind only, verified; every other extension is refused.
+func (s *session) Extension(typ string, contents []byte) ([]byte, error) {
+	if typ != sessionBindExt {
+		s.refuse("extension", "", "", reasonExtension+" ("+typ+")")
+		return nil, agent.ErrExtensionUnsupported
+	}
+	var m sessionBind
+	if err := ssh.Unmarshal(contents, &m); err != nil {
+		s.badBind = true
+		return nil, s.refuse("session-bind", "", "", reasonBadBind)
+	}
+	hk, err := ssh.ParsePublicKey(m.HostKey)
+	if err != nil {
+		s.badBind = true
+		return nil, s.refuse("session-bind", "", "", reasonBadBind)
+	}
+	var sig ssh.Signature
+	if err := ssh.Unmarshal(m.Signature, &sig); err != nil || hk.Verify(m.SessionID, &sig) != nil {
+		// A bind that does not verify poisons the connection: what it would have bound
+		// cannot be told from a forgery.
+		s.badBind = true
+		return nil, s.refuse("session-bind", "", "host key "+Fingerprint(hk), reasonBadBind)
+	}
+	if len(s.binds) >= maxBinds {
+		s.badBind = true
+		return nil, s.refuse("session-bind", "", "", reasonTooMany)
+	}
+	b := bind{host: s.f.Policy.hostFor(hk), hostKey: hk, sid: m.SessionID}
+	s.binds = append(s.binds, b)
+	if m.Forwarding {
+		s.forwarded = true
+	}
+	host := b.host
+	if host == "" {
+		host = "unknown host key " + Fingerprint(hk)
+	}
+	// The bind itself is accepted (OpenSSH goes on to ask); what it allows is decided
+	// at the signature.
+	s.f.record(Record{Op: "session-bind", Host: host, Allowed: true, Forwarded: m.Forwarding})
+	return nil, nil
+}
+
+func (s *session) Add(agent.AddedKey) error {
+	return s.refuse("add", "", "", reasonChange)
+}
+
+func (s *session) Remove(key ssh.PublicKey) error {
+	return s.refuse("remove", Fingerprint(key), "", reasonChange)
+}
+
+func (s *session) RemoveAll() error { return s.refuse("remove-all", "", "", reasonChange) }
+
+func (s *session) Lock([]byte) error { return s.refuse("lock", "", "", reasonChange) }
+
+func (s *session) Unlock([]byte) error { return s.refuse("unlock", "", "", reasonChange) }
+
+// Signers is not part of the protocol the server speaks; nothing inside reaches it.
+func (s *session) Signers() ([]ssh.Signer, error) { return nil, ErrRefused }
