@@ -37,6 +37,9 @@ type Request struct {
 	Binds []Mount
 	// Isolation is the mode box run's --isolation names ("": the profile's; isolation.go).
 	Isolation string
+	// Publish and HostPorts are --publish and --host-port, added to the profile's (publish.go).
+	Publish   []policy.PortMap
+	HostPorts []uint16
 }
 
 // Persistent is what a named bwrap box brings to a request: its own home in place of
@@ -428,6 +431,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Spec.ScopeAbstract = p.scopeAbstract(network, f)
 	p.Policy.AbstractScoped = p.Spec.ScopeAbstract
 	p.resolveSockets(r.Profile.Sockets, r.Profile.Name, wd, network.SharesHostNet(), p.Spec.ScopeAbstract, daemon, f)
+	if err := p.resolvePorts(r, network, instanceDir); err != nil { // publish.go
+		return nil, err
+	}
 	p.Reach = reachOf(p, mounts) // trust.go
 	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
 		return nil, err

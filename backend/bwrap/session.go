@@ -91,6 +91,9 @@ func (s *Session) Resolve(r Request) (*Plan, error) {
 	if err := p.resolveIsolation(r); err != nil {
 		return nil, err
 	}
+	if err := p.checkPortsIsolation(); err != nil { // publish.go
+		return nil, err
+	}
 	for _, w := range p.Warnings {
 		fmt.Fprintf(s.Stderr, "box: warning: %s\n", w)
 	}

@@ -70,6 +70,8 @@ type Spec struct {
 	ScopeAbstract bool
 	// UnixSockets mediates the sandbox's path unix sockets (unixsock.go).
 	UnixSockets UnixSockets
+	// Ports are the published ports and the host ports reachable (publish.go).
+	Ports Ports
 }
 
 // NixDaemonDir holds the host nix-daemon's socket.

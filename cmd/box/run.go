@@ -22,6 +22,8 @@ type runOptions struct {
 	dryRun    bool
 	allowRoot bool
 	isolation string
+	publish   []string
+	hostPorts []string
 	command   []string
 }
 
@@ -102,6 +104,8 @@ diagnoses that bwrap cannot start. Never chosen without one of these.`,
 	f.BoolVarP(&o.yes, "force", "f", false, "the same as -y (every verb that asks takes both)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the exact bwrap argv, the env names it would pass and the protected set; run nothing")
 	f.StringVar(&o.isolation, "isolation", "", "bwrap (namespaces; the default), landlock (no namespaces: says what does NOT hold) or auto (bwrap, else landlock where bwrap cannot start) (default: the profile's isolation)")
+	f.StringArrayVar(&o.publish, "publish", nil, "publish the sandbox's PORT on the host's 127.0.0.1 and ::1 (PORT or HOSTPORT:PORT; repeatable; tiers none, allowlist, internet)")
+	f.StringArrayVar(&o.hostPorts, "host-port", nil, "let the sandbox reach the host's 127.0.0.1:PORT as host.box.internal:PORT, and no other host port (repeatable; tiers none, allowlist, internet)")
 	f.BoolVar(&o.allowRoot, "allow-root", false, "run the sandbox even though box runs as root (it keeps root's ownership of files)")
 	return cmd
 }
@@ -138,6 +142,7 @@ func runRun(e *env, o *runOptions) error {
 		fmt.Fprintln(e.stdout, l)
 	}
 	fmt.Fprintln(e.stdout, p.SocketsLine())
+	fmt.Fprintln(e.stdout, p.PortsLine())
 	fmt.Fprintln(e.stdout, p.LimitsLine())
 	p.Protect.Render(e.stdout)
 	for _, f := range p.Findings {
@@ -208,9 +213,14 @@ func runRequest(e *env, o *runOptions) (bwrap.Request, error) {
 	if err := profiles.CheckKeys(profiles.UseRun, prof, tmpl); err != nil {
 		return req, err
 	}
+	pub, hostPorts, err := portFlags(o.publish, o.hostPorts)
+	if err != nil {
+		return req, err
+	}
 	return bwrap.Request{
 		Profile: prof, Template: tmpl, Network: o.network, Env: o.env,
 		Command: o.command, AllowRoot: o.allowRoot, Allow: o.allow, Isolation: o.isolation,
+		Publish: pub, HostPorts: hostPorts,
 	}, nil
 }
 
@@ -256,4 +266,25 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// portFlags reads --publish and --host-port.
+func portFlags(publish, hostPorts []string) ([]policy.PortMap, []uint16, error) {
+	var pub []policy.PortMap
+	for _, s := range publish {
+		m, err := policy.ParsePortMap(s)
+		if err != nil {
+			return nil, nil, usagef("for example --publish 3000, or --publish 8080:3000 (host:sandbox)", "--publish: %s", err)
+		}
+		pub = append(pub, m)
+	}
+	var hp []uint16
+	for _, s := range hostPorts {
+		n, err := policy.ParsePort(s)
+		if err != nil {
+			return nil, nil, usagef("for example --host-port 5432 (the host's 127.0.0.1:5432, reached inside as host.box.internal:5432)", "--host-port: %s", err)
+		}
+		hp = append(hp, n)
+	}
+	return pub, hp, nil
 }
