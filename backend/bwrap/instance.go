@@ -74,6 +74,8 @@ type Policy struct {
 	RunID string
 	// GitIdentity is the identity the sandbox's git commits with ("": none passed).
 	GitIdentity string
+	// Ports are the published ports and the host ports reachable (publish.go).
+	Ports Ports
 }
 
 // RefusalsFile is where, in the sandbox's ~/.claude, the allowlist tier writes what it
@@ -111,6 +113,7 @@ func SandboxMD(p Policy) string {
 	if p.Network.Proxied() {
 		fmt.Fprintf(&b, "%s\n", allowText(p))
 	}
+	b.WriteString(portsText(p.Ports)) // publish.go
 	fmt.Fprintf(&b, "## Files\n\n")
 	if p.Box != "" {
 		fmt.Fprintf(&b, "- Writable: the working directory `%s`, `$HOME` and `~/%s` (box `%s`'s own, kept between sessions: logins and tools under ~/.local stay in the box), and scratch space that vanishes when the session ends: `/tmp`, `/var/tmp`, `/dev/shm`", p.Workdir, p.StateDir, p.Box)

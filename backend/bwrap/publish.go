@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"fmt"
+	"io"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -108,6 +109,7 @@ func (p *Plan) resolvePorts(r Request, network policy.Tier, instanceDir string) 
 		p.warn("the sandbox can reach the host's 127.0.0.1 port(s) %s as %s (host ports)", portList(pr.HostPorts), HostAliasName)
 	}
 	p.Spec.Ports = pr
+	p.Policy.Ports = pr
 	return nil
 }
 
@@ -156,4 +158,32 @@ func hostsFile(host []byte) []byte {
 		out = append(out, '\n')
 	}
 	return append(out, fmt.Sprintf("# box: the host's named ports (--host-port)\n%s\t%s\n", HostAlias, HostAliasName)...)
+}
+
+// ReportPorts says, before launch, what the sandbox publishes and reaches (quiet: not
+// said; the host ports' warning is printed regardless).
+func (p *Plan) ReportPorts(w io.Writer, quiet bool) {
+	if quiet {
+		return
+	}
+	for _, l := range p.Spec.Ports.Lines() {
+		fmt.Fprintf(w, "box: %s\n", l)
+	}
+}
+
+// portsText is SANDBOX.md's part about the ports ("" when nothing is forwarded).
+func portsText(p Ports) string {
+	if !p.Any() {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("### Ports\n\n")
+	for _, m := range p.Publish {
+		fmt.Fprintf(&b, "- Port %d here is published to the operator as http://127.0.0.1:%d/ (on their loopback only). Listen on 127.0.0.1 or localhost: box connects to your port from inside.\n", m.Sandbox, m.Host)
+	}
+	if len(p.HostPorts) > 0 {
+		fmt.Fprintf(&b, "- The operator's own services on port(s) %s are reachable as `%s` (for example `%s:%d`); `127.0.0.1` is this sandbox's own loopback. No other port of the operator's machine is reachable.\n", portList(p.HostPorts), HostAliasName, HostAliasName, p.HostPorts[0])
+	}
+	b.WriteString("\n")
+	return b.String()
 }

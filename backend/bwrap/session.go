@@ -127,6 +127,7 @@ func (s *Session) Launch(p *Plan, pr Prepared) (int, error) {
 		envaudit.Report(s.Stderr, p.Vars, p.Findings)
 		p.ReportGitIdentity(s.Stderr)
 	}
+	p.ReportPorts(s.Stderr, s.Quiet) // publish.go
 	if err := s.confirm(); err != nil {
 		return 1, err
 	}
