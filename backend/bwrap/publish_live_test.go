@@ -9,11 +9,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +36,7 @@ const (
 	otherBody      = "boxlab: ANOTHER HOST PORT SECRET\n"
 )
 
-func requirePortTools(t *testing.T) {
+func requirePortTools(t testing.TB) {
 	testenv.RequireRoot(t)
 	for _, tool := range append(lab.Tools, "curl", "nsenter", "python3", "pasta") {
 		testenv.RequireTool(t, tool)
@@ -41,7 +44,7 @@ func requirePortTools(t *testing.T) {
 }
 
 // portsLab is a lab whose host loopback serves the named and the other host port.
-func portsLab(t *testing.T) *lab.Lab {
+func portsLab(t testing.TB) *lab.Lab {
 	l := lab.New(t)
 	for port, body := range map[int]string{namedHostPort: namedBody, otherHostPort: otherBody} {
 		if err := l.ServeHTTP(lab.RoleHost, fmt.Sprintf("127.0.0.1:%d", port), body); err != nil {
@@ -73,7 +76,7 @@ type boxRun struct {
 
 // startServer starts box run with args and the sandboxServer script; it returns once the
 // sandbox says ready (or fails the test with box's output).
-func startServer(t *testing.T, l *lab.Lab, w *world, env []string, args ...string) *boxRun {
+func startServer(t testing.TB, l *lab.Lab, w *world, env []string, args ...string) *boxRun {
 	t.Helper()
 	os.Remove(filepath.Join(w.proj, "ready"))
 	os.Remove(filepath.Join(w.proj, "done"))
@@ -104,7 +107,7 @@ func startServer(t *testing.T, l *lab.Lab, w *world, env []string, args ...strin
 	}
 }
 
-func (r *boxRun) stop(t *testing.T, exited chan error) {
+func (r *boxRun) stop(t testing.TB, exited chan error) {
 	os.WriteFile(filepath.Join(r.dir, "done"), nil, 0o644)
 	if err := <-exited; err != nil {
 		t.Errorf("box run: %v\nstdout:\n%s\nstderr:\n%s", err, r.out.String(), r.err.String())
@@ -208,4 +211,80 @@ func TestPublishRefusals(t *testing.T) {
 			t.Errorf("%s in tier full: code %d, stderr:\n%s", flag, code, stderr)
 		}
 	}
+}
+
+// BenchmarkPublish: a 200 MiB download through the published port against the same
+// server (python3 -m http.server) on the host's loopback directly, and the time to
+// connect and fetch a small page, as ratios (published/direct throughput; published/
+// direct latency). About a minute on a quiet machine; BOX_BENCH_MIB shrinks the file.
+func BenchmarkPublish(b *testing.B) {
+	requirePortTools(b)
+	w := newWorld(b)
+	l := lab.New(b)
+	mib := 200
+	if v, err := strconv.Atoi(os.Getenv("BOX_BENCH_MIB")); err == nil && v > 0 {
+		mib = v
+	}
+	big := filepath.Join(w.proj, "big.bin")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("boxbench"), mib<<17), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	os.Chown(big, w.uid, w.gid)
+	startServer(b, l, w, nil, "--network", "none", "--publish", fmt.Sprintf("%d:%d", pubHostPort, pubSandboxPort))
+	// The same server, on the host's loopback directly.
+	const directPort = 3001
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// As the same user, with the sandbox's system PATH: the same python3 as inside.
+	srv := l.UserCommand(ctx, w.uid, w.gid, "/bin/sh", "-c", "PATH=/usr/local/bin:/usr/bin:/bin exec python3 -m http.server --bind 127.0.0.1 --directory \"$0\" "+fmt.Sprint(directPort), w.proj)
+	if err := l.StartProc(srv); err != nil {
+		b.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: lab.Dialer(l.HostNS()), DisableKeepAlives: true}}
+	fetch := func(port int, path string) (int64, error) {
+		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/%s", port, path))
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		return io.Copy(io.Discard, resp.Body)
+	}
+	for {
+		if _, err := fetch(directPort, "index.html"); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatal(ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	timed := func(port int, path string, want int64) time.Duration {
+		start := time.Now()
+		n, err := fetch(port, path)
+		if err != nil || want > 0 && n != want {
+			b.Fatalf("127.0.0.1:%d/%s: %d bytes, %v", port, path, n, err)
+		}
+		return time.Since(start)
+	}
+	size := int64(mib) << 20
+	const pings = 50
+	var direct, published, directLat, publishedLat time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		direct += timed(directPort, "big.bin", size)
+		published += timed(pubHostPort, "big.bin", size)
+		for range pings {
+			directLat += timed(directPort, "index.html", 0)
+			publishedLat += timed(pubHostPort, "index.html", 0)
+		}
+	}
+	b.StopTimer()
+	mbps := func(d time.Duration) float64 { return float64(size*int64(b.N)) / (1 << 20) / d.Seconds() }
+	b.ReportMetric(mbps(direct), "direct-MiB/s")
+	b.ReportMetric(mbps(published), "published-MiB/s")
+	b.ReportMetric(direct.Seconds()/published.Seconds(), "throughput-ratio")
+	b.ReportMetric(float64(directLat.Microseconds())/float64(pings*b.N), "direct-us/conn")
+	b.ReportMetric(float64(publishedLat.Microseconds())/float64(pings*b.N), "published-us/conn")
+	b.ReportMetric(publishedLat.Seconds()/directLat.Seconds(), "latency-ratio")
 }
