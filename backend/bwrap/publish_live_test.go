@@ -288,3 +288,18 @@ func BenchmarkPublish(b *testing.B) {
 	b.ReportMetric(float64(publishedLat.Microseconds())/float64(pings*b.N), "published-us/conn")
 	b.ReportMetric(publishedLat.Seconds()/directLat.Seconds(), "latency-ratio")
 }
+
+// TestPublishWidenedBreach: the test above can see a breach. With the narrowing off (a
+// test build: the published port on every host address), the LAN reaches the sandbox's
+// server, and the check that must fail in TestPublishReachesOnlyTheHostLoopback does.
+func TestPublishWidenedBreach(t *testing.T) {
+	requirePortTools(t)
+	w := newWorld(t)
+	l := portsLab(t)
+	w.withProtectionOff(t, bwrap.ProtPorts)
+	startServer(t, l, w, nil, "--network", "none", "--publish", fmt.Sprintf("%d:%d", pubHostPort, pubSandboxPort))
+	url := "http://" + net.JoinHostPort(lab.HostPrivate.String(), fmt.Sprint(pubHostPort)) + "/index.html"
+	if got := get(l, lab.RoleLANHost, url); !strings.Contains(got, "served from the sandbox") {
+		t.Errorf("widened: %s from the LAN got %q; the breach the real test guards against did not show", url, got)
+	}
+}
