@@ -68,6 +68,12 @@ is deleted) and printed with how to restore it. The exit code stays the command'
 125 only when the audit could not finish, or when the sandbox could not start (box says
 why: an AppArmor restriction, a container's seccomp filter, no user namespaces).
 
+Ports (tiers none, allowlist, internet): --publish 3000 (or 8080:3000, host:sandbox)
+opens the sandbox's port on the host's 127.0.0.1 and ::1 only; --host-port 5432 lets the
+sandbox reach the host's 127.0.0.1:5432 as host.box.internal:5432, and no other host
+port. A taken host port fails before launch; tier full refuses both (the sandbox is on
+the host's network already). -p stays --profile's shorthand.
+
 Isolation: bwrap (the default) sandboxes with namespaces. Where user namespaces cannot
 be had (a container, a locked-down CI runner), --isolation landlock runs the command
 with no namespace at all: Landlock keeps the home and its secrets unreadable and writes
@@ -83,6 +89,8 @@ diagnoses that bwrap cannot start. Never chosen without one of these.`,
   box run --profile claude -y              # the claude profile's command
   box run --env GITHUB_TOKEN --network full -y -- gh pr list
   box run -n allowlist --allow @github --allow api.anthropic.com:443 -y -- claude
+  box run --publish 3000 -y -- npm run dev # the dev server at http://127.0.0.1:3000
+  box run --host-port 5432 -y -- psql -h host.box.internal
   box run --dry-run -- true                # print the bwrap argv, run nothing
   box run --isolation landlock -y -- make  # no namespaces (a container): says what does not hold`,
 		Args: cobra.ArbitraryArgs,
