@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,7 +55,7 @@ type forwarder struct {
 // openPorts binds the published ports on the host's loopback (a taken port is a
 // *PortTakenError, before anything starts) and writes the sandbox's /etc/hosts. nil
 // when nothing is forwarded.
-func (p *Plan) openPorts() (*forwarder, error) {
+func (p *Plan) openPorts(warn io.Writer) (*forwarder, error) {
 	pr := p.Spec.Ports
 	if !pr.Any() {
 		return nil, nil
@@ -76,6 +77,10 @@ func (p *Plan) openPorts() (*forwarder, error) {
 			v4, v6 = "0.0.0.0", "::" // widened (a test build): every host address
 		}
 		ln, err := net.Listen("tcp4", net.JoinHostPort(v4, strconv.Itoa(int(m.Host))))
+		if err != nil && slices.Contains(pr.Shared, m.Host) {
+			fmt.Fprintf(warn, "box: warning: box expose: 127.0.0.1:%d is taken (another session of this box holds it, or another program): this session does not publish port %d\n", m.Host, m.Sandbox)
+			continue
+		}
 		if err != nil {
 			f.close()
 			return nil, &PortTakenError{Addr: net.JoinHostPort(v4, strconv.Itoa(int(m.Host))), Err: err}
@@ -87,6 +92,10 @@ func (p *Plan) openPorts() (*forwarder, error) {
 			pb.lns = append(pb.lns, ln6)
 		case errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.EAFNOSUPPORT):
 			// The host has no ::1 (IPv6 off): 127.0.0.1 alone.
+		case slices.Contains(pr.Shared, m.Host):
+			ln.Close()
+			fmt.Fprintf(warn, "box: warning: box expose: [::1]:%d is taken (another session of this box holds it, or another program): this session does not publish port %d\n", m.Host, m.Sandbox)
+			continue
 		default:
 			ln.Close()
 			f.close()
@@ -125,6 +134,9 @@ func (f *forwarder) hook(next func(int) (func(), error)) func(int) (func(), erro
 // attach starts the helper in the namespaces of the sandbox whose pid 1 is pid, takes
 // the host ports' listeners from it and starts serving.
 func (f *forwarder) attach(pid int) error {
+	if len(f.pub) == 0 && len(f.ports.HostPorts) == 0 {
+		return nil // every port was shared and taken
+	}
 	nsenter, err := exec.LookPath("nsenter")
 	if err != nil {
 		return errs.WithHint(fmt.Errorf("ports: nsenter: %w", err), "install util-linux (nsenter): box enters the sandbox's network namespace with it to forward ports")

@@ -93,7 +93,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	}
 	defer leave()
 	phase.Mark("start:trust")
-	ports, err := p.openPorts() // publish.go: a taken host port fails here, before anything starts
+	ports, err := p.openPorts(stderr) // publish.go: a taken host port fails here, before anything starts
 	if err != nil {
 		return 1, err
 	}

@@ -40,6 +40,9 @@ type Ports struct {
 	// HostsFile is the instance directory's file bound at /etc/hosts (the host's, plus
 	// HostAliasName), when HostPorts is set.
 	HostsFile string
+	// Shared are the host ports of Publish that a persistent box's exposures name:
+	// another session of the box may hold one, so a taken one is said, not an error.
+	Shared []uint16
 }
 
 // Any reports whether anything is forwarded.
@@ -87,6 +90,13 @@ func (p *Plan) resolvePorts(r Request, network policy.Tier, instanceDir string) 
 		}
 		seen[m.Host] = true
 		pr.Publish = append(pr.Publish, m)
+	}
+	for _, m := range r.Exposed {
+		if !seen[m.Host] {
+			seen[m.Host] = true
+			pr.Publish = append(pr.Publish, m)
+			pr.Shared = append(pr.Shared, m.Host)
+		}
 	}
 	for _, h := range r.Profile.HostPorts {
 		pr.HostPorts = append(pr.HostPorts, uint16(h))

@@ -40,6 +40,8 @@ type Request struct {
 	// Publish and HostPorts are --publish and --host-port, added to the profile's (publish.go).
 	Publish   []policy.PortMap
 	HostPorts []uint16
+	// Exposed are a persistent box's exposures (box expose; publish_box.go).
+	Exposed []policy.PortMap
 }
 
 // Persistent is what a named bwrap box brings to a request: its own home in place of
