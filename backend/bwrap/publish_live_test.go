@@ -72,11 +72,19 @@ type boxRun struct {
 	cmd      *exec.Cmd
 	out, err bytes.Buffer
 	dir      string
+	exited   chan error
+	stopped  bool
 }
 
 // startServer starts box run with args and the sandboxServer script; it returns once the
 // sandbox says ready (or fails the test with box's output).
 func startServer(t testing.TB, l *lab.Lab, w *world, env []string, args ...string) *boxRun {
+	t.Helper()
+	return startIn(t, l, w, env, append([]string{"run", "-y"}, args...)...)
+}
+
+// startIn is startServer with box's own verb and flags (up to the command).
+func startIn(t testing.TB, l *lab.Lab, w *world, env []string, args ...string) *boxRun {
 	t.Helper()
 	os.Remove(filepath.Join(w.proj, "ready"))
 	os.Remove(filepath.Join(w.proj, "done"))
@@ -84,7 +92,7 @@ func startServer(t testing.TB, l *lab.Lab, w *world, env []string, args ...strin
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	script := fmt.Sprintf(sandboxServer, namedHostPort, otherHostPort, namedHostPort, pubSandboxPort, pubSandboxPort)
-	argv := append(append([]string{w.box, "run", "-y"}, args...), "--", "sh", "-c", script)
+	argv := append(append([]string{w.box}, args...), "--", "sh", "-c", script)
 	r := &boxRun{dir: w.proj}
 	r.cmd = l.UserCommand(ctx, w.uid, w.gid, argv...)
 	r.cmd.Dir, r.cmd.Env = w.proj, append(append([]string{}, w.env...), env...)
@@ -92,24 +100,27 @@ func startServer(t testing.TB, l *lab.Lab, w *world, env []string, args ...strin
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- r.cmd.Wait() }()
+	r.exited = make(chan error, 1)
+	go func() { r.exited <- r.cmd.Wait() }()
 	for {
 		if _, err := os.Stat(filepath.Join(w.proj, "ready")); err == nil {
-			t.Cleanup(func() { r.stop(t, exited) })
+			t.Cleanup(func() { r.stop(t) })
 			return r
 		}
 		select {
-		case err := <-exited:
+		case err := <-r.exited:
 			t.Fatalf("box run %s ended before its server was ready: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, r.out.String(), r.err.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-func (r *boxRun) stop(t testing.TB, exited chan error) {
+func (r *boxRun) stop(t testing.TB) {
+	if r.stopped {
+		return
+	}
 	os.WriteFile(filepath.Join(r.dir, "done"), nil, 0o644)
-	if err := <-exited; err != nil {
+	if err := <-r.exited; err != nil {
 		t.Errorf("box run: %v\nstdout:\n%s\nstderr:\n%s", err, r.out.String(), r.err.String())
 	}
 }
@@ -301,5 +312,63 @@ func TestPublishWidenedBreach(t *testing.T) {
 	url := "http://" + net.JoinHostPort(lab.HostPrivate.String(), fmt.Sprint(pubHostPort)) + "/index.html"
 	if got := get(l, lab.RoleLANHost, url); !strings.Contains(got, "served from the sandbox") {
 		t.Errorf("widened: %s from the LAN got %q; the breach the real test guards against did not show", url, got)
+	}
+}
+
+// TestExposeBwrapBox: box expose on a persistent bwrap box opens the door at each of its
+// sessions (it survives box exec sessions), and goes with the box.
+func TestExposeBwrapBox(t *testing.T) {
+	requirePortTools(t)
+	w := newWorld(t)
+	l := portsLab(t)
+	box := func(args ...string) (int, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := l.UserCommand(ctx, w.uid, w.gid, append([]string{w.box}, args...)...)
+		c.Dir, c.Env = w.proj, w.env
+		out, err := c.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := box("new", "--backend", "bwrap", "--name", "web"); code != 0 {
+		t.Fatalf("box new: %d\n%s", code, out)
+	}
+	if code, out := box("expose", "web", fmt.Sprint(pubSandboxPort), fmt.Sprint(pubHostPort)); code != 0 {
+		t.Fatalf("box expose: %d\n%s", code, out)
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/index.html", pubHostPort)
+	for i := range 2 {
+		if got := get(l, lab.RoleHost, url); got != "" {
+			t.Fatalf("session %d: the door answers with no session running: %q", i, got)
+		}
+		r := startIn(t, l, w, nil, "exec", "-y", "web")
+		if got := get(l, lab.RoleHost, url); !strings.Contains(got, "served from the sandbox") {
+			t.Errorf("session %d: %s got %q\nstderr:\n%s", i, url, got, r.err.String())
+		}
+		lan := "http://" + net.JoinHostPort(lab.HostPrivate.String(), fmt.Sprint(pubHostPort)) + "/index.html"
+		if got := get(l, lab.RoleLANHost, lan); got != "" {
+			t.Errorf("session %d: the LAN reaches the door: %q", i, got)
+		}
+		os.WriteFile(filepath.Join(w.proj, "done"), nil, 0o644)
+		if err := <-r.exited; err != nil {
+			t.Fatalf("box exec: %v\n%s", err, r.err.String())
+		}
+		r.stopped = true
+	}
+	if code, out := box("rm", "web", "--force"); code != 0 {
+		t.Fatalf("box rm: %d\n%s", code, out)
+	}
+	if code, out := box("expose", "web", "--list"); code == 0 {
+		t.Errorf("the door outlived the box:\n%s", out)
+	}
+	if code, out := box("new", "--backend", "bwrap", "--name", "web"); code != 0 {
+		t.Fatalf("box new again: %d\n%s", code, out)
+	}
+	if code, out := box("expose", "web", "--list"); code != 0 || !strings.Contains(out, "no exposed ports") {
+		t.Errorf("a new box of the same name inherits the old one's doors: %d\n%s", code, out)
 	}
 }
