@@ -185,6 +185,10 @@ func (f *forwarder) attach(pid int) error {
 	if len(f.pub) > 0 {
 		args = append(args, "-serve")
 	}
+	widen := protectionOff(ProtPorts) && len(f.ports.HostPorts) > 0
+	if widen {
+		args = append(args, "-widen")
+	}
 	f.out = &bytes.Buffer{}
 	cmd := exec.Command(nsenter, args...)
 	cmd.ExtraFiles = []*os.File{userns, netns, exe, theirs}
@@ -196,7 +200,11 @@ func (f *forwarder) attach(pid int) error {
 		return fmt.Errorf("ports: start the helper: %w", err)
 	}
 	f.helper = cmd
-	lns, err := f.receiveListeners(len(f.ports.HostPorts))
+	n := len(f.ports.HostPorts)
+	if widen {
+		n++
+	}
+	lns, err := f.receiveListeners(n)
 	if err != nil {
 		f.helper.Process.Kill()
 		f.helper.Wait()
@@ -204,6 +212,10 @@ func (f *forwarder) attach(pid int) error {
 	}
 	f.inside = lns
 	for i, ln := range f.inside {
+		if i == len(f.ports.HostPorts) { // widened: the port the sandbox asked for
+			f.serve(ln, func(c net.Conn) { f.toHost(c, originalPort(c)) })
+			continue
+		}
 		port := f.ports.HostPorts[i]
 		f.serve(ln, func(c net.Conn) { f.toHost(c, port) })
 	}
@@ -467,4 +479,21 @@ func (f *forwarder) close() {
 		}
 		f.wg.Wait()
 	})
+}
+
+// originalPort is the port a redirected connection was sent to (SO_ORIGINAL_DST): the
+// widened test build only.
+func originalPort(c net.Conn) uint16 {
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var port uint16
+	rc.Control(func(fd uintptr) {
+		m, err := unix.GetsockoptIPv6Mreq(int(fd), unix.SOL_IP, unix.SO_ORIGINAL_DST)
+		if err == nil {
+			port = uint16(m.Multiaddr[2])<<8 | uint16(m.Multiaddr[3])
+		}
+	})
+	return port
 }

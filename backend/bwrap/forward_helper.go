@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/google/nftables"
+	"github.com/heavy-duty/box/backend/bwrap/inet"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,6 +47,7 @@ func forwardMain(args []string) error {
 	fs := flag.NewFlagSet(ForwardSubcommand, flag.ContinueOnError)
 	ports := fs.String("host-ports", "", "comma-separated ports to listen on at "+HostAlias.String())
 	serve := fs.Bool("serve", false, "hand out sockets of this namespace until box closes the pair")
+	widen := fs.Bool("widen", false, "a test build with ports off: every port of "+HostAlias.String()+" reaches the host")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,6 +68,13 @@ func forwardMain(args []string) error {
 			}
 			fds = append(fds, int(f.Fd()))
 		}
+	}
+	if *widen {
+		fd, err := widenHostPorts()
+		if err != nil {
+			return err
+		}
+		fds = append(fds, fd)
 	}
 	var rights []byte
 	if len(fds) > 0 {
@@ -108,4 +119,31 @@ func forwardMain(args []string) error {
 			return fmt.Errorf("hand a socket to box: %w", err)
 		}
 	}
+}
+
+// widenHostPorts is the breach the drill and the tests must be able to see (a test build,
+// BOX_UNSAFE_OFF=ports): every TCP port of HostAlias is redirected to one more listener,
+// whose connections box carries to the same port of the host's loopback.
+func widenHostPorts() (int, error) {
+	// A redirect in the output hook goes to 127.0.0.1 (the sandbox's own loopback).
+	ln, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return -1, err
+	}
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	c, err := nftables.New()
+	if err != nil {
+		return -1, err
+	}
+	t := inet.Table{Name: "boxwiden", Chains: []inet.Chain{{Name: "redirect", NAT: true, Rules: []inet.Rule{
+		{Daddr: netip.PrefixFrom(HostAlias, 32), Proto: "tcp", Verdict: inet.Redirect, ToPort: port},
+	}}}}
+	if err := inet.ApplyTable(c, t); err != nil {
+		return -1, err
+	}
+	f, err := ln.File()
+	if err != nil {
+		return -1, err
+	}
+	return int(f.Fd()), nil
 }

@@ -119,6 +119,7 @@ func (r *boxRun) stop(t testing.TB) {
 	if r.stopped {
 		return
 	}
+	r.stopped = true
 	os.WriteFile(filepath.Join(r.dir, "done"), nil, 0o644)
 	if err := <-r.exited; err != nil {
 		t.Errorf("box run: %v\nstdout:\n%s\nstderr:\n%s", err, r.out.String(), r.err.String())
@@ -161,6 +162,7 @@ func TestPublishReachesOnlyTheHostLoopback(t *testing.T) {
 			if got := get(l, lab.RoleHost, fmt.Sprintf("http://127.0.0.1:%d/index.html", pubSandboxPort)); got != "" {
 				t.Errorf("the unpublished 127.0.0.1:%d answers on the host: %q", pubSandboxPort, got)
 			}
+			r.stop(t) // its output is whole once it ended
 			out := r.out.String()
 			if !strings.Contains(out, fmt.Sprintf("host %d OK %s", namedHostPort, strings.TrimSpace(namedBody))) {
 				t.Errorf("the named host port is not reachable as %s:%d:\n%s\nstderr:\n%s", bwrap.HostAliasName, namedHostPort, out, r.err.String())
@@ -185,6 +187,7 @@ func TestPublishAbsentUnreachable(t *testing.T) {
 			t.Errorf("without --publish, %s answers on the host: %q", url, got)
 		}
 	}
+	r.stop(t)
 	out := r.out.String()
 	if !strings.Contains(out, fmt.Sprintf("host %d FAIL", namedHostPort)) || strings.Contains(out, "boxlab:") {
 		t.Errorf("without --host-port, a host port is reachable:\n%s", out)
@@ -370,5 +373,20 @@ func TestExposeBwrapBox(t *testing.T) {
 	}
 	if code, out := box("expose", "web", "--list"); code != 0 || !strings.Contains(out, "no exposed ports") {
 		t.Errorf("a new box of the same name inherits the old one's doors: %d\n%s", code, out)
+	}
+}
+
+// TestHostPortWidenedBreach: the host-port checks can fail. With the narrowing off (a test
+// build: every port of host.box.internal redirected to the host's loopback), another
+// port of the host's loopback answers inside.
+func TestHostPortWidenedBreach(t *testing.T) {
+	requirePortTools(t)
+	w := newWorld(t)
+	l := portsLab(t)
+	w.withProtectionOff(t, bwrap.ProtPorts)
+	r := startServer(t, l, w, nil, "--network", "none", "--host-port", fmt.Sprint(namedHostPort))
+	r.stop(t)
+	if out := r.out.String(); !strings.Contains(out, fmt.Sprintf("host %d OK %s", otherHostPort, strings.TrimSpace(otherBody))) {
+		t.Errorf("widened: the other host port did not answer inside; the breach the real test guards against did not show:\n%s\nstderr:\n%s", out, r.err.String())
 	}
 }
