@@ -73,6 +73,8 @@ var ProfileKeys = []keyRule{
 	named("protect_drop", bwrapOnly("the protected set shapes a bwrap sandbox's binds; a vm box shares no directory with the host")),
 	named("sockets", bwrapOnly("a vm box shares no socket with the host")),
 	named("ssh", bwrapOnly("box's filtering ssh-agent serves a bwrap sandbox; a vm box has no agent of the host")),
+	named("publish", bwrapOnly("a vm box's ports are published with box expose BOX PORT")),
+	named("host_ports", bwrapOnly("a vm box reaches no host port; publish the box's port with box expose instead")),
 	named("syscalls", bwrapOnly("the syscall filter is the bwrap sandbox's; a vm box has its own kernel")),
 	// Resources bound both: a sandbox through a cgroup or rlimits, a vm box as Incus
 	// limits (pids: limits.processes on a container; a VM's own kernel bounds it, said
@@ -139,6 +141,10 @@ func profileSet(p *Profile, key string) bool {
 		return p.Memory != ""
 	case "disk":
 		return p.Disk != ""
+	case "publish":
+		return len(p.Publish) > 0
+	case "host_ports":
+		return len(p.HostPorts) > 0
 	case "sockets":
 		return len(p.Sockets) > 0
 	case "ssh":

@@ -60,6 +60,11 @@ type Profile struct {
 	// Sockets names host unix sockets (absolute, or relative to the working directory)
 	// the bwrap sandbox may connect to; every other socket it did not create is refused.
 	Sockets []string `toml:"sockets"`
+	// Publish (bwrap): sandbox ports reachable on the host's loopback (3000 or
+	// "8080:3000"); HostPorts: host loopback ports the sandbox reaches as
+	// host.box.internal. Tiers none, allowlist and internet (backend/bwrap/publish.go).
+	Publish   []policy.PortMap `toml:"publish"`
+	HostPorts []int            `toml:"host_ports"`
 	// Nix (bwrap): installables box realises on the host at launch and puts on PATH,
 	// the PATH shape, and whether the host's nix-daemon is reachable inside.
 	Packages []string `toml:"packages"`
@@ -359,6 +364,12 @@ func (p *Profile) Validate() error {
 		if p.Backend == BackendVM {
 			return fmt.Errorf("sockets: a vm box shares no socket with the host")
 		}
+	}
+	if err := policy.CheckPorts(p.Publish, p.HostPorts); err != nil {
+		return err
+	}
+	if (len(p.Publish) > 0 || len(p.HostPorts) > 0) && p.Network.SharesHostNet() {
+		return fmt.Errorf("publish and host_ports: network %q shares the host's network, so the sandbox's ports are the host's already and every host port is reachable; remove them, or choose another network", p.Network)
 	}
 	for i, pk := range p.Packages {
 		if err := ValidInstallable(pk); err != nil {

@@ -10,6 +10,8 @@ command -v make >/dev/null 2>&1 || need+=(make)
 # The real sandbox tests probe the lab with curl from inside a sandbox; ps explains a failure.
 command -v curl >/dev/null 2>&1 || need+=(curl ca-certificates)
 command -v ps >/dev/null 2>&1 || need+=(procps)
+# The ports tests serve from inside a sandbox with python3 -m http.server.
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 # The keyring tests add a key to a session keyring on the host and look for it inside.
 command -v keyctl >/dev/null 2>&1 || need+=(keyutils)
 [ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)

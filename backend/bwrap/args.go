@@ -59,6 +59,9 @@ func Args(spec Spec, host Host) ([]string, error) {
 	if spec.ResolvConf != "" {
 		a = append(a, "--ro-bind", spec.ResolvConf, "/etc/resolv.conf")
 	}
+	if spec.Ports.HostsFile != "" {
+		a = append(a, "--ro-bind", spec.Ports.HostsFile, "/etc/hosts") // publish.go
+	}
 	// Scratch space: fresh tmpfs mounts that vanish with the sandbox. /dev is bwrap's
 	// own minimal tmpfs; it is made read-only so only /dev/shm there takes files.
 	// /proc/sys read-only: a sysctl file's owner may write it whatever capabilities were

@@ -174,6 +174,9 @@ func (be Boxes) Info(name string) (backend.Info, error) {
 	for _, s := range snaps {
 		out.Snapshots = append(out.Snapshots, backend.SnapshotInfo{Name: s.Name, Created: s.Created.UTC().Format(time.RFC3339)})
 	}
+	if out.Exposed, err = exposuresOf(b); err != nil { // publish_box.go
+		return backend.Info{}, err
+	}
 	return out, nil
 }
 

@@ -24,11 +24,12 @@ func BoxRequest(b *dirbox.Box, command []string, allowRoot bool, allow []string)
 	if err := profiles.CheckKeys(profiles.UseBox, b.Profile, b.Template); err != nil {
 		return Request{}, err
 	}
-	return Request{
+	req := Request{
 		Profile: b.Profile, Template: b.Template, Network: b.Network,
 		Command: command, AllowRoot: allowRoot, Allow: allow,
 		Persistent: &Persistent{Name: b.Name, Home: b.Home(), Instance: b.Instance(), Workdir: b.Workdir},
-	}, nil
+	}
+	return req, boxPorts(b, &req) // publish_box.go: box expose's ports
 }
 
 // Plan resolves req, a launch in b (BoxRequest): the stamped profile, template and tier,

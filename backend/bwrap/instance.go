@@ -77,6 +77,8 @@ type Policy struct {
 	GitIdentity string
 	// SSH is SANDBOX.md's section on box's ssh-agent filter ("": none; sshText).
 	SSH string
+	// Ports are the published ports and the host ports reachable (publish.go).
+	Ports Ports
 }
 
 // RefusalsFile is where, in the sandbox's ~/.claude, the allowlist tier writes what it
@@ -115,6 +117,7 @@ func SandboxMD(p Policy) string {
 		fmt.Fprintf(&b, "%s\n", allowText(p))
 	}
 	b.WriteString(p.SSH)
+	b.WriteString(portsText(p.Ports)) // publish.go
 	fmt.Fprintf(&b, "## Files\n\n")
 	if p.Box != "" {
 		fmt.Fprintf(&b, "- Writable: the working directory `%s`, `$HOME` and `~/%s` (box `%s`'s own, kept between sessions: logins and tools under ~/.local stay in the box), and scratch space that vanishes when the session ends: `/tmp`, `/var/tmp`, `/dev/shm`", p.Workdir, p.StateDir, p.Box)

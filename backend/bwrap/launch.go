@@ -93,6 +93,11 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	}
 	defer leave()
 	phase.Mark("start:trust")
+	ports, err := p.openPorts(stderr) // publish.go: a taken host port fails here, before anything starts
+	if err != nil {
+		return 1, err
+	}
+	defer ports.close()
 	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}
@@ -179,6 +184,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err != nil {
 		return 1, needs(NeedLimits, err)
 	}
+	launch.BeforeRelease = ports.hook(launch.BeforeRelease) // forward.go
 	launch.BeforeRelease = limitHook(limits, launch.BeforeRelease)
 	phase.Mark("start:limits")
 	code, err := Run(launch)

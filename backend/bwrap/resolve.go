@@ -41,6 +41,11 @@ type Request struct {
 	DevShell string
 	// SSHHosts are --ssh-host's destinations, added to the profile's ssh.hosts (sshfilter.go).
 	SSHHosts []string
+	// Publish and HostPorts are --publish and --host-port, added to the profile's (publish.go).
+	Publish   []policy.PortMap
+	HostPorts []uint16
+	// Exposed are a persistent box's exposures (box expose; publish_box.go).
+	Exposed []policy.PortMap
 }
 
 // Persistent is what a named bwrap box brings to a request: its own home in place of
@@ -443,6 +448,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Policy.AbstractScoped = p.Spec.ScopeAbstract
 	p.resolveSockets(r.Profile.Sockets, r.Profile.Name, wd, network.SharesHostNet(), p.Spec.ScopeAbstract, daemon, f)
 	p.sshSpec()
+	if err := p.resolvePorts(r, network, instanceDir); err != nil { // publish.go
+		return nil, err
+	}
 	p.Reach = reachOf(p, mounts) // trust.go
 	if p.Spec.Limits, p.Enforce, err = resolveLimits(r.Profile, f.MemTotal, f.Nproc, f.Cgroup, f.Euid); err != nil {
 		return nil, err

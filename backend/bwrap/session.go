@@ -91,6 +91,9 @@ func (s *Session) Resolve(r Request) (*Plan, error) {
 	if err := p.resolveIsolation(r); err != nil {
 		return nil, err
 	}
+	if err := p.checkPortsIsolation(); err != nil { // publish.go
+		return nil, err
+	}
 	for _, w := range p.Warnings {
 		fmt.Fprintf(s.Stderr, "box: warning: %s\n", w)
 	}
@@ -124,6 +127,7 @@ func (s *Session) Launch(p *Plan, pr Prepared) (int, error) {
 		envaudit.Report(s.Stderr, p.Vars, p.Findings)
 		p.ReportGitIdentity(s.Stderr)
 	}
+	p.ReportPorts(s.Stderr, s.Quiet) // publish.go
 	if err := s.confirm(); err != nil {
 		return 1, err
 	}

@@ -72,6 +72,8 @@ type Spec struct {
 	UnixSockets UnixSockets
 	// SSHDir is the run's ssh directory, bound read-only at SSHDirInside (sshfilter.go).
 	SSHDir string
+	// Ports are the published ports and the host ports reachable (publish.go).
+	Ports Ports
 }
 
 // NixDaemonDir holds the host nix-daemon's socket.

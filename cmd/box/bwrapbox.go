@@ -110,6 +110,9 @@ func printBwrapInfo(e *env, info infoJSON) error {
 	}
 	row("origin", origin)
 	row("created", info.Created)
+	for _, x := range info.Exposed {
+		row("exposed", fmt.Sprintf("127.0.0.1:%d -> port %d (while a session runs)", x.HostPort, x.Port))
+	}
 	var s []string
 	for _, sn := range info.Snapshots {
 		s = append(s, sn.Name)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
+	"github.com/heavy-duty/box/policy"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +36,14 @@ Containers only, for now: Incus forwards to a virtual machine only in NAT mode, 
 the bridge, which needs the isolation stack to admit loopback DNAT; box refuses a VM
 rather than open a door that does not answer.
 
---list shows the doors, --remove PORT closes one. 'box info' and 'box doctor' show them.`,
+--list shows the doors, --remove PORT closes one. 'box info' and 'box doctor' show them.
+
+A bwrap box (tiers none, allowlist, internet) runs only while a session of it does (box
+shell, box exec): its doors are kept with the box and opened by every session from the
+next one on, the way box run --publish opens them (127.0.0.1 and ::1 only; docs/bwrap.md,
+"Ports"). While two sessions run, the first holds the host port and the second says so.
+They go when the box is removed; a snapshot or a clone does not carry them. A bwrap box
+at tier full is refused: it shares the host's network already.`,
 		Example: `  box expose web 3000          # then open http://127.0.0.1:3000
   box expose web 3000 8080     # http://127.0.0.1:8080 -> web:3000
   box expose web --list
@@ -52,8 +60,12 @@ rather than open a door that does not answer.
 			case !o.list && o.remove == "" && (len(args) < 2 || len(args) > 3):
 				return usagef("for example: box expose "+args[0]+" 3000", "expose takes a box, a port and an optional host port")
 			}
-			if err := vmOnlyVerb(e, "expose", args[0]); err != nil {
+			b, err := bwrapBox(e, args[0])
+			if err != nil {
 				return err
+			}
+			if b != nil {
+				return runBwrapExpose(e, o, args)
 			}
 			return runExpose(e, o, args)
 		},
@@ -94,6 +106,56 @@ func runExpose(e *env, o *exposeOptions, args []string) error {
 		return b.Expose(name, port, hostPort)
 	}
 	exp, err := b.Exposures(name)
+	if err != nil {
+		return err
+	}
+	if len(exp) == 0 {
+		note(e, "%s has no exposed ports: 'box expose %s PORT' opens one", name, name)
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PORT\tHOST")
+	for _, x := range exp {
+		fmt.Fprintf(tw, "%d\t127.0.0.1:%d\n", x.Port, x.HostPort)
+	}
+	return tw.Flush()
+}
+
+// runBwrapExpose is box expose on a bwrap box: the same arguments, kept with the box.
+func runBwrapExpose(e *env, o *exposeOptions, args []string) error {
+	name, be := args[0], e.bwrapBoxes().Boxes
+	port := func(what, s string) (uint16, error) {
+		p, err := policy.ParsePort(s)
+		if err != nil {
+			return 0, usagef("for example: box expose "+name+" 3000", "%s: %s", what, err)
+		}
+		return p, nil
+	}
+	switch {
+	case o.remove != "":
+		p, err := port("--remove", o.remove)
+		if err != nil {
+			return err
+		}
+		return be.Unexpose(name, p)
+	case !o.list:
+		p, err := port("port", args[1])
+		if err != nil {
+			return err
+		}
+		hp := p
+		if len(args) == 3 {
+			if hp, err = port("host port", args[2]); err != nil {
+				return err
+			}
+		}
+		if err := be.Expose(name, p, hp); err != nil {
+			return err
+		}
+		note(e, "%s: port %d is published at 127.0.0.1:%d by its sessions from the next one on (box shell %s, box exec %s)", name, p, hp, name, name)
+		return nil
+	}
+	exp, err := be.Exposures(name)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@ func hidden(args []string) (int, bool) {
 		// Run inside the sandbox as the command's first process: a session of its own,
 		// the relayed terminal as its controlling terminal, then the command.
 		return bwrap.SessionMain(args[1:]), true
+	case bwrap.ForwardSubcommand:
+		// Run in the sandbox's network namespace: listens for the named host ports and hands out sockets for the published ones.
+		return bwrap.ForwardMain(args[1:]), true
 	case drill.ProbeSubcommand:
 		// Run by box drill inside the sandbox: reads the probe plan on stdin, prints results.
 		return drill.ProbeMain(os.Stdin, os.Stdout, os.Stderr), true

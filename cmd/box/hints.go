@@ -29,9 +29,15 @@ func hintFor(err error) (string, error) {
 	var ae *bwrap.AuditError
 	var ue *bwrap.UsernsError
 	var te *bwrap.TerminalError
+	var pt *bwrap.PortsTierError
+	var pk *bwrap.PortTakenError
 	switch {
 	case errors.As(err, &te):
 		return terminalHint(te), te
+	case errors.As(err, &pt):
+		return "in tier full a server in the sandbox is on the host's own ports already; to forward only what you name, use --network none, allowlist or internet", pt
+	case errors.As(err, &pk):
+		return "another program holds that host port: publish on another one, for example --publish 8081:PORT (host:sandbox)", pk
 	case errors.As(err, &ue):
 		return usernsErrHint(ue) + "\n" + landlockOptIn, ue // setupuserns.go
 	case errors.As(err, &ae):

@@ -24,6 +24,8 @@ type runOptions struct {
 	allowRoot bool
 	isolation string
 	devshell  string
+	publish   []string
+	hostPorts []string
 	command   []string
 }
 
@@ -68,6 +70,12 @@ is deleted) and printed with how to restore it. The exit code stays the command'
 125 only when the audit could not finish, or when the sandbox could not start (box says
 why: an AppArmor restriction, a container's seccomp filter, no user namespaces).
 
+Ports (tiers none, allowlist, internet): --publish 3000 (or 8080:3000, host:sandbox)
+opens the sandbox's port on the host's 127.0.0.1 and ::1 only; --host-port 5432 lets the
+sandbox reach the host's 127.0.0.1:5432 as host.box.internal:5432, and no other host
+port. A taken host port fails before launch; tier full refuses both (the sandbox is on
+the host's network already). -p stays --profile's shorthand.
+
 Isolation: bwrap (the default) sandboxes with namespaces. Where user namespaces cannot
 be had (a container, a locked-down CI runner), --isolation landlock runs the command
 with no namespace at all: Landlock keeps the home and its secrets unreadable and writes
@@ -83,6 +91,8 @@ diagnoses that bwrap cannot start. Never chosen without one of these.`,
   box run --profile claude -y              # the claude profile's command
   box run --env GITHUB_TOKEN --network full -y -- gh pr list
   box run -n allowlist --allow @github --allow api.anthropic.com:443 -y -- claude
+  box run --publish 3000 -y -- npm run dev # the dev server at http://127.0.0.1:3000
+  box run --host-port 5432 -y -- psql -h host.box.internal
   box run --dry-run -- true                # print the bwrap argv, run nothing
   box run --isolation landlock -y -- make  # no namespaces (a container): says what does not hold
   box run --devshell -y -- make            # in the project flake's dev shell (devShells.<system>.default)`,
@@ -108,6 +118,8 @@ diagnoses that bwrap cannot start. Never chosen without one of these.`,
 	f.StringVar(&o.isolation, "isolation", "", "bwrap (namespaces; the default), landlock (no namespaces: says what does NOT hold) or auto (bwrap, else landlock where bwrap cannot start) (default: the profile's isolation)")
 	f.StringVar(&o.devshell, "devshell", "", "start in a Nix dev shell, evaluated on the host: alone, the working directory's flake's default; --devshell=INSTALLABLE names one (default: the profile's devshell)")
 	f.Lookup("devshell").NoOptDefVal = "true"
+	f.StringArrayVar(&o.publish, "publish", nil, "publish the sandbox's PORT on the host's 127.0.0.1 and ::1 (PORT or HOSTPORT:PORT; repeatable; tiers none, allowlist, internet)")
+	f.StringArrayVar(&o.hostPorts, "host-port", nil, "let the sandbox reach the host's 127.0.0.1:PORT as host.box.internal:PORT, and no other host port (repeatable; tiers none, allowlist, internet)")
 	f.BoolVar(&o.allowRoot, "allow-root", false, "run the sandbox even though box runs as root (it keeps root's ownership of files)")
 	return cmd
 }
@@ -144,6 +156,7 @@ func runRun(e *env, o *runOptions) error {
 		fmt.Fprintln(e.stdout, l)
 	}
 	fmt.Fprintln(e.stdout, p.SocketsLine())
+	fmt.Fprintln(e.stdout, p.PortsLine())
 	fmt.Fprintln(e.stdout, p.LimitsLine())
 	p.Protect.Render(e.stdout)
 	for _, f := range p.Findings {
@@ -214,11 +227,16 @@ func runRequest(e *env, o *runOptions) (bwrap.Request, error) {
 	if err := profiles.CheckKeys(profiles.UseRun, prof, tmpl); err != nil {
 		return req, err
 	}
+	pub, hostPorts, err := portFlags(o.publish, o.hostPorts)
+	if err != nil {
+		return req, err
+	}
 	return bwrap.Request{
 		Profile: prof, Template: tmpl, Network: o.network, Env: o.env,
 		Command: o.command, AllowRoot: o.allowRoot, Allow: o.allow, Isolation: o.isolation,
 		DevShell: o.devshell,
 		SSHHosts: o.sshHosts,
+		Publish:  pub, HostPorts: hostPorts,
 	}, nil
 }
 
@@ -264,4 +282,25 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// portFlags reads --publish and --host-port.
+func portFlags(publish, hostPorts []string) ([]policy.PortMap, []uint16, error) {
+	var pub []policy.PortMap
+	for _, s := range publish {
+		m, err := policy.ParsePortMap(s)
+		if err != nil {
+			return nil, nil, usagef("for example --publish 3000, or --publish 8080:3000 (host:sandbox)", "--publish: %s", err)
+		}
+		pub = append(pub, m)
+	}
+	var hp []uint16
+	for _, s := range hostPorts {
+		n, err := policy.ParsePort(s)
+		if err != nil {
+			return nil, nil, usagef("for example --host-port 5432 (the host's 127.0.0.1:5432, reached inside as host.box.internal:5432)", "--host-port: %s", err)
+		}
+		hp = append(hp, n)
+	}
+	return pub, hp, nil
 }
