@@ -218,6 +218,7 @@ type taker struct {
 	acc      access
 	dirs     map[string]string // realDir's resolved directories, for this snapshot
 	buf      []byte            // the walk's getdents buffer
+	listed   map[string]names  // guardAs's listings of guards' directories
 }
 
 // open opens dir to list it. A directory in a writable root that refuses the operator
@@ -652,7 +653,10 @@ func (t *taker) guardAs(p, runs string, hook bool) {
 	if _, ok := t.s.Files[p]; ok {
 		return
 	}
-	f := t.stat(p, hook)
+	var f File // absent
+	if !t.absent(p) {
+		f = t.stat(p, hook)
+	}
 	f.Runs, f.Hook = runs, hook
 	t.s.Files[p] = f
 	if f.Kind != "dir" {
