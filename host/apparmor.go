@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 )
@@ -31,13 +32,14 @@ func (e *UsernsPathError) Error() string {
 }
 
 // plainPath: the characters a profile's attachment may hold without meaning a pattern.
-var plainPath = regexp.MustCompile(`^/[A-Za-z0-9._+@/-]+$`)
+// Compiled on first use: package init runs in every box process, whatever the verb.
+var plainPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/[A-Za-z0-9._+@/-]+$`) })
 
 // UsernsProfile is the profile's text for bwrap (a resolved, absolute path). It grants
 // userns and nothing else: flags=(unconfined) leaves bwrap as unconfined as it was, so
 // the profile adds no rule but the one the restriction takes away.
 func UsernsProfile(bwrap string) (string, error) {
-	if !plainPath.MatchString(bwrap) || filepath.Clean(bwrap) != bwrap {
+	if !plainPath().MatchString(bwrap) || filepath.Clean(bwrap) != bwrap {
 		return "", &UsernsPathError{bwrap}
 	}
 	return `# Written by box setup-userns. It lets ` + bwrap + ` (the bwrap box uses) create

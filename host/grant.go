@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/heavy-duty/box/backend/incus"
 )
@@ -76,9 +77,12 @@ const GrantLimitsKey = "user.box.grant.limits"
 // GrantLimits are the project limits box grant --limit takes (limits.NAME).
 var GrantLimits = []string{"instances", "containers", "virtual-machines", "cpu", "memory", "disk", "processes"}
 
+// Compiled on first use: package init runs in every box process, whatever the verb.
 var (
-	countRe = regexp.MustCompile(`^[0-9]+$`)
-	sizeRe  = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(B|kB|MB|GB|TB|PB|EB|KiB|MiB|GiB|TiB|PiB|EiB)?$`)
+	countRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+$`) })
+	sizeRe  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(B|kB|MB|GB|TB|PB|EB|KiB|MiB|GiB|TiB|PiB|EiB)?$`)
+	})
 )
 
 // ParseGrantLimit parses one NAME=VALUE of box grant --limit.
@@ -88,9 +92,9 @@ func ParseGrantLimit(s string) (name, value string, err error) {
 		return "", "", fmt.Errorf("--limit %q: want NAME=VALUE, NAME one of %s", s, strings.Join(GrantLimits, ", "))
 	}
 	switch {
-	case name == "memory" && strings.HasSuffix(value, "%") && countRe.MatchString(strings.TrimSuffix(value, "%")):
-	case (name == "memory" || name == "disk") && sizeRe.MatchString(value):
-	case name != "memory" && name != "disk" && countRe.MatchString(value):
+	case name == "memory" && strings.HasSuffix(value, "%") && countRe().MatchString(strings.TrimSuffix(value, "%")):
+	case (name == "memory" || name == "disk") && sizeRe().MatchString(value):
+	case name != "memory" && name != "disk" && countRe().MatchString(value):
 	default:
 		return "", "", fmt.Errorf("--limit %s=%q: not a valid value (a count, or for memory and disk a size such as 8GiB)", name, value)
 	}

@@ -170,10 +170,14 @@ func BeginAudit(in postrun.Input, dataHome, lock string) (a *Audit, err error) {
 		}()
 	}
 	a.before = postrun.Take(in)
+	var b []byte // a.before as JSON, marshalled once
 	switch {
 	case a.tree == nil || protectionOff(ProtAuditConcurrent):
 	case a.tree.Alone():
-		if err := postrun.WriteBaseline(a.tree.Baseline(), a.before); err != nil {
+		if b, err = json.Marshal(a.before); err != nil {
+			return nil, err
+		}
+		if err := postrun.WriteBaselineJSON(a.tree.Baseline(), b); err != nil {
 			return nil, fmt.Errorf("post-run audit: %w", err)
 		}
 	default:
@@ -188,9 +192,10 @@ func BeginAudit(in postrun.Input, dataHome, lock string) (a *Audit, err error) {
 			return nil, fmt.Errorf("post-run audit: %w", err)
 		}
 	}
-	b, err := json.Marshal(a.before)
-	if err != nil {
-		return nil, err
+	if b == nil {
+		if b, err = json.Marshal(a.before); err != nil {
+			return nil, err
+		}
 	}
 	id := make([]byte, 6)
 	rand.Read(id)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -103,11 +104,12 @@ func tryUnshare(bin string) error {
 	return nil
 }
 
-var attachRE = regexp.MustCompile(`(?m)^\s*profile\s+\S+\s+(/\S+)`)
+// Compiled on first use: package init runs in every box process, whatever the verb.
+var attachRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*profile\s+\S+\s+(/\S+)`) })
 
 // ProfileAttachment is the path a profile's text attaches to ("" none found).
 func ProfileAttachment(text string) string {
-	if m := attachRE.FindStringSubmatch(text); m != nil {
+	if m := attachRE().FindStringSubmatch(text); m != nil {
 		return m[1]
 	}
 	return ""

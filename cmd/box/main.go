@@ -62,7 +62,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return code
 		}
 	}
-	root := newRoot(newEnv(stdin, stdout, stderr))
+	root := newRootFor(newEnv(stdin, stdout, stderr), loneVerb(args))
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
 	code := report(stderr, err)

@@ -16,7 +16,27 @@ const (
 )
 
 // newRoot builds the command tree: the single source of truth for help and dispatch.
-func newRoot(e *env) *cobra.Command {
+func newRoot(e *env) *cobra.Command { return newRootFor(e, nil) }
+
+// lone are the verbs built alone when a run names one first (box run, box exec: every
+// tool call of an agent may go through them), and --version: the other twenty-odd
+// verbs' flags and help are not built for nothing. Anything else (help, completion, a
+// flag first, a typo) builds the whole tree.
+var lone = map[string]func(*env) *cobra.Command{
+	"run": newRunCmd, "exec": newExecCmd,
+	"--version": func(*env) *cobra.Command { return nil },
+}
+
+// loneVerb is the constructor of the only verb args need, nil for the whole tree.
+func loneVerb(args []string) func(*env) *cobra.Command {
+	if len(args) == 0 || (args[0] == "--version" && len(args) > 1) {
+		return nil
+	}
+	return lone[args[0]]
+}
+
+// newRootFor is the command tree; with only, root and only's verb alone.
+func newRootFor(e *env, only func(*env) *cobra.Command) *cobra.Command {
 	var check, checkJSON bool
 	root := &cobra.Command{
 		Use:   "box",
@@ -81,6 +101,14 @@ with a home of its own.
 		&cobra.Group{ID: groupOther, Title: "Other commands:"},
 	)
 	root.SetHelpCommandGroupID(groupOther)
+	if only != nil {
+		if c := only(e); c != nil {
+			root.AddCommand(c)
+		}
+		addRemoteFlags(root, e)
+		registerCompletions(root, e)
+		return root
+	}
 	root.AddCommand(newRunCmd(e), newAllowCmd(e), newDrillCmd(e), newProfilesCmd(e), newTemplatesCmd(e))
 	root.AddCommand(newCompletionCmd(e), newManCmd(e), newVersionCmd())
 	root.AddCommand(newSetupUsernsCmd(e))

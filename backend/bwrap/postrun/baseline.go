@@ -24,6 +24,13 @@ func WriteBaseline(path string, s *Snapshot) error {
 	if err != nil {
 		return err
 	}
+	return WriteBaselineJSON(path, b)
+}
+
+// WriteBaselineJSON is WriteBaseline of a snapshot already marshalled (json.Marshal of
+// it): the launch keeps the same bytes as its pending snapshot, and a snapshot of a big
+// tree is not marshalled twice.
+func WriteBaselineJSON(path string, b []byte) error {
 	id := make([]byte, 6)
 	rand.Read(id)
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"."+hex.EncodeToString(id))

@@ -222,6 +222,9 @@ type taker struct {
 	guarded  int
 	kept     int64
 	acc      access
+	dirs     map[string]string // realDir's resolved directories, for this snapshot
+	buf      []byte            // the walk's getdents buffer
+	listed   map[string]names  // guardAs's listings of guards' directories
 }
 
 // open opens dir to list it. A directory in a writable root that refuses the operator
@@ -229,18 +232,26 @@ type taker struct {
 // in by name, so the audit must see what is inside. What still cannot be opened is
 // recorded unread.
 func (t *taker) open(dir string) (*os.File, bool) {
-	f, err := os.Open(dir)
+	var f *os.File
+	ok := t.opening(dir, func() (err error) { f, err = os.Open(dir); return err })
+	return f, ok
+}
+
+// opening runs try (an open of dir), granting the modes it needs and trying again (see
+// open); what still fails is recorded unread.
+func (t *taker) opening(dir string, try func() error) bool {
+	err := try()
 	if err != nil && denied(err) && t.s.writable(dir) {
 		t.acc.reach(t.rootOf(dir), dir)
 		if gerr := t.acc.grant(dir, 0o500); gerr == nil {
-			f, err = os.Open(dir)
+			err = try()
 		}
 	}
 	if err != nil {
 		t.unread(dir, err)
-		return nil, false
+		return false
 	}
-	return f, true
+	return true
 }
 
 // rootOf is the writable root holding p.
@@ -348,17 +359,24 @@ func gitRealPath(p string) string {
 // walk visits dir's tree without following links or entering .git directories, and
 // takes every repository it meets.
 func (t *taker) walk(dir string, depth int) {
-	f, ok := t.open(dir)
-	if !ok {
+	var fd int
+	if !t.opening(dir, func() (err error) { fd, err = openDir(dir); return err }) {
 		return
 	}
-	defer f.Close()
+	defer func() {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}()
 	var head, objects, refs, commondir bool
 	var subdirs []string
-	// In batches, so a directory of millions of entries stops at the bound, not after
-	// listing them all.
+	// A buffer at a time, so a directory of millions of entries stops at the bound, not
+	// after listing them all.
+	if t.buf == nil {
+		t.buf = make([]byte, 32<<10)
+	}
 	for {
-		ents, err := f.ReadDir(1024)
+		ents, err := readDirents(fd, t.buf)
 		for _, e := range ents {
 			if t.entries++; t.entries > t.lim.Entries {
 				t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
@@ -366,24 +384,26 @@ func (t *taker) walk(dir string, depth int) {
 			}
 			// git takes objects/ and refs/ through links too: any entry of those names
 			// counts.
-			n := e.Name()
+			n := e.name
 			head, objects, refs = head || n == "HEAD", objects || n == "objects", refs || n == "refs"
 			commondir = commondir || n == "commondir"
 			switch {
 			case n == ".git":
 				t.repo(filepath.Join(dir, n))
-			case e.IsDir():
+			case e.dir:
 				subdirs = append(subdirs, n)
 			}
 		}
 		if err != nil {
-			if err != io.EOF {
-				t.unread(dir, err)
-			}
+			t.unread(dir, &fs.PathError{Op: "readdirent", Path: dir, Err: err})
+			break
+		}
+		if ents == nil {
 			break
 		}
 	}
-	f.Close()
+	unix.Close(fd)
+	fd = -1
 	// A HEAD with a commondir is a git directory too: objects and refs are the common
 	// directory's.
 	if head && (objects && refs || commondir) {
@@ -598,7 +618,7 @@ func expand(p, home string) string {
 // the including file, ~/ from Home, every condition taken as true). via are the include
 // entries that led here.
 func (t *taker) config(r *Repo, file string, via []Loc) {
-	file = realDir(file)
+	file = t.realDir(file)
 	depth := len(via)
 	b, err := t.read(file, t.lim.ConfigBytes)
 	if errors.Is(err, errTooBig) {
@@ -639,11 +659,14 @@ func (t *taker) guard(p, runs string) { t.guardAs(p, runs, false) }
 func (t *taker) guardHooks(p, runs string) { t.guardAs(p, runs, true) }
 
 func (t *taker) guardAs(p, runs string, hook bool) {
-	p = realDir(p)
+	p = t.realDir(p)
 	if _, ok := t.s.Files[p]; ok {
 		return
 	}
-	f := t.stat(p, hook)
+	var f File // absent
+	if !t.absent(p) {
+		f = t.stat(p, hook)
+	}
 	f.Runs, f.Hook = runs, hook
 	t.s.Files[p] = f
 	if f.Kind != "dir" {
@@ -680,7 +703,7 @@ func (t *taker) guardTree(dir, runs string, hook bool) bool {
 // guardTodo records a file of a stopped rebase or sequencer that the host's --continue
 // obeys, and whether execs finds a command in it (a finding only then).
 func (t *taker) guardTodo(p, runs string, execs func([]byte) bool) {
-	p = realDir(p)
+	p = t.realDir(p)
 	if _, ok := t.s.Files[p]; ok {
 		return
 	}
@@ -815,6 +838,34 @@ func realDir(p string) string {
 		return filepath.Join(d, filepath.Base(p))
 	}
 	return p
+}
+
+// realDir is realDir for one snapshot: each directory is resolved once. The protected
+// set names some eighty paths in every project directory (and a repository's audit a
+// dozen in its git directory); resolving each one's directory afresh lstats every
+// component of it every time, which made the audit of a tree of 50 repositories cost
+// tens of thousands of lstats. The links are read once per snapshot, as the walk reads
+// each directory once: a snapshot is one look at the tree.
+func (t *taker) realDir(p string) string {
+	dir := filepath.Dir(p)
+	d, ok := t.dirs[dir]
+	if !ok {
+		r, err := filepath.EvalSymlinks(dir)
+		switch {
+		case err == nil:
+			d = r
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return p // refused (a mode the audit may yet grant itself): asked again next time
+		}
+		if t.dirs == nil {
+			t.dirs = map[string]string{}
+		}
+		t.dirs[dir] = d // "": not there, p kept as written, as realDir
+	}
+	if d == "" {
+		return p
+	}
+	return filepath.Join(d, filepath.Base(p))
 }
 
 var errTooBig = errors.New("too large")

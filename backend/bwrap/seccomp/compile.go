@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	libseccomp "github.com/elastic/go-seccomp-bpf"
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -33,22 +31,16 @@ type Filter struct {
 
 // Native is the Linux name of the architecture box was built for (the one its syscall
 // numbers are for), "" when the filter has no table for it.
-func Native() string {
-	info, err := arch.GetInfo("")
-	if err != nil {
-		return ""
-	}
-	return info.Name
-}
+func Native() string { return linuxArch(runtime.GOARCH) }
 
 // New is the filter for this machine's architecture with optIn groups turned off. It
 // refuses a group name that does not exist or may not be opted into.
 func New(optIn []string) (Filter, error) {
-	info, err := arch.GetInfo("")
-	if err != nil {
-		return Filter{}, fmt.Errorf("seccomp: %w", err)
+	name := Native()
+	if name == "" {
+		return Filter{}, fmt.Errorf("seccomp: unsupported architecture %s", runtime.GOARCH)
 	}
-	return ForArch(info.Name, optIn)
+	return ForArch(name, optIn)
 }
 
 // ForArch is New for a named architecture (one of Arches).
@@ -83,18 +75,18 @@ func (f Filter) Describe() string {
 // each argument rule as its own block that reloads the syscall number (testing an
 // argument overwrites it); everything else is allowed.
 func (f Filter) Instructions() ([]bpf.Instruction, error) {
-	info, err := arch.GetInfo(f.Arch)
+	info, err := archNamed(f.Arch)
 	if err != nil {
 		return nil, err
 	}
-	kill := bpf.RetConstant{Val: uint32(libseccomp.ActionKillProcess)}
+	kill := bpf.RetConstant{Val: retKillProcess}
 	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: offArch, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: info.id, SkipTrue: 1},
 		kill,
 		bpf.LoadAbsolute{Off: offNr, Size: 4},
 	}
-	if info.Name == "x86_64" {
+	if info.name == "x86_64" {
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1}, kill)
 	}
 
@@ -104,7 +96,7 @@ func (f Filter) Instructions() ([]bpf.Instruction, error) {
 	for _, g := range f.groups() {
 		e := groupErrno(g)
 		for _, name := range g.Refused {
-			nr, ok := info.SyscallNames[name]
+			nr, ok := info.number(name)
 			if !ok {
 				continue // not on this architecture (iopl on aarch64)
 			}
@@ -125,7 +117,7 @@ func (f Filter) Instructions() ([]bpf.Instruction, error) {
 	// Argument rules.
 	for _, g := range f.groups() {
 		for _, r := range g.Rules {
-			nr, ok := info.SyscallNames[r.Syscall]
+			nr, ok := info.number(r.Syscall)
 			if !ok {
 				continue
 			}
@@ -137,7 +129,7 @@ func (f Filter) Instructions() ([]bpf.Instruction, error) {
 			prog = append(prog, block...)
 		}
 	}
-	return append(prog, bpf.RetConstant{Val: uint32(libseccomp.ActionAllow)}), nil
+	return append(prog, bpf.RetConstant{Val: retAllow}), nil
 }
 
 // Bytes is the compiled filter as the kernel's struct sock_filter array, which bwrap
@@ -168,13 +160,16 @@ func (f Filter) Render() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	info, _ := arch.GetInfo(f.Arch)
+	info, err := archNamed(f.Arch)
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n", f.Describe())
 	for i, in := range ins {
 		line := fmt.Sprint(in)
 		if j, ok := in.(bpf.JumpIf); ok {
-			if name, ok := info.SyscallNumbers[int(j.Val)]; ok && i > 0 && loadsNr(ins, i) {
+			if name, ok := info.nameOf(int(j.Val)); ok && i > 0 && loadsNr(ins, i) {
 				line += "  # " + name
 			}
 		}
@@ -212,42 +207,40 @@ func groupErrno(g Group) unix.Errno {
 	return g.Errno
 }
 
-func errnoAction(e unix.Errno) libseccomp.Action {
-	return libseccomp.Action(uint32(libseccomp.ActionErrno) | uint32(e))
-}
+func errnoAction(e unix.Errno) uint32 { return retErrno | uint32(e) }
 
 // refuseBlock: A holds the syscall number; any of nrs returns action, else fall through.
-func refuseBlock(nrs []uint32, action libseccomp.Action) ([]bpf.Instruction, error) {
+func refuseBlock(nrs []uint32, action uint32) ([]bpf.Instruction, error) {
 	if len(nrs) == 0 {
 		return nil, nil
 	}
-	p := libseccomp.NewProgram()
-	hit, next := p.NewLabel(), p.NewLabel()
+	var p asm
+	hit, next := p.label(), p.label()
 	jumpAnyOf(&p, nrs, hit, next)
-	p.SetLabel(hit)
-	p.Ret(action)
-	p.SetLabel(next)
-	return p.Assemble()
+	p.set(hit)
+	p.ret(action)
+	p.set(next)
+	return p.assemble()
 }
 
 // ruleBlock: A holds the syscall number; when it is nr and every test holds, return
 // action, else fall through (A is then clobbered: the caller reloads it).
-func ruleBlock(nr uint32, tests []Test, action libseccomp.Action) ([]bpf.Instruction, error) {
-	p := libseccomp.NewProgram()
-	hit, next := p.NewLabel(), p.NewLabel()
-	p.JmpIfTrue(bpf.JumpNotEqual, nr, next)
+func ruleBlock(nr uint32, tests []Test, action uint32) ([]bpf.Instruction, error) {
+	var p asm
+	hit, next := p.label(), p.label()
+	p.jmpIfTrue(bpf.JumpNotEqual, nr, next)
 	for ti, t := range tests {
 		if t.Arg < 0 || t.Arg > 5 {
 			return nil, fmt.Errorf("argument %d: want 0-5", t.Arg)
 		}
 		pass := hit // where a test that holds goes
 		if ti < len(tests)-1 {
-			pass = p.NewLabel()
+			pass = p.label()
 		}
 		if len(t.Values) == 0 {
 			return nil, fmt.Errorf("%s with no values", t.Op)
 		}
-		p.LdLo(uint32(t.Arg))
+		p.ldLo(uint32(t.Arg))
 		switch t.Op {
 		case In:
 			jumpAnyOf(&p, t.Values, pass, next)
@@ -257,27 +250,27 @@ func ruleBlock(nr uint32, tests []Test, action libseccomp.Action) ([]bpf.Instruc
 			if len(t.Values) != 1 {
 				return nil, fmt.Errorf("%s takes one mask", t.Op)
 			}
-			p.JmpIf(bpf.JumpBitsSet, t.Values[0], pass, next)
+			p.jmpIf(bpf.JumpBitsSet, t.Values[0], pass, next)
 		default:
 			return nil, fmt.Errorf("unknown test %q", t.Op)
 		}
 		if pass != hit {
-			p.SetLabel(pass)
+			p.set(pass)
 		}
 	}
-	p.SetLabel(hit)
-	p.Ret(action)
-	p.SetLabel(next)
-	return p.Assemble()
+	p.set(hit)
+	p.ret(action)
+	p.set(next)
+	return p.assemble()
 }
 
 // jumpAnyOf jumps to eq when A is one of vs, else to none.
-func jumpAnyOf(p *libseccomp.Program, vs []uint32, eq, none libseccomp.Label) {
+func jumpAnyOf(p *asm, vs []uint32, eq, none label) {
 	for i, v := range vs {
 		if i < len(vs)-1 {
-			p.JmpIfTrue(bpf.JumpEqual, v, eq)
+			p.jmpIfTrue(bpf.JumpEqual, v, eq)
 		} else {
-			p.JmpIf(bpf.JumpEqual, v, eq, none)
+			p.jmpIf(bpf.JumpEqual, v, eq, none)
 		}
 	}
 }

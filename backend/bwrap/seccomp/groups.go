@@ -1,6 +1,7 @@
 // Package seccomp is the bwrap sandbox's syscall filter: a list of named groups (what is
 // refused and why, plain data, below) compiled to a classic BPF program for x86_64 and
-// aarch64 with github.com/elastic/go-seccomp-bpf, and handed to bwrap's --seccomp fd.
+// aarch64 (with go-seccomp-bpf's syscall tables, copied in systab.go, and a small
+// assembler of its own, asm.go), and handed to bwrap's --seccomp fd.
 //
 // The filter is a deny list over an allow-by-default policy, as Docker's, Flatpak's and
 // firejail's are: a coding agent runs compilers, package managers and language runtimes
