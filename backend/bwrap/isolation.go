@@ -108,10 +108,30 @@ func (p *Plan) NotHeld() []string {
 	}
 	out := append([]string{}, LandlockNotHeld...)
 	out = append(out, "the protected set inside the working directory ("+strings.Join(protectedExamples(p), ", ")+"): writable during the run; the post-run audit still moves aside what executes")
+	if !p.LandlockSockets().Mediate {
+		out = append(out, landlockNotHeldSockets+" ("+p.LandlockSockets().Unmediated+")")
+	}
 	if LandlockABI() < landlockScopeABI {
 		out = append(out, landlockNotHeldABI)
 	}
 	return out
+}
+
+// LandlockSockets is the unix-socket mediation in the Landlock mode: the bwrap mode's
+// plan, with the host's network namespace shared (abstract sockets bound outside the
+// sandbox refused, as Landlock's scope does: box connects on the sandbox's behalf, from
+// outside its domain) and no bwrap to be setuid.
+func (p *Plan) LandlockSockets() UnixSockets {
+	u := p.Spec.UnixSockets
+	u.HostNet, u.ScopeAbstract = true, true
+	if !u.Mediate {
+		if err := UnixNotifySupport(); err == nil {
+			u.Mediate, u.Unmediated = true, ""
+		} else if u.Unmediated == "" {
+			u.Unmediated = err.Error()
+		}
+	}
+	return u
 }
 
 // protectedExamples are a few of the protected set's entries, for the NOT HELD line.
@@ -186,6 +206,7 @@ func (p *Plan) startIsolated(bin string, stdin io.Reader, stdout, stderr io.Writ
 func (p *Plan) LandlockPlan() LandlockPlan {
 	lp := LandlockPlan{
 		Tier: p.Spec.Network, Devices: DefaultLandlockDevices, Seccomp: p.Spec.Seccomp,
+		Sockets:   p.LandlockSockets(),
 		ReadOnly:  append([]string{}, DefaultLandlockReadOnly...),
 		ReadWrite: append([]string{p.Spec.Workdir, p.Spec.InstanceDir}, p.Spec.GitBinds...),
 	}
