@@ -184,11 +184,20 @@ func (p *Plan) lookBwrap() (string, error) {
 func (p *Plan) startIsolated(bin string, stdin io.Reader, stdout, stderr io.Writer) (code int, err error, done bool) {
 	if !p.Isolation.Landlock() {
 		uerr := usernsBefore(bin) // a launch that cannot start (userns_read.go)
+		if uerr == nil && p.Isolation.Mode == IsolationAuto {
+			// The cheap facts miss what only a trial shows (AppArmor's restriction, a
+			// profile confining bwrap's children): under auto the trial runs first,
+			// once per set of facts, so bwrap never fails after the session began.
+			uerr = usernsTrial(bin)
+		}
 		if uerr == nil {
 			return 0, nil, false
 		}
 		if p.Isolation.Mode != IsolationAuto {
 			return ExitStart, uerr, true
+		}
+		if !autoFallsBack(uerr) {
+			return ExitStart, errors.Join(uerr, errors.New(`isolation "auto" does not fall back to the weaker Landlock mode on a cause box does not recognise; name it (--isolation landlock) to run in it`)), true
 		}
 		if rerr := p.landlockRefusals(p.Profile); rerr != nil {
 			return ExitStart, errors.Join(uerr, fmt.Errorf("isolation = \"auto\" would fall back, but %w", rerr)), true
@@ -198,6 +207,14 @@ func (p *Plan) startIsolated(bin string, stdin io.Reader, stdout, stderr io.Writ
 	}
 	code, err = p.startLandlock(stdin, stdout, stderr)
 	return code, err, true
+}
+
+// autoFallsBack: auto runs in the Landlock mode only for a diagnosed cause that user
+// namespaces cannot be had here (disabled, refused by seccomp, AppArmor's restriction or
+// a profile confining bwrap); an unrecognised failure fails closed.
+func autoFallsBack(err error) bool {
+	var ue *UsernsError
+	return errors.As(err, &ue) && ue.Cause != UsernsUnknown && ue.Cause != UsernsOK
 }
 
 // LandlockPlan is the Landlock mode's plan for p: the system read-only, the working
