@@ -111,10 +111,30 @@ func (p *Plan) NotHeld() []string {
 	}
 	out := append([]string{}, LandlockNotHeld...)
 	out = append(out, "the protected set inside the working directory ("+strings.Join(protectedExamples(p), ", ")+"): writable during the run; the post-run audit still moves aside what executes")
+	if !p.LandlockSockets().Mediate {
+		out = append(out, landlockNotHeldSockets+" ("+p.LandlockSockets().Unmediated+")")
+	}
 	if LandlockABI() < landlockScopeABI {
 		out = append(out, landlockNotHeldABI)
 	}
 	return out
+}
+
+// LandlockSockets is the unix-socket mediation in the Landlock mode: the bwrap mode's
+// plan, with the host's network namespace shared (abstract sockets bound outside the
+// sandbox refused, as Landlock's scope does: box connects on the sandbox's behalf, from
+// outside its domain) and no bwrap to be setuid.
+func (p *Plan) LandlockSockets() UnixSockets {
+	u := p.Spec.UnixSockets
+	u.HostNet, u.ScopeAbstract = true, true
+	if !u.Mediate {
+		if err := UnixNotifySupport(); err == nil {
+			u.Mediate, u.Unmediated = true, ""
+		} else if u.Unmediated == "" {
+			u.Unmediated = err.Error()
+		}
+	}
+	return u
 }
 
 // protectedExamples are a few of the protected set's entries, for the NOT HELD line.
@@ -161,26 +181,48 @@ func (p *Plan) lookBwrap() (string, error) {
 	return bin, err
 }
 
-// startIsolated is Start's step for the mode: done reports that it launched (or
-// refused) and code, err are the launch's end. bwrap where it can start; under auto, a
-// diagnosed failure falls back to the Landlock mode, saying why.
-func (p *Plan) startIsolated(bin string, stdin io.Reader, stdout, stderr io.Writer) (code int, err error, done bool) {
+// chooseIsolation is Start's first step: bwrap where it can start; under auto, a
+// diagnosed failure falls back to the Landlock mode, saying why. In the Landlock mode it
+// checks the kernel and says what does not hold. An error is a refusal (ExitStart).
+func (p *Plan) chooseIsolation(bin string, stderr io.Writer) error {
 	if !p.Isolation.Landlock() {
 		uerr := usernsBefore(bin) // a launch that cannot start (userns_read.go)
+		if uerr == nil && p.Isolation.Mode == IsolationAuto {
+			// The cheap facts miss what only a trial shows (AppArmor's restriction, a
+			// profile confining bwrap's children): under auto the trial runs first,
+			// once per set of facts, so bwrap never fails after the session began.
+			uerr = usernsTrial(bin)
+		}
 		if uerr == nil {
-			return 0, nil, false
+			return nil
 		}
 		if p.Isolation.Mode != IsolationAuto {
-			return ExitStart, uerr, true
+			return uerr
+		}
+		if !autoFallsBack(uerr) {
+			return errors.Join(uerr, errors.New(`isolation "auto" does not fall back to the weaker Landlock mode on a cause box does not recognise; name it (--isolation landlock) to run in it`))
 		}
 		if rerr := p.landlockRefusals(p.Profile); rerr != nil {
-			return ExitStart, errors.Join(uerr, fmt.Errorf("isolation = \"auto\" would fall back, but %w", rerr)), true
+			return errors.Join(uerr, fmt.Errorf("isolation = \"auto\" would fall back, but %w", rerr))
 		}
 		fmt.Fprintf(stderr, "box: warning: bwrap cannot start here (%v); isolation auto: running in the Landlock mode\n", uerr)
 		p.Isolation.Mode, p.Isolation.FellBack, p.Isolation.Why = IsolationLandlock, true, uerr
 	}
-	code, err = p.startLandlock(stdin, stdout, stderr)
-	return code, err, true
+	if err := p.LandlockPlan().Check(LandlockABI()); err != nil {
+		return err
+	}
+	for _, l := range p.IsolationLines() {
+		fmt.Fprintf(stderr, "box: %s\n", l)
+	}
+	return nil
+}
+
+// autoFallsBack: auto runs in the Landlock mode only for a diagnosed cause that user
+// namespaces cannot be had here (disabled, refused by seccomp, AppArmor's restriction or
+// a profile confining bwrap); an unrecognised failure fails closed.
+func autoFallsBack(err error) bool {
+	var ue *UsernsError
+	return errors.As(err, &ue) && ue.Cause != UsernsUnknown && ue.Cause != UsernsOK
 }
 
 // LandlockPlan is the Landlock mode's plan for p: the system read-only, the working
@@ -189,6 +231,7 @@ func (p *Plan) startIsolated(bin string, stdin io.Reader, stdout, stderr io.Writ
 func (p *Plan) LandlockPlan() LandlockPlan {
 	lp := LandlockPlan{
 		Tier: p.Spec.Network, Devices: DefaultLandlockDevices, Seccomp: p.Spec.Seccomp,
+		Sockets:   p.LandlockSockets(),
 		ReadOnly:  append([]string{}, DefaultLandlockReadOnly...),
 		ReadWrite: append([]string{p.Spec.Workdir, p.Spec.InstanceDir}, p.Spec.GitBinds...),
 	}
@@ -250,28 +293,11 @@ func (p *Plan) landlockVars() []envaudit.Var {
 	return vars
 }
 
-// startLandlock is Start in the Landlock mode: the same trust record, instance directory
-// and git identity, then the command under the mode's rules, with what does not hold said
-// first. The post-run audit around it is the session's, as for bwrap.
+// startLandlock is Start's launch in the Landlock mode, after the session's trust record,
+// instance directory and git identity: the command under the mode's rules. The post-run
+// audit around it is the session's, as for bwrap.
 func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	lp := p.LandlockPlan()
-	if err := lp.Check(LandlockABI()); err != nil {
-		return ExitStart, err
-	}
-	for _, l := range p.IsolationLines() {
-		fmt.Fprintf(stderr, "box: %s\n", l)
-	}
-	leave, err := p.settleTrust(stderr)
-	if err != nil {
-		return 1, err
-	}
-	defer leave()
-	if err := PrepareInstance(p.Spec.InstanceDir, p.Policy); err != nil {
-		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
-	}
-	if err := p.WriteGitConfig(); err != nil {
-		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
-	}
 	if err := os.MkdirAll(filepath.Join(p.Spec.InstanceDir, "tmp"), 0o700); err != nil {
 		return 1, err
 	}

@@ -103,3 +103,35 @@ func TestLandlockEnvironAndCommand(t *testing.T) {
 		t.Errorf("plan: %+v", lp)
 	}
 }
+
+// auto falls back on every diagnosed cause, AppArmor's included (recorded facts: the
+// restriction on, no profile for this bwrap, bwrap's own words), and never on an
+// unrecognised failure or a plain error.
+func TestAutoFallsBack(t *testing.T) {
+	aa := DiagnoseUserns(UsernsFacts{Bwrap: "/usr/bin/bwrap", AppArmorRestrict: "1", MaxUserNS: "15000", AppArmor: true,
+		Profiles: []string{"unconfined (unconfined)"}, TrialRan: true, TrialErr: errors.New("exit status 1"),
+		TrialStderr: "bwrap: setting up uid map: Permission denied"})
+	if aa.Cause != UsernsAppArmorRestrict {
+		t.Fatalf("recorded AppArmor facts diagnosed as %s", aa.Cause)
+	}
+	children := DiagnoseUserns(UsernsFacts{Bwrap: "/usr/bin/bwrap", AppArmorRestrict: "1", AppArmor: true,
+		Profiles: []string{"bwrap (unconfined)", "unpriv_bwrap (enforce)"}, TrialRan: true, TrialErr: errors.New("exit status 1"),
+		TrialStderr: "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted"})
+	unknown := DiagnoseUserns(UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", TrialRan: true, TrialErr: errors.New("exit status 1"), TrialStderr: "bwrap: mount: Operation not permitted"})
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&UsernsError{aa}, true},
+		{&UsernsError{children}, true},
+		{&UsernsError{UsernsDiagnosis{Cause: UsernsSeccomp}}, true},
+		{&UsernsError{UsernsDiagnosis{Cause: UsernsMaxZero}}, true},
+		{&UsernsError{UsernsDiagnosis{Cause: UsernsCloneOff}}, true},
+		{&UsernsError{unknown}, false},
+		{errors.New("something else"), false},
+	} {
+		if got := autoFallsBack(c.err); got != c.want {
+			t.Errorf("autoFallsBack(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

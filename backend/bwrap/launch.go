@@ -83,8 +83,8 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := p.RefuseRoot(); err != nil {
 		return 1, err
 	}
-	if code, err, done := p.startIsolated(bin, stdin, stdout, stderr); done { // isolation.go
-		return code, err
+	if err := p.chooseIsolation(bin, stderr); err != nil { // isolation.go
+		return ExitStart, err
 	}
 	phase.Mark("start:userns")
 	leave, err := p.settleTrust(stderr)
@@ -103,6 +103,9 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	}
 	if err := p.WriteGitConfig(); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
+	}
+	if p.Isolation.Landlock() {
+		return p.startLandlock(stdin, stdout, stderr) // isolation.go
 	}
 	removed, err := PrepareHome(p.Spec)
 	for _, r := range removed {

@@ -187,6 +187,9 @@ type sockGuard struct {
 	listener int // the filter's notification fd (-1: none)
 	pidns    uint64
 	child    int // the sandbox's pid 1 (0: every process is looked at)
+	// roots, when set, adds more starting points to the walk from child (the Landlock
+	// mode: orphans re-parented to box, which has no pid namespace to hold them).
+	roots    func() []int
 	stopR    *os.File
 	stopW    *os.File
 	done     chan struct{}
@@ -646,7 +649,11 @@ func (g *sockGuard) pids() []int {
 		return out
 	}
 	seen := map[int]bool{}
-	for queue := []int{g.child}; len(queue) > 0; {
+	queue := []int{g.child}
+	if g.roots != nil {
+		queue = append(queue, g.roots()...)
+	}
+	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
 		if seen[pid] {

@@ -13,8 +13,10 @@ package bwrap
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -32,9 +34,13 @@ var LandlockNotHeld = []string{
 	"a home of its own: the home is unreadable, not replaced",
 	"network tiers internet and allowlist: they need a network namespace",
 	"cgroup limits: rlimits only (RLIMIT_NPROC counts all your processes)",
-	"unix socket mediation: named sockets the user can reach (/run/user/UID/bus, an ssh-agent, docker.sock, a host nix-daemon that builds and fetches on the host's network) can be connected to",
 	"a terminal of its own: the command shares box's terminal",
 }
+
+// landlockNotHeldSockets is said where the kernel cannot mediate unix sockets (seccomp
+// user notification, Linux 5.19): Landlock itself does not govern connect on a
+// socket's path before ABI 9.
+var landlockNotHeldSockets = "unix socket mediation: named sockets the user can reach (/run/user/UID/bus, an ssh-agent, docker.sock, a host nix-daemon that builds and fetches on the host's network) can be connected to"
 
 // landlockNotHeldABI is what an older Landlock (below ABI 6: no scopes) adds.
 var landlockNotHeldABI = "abstract unix sockets and signals: the host's abstract sockets and your other processes can be reached (Landlock scopes need ABI 6, Linux 6.12)"
@@ -66,6 +72,11 @@ type LandlockPlan struct {
 	AddrSpace uint64   // RLIMIT_AS in bytes (0: as it is)
 	// Seccomp is the syscall filter (nil: box's default, every group on).
 	Seccomp *seccomp.Filter
+	// Sockets mediates the command's unix sockets as in the bwrap mode (unixsock.go):
+	// box's supervisor makes every connect and address-carrying send itself and refuses
+	// a host socket the profile does not name. With no network namespace the sandbox
+	// shares the host's, so HostNet and ScopeAbstract are set (Plan.LandlockPlan).
+	Sockets UnixSockets
 	// OnStart, when set, is told the command's pid once it runs.
 	OnStart func(pid int)
 }
@@ -124,7 +135,10 @@ func (p LandlockPlan) Check(abi int) error {
 // restrictLandlock puts the calling thread (locked) in the mode's domain: no_new_privs,
 // the Landlock ruleset, box's syscall filter and the socket filter. What it then forks
 // inherits all of it.
-func (p LandlockPlan) restrictLandlock(abi int) error {
+//
+// The socket supervisor's filter (socks, nil: none) goes on before box's syscall filter,
+// as in the bwrap mode, where bwrap loads box's filter after it.
+func (p LandlockPlan) restrictLandlock(abi int, socks *sockGuard) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
@@ -180,6 +194,9 @@ func (p LandlockPlan) restrictLandlock(abi int) error {
 	}
 	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); e != 0 {
 		return fmt.Errorf("landlock_restrict_self: %w", e)
+	}
+	if err := socks.install(); err != nil {
+		return err
 	}
 	f := p.Seccomp
 	if f == nil {
@@ -266,6 +283,19 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 	}
 	sh += ` && exec "$@"`
 	full := append([]string{"sh", "-c", sh, "box-landlock"}, argv...)
+	// Without a pid namespace an orphan of the command would go to the host's init:
+	// box is its reaper instead, so the socket supervisor still counts its sockets as
+	// the sandbox's (a tmux server, a dev server it forked) and box ends it with the
+	// command, as the end of a pid namespace would.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return ExitStart, fmt.Errorf("the Landlock mode: child subreaper: %w", err)
+	}
+	defer killSandboxLeft()
+	socks := newSockGuard(p.Sockets)
+	defer socks.stop()
+	if socks != nil {
+		socks.roots = sandboxChildren
+	}
 	type started struct {
 		pid int
 		err error
@@ -273,7 +303,7 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 	ch := make(chan started, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, domain and all
-		if err := p.restrictLandlock(abi); err != nil {
+		if err := p.restrictLandlock(abi, socks); err != nil {
 			ch <- started{err: err}
 			return
 		}
@@ -289,6 +319,12 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 	s := <-ch
 	if s.err != nil {
 		return ExitStart, fmt.Errorf("the Landlock mode: %w", s.err)
+	}
+	if err := socks.start(s.pid); err != nil {
+		// Fail closed: its connects wait for a supervisor that will not come.
+		syscall.Kill(s.pid, syscall.SIGKILL)
+		syscall.Wait4(s.pid, nil, 0, nil)
+		return ExitStart, fmt.Errorf("the Landlock mode: %w", err)
 	}
 	if p.OnStart != nil {
 		p.OnStart(s.pid)
@@ -308,4 +344,73 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 		return 128 + int(ws.Signal()), nil
 	}
 	return ws.ExitStatus(), nil
+}
+
+// sandboxChildren are box's children that run under no_new_privs: the command and the
+// orphans re-parented to box. box sets no_new_privs only on the thread that starts the
+// command, so a helper box itself started is never among them.
+func sandboxChildren() []int {
+	var out []int
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		b, _ := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			st, err := os.ReadFile("/proc/" + f + "/status")
+			if err == nil && strings.Contains(string(st), "\nNoNewPrivs:\t1\n") {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// killSandboxLeft ends what the command left running (its orphans, re-parented to box,
+// and their descendants): each is stopped first so a forking one cannot outrun the walk,
+// then killed, and box's direct children reaped. Repeated until none is left.
+func killSandboxLeft() {
+	for range 100 {
+		roots := sandboxChildren()
+		if len(roots) == 0 {
+			return
+		}
+		all := descendants(roots)
+		for _, pid := range all {
+			syscall.Kill(pid, syscall.SIGSTOP)
+		}
+		for _, pid := range all {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for _, pid := range roots {
+			syscall.Wait4(pid, nil, 0, nil)
+		}
+	}
+}
+
+// descendants are roots and every process below them.
+func descendants(roots []int) []int {
+	var out []int
+	seen := map[int]bool{}
+	for queue := roots; len(queue) > 0; {
+		pid := queue[0]
+		queue = queue[1:]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		out = append(out, pid)
+		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		for _, t := range tasks {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -133,6 +133,21 @@ func usernsBefore(bin string) error {
 	return &UsernsError{DiagnoseUserns(f)}
 }
 
+// usernsTrial is the full diagnosis with a trial sandbox, spared when a launch with the
+// same facts already ran (usernsKey).
+func usernsTrial(bin string) error {
+	key := usernsKey(bin)
+	if usernsKnownHealthy(key) {
+		return nil
+	}
+	d := DiagnoseUserns(ReadUsernsFacts(bin))
+	if !d.OK() {
+		return &UsernsError{d}
+	}
+	rememberUsernsHealthy(key)
+	return nil
+}
+
 // bwrapFailed is bwrap's exit code when it dies before the command runs.
 const bwrapFailed = 1
 
