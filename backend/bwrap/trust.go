@@ -319,23 +319,27 @@ func (p *Plan) settleAlone(dir string, stderr io.Writer) error {
 }
 
 // stateLeft reports whether the instance directory holds anything a run left: its
-// state directory not empty, or a project store.
+// state directory not empty, a project store, or the Landlock mode's home.
 func stateLeft(dir, stateDir string) bool {
 	if ents, err := os.ReadDir(filepath.Join(dir, stateDir)); err == nil && len(ents) > 0 {
 		return true
 	} else if err != nil && !os.IsNotExist(err) {
 		return true // unreadable: an unknown
 	}
-	_, err := os.Lstat(filepath.Join(dir, "nix"))
-	return err == nil
+	for _, n := range []string{"nix", LandlockHome} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
-// setAside moves the instance directory's state (the agent's state directory and the
-// project store) into DIR/set-aside-N, outside every sandbox's view; "" when there was
+// setAside moves the instance directory's state (the agent's state directory, the
+// project store and the Landlock mode's home) into DIR/set-aside-N, outside every sandbox's view; "" when there was
 // nothing to move.
 func setAside(dir, stateDir string) (string, error) {
 	var parts []string
-	for _, n := range []string{stateDir, "nix"} {
+	for _, n := range []string{stateDir, "nix", LandlockHome} { // the Landlock mode's home: landlock_home.go
 		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
 			parts = append(parts, n)
 		}

@@ -71,10 +71,11 @@ type LandlockPlan struct {
 }
 
 // DefaultLandlockReadOnly are the system trees a command needs to read and run.
-var DefaultLandlockReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store", "/proc", "/sys", "/dev"}
+var DefaultLandlockReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store", "/proc", "/sys"}
 
-// DefaultLandlockDevices are the devices a command writes.
-var DefaultLandlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx", "/dev/pts"}
+// DefaultLandlockDevices are the devices a command writes; never /dev/pts, the user's
+// other terminals (landlock_tty.go adds the command's own).
+var DefaultLandlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx"}
 
 // Landlock file rights (ABI 1..5).
 const (
@@ -254,6 +255,7 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 	if err := p.Check(abi); err != nil {
 		return ExitStart, err
 	}
+	p = p.withTerminals(stdio) // landlock_tty.go
 	// Each limit must take, or the command never runs (bash spells RLIMIT_NPROC -u,
 	// dash -p).
 	sh := "ulimit -c 0"
@@ -271,6 +273,10 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 		err error
 	}
 	ch := make(chan started, 1)
+	before, err := reapBegin() // landlock_reap.go: the command's descendants end with it
+	if err != nil {
+		return ExitStart, err
+	}
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, domain and all
 		if err := p.restrictLandlock(abi); err != nil {
@@ -283,11 +289,17 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 			ch <- started{err: fmt.Errorf("close_range: %w", err)}
 			return
 		}
+		reapMu.Lock()
 		pid, err := syscall.ForkExec("/bin/sh", full, &syscall.ProcAttr{Dir: dir, Env: env, Files: stdio, Sys: &syscall.SysProcAttr{Setpgid: false}})
+		if err == nil {
+			reapStarted(pid)
+		}
+		reapMu.Unlock()
 		ch <- started{pid, err}
 	}()
 	s := <-ch
 	if s.err != nil {
+		reapEnd(before, 0)
 		return ExitStart, fmt.Errorf("the Landlock mode: %w", s.err)
 	}
 	if p.OnStart != nil {
@@ -300,12 +312,13 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 			continue
 		}
 		if err != nil {
-			return 1, err
+			return 1, errors.Join(err, reapEnd(before, s.pid))
 		}
 		break
 	}
+	code := ws.ExitStatus()
 	if ws.Signaled() {
-		return 128 + int(ws.Signal()), nil
+		code = 128 + int(ws.Signal())
 	}
-	return ws.ExitStatus(), nil
+	return code, reapEnd(before, s.pid)
 }
