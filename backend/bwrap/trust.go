@@ -162,9 +162,12 @@ var errNoRecord = errors.New("no record")
 
 // readReach reads dir's record: errNoRecord when there is none; any other error means
 // a record box cannot read (not a regular file, not box's, garbled): an unknown.
-func readReach(dir string) (Reach, error) {
+func readReach(dir string) (Reach, error) { return readReachAt(filepath.Join(dir, ReachFile)) }
+
+// readReachAt is readReach of the record at path.
+func readReachAt(path string) (Reach, error) {
 	var r Reach
-	data, err := readRegular(filepath.Join(dir, ReachFile))
+	data, err := readRegular(path)
 	if os.IsNotExist(err) {
 		return r, errNoRecord
 	}
@@ -220,6 +223,7 @@ const RunLock = "box-run.lock"
 type ConcurrentReachError struct {
 	Dir    string
 	Box    string   // the persistent box, "" for box run
+	Tree   bool     // the run joins a project tree (Dir) other runs hold: trust_tree.go
 	Beyond []string // how the two reaches differ, in words
 	Why    string   // "" or why the record is unreadable
 }
@@ -229,6 +233,9 @@ func (e *ConcurrentReachError) Error() string {
 	if e.Box != "" {
 		what = "box " + e.Box
 	}
+	if e.Tree {
+		what = "box in " + e.Dir + " (of any profile)"
+	}
 	if e.Why != "" {
 		return fmt.Sprintf("another run of %s is going on and its reach is unknown (the record is %s): not launched", what, e.Why)
 	}
@@ -237,6 +244,9 @@ func (e *ConcurrentReachError) Error() string {
 
 // Hint says what to do.
 func (e *ConcurrentReachError) Hint() string {
+	if e.Tree {
+		return "launch it with the same reach as the run going on in this directory (network, --env, mounts...), or wait for that run to end"
+	}
 	return "launch it with the same reach as the run going on, use another profile, or wait for that run to end"
 }
 
