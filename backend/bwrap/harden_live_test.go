@@ -5,6 +5,7 @@ package bwrap_test
 // (B), and it cannot open your other terminals (D).
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/internal/boxtest"
 	"github.com/heavy-duty/box/internal/testenv"
 	"golang.org/x/sys/unix"
@@ -153,5 +155,41 @@ echo DONE-PROBES`
 	}
 	if !strings.Contains(out, "OWN-TERMINAL-WRITE") {
 		t.Errorf("the command could not open its own terminal by its path")
+	}
+}
+
+// The drill's rows for A, B and D in the Landlock mode: PASS; in a test build with each
+// protection off (the instance directory granted whole, no reaping, /dev/pts and /dev
+// granted), BREACH, and the drill fails.
+func TestLandlockHardenDrillRows(t *testing.T) {
+	w := landlockWorld(t)
+	ids := []string{drill.HardenRecordID, drill.HardenTerminalID, drill.HardenDescendantID}
+	rows := func() (map[string]drill.Result, int) {
+		r := w.Run("drill", "-p", "ll", "--isolation", "landlock", "--json")
+		var rs []drill.Result
+		if err := json.Unmarshal([]byte(r.Stdout), &rs); err != nil {
+			t.Fatalf("box drill --json: %v (exit %d)\n%s", err, r.Code, r.Stderr)
+		}
+		out := map[string]drill.Result{}
+		for _, x := range rs {
+			out[x.ID] = x
+		}
+		return out, r.Code
+	}
+	got, _ := rows()
+	for _, id := range ids {
+		if got[id].Status != drill.Pass {
+			t.Errorf("%s: %s %s", id, got[id].Status, got[id].Observed)
+		}
+	}
+	w.WithProtectionOff(t, bwrap.ProtLandlockHome+","+bwrap.ProtReap+","+bwrap.ProtLandlockTerminals)
+	got, code := rows()
+	for _, id := range ids {
+		if got[id].Status != drill.Breach {
+			t.Errorf("protection off: %s: %s %s", id, got[id].Status, got[id].Observed)
+		}
+	}
+	if code != 1 {
+		t.Errorf("the breaches did not fail the drill: exit %d", code)
 	}
 }
