@@ -33,7 +33,7 @@ var LandlockNotHeld = []string{
 	"network tiers internet and allowlist: they need a network namespace",
 	"cgroup limits: rlimits only (RLIMIT_NPROC counts all your processes)",
 	"unix socket mediation: named sockets the user can reach (/run/user/UID/bus, an ssh-agent, docker.sock, a host nix-daemon that builds and fetches on the host's network) can be connected to",
-	"a terminal of its own: the command shares box's terminal",
+	"a terminal of its own: the command shares box's terminal (its stdio and /dev/tty); your other terminals are out of reach",
 }
 
 // landlockNotHeldABI is what an older Landlock (below ABI 6: no scopes) adds.
