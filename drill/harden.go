@@ -19,6 +19,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/internal/pty"
 	"github.com/heavy-duty/box/policy"
+	"github.com/heavy-duty/box/profiles"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,8 +58,9 @@ func (b *Bwrap) hardenRows(p *bwrap.Plan, nonce string) []Result {
 	if err != nil {
 		return fail("the pty's path: %v", err)
 	}
-	prof := *p.Profile
-	prof.Name, prof.Source, prof.Network = "box-drill-harden", "the drill", policy.NetNone
+	// A profile of its own (the drilled one's settings may need a tier), with its pids:
+	// RLIMIT_NPROC counts all your processes in the Landlock mode.
+	prof := profiles.Profile{Name: "box-drill-harden", Network: policy.NetNone, Template: p.Template.Name, Source: "the drill", Pids: p.Profile.Pids}
 	inst := bwrap.InstanceDir(scratch, p.Spec.Workdir, prof.Name)
 	base := filepath.Join(p.Spec.Workdir, ".box-drill-harden-"+nonce)
 	defer os.Remove(base + ".fifo")
