@@ -160,7 +160,8 @@ echo DONE-PROBES`
 
 // The drill's rows for A, B and D in the Landlock mode: PASS; in a test build with each
 // protection off (the instance directory granted whole, no reaping, /dev/pts and /dev
-// granted), BREACH, and the drill fails.
+// granted), BREACH, and the drill fails. It runs the whole drill twice: many minutes on a
+// loaded machine (run it with -timeout 30m); the rows' own probes are one short run.
 func TestLandlockHardenDrillRows(t *testing.T) {
 	w := landlockWorld(t)
 	ids := []string{drill.HardenRecordID, drill.HardenTerminalID, drill.HardenDescendantID}
