@@ -207,6 +207,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		obs = OwnFiles(plan, obs) // a box's home holds its own files at the real home's paths
 	}
 	results := append(Judge(plan, obs), b.trustRow(p, hex.EncodeToString(nonce))) // trust.go
+	results = append(results, b.hardenRows(p, hex.EncodeToString(nonce))...)      // harden.go
 	results = IsolationVerdicts(p, results)                                       // isolation.go
 	return &BwrapReport{Results: results, Profile: p.Profile.Name, Tier: p.Spec.Network}, nil
 }

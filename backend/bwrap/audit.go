@@ -151,8 +151,9 @@ func recoverPending(path, workdir, qdir string) *postrun.Report {
 
 // BeginAudit takes the snapshot of a run about to start in in.Workdir and keeps it,
 // locked, under dataHome ($XDG_DATA_HOME) until End. lock is the tree's lock
-// (Plan.ProtectLock; "" for none): the run holds the tree from here to End.
-func BeginAudit(in postrun.Input, dataHome, lock string) (a *Audit, err error) {
+// (Plan.ProtectLock; "" for none): the run holds the tree from here to End, and joins it
+// only with the reach of the runs holding it (trust_tree.go).
+func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit, err error) {
 	pdir, qdir := AuditDirs(dataHome)
 	a = &Audit{in: in, quarantine: qdir}
 	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
@@ -163,9 +164,10 @@ func BeginAudit(in postrun.Input, dataHome, lock string) (a *Audit, err error) {
 		if a.tree, err = protect.Enter(lock); err != nil {
 			return nil, fmt.Errorf("post-run audit: %w", err)
 		}
+		tree := a.tree // a is nil when an error returns
 		defer func() {
 			if err != nil {
-				a.tree.Leave(nil)
+				tree.Leave(nil)
 			}
 		}()
 	}
@@ -188,6 +190,9 @@ func BeginAudit(in postrun.Input, dataHome, lock string) (a *Audit, err error) {
 		a.before = postrun.Joined(base, a.before)
 	}
 	if a.tree != nil {
+		if err := settleTreeReach(a.tree, lock, in.Workdir, reach); err != nil { // trust_tree.go
+			return nil, err
+		}
 		if err := a.tree.Entered(); err != nil {
 			return nil, fmt.Errorf("post-run audit: %w", err)
 		}

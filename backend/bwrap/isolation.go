@@ -226,14 +226,15 @@ func autoFallsBack(err error) bool {
 }
 
 // LandlockPlan is the Landlock mode's plan for p: the system read-only, the working
-// directory, the instance directory and git directories commits need read-write; the
+// directory, the agent's state directory, the mode's home and the git directories commits
+// need read-write (never the instance directory's root: landlock_home.go); the
 // credential files, tools and box's own binds readable in place.
 func (p *Plan) LandlockPlan() LandlockPlan {
 	lp := LandlockPlan{
 		Tier: p.Spec.Network, Devices: DefaultLandlockDevices, Seccomp: p.Spec.Seccomp,
 		Sockets:   p.LandlockSockets(),
 		ReadOnly:  append([]string{}, DefaultLandlockReadOnly...),
-		ReadWrite: append([]string{p.Spec.Workdir, p.Spec.InstanceDir}, p.Spec.GitBinds...),
+		ReadWrite: append(append([]string{p.Spec.Workdir}, p.landlockGrants()...), p.Spec.GitBinds...), // landlock_home.go
 	}
 	lp.ReadOnly = append(lp.ReadOnly, p.Spec.AuthFiles...)
 	for _, t := range p.Spec.Tools {
@@ -263,11 +264,11 @@ func (p *Plan) landlockCommand() []string {
 }
 
 // landlockVars are the audited variables with the sandbox's home where the mode puts
-// it: the instance directory (its StateDir is the agent's), TMPDIR in it, and PATH the
+// it: the mode's home in the instance directory (its StateDir the agent's), TMPDIR in it, and PATH the
 // system's with the tools' directories.
 func (p *Plan) landlockVars() []envaudit.Var {
 	vars := make([]envaudit.Var, 0, len(p.Vars)+1)
-	home := p.Spec.InstanceDir
+	home := p.landlockHome() // landlock_home.go
 	path := []string{"/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"}
 	for _, t := range p.Spec.Tools {
 		if d := filepath.Dir(t.Path); !slices.Contains(path, d) {
@@ -282,7 +283,7 @@ func (p *Plan) landlockVars() []envaudit.Var {
 		case v.Name == "BOX_SANDBOX":
 			v.Value = "landlock"
 		case v.Value == p.Spec.Home || strings.HasPrefix(v.Value, p.Spec.Home+"/"):
-			v.Value = home + strings.TrimPrefix(v.Value, p.Spec.Home)
+			v.Value = p.landlockHomeVar(v.Value)
 		}
 		if v.Name != "TMPDIR" {
 			vars = append(vars, v)
@@ -298,7 +299,7 @@ func (p *Plan) landlockVars() []envaudit.Var {
 // audit around it is the session's, as for bwrap.
 func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	lp := p.LandlockPlan()
-	if err := os.MkdirAll(filepath.Join(p.Spec.InstanceDir, "tmp"), 0o700); err != nil {
+	if err := p.prepareLandlockHome(); err != nil { // landlock_home.go: HOME and TMPDIR, never the instance root
 		return 1, err
 	}
 	fds, done, err := stdioFds(stdin, stdout, stderr)

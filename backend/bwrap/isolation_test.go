@@ -76,18 +76,18 @@ func TestIsolationLines(t *testing.T) {
 	}
 }
 
-// The home box sets is the instance directory in the mode; the probe runner's bind is
-// named by its source.
+// The home box sets is the mode's home in the instance directory, whose root (the trust
+// record, the run lock) is never granted; the probe runner's bind is named by its source.
 func TestLandlockEnvironAndCommand(t *testing.T) {
 	p := &Plan{
-		Spec: Spec{Home: "/home/u", InstanceDir: "/d/inst", Workdir: "/w", Command: []string{"/run/box-probe", "x"},
+		Spec: Spec{Home: "/home/u", InstanceDir: "/d/inst", StateDir: ".claude", Workdir: "/w", Command: []string{"/run/box-probe", "x"},
 			Tools: []Tool{{Name: "claude", Path: "/opt/claude/bin/claude"}}},
 		Vars: []envaudit.Var{{Name: "HOME", Value: "/home/u", Origin: "box"}, {Name: "GIT_CONFIG_SYSTEM", Value: "/home/u/.claude/box-gitconfig", Origin: "box"},
 			{Name: "PATH", Value: "/home/u/.box/bin:/usr/bin", Origin: "box"}, {Name: "LANG", Value: "/home/u", Origin: "base"}},
 		Isolation: IsolationPlan{Mode: IsolationLandlock, binds: []Mount{{Src: "/usr/local/bin/box", Dst: "/run/box-probe"}}},
 	}
 	env := envaudit.Environ(p.landlockVars())
-	for _, want := range []string{"HOME=/d/inst", "GIT_CONFIG_SYSTEM=/d/inst/.claude/box-gitconfig", "LANG=/home/u", "TMPDIR=/d/inst/tmp"} {
+	for _, want := range []string{"HOME=/d/inst/home", "GIT_CONFIG_SYSTEM=/d/inst/.claude/box-gitconfig", "LANG=/home/u", "TMPDIR=/d/inst/home/tmp"} {
 		if !slices.Contains(env, want) {
 			t.Errorf("env lacks %s: %q", want, env)
 		}
@@ -99,7 +99,7 @@ func TestLandlockEnvironAndCommand(t *testing.T) {
 		t.Errorf("command: %q", c)
 	}
 	lp := p.LandlockPlan()
-	if !slices.Contains(lp.ReadOnly, "/usr/local/bin/box") || !slices.Contains(lp.ReadOnly, "/opt/claude/bin/claude") || !slices.Equal(lp.ReadWrite[:2], []string{"/w", "/d/inst"}) {
+	if !slices.Contains(lp.ReadOnly, "/usr/local/bin/box") || !slices.Contains(lp.ReadOnly, "/opt/claude/bin/claude") || !slices.Equal(lp.ReadWrite, []string{"/w", "/d/inst/.claude", "/d/inst/home"}) {
 		t.Errorf("plan: %+v", lp)
 	}
 }

@@ -175,7 +175,7 @@ func (s *Session) supervise(p *Plan, pr Prepared, bin string) (int, *postrun.Rep
 	if w == nil {
 		w = s.Stderr
 	}
-	audit, err := BeginAudit(p.AuditInput(), s.Outside.DataHome, p.ProtectLock)
+	audit, err := BeginAudit(p.AuditInput(), s.Outside.DataHome, p.ProtectLock, p.Reach)
 	if err != nil {
 		return 1, nil, err
 	}

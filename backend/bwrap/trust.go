@@ -162,9 +162,12 @@ var errNoRecord = errors.New("no record")
 
 // readReach reads dir's record: errNoRecord when there is none; any other error means
 // a record box cannot read (not a regular file, not box's, garbled): an unknown.
-func readReach(dir string) (Reach, error) {
+func readReach(dir string) (Reach, error) { return readReachAt(filepath.Join(dir, ReachFile)) }
+
+// readReachAt is readReach of the record at path.
+func readReachAt(path string) (Reach, error) {
 	var r Reach
-	data, err := readRegular(filepath.Join(dir, ReachFile))
+	data, err := readRegular(path)
 	if os.IsNotExist(err) {
 		return r, errNoRecord
 	}
@@ -220,6 +223,7 @@ const RunLock = "box-run.lock"
 type ConcurrentReachError struct {
 	Dir    string
 	Box    string   // the persistent box, "" for box run
+	Tree   bool     // the run joins a project tree (Dir) other runs hold: trust_tree.go
 	Beyond []string // how the two reaches differ, in words
 	Why    string   // "" or why the record is unreadable
 }
@@ -229,6 +233,9 @@ func (e *ConcurrentReachError) Error() string {
 	if e.Box != "" {
 		what = "box " + e.Box
 	}
+	if e.Tree {
+		what = "box in " + e.Dir + " (of any profile)"
+	}
 	if e.Why != "" {
 		return fmt.Sprintf("another run of %s is going on and its reach is unknown (the record is %s): not launched", what, e.Why)
 	}
@@ -237,6 +244,9 @@ func (e *ConcurrentReachError) Error() string {
 
 // Hint says what to do.
 func (e *ConcurrentReachError) Hint() string {
+	if e.Tree {
+		return "launch it with the same reach as the run going on in this directory (network, --env, mounts...), or wait for that run to end"
+	}
 	return "launch it with the same reach as the run going on, use another profile, or wait for that run to end"
 }
 
@@ -319,23 +329,27 @@ func (p *Plan) settleAlone(dir string, stderr io.Writer) error {
 }
 
 // stateLeft reports whether the instance directory holds anything a run left: its
-// state directory not empty, or a project store.
+// state directory not empty, a project store, or the Landlock mode's home.
 func stateLeft(dir, stateDir string) bool {
 	if ents, err := os.ReadDir(filepath.Join(dir, stateDir)); err == nil && len(ents) > 0 {
 		return true
 	} else if err != nil && !os.IsNotExist(err) {
 		return true // unreadable: an unknown
 	}
-	_, err := os.Lstat(filepath.Join(dir, "nix"))
-	return err == nil
+	for _, n := range []string{"nix", LandlockHome} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
-// setAside moves the instance directory's state (the agent's state directory and the
-// project store) into DIR/set-aside-N, outside every sandbox's view; "" when there was
+// setAside moves the instance directory's state (the agent's state directory, the
+// project store and the Landlock mode's home) into DIR/set-aside-N, outside every sandbox's view; "" when there was
 // nothing to move.
 func setAside(dir, stateDir string) (string, error) {
 	var parts []string
-	for _, n := range []string{stateDir, "nix"} {
+	for _, n := range []string{stateDir, "nix", LandlockHome} { // the Landlock mode's home: landlock_home.go
 		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
 			parts = append(parts, n)
 		}

@@ -34,7 +34,7 @@ var LandlockNotHeld = []string{
 	"a home of its own: the home is unreadable, not replaced",
 	"network tiers internet and allowlist: they need a network namespace",
 	"cgroup limits: rlimits only (RLIMIT_NPROC counts all your processes)",
-	"a terminal of its own: the command shares box's terminal",
+	"a terminal of its own: the command shares box's terminal (its stdio and /dev/tty); your other terminals are out of reach",
 }
 
 // landlockNotHeldSockets is said where the kernel cannot mediate unix sockets (seccomp
@@ -82,10 +82,11 @@ type LandlockPlan struct {
 }
 
 // DefaultLandlockReadOnly are the system trees a command needs to read and run.
-var DefaultLandlockReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store", "/proc", "/sys", "/dev"}
+var DefaultLandlockReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store", "/proc", "/sys"}
 
-// DefaultLandlockDevices are the devices a command writes.
-var DefaultLandlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx", "/dev/pts"}
+// DefaultLandlockDevices are the devices a command writes; never /dev/pts, the user's
+// other terminals (landlock_tty.go adds the command's own).
+var DefaultLandlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom", "/dev/ptmx"}
 
 // Landlock file rights (ABI 1..5).
 const (
@@ -271,6 +272,7 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 	if err := p.Check(abi); err != nil {
 		return ExitStart, err
 	}
+	p = p.withTerminals(stdio) // landlock_tty.go
 	// Each limit must take, or the command never runs (bash spells RLIMIT_NPROC -u,
 	// dash -p).
 	sh := "ulimit -c 0"
@@ -283,14 +285,10 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 	}
 	sh += ` && exec "$@"`
 	full := append([]string{"sh", "-c", sh, "box-landlock"}, argv...)
-	// Without a pid namespace an orphan of the command would go to the host's init:
-	// box is its reaper instead, so the socket supervisor still counts its sockets as
-	// the sandbox's (a tmux server, a dev server it forked) and box ends it with the
-	// command, as the end of a pid namespace would.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return ExitStart, fmt.Errorf("the Landlock mode: child subreaper: %w", err)
-	}
-	defer killSandboxLeft()
+	// Without a pid namespace an orphan of the command would go to the host's init: box
+	// is its reaper instead (reapBegin, landlock_reap.go), so the socket supervisor still
+	// counts its sockets as the sandbox's (a tmux server, a dev server it forked) and box
+	// ends it with the command, as the end of a pid namespace would.
 	socks := newSockGuard(p.Sockets)
 	defer socks.stop()
 	if socks != nil {
@@ -301,6 +299,10 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 		err error
 	}
 	ch := make(chan started, 1)
+	before, err := reapBegin() // landlock_reap.go: the command's descendants end with it
+	if err != nil {
+		return ExitStart, err
+	}
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, domain and all
 		if err := p.restrictLandlock(abi, socks); err != nil {
@@ -313,11 +315,17 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 			ch <- started{err: fmt.Errorf("close_range: %w", err)}
 			return
 		}
+		reapMu.Lock()
 		pid, err := syscall.ForkExec("/bin/sh", full, &syscall.ProcAttr{Dir: dir, Env: env, Files: stdio, Sys: &syscall.SysProcAttr{Setpgid: false}})
+		if err == nil {
+			reapStarted(pid)
+		}
+		reapMu.Unlock()
 		ch <- started{pid, err}
 	}()
 	s := <-ch
 	if s.err != nil {
+		reapEnd(before, 0)
 		return ExitStart, fmt.Errorf("the Landlock mode: %w", s.err)
 	}
 	if err := socks.start(s.pid); err != nil {
@@ -336,14 +344,15 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 			continue
 		}
 		if err != nil {
-			return 1, err
+			return 1, errors.Join(err, reapEnd(before, s.pid))
 		}
 		break
 	}
+	code := ws.ExitStatus()
 	if ws.Signaled() {
-		return 128 + int(ws.Signal()), nil
+		code = 128 + int(ws.Signal())
 	}
-	return ws.ExitStatus(), nil
+	return code, reapEnd(before, s.pid)
 }
 
 // sandboxChildren are box's children that run under no_new_privs: the command and the
@@ -362,53 +371,6 @@ func sandboxChildren() []int {
 			st, err := os.ReadFile("/proc/" + f + "/status")
 			if err == nil && strings.Contains(string(st), "\nNoNewPrivs:\t1\n") {
 				out = append(out, pid)
-			}
-		}
-	}
-	return out
-}
-
-// killSandboxLeft ends what the command left running (its orphans, re-parented to box,
-// and their descendants): each is stopped first so a forking one cannot outrun the walk,
-// then killed, and box's direct children reaped. Repeated until none is left.
-func killSandboxLeft() {
-	for range 100 {
-		roots := sandboxChildren()
-		if len(roots) == 0 {
-			return
-		}
-		all := descendants(roots)
-		for _, pid := range all {
-			syscall.Kill(pid, syscall.SIGSTOP)
-		}
-		for _, pid := range all {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		for _, pid := range roots {
-			syscall.Wait4(pid, nil, 0, nil)
-		}
-	}
-}
-
-// descendants are roots and every process below them.
-func descendants(roots []int) []int {
-	var out []int
-	seen := map[int]bool{}
-	for queue := roots; len(queue) > 0; {
-		pid := queue[0]
-		queue = queue[1:]
-		if seen[pid] {
-			continue
-		}
-		seen[pid] = true
-		out = append(out, pid)
-		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-		for _, t := range tasks {
-			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
-			for _, f := range strings.Fields(string(b)) {
-				if c, err := strconv.Atoi(f); err == nil {
-					queue = append(queue, c)
-				}
 			}
 		}
 	}
