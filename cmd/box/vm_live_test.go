@@ -288,7 +288,7 @@ func TestVMLive(t *testing.T) {
 	})
 
 	t.Run("the drill's verbs row passes, and turns BREACH when the tag check is bypassed", func(t *testing.T) {
-		run := verbRunner(r.box, r.env)
+		run := drill.BinaryRunner(r.box, r.env)
 		o := drill.UntaggedOptions{Client: c, Image: incuslab.ImageAlias, Profile: incuslab.Profile, Run: run, Logf: t.Logf}
 		start := time.Now()
 		row := drill.UntaggedVerbs(r.ctx, o)
