@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
@@ -65,7 +65,7 @@ rather than open a door that does not answer.
 
 func runExpose(e *env, o *exposeOptions, args []string) error {
 	name := args[0]
-	if err := incus.ValidateName(name); err != nil {
+	if err := backend.ValidName(name); err != nil {
 		return vmErr(e, err)
 	}
 	var port, hostPort int
