@@ -1,4 +1,4 @@
-package main
+package vm_test
 
 // The vm verbs for real: the built box binary against a real incusd (drill/incuslab, in
 // its own network namespace), with containers (VMs cannot run here). One lab and a few

@@ -1,4 +1,4 @@
-package main
+package vm_test
 
 // box --remote for real: two incusd, each in a network namespace of its own, joined
 // by a veth pair on a documentation subnet (192.0.2.0/24). The "local" one answers on

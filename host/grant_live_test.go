@@ -1,4 +1,4 @@
-package main
+package host_test
 
 // box grant / box revoke for real: a lab incusd with incus-user beside it (its socket
 // open to a test group), two unprivileged test users, and the built box run as each of
