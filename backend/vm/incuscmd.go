@@ -1,15 +1,20 @@
 package vm
 
 // box incus, the escape hatch: the incus client itself, aimed at one box and pinned to
-// the daemon and project box checked its tag on. The CLI runs the command; here is
-// what it runs.
+// the daemon and project box checked its tag on. Here is what it runs, and the run; the
+// CLI prints the command and turns its exit into box's.
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/heavy-duty/box/backend/incus"
 )
@@ -148,4 +153,29 @@ func (h *Hatch) Pin(environ []string) (dir string, env []string, err error) {
 		return "", nil, err
 	}
 	return confDir, PinnedIncusEnv(environ, confDir, socket, h.project), nil
+}
+
+// Run runs the incus client bin with h's arguments, pinned (Pin) to exactly the daemon
+// and project the tag was checked on, on the given streams. Its error is cmd.Run's (an
+// *exec.ExitError carries incus's exit; a failure to run it says "run incus").
+func (h *Hatch) Run(bin string, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	confDir, env, err := h.Pin(environ)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(confDir)
+	cmd := exec.Command(bin, h.Args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.Env = env
+	// Ctrl-C reaches incus (same process group); box waits for it to finish. (Caught,
+	// not ignored: an ignored signal would stay ignored in incus.)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return fmt.Errorf("run incus: %w", err)
+	}
+	return err
 }

@@ -123,3 +123,11 @@ func (s Summary) Backend() backend.Summary {
 		Backend: profiles.BackendVM,
 	}
 }
+
+// ShortType is box list's TYPE: vm or container.
+func ShortType(t string) string {
+	if t == incus.TypeVM {
+		return "vm"
+	}
+	return t
+}

@@ -118,3 +118,19 @@ func pinRemoteIncus(dir string, r *incus.Remote) error {
 	return incus.ClientConfig{DefaultRemote: IncusRemote, CertPEM: cert, KeyPEM: key,
 		Remotes: map[string]incus.RemoteSpec{IncusRemote: {Addr: r.Addr, Project: r.Project, ServerCertPEM: server}}}.Write(dir)
 }
+
+// Admin returns the client of the host verbs (setup-host, doctor, grant, drill...): the
+// remote in force; else $INCUS_SOCKET, then $INCUS_DIR/unix.socket, then the packaged
+// daemon's socket (as the incus CLI resolves it), never incus-user's.
+func (d Daemon) Admin() *incus.Client {
+	if d.Remote != "" {
+		return d.Client() // setup-host --remote, doctor --remote
+	}
+	if s := d.Getenv("INCUS_SOCKET"); s != "" {
+		return incus.New(s)
+	}
+	if dir := d.Getenv("INCUS_DIR"); dir != "" {
+		return incus.New(filepath.Join(dir, "unix.socket"))
+	}
+	return incus.New(incus.DefaultSocket)
+}

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/user"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 
-	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
@@ -57,17 +54,18 @@ func runDoctor(e *env, o *doctorOptions) error {
 	defer cancel()
 	if e.remoteName() == "" && host.IsUserSocket(e.localSocket()) {
 		// A granted user: their side of it (host/grantdoctor.go).
-		uc := e.localClient()
+		uc := host.LocalClient(e.localSocket())
 		checks := host.UserDoctor(ctx, uc, vm.Placement(e.getenv), currentUser())
 		uc.Close()
 		return printChecks(e, o, checks)
 	}
-	c := hostClient(e)
+	g := grantHost(e)
+	c := g.Client
 	defer c.Close()
 	checks := host.Doctor(ctx, c, host.DoctorOptions{UnitDir: o.unitDir, Exe: boxExe(), Remote: c.RemoteName()})
-	checks = append(checks, exposureCheck(ctx, c))
+	checks = append(checks, host.ExposureCheck(ctx, c))
 	if c.RemoteName() == "" {
-		checks = append(checks, grantHost(e, c).GrantChecks(ctx)...)
+		checks = append(checks, g.GrantChecks(ctx)...)
 	}
 	return printChecks(e, o, checks)
 }
@@ -103,38 +101,6 @@ func printChecks(e *env, o *doctorOptions, checks []host.Check) error {
 	}
 	fmt.Fprintf(e.stderr, "box: doctor: all %d checks passed\n", len(checks))
 	return nil
-}
-
-// CheckExposures is doctor's line for the doors of the boxes.
-const CheckExposures = "exposures"
-
-// exposureCheck lists every box's doors from the host's loopback, and fails on a proxy
-// device of a box that is not one of box expose's (a listener beyond 127.0.0.1, added
-// through incus): it is a door into the box from wherever it listens.
-func exposureCheck(ctx context.Context, c *incus.Client) host.Check {
-	list, err := c.ListBoxes(ctx)
-	if err != nil {
-		return host.Check{Name: CheckExposures, Status: host.Fail, Detail: err.Error()}
-	}
-	var doors, foreign []string
-	for _, b := range list {
-		exp, other := vm.Exposures(b.Devices)
-		for _, x := range exp {
-			doors = append(doors, fmt.Sprintf("127.0.0.1:%d -> %s:%d", x.HostPort, b.Name, x.Port))
-		}
-		for _, d := range other {
-			foreign = append(foreign, fmt.Sprintf("%s (listen %s)", b.Name+"/"+d, b.Devices[d]["listen"]))
-		}
-	}
-	if len(foreign) > 0 {
-		return host.Check{Name: CheckExposures, Status: host.Fail,
-			Detail: "proxy devices box did not open: " + strings.Join(foreign, ", "),
-			Fix:    "remove each (box incus BOX -- config device remove {} DEVICE) and use 'box expose', which listens on 127.0.0.1 only"}
-	}
-	if len(doors) == 0 {
-		return host.Check{Name: CheckExposures, Status: host.OK, Detail: "no box has a door from the host"}
-	}
-	return host.Check{Name: CheckExposures, Status: host.OK, Detail: "loopback only: " + strings.Join(doors, ", ")}
 }
 
 // currentUser is the name of the user running box (their uid when it has none).

@@ -1,30 +1,24 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/drill"
-	"github.com/heavy-duty/box/internal/pty"
 	"github.com/heavy-duty/box/templates"
-	"golang.org/x/sys/unix"
 )
 
 // runDrillVM is box drill --backend vm: the stack row by row, then two boxes probed live.
 func runDrillVM(e *env, o *drillOptions) error {
 	ctx, cancel := hostContext()
 	defer cancel()
-	c := hostClient(e)
+	g := grantHost(e) // the admin client (vm.Daemon.Admin), and the grants the drill probes
+	c := g.Client
 	defer c.Close()
 	ports := drill.HostListening()
 	if o.hostPort != 0 {
@@ -47,18 +41,18 @@ func runDrillVM(e *env, o *drillOptions) error {
 	if err != nil {
 		return err
 	}
-	run := verbRunner(exe, e.environ())
+	run := drill.BinaryRunner(exe, e.environ())
 	results, err := drill.RunVM(ctx, drill.VMOptions{
 		Client: c, Image: tmpl.Image, UnitDir: o.unitDir, InternetURL: o.internetURL,
-		Mint: drillMint(run, tmpl.Name), Profile: vm.Placement(e.getenv),
+		Mint: drill.MintByVerb(run, tmpl.Name), Profile: vm.Placement(e.getenv),
 		HostPorts: ports, LAN: o.lan, Verbs: run,
 		Logf: func(f string, a ...any) { fmt.Fprintf(e.stderr, "box: "+f+"\n", a...) },
 	})
 	if err != nil && len(results) == 0 {
-		return hostErr(c, err)
+		return hostErr(c.Socket(), err)
 	}
 	if c.RemoteName() == "" {
-		results = append(results, grantDrillRows(ctx, e, c)...) // grantdrill.go
+		results = append(results, drill.GrantRows(ctx, g)...) // drill/vmrun.go
 	}
 	if o.json {
 		err2 := drill.RenderJSON(e.stdout, results)
@@ -69,7 +63,7 @@ func runDrillVM(e *env, o *drillOptions) error {
 		err = err2
 	}
 	if err != nil {
-		return hostErr(c, err)
+		return hostErr(c.Socket(), err)
 	}
 	what := "vm, template " + tmpl.Name + " (image " + tmpl.Image + "), host ports " + fmt.Sprint(ports)
 	if drill.Failed(results) {
@@ -99,80 +93,4 @@ func drillTemplate(e *env, o *drillOptions) (*templates.Template, error) {
 		return nil, vmErr(e, err)
 	}
 	return tmpl, nil
-}
-
-// drillMint mints a drill box by running 'box new' itself: the boxes the drill probes
-// are made exactly as the user's are (template, placement profile, machine ID, launch
-// checks), as containers, without the pristine snapshot.
-func drillMint(run drill.VerbRunner, template string) func(ctx context.Context, name string) error {
-	return func(ctx context.Context, name string) error {
-		out := run(ctx, []string{"new", "--name", name, "--template", template, "--container", "--timeout", "5m", "--quiet"}, false)
-		switch {
-		case out.Err != nil:
-			return fmt.Errorf("box new --name %s: %w", name, out.Err)
-		case out.Code != 0:
-			return fmt.Errorf("box new --name %s --template %s: exit %d: %s", name, template, out.Code, strings.TrimSpace(out.Stderr))
-		}
-		return nil
-	}
-}
-
-// verbRunner runs the box binary exe with args in environ, stdin and stdout on a fresh
-// pseudo-terminal when tty is set (box shell wants one before anything else; "exit" is
-// typed every half second, so a shell that was let in ends), stderr captured.
-func verbRunner(exe string, environ []string) drill.VerbRunner {
-	return func(ctx context.Context, args []string, tty bool) drill.VerbOutcome {
-		out := drill.VerbOutcome{Args: args}
-		cmd := exec.CommandContext(ctx, exe, args...)
-		cmd.Args[0] = "box"
-		cmd.Env = append(slices.Clone(environ), vm.EnvSnapshotPristine+"=0")
-		cmd.WaitDelay = 5 * time.Second
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if tty {
-			master, slave, err := pty.Open()
-			if err != nil {
-				out.Err = err
-				return out
-			}
-			defer master.Close()
-			defer slave.Close()
-			_ = unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80})
-			cmd.Stdin, cmd.Stdout = slave, slave
-			stop := make(chan struct{})
-			defer close(stop)
-			go func() { // drain what a shell prints, so it never blocks on a full pty
-				buf := make([]byte, 4096)
-				for {
-					if _, err := master.Read(buf); err != nil {
-						return
-					}
-				}
-			}()
-			go func() {
-				t := time.NewTicker(500 * time.Millisecond)
-				defer t.Stop()
-				for {
-					select {
-					case <-stop:
-						return
-					case <-t.C:
-						_, _ = master.Write([]byte("exit\r"))
-					}
-				}
-			}()
-		}
-		err := cmd.Run()
-		out.Stderr = stderr.String()
-		var ee *exec.ExitError
-		switch {
-		case ctx.Err() != nil:
-			out.Err = fmt.Errorf("still running after its time-out: killed")
-		case errors.As(err, &ee):
-			out.Code = ee.ExitCode()
-		case err != nil:
-			out.Err = err
-		}
-		return out
-	}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/policy"
 	"github.com/spf13/cobra"
@@ -77,7 +77,7 @@ at tier full is refused: it shares the host's network already.`,
 
 func runExpose(e *env, o *exposeOptions, args []string) error {
 	name := args[0]
-	if err := incus.ValidateName(name); err != nil {
+	if err := backend.ValidName(name); err != nil {
 		return vmErr(e, err)
 	}
 	var port, hostPort int

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 
-	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
@@ -57,7 +55,7 @@ limits it set and doctor checks them; --no-limits removes them.`,
   sudo -u alice box new --name work    # alice's box, in project user-UID`,
 		Args:    boxArgs(1, "one user"),
 		PreRunE: e.refuseRemoteArgs,
-		RunE: onLocalHost(e, func(ctx context.Context, c *incus.Client, args []string) error {
+		RunE: onLocalHost(e, func(ctx context.Context, g host.GrantHost, args []string) error {
 			limits := map[string]string{}
 			for _, l := range limitFlags {
 				k, v, err := host.ParseGrantLimit(l)
@@ -70,7 +68,7 @@ limits it set and doctor checks them; --no-limits removes them.`,
 				return usagef("pick one", "--limit and --no-limits exclude each other")
 			}
 			gap, gapErr := host.DetectPortNameGap()
-			return grantHost(e, c).Grant(ctx, host.GrantRequest{User: args[0], Limits: limits, SetLimits: noLimits || len(limitFlags) > 0,
+			return g.Grant(ctx, host.GrantRequest{User: args[0], Limits: limits, SetLimits: noLimits || len(limitFlags) > 0,
 				PortName: host.PortNameFact{Gap: gap, Err: gapErr, Accepted: portNames}})
 		}),
 	}
@@ -82,38 +80,27 @@ limits it set and doctor checks them; --no-limits removes them.`,
 	return cmd
 }
 
-// grantHost is the host the grant verbs act on: c, the local incusd as its
-// administrator, with this environment's incus directory, placement profile, the vm
-// verbs' hints for incusd's errors, and their closing lines.
-func grantHost(e *env, c *incus.Client) host.GrantHost {
-	return host.GrantHost{Client: c, IncusDir: e.incusDir(), Placement: vm.Placement(e.getenv),
+// grantHost is the host the grant verbs act on: the local incusd as its administrator
+// (vm.Daemon.Admin; the caller closes it), with this environment's incus directory,
+// placement profile, the vm verbs' hints for incusd's errors, and their closing lines.
+func grantHost(e *env) host.GrantHost {
+	return host.GrantHost{Client: e.daemon().Admin(), IncusDir: host.IncusDir(e.getenv), Placement: vm.Placement(e.getenv),
 		IncusErr: func(err error) error { return vmErr(e, err) },
 		Note:     func(format string, a ...any) { note(e, format, a...) }}
-}
-
-// incusDir is the directory of the local incusd: $INCUS_DIR, else the directory of
-// $INCUS_SOCKET, else /var/lib/incus.
-func (e *env) incusDir() string {
-	if d := e.getenv("INCUS_DIR"); d != "" {
-		return d
-	}
-	if s := e.getenv("INCUS_SOCKET"); s != "" {
-		return filepath.Dir(s)
-	}
-	return filepath.Dir(incus.DefaultSocket)
 }
 
 // refuseRemoteArgs is refuseRemote as a PreRunE: grant and revoke act on this host's
 // incusd and incus-user (peer credentials, files in INCUS_DIR).
 func (e *env) refuseRemoteArgs(cmd *cobra.Command, _ []string) error { return e.refuseRemote(cmd) }
 
-// onLocalHost runs f with the local incusd's administrator client, cancelled on Ctrl-C.
-func onLocalHost(e *env, f func(ctx context.Context, c *incus.Client, args []string) error) func(*cobra.Command, []string) error {
+// onLocalHost runs f with the grant host on the local incusd's administrator client,
+// cancelled on Ctrl-C.
+func onLocalHost(e *env, f func(ctx context.Context, g host.GrantHost, args []string) error) func(*cobra.Command, []string) error {
 	return func(_ *cobra.Command, args []string) error {
 		ctx, cancel := hostContext()
 		defer cancel()
-		c := hostClient(e)
-		defer c.Close()
-		return f(ctx, c, args)
+		g := grantHost(e)
+		defer g.Client.Close()
+		return f(ctx, g, args)
 	}
 }

@@ -55,14 +55,14 @@ func TestUserSocketFallback(t *testing.T) {
 	if got := e.localSocket(); got != dir+"/unix.socket.user" {
 		t.Errorf("only incus-user's: %s", got)
 	}
-	if c := e.localClient(); !strings.HasPrefix(c.Project, "user-") {
+	if c := host.LocalClient(e.localSocket()); !strings.HasPrefix(c.Project, "user-") {
 		t.Errorf("project on incus-user's socket: %q", c.Project)
 	}
 	touch("unix.socket", 0o666) // writable: the operator's way, even beside incus-user's
 	if got := e.localSocket(); got != dir+"/unix.socket" {
 		t.Errorf("both: %s", got)
 	}
-	if c := e.localClient(); c.Project != "" {
+	if c := host.LocalClient(e.localSocket()); c.Project != "" {
 		t.Errorf("project on incusd's own socket: %q", c.Project)
 	}
 	env["INCUS_SOCKET"] = "/elsewhere/unix.socket.user"

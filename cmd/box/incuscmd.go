@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
 	"syscall"
 
@@ -83,21 +82,7 @@ func runIncus(e *env, name string, rest []string) error {
 		fmt.Fprintf(e.stderr, "box: warning: %s can move box %s off the isolation stack (profile, network, device, nic, security.*): from here the trust boundary is yours to keep\n",
 			strings.Join(h.OffStack, " "), name)
 	}
-	// Pinned: the client acts on exactly the daemon and project the tag was checked on.
-	confDir, env, err := h.Pin(os.Environ())
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(confDir)
-	cmd := exec.Command(bin, h.Args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
-	cmd.Env = env
-	// Ctrl-C reaches incus (same process group); box waits for it to finish. (Caught,
-	// not ignored: an ignored signal would stay ignored in incus.)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
-	if err := cmd.Run(); err != nil {
+	if err := h.Run(bin, os.Environ(), e.stdin, e.stdout, e.stderr); err != nil { // vm.Hatch.Run
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -105,7 +90,7 @@ func runIncus(e *env, name string, rest []string) error {
 			}
 			return &exitError{ee.ExitCode()}
 		}
-		return fmt.Errorf("run incus: %w", err)
+		return err
 	}
 	return nil
 }

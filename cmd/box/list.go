@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -52,7 +52,7 @@ stable and documented in docs/json.md.`,
 			fmt.Fprintln(tw, "NAME\tBACKEND\tSTATE\tTYPE\tIPV4\tTEMPLATE\tUSER\tCREATED"+loc(boxJSON{Location: "LOCATION"}))
 			for _, s := range out {
 				created, _ := time.Parse(time.RFC3339, s.Created)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", s.Name, s.Backend, s.State, shortType(s.Type), dash(s.IPv4),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", s.Name, s.Backend, s.State, vm.ShortType(s.Type), dash(s.IPv4),
 					dash(s.Template), s.User, stampTime(created), loc(s))
 			}
 			return tw.Flush()
@@ -88,14 +88,6 @@ func clustered(list []boxJSON) bool {
 		}
 	}
 	return false
-}
-
-// shortType is the table's TYPE: vm or container.
-func shortType(t string) string {
-	if t == incus.TypeVM {
-		return "vm"
-	}
-	return t
 }
 
 // boxJSON is one element of 'box list --json' and the head of 'box info --json'. The

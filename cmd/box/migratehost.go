@@ -52,7 +52,7 @@ func runMigrateHost(e *env, o *migrateHostOptions) error {
 	}
 	ctx, cancel := hostContext()
 	defer cancel()
-	c := hostClient(e)
+	c := e.daemon().Admin()
 	defer c.Close()
 	err := host.Migrate(ctx, c, host.MigrateOptions{Name: o.box, DNSName: o.dnsName, Timeout: o.timeout,
 		Logf: func(f string, a ...any) { fmt.Fprintf(e.stdout, f+"\n", a...) }})
@@ -60,7 +60,7 @@ func runMigrateHost(e *env, o *migrateHostOptions) error {
 		return withHint(err, "box only migrates instances it (or claudebox) minted")
 	}
 	if err != nil {
-		return hostErr(c, err)
+		return hostErr(c.Socket(), err)
 	}
 	fmt.Fprintf(e.stderr, "box: migrate-host: %s is on the current stack\n", o.box)
 	return nil

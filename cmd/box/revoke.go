@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
 )
 
@@ -28,8 +28,8 @@ delete: an instance box did not mint (the tag boundary), or a storage bucket.`,
   sudo box revoke alice --purge     # and delete alice's boxes and project`,
 		Args:    boxArgs(1, "one user"),
 		PreRunE: e.refuseRemoteArgs,
-		RunE: onLocalHost(e, func(ctx context.Context, c *incus.Client, args []string) error {
-			return grantHost(e, c).Revoke(ctx, args[0], purge)
+		RunE: onLocalHost(e, func(ctx context.Context, g host.GrantHost, args []string) error {
+			return g.Revoke(ctx, args[0], purge)
 		}),
 	}
 	cmd.Flags().BoolVar(&purge, "purge", false, "also delete the user's boxes, snapshots, volumes and project")

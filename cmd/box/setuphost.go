@@ -10,28 +10,12 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
 )
 
 // groupHost is the help group of the host-stack verbs.
 const groupHost = "host"
-
-// hostClient is the Incus client of the host verbs: $INCUS_SOCKET, then
-// $INCUS_DIR/unix.socket, then the packaged daemon's socket (as the incus CLI resolves it).
-func hostClient(e *env) *incus.Client {
-	if e.remoteName() != "" {
-		return e.daemon().Client() // setup-host --remote, doctor --remote (remote.go)
-	}
-	if s := e.getenv("INCUS_SOCKET"); s != "" {
-		return incus.New(s)
-	}
-	if d := e.getenv("INCUS_DIR"); d != "" {
-		return incus.New(filepath.Join(d, "unix.socket"))
-	}
-	return incus.New(incus.DefaultSocket)
-}
 
 // hostContext is cancelled by Ctrl-C and SIGTERM.
 func hostContext() (context.Context, context.CancelFunc) {
@@ -50,19 +34,19 @@ func boxExe() string {
 	return exe
 }
 
-// hostErr adds the hint every host verb shares when incusd cannot be reached.
-func hostErr(c *incus.Client, err error) error {
+// hostErr adds the hint every host verb shares when incusd (at socket sock) cannot be
+// reached.
+func hostErr(sock string, err error) error {
 	if err == nil {
 		return nil
 	}
 	err = cliHint(err) // hints.go: a typed error's hint is the one it keeps
-	var ie *incus.Error
 	var h interface{ Hint() string }
 	if errors.As(err, &h) && h.Hint() != "" {
 		return err // a remote's errors say which remote and what to do
 	}
-	if !errors.As(err, &ie) && !errors.Is(err, context.Canceled) {
-		return withHint(err, fmt.Sprintf("is incusd running and is %s its socket? (INCUS_SOCKET / INCUS_DIR choose another)", c.Socket()))
+	if host.Unreached(err) {
+		return withHint(err, fmt.Sprintf("is incusd running and is %s its socket? (INCUS_SOCKET / INCUS_DIR choose another)", sock))
 	}
 	return err
 }
@@ -157,7 +141,7 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 	}
 	ctx, cancel := hostContext()
 	defer cancel()
-	c := hostClient(e)
+	c := e.daemon().Admin() // vm.Daemon.Admin: the remote in force, else the local admin socket
 	defer c.Close()
 
 	var steps []host.Step
@@ -166,7 +150,7 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 		steps, err = host.ReapplyFirewall(ctx, c, o.bridge, o.gateway)
 		var gw *host.GatewayError
 		if errors.As(err, &gw) {
-			return withHint(hostErr(c, gw.Err), "run box setup-host first, or pass --gateway")
+			return withHint(hostErr(c.Socket(), gw.Err), "run box setup-host first, or pass --gateway")
 		}
 	} else {
 		steps, err = host.Setup(ctx, c, host.SetupOptions{
@@ -186,7 +170,7 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 		if errors.Is(err, host.ErrClaimed) {
 			return usagef("pick a free subnet, or leave --subnet out to let box choose", "%s", err)
 		}
-		return hostErr(c, err)
+		return hostErr(c.Socket(), err)
 	}
 	fmt.Fprintf(e.stderr, "box: setup-host: %d created, %d already right, %d changed\n", n[host.Created], n[host.Right], n[host.Changed])
 	if r := c.RemoteName(); r != "" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
 )
@@ -48,10 +47,10 @@ daemon and only when no other instance would be left (checked first, too).`,
 func runTeardownHost(e *env, o *teardownHostOptions) error {
 	ctx, cancel := hostContext()
 	defer cancel()
-	c := hostClient(e)
+	c := e.daemon().Admin()
 	defer c.Close()
-	if o.purgeIncus && c.Socket() != incus.DefaultSocket {
-		return withHint(fmt.Errorf("--purge-incus: box talks to the daemon at %s, not the system's (%s)", c.Socket(), incus.DefaultSocket),
+	if o.purgeIncus && c.Socket() != host.SystemSocket {
+		return withHint(fmt.Errorf("--purge-incus: box talks to the daemon at %s, not the system's (%s)", c.Socket(), host.SystemSocket),
 			"unset INCUS_SOCKET and INCUS_DIR to purge the system's Incus")
 	}
 	// All or nothing: --purge-incus's own precondition (no instance box did not mint) is
@@ -59,7 +58,7 @@ func runTeardownHost(e *env, o *teardownHostOptions) error {
 	if o.purgeIncus {
 		foreign, err := host.ForeignInstances(ctx, c)
 		if err != nil {
-			return hostErr(c, err)
+			return hostErr(c.Socket(), err)
 		}
 		if len(foreign) > 0 {
 			return withHint(fmt.Errorf("--purge-incus: instances box did not mint would remain (%s); nothing was removed", strings.Join(foreign, ", ")),
@@ -77,7 +76,7 @@ func runTeardownHost(e *env, o *teardownHostOptions) error {
 	case errors.As(err, &foreign):
 		return err
 	case err != nil:
-		return hostErr(c, err)
+		return hostErr(c.Socket(), err)
 	}
 	fmt.Fprintf(e.stderr, "box: teardown-host: nothing of the stack is left\n")
 	if !o.purgeIncus {

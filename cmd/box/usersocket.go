@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/host"
 )
 
@@ -20,10 +19,6 @@ import (
 func (e *env) localSocket() string {
 	return host.LocalSocket(e.getenv("INCUS_SOCKET"), e.getenv("INCUS_DIR"))
 }
-
-// localClient is the client of the local daemon; on incus-user's socket it is scoped
-// to this user's project.
-func (e *env) localClient() *incus.Client { return host.LocalClient(e.localSocket()) }
 
 // userSocketHint is the hint of a local socket error a user of the restricted tier
 // meets: incus-user's socket there but closed to them (no grant yet, or the new group

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/vm"
+	"github.com/heavy-duty/box/host"
 	"github.com/heavy-duty/box/internal/progress"
 	"github.com/spf13/cobra"
 )
@@ -29,7 +30,7 @@ func (e *env) socketPath() string { return e.localSocket() }
 // (remote.go). Nothing is dialled until a verb asks.
 func (e *env) daemon() vm.Daemon {
 	return vm.Daemon{Remote: e.remoteName(), Target: e.target, Socket: e.socketPath(),
-		Getenv: e.getenv, Home: e.home(), Local: e.localClient}
+		Getenv: e.getenv, Home: e.home(), Local: host.LocalClientOf(e.localSocket())}
 }
 
 // vmContext is the context of one vm verb: Ctrl-C and SIGTERM cancel it (operations in

@@ -1,4 +1,4 @@
-package main
+package vm_test
 
 // The vm verbs for real: the built box binary against a real incusd (drill/incuslab, in
 // its own network namespace), with containers (VMs cannot run here). One lab and a few
@@ -288,7 +288,7 @@ func TestVMLive(t *testing.T) {
 	})
 
 	t.Run("the drill's verbs row passes, and turns BREACH when the tag check is bypassed", func(t *testing.T) {
-		run := verbRunner(r.box, r.env)
+		run := drill.BinaryRunner(r.box, r.env)
 		o := drill.UntaggedOptions{Client: c, Image: incuslab.ImageAlias, Profile: incuslab.Profile, Run: run, Logf: t.Logf}
 		start := time.Now()
 		row := drill.UntaggedVerbs(r.ctx, o)

@@ -1,4 +1,4 @@
-package main
+package vm_test
 
 // box --remote for real: two incusd, each in a network namespace of its own, joined
 // by a veth pair on a documentation subnet (192.0.2.0/24). The "local" one answers on
@@ -200,7 +200,7 @@ func TestRemoteLive(t *testing.T) {
 
 	t.Run("the tag boundary holds on the remote: the drill's verbs row", func(t *testing.T) {
 		env := append(append([]string{}, r.env...), "BOX_REMOTE=lab")
-		o := drill.UntaggedOptions{Client: c, Image: incuslab.ImageAlias, Profile: incuslab.Profile, Run: verbRunner(r.box, env), Logf: t.Logf}
+		o := drill.UntaggedOptions{Client: c, Image: incuslab.ImageAlias, Profile: incuslab.Profile, Run: drill.BinaryRunner(r.box, env), Logf: t.Logf}
 		start := time.Now()
 		row := drill.UntaggedVerbs(r.ctx, o)
 		t.Logf("remote untagged: %s (%s) in %s", row.Status, row.Observed, time.Since(start).Round(time.Millisecond))

@@ -1,4 +1,4 @@
-package main
+package host_test
 
 // box grant / box revoke for real: a lab incusd with incus-user beside it (its socket
 // open to a test group), two unprivileged test users, and the built box run as each of
@@ -8,7 +8,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/drill/incuslab"
 	"github.com/heavy-duty/box/host"
@@ -404,7 +404,7 @@ func TestGrantLive(t *testing.T) {
 		r.fails(t, 2, []string{"exclude each other"}, "grant", alice.name, "--limit", "cpu=1", "--no-limits")
 		// At her limit, the drill's attempts could only be refused for that: they are
 		// inconclusive, not passed.
-		if rows := drillRowsOf(grantDrillRows(r.ctx, rigEnv(r), c), alice.name); rows["mint"].Status != drill.Fail || rows["privileged"].Status != drill.Error {
+		if rows := drillRowsOf(drill.GrantRows(r.ctx, rigGrantHost(r, c)), alice.name); rows["mint"].Status != drill.Fail || rows["privileged"].Status != drill.Error {
 			t.Errorf("drill at the instance limit: mint %+v, privileged %+v", rows["mint"], rows["privileged"])
 		}
 		grantOK(t, r, alice.name, "--no-limits")
@@ -418,8 +418,8 @@ func TestGrantLive(t *testing.T) {
 	})
 
 	t.Run("drill: the attacker's probes in a granted account pass, and BREACH with the protection off", func(t *testing.T) {
-		e := rigEnv(r)
-		rows := grantDrillRows(r.ctx, e, c)
+		g := rigGrantHost(r, c)
+		rows := drill.GrantRows(r.ctx, g)
 		want := []string{"mint", "default-project", "all-projects", "host-path", "privileged", "nesting", "raw", "proxy", "network", "profile", "widen", "shared-images"}
 		for _, tn := range []*tenant{alice, bob} {
 			got := drillRowsOf(rows, tn.name)
@@ -467,7 +467,7 @@ func TestGrantLive(t *testing.T) {
 				"root": {"type": "disk", "path": "/", "pool": incuslab.Pool}}}); err != nil {
 			t.Fatal(err)
 		}
-		got := drillRowsOf(grantDrillRows(r.ctx, e, c), carol.name)
+		got := drillRowsOf(drill.GrantRows(r.ctx, g), carol.name)
 		for _, id := range []string{"host-path", "privileged", "nesting", "raw", "proxy", "network", "profile", "shared-images"} {
 			if got[id].Status != drill.Breach {
 				t.Errorf("project loosened: drill row grant:%s:%s: %+v, want BREACH", carol.name, id, got[id])
@@ -480,7 +480,7 @@ func TestGrantLive(t *testing.T) {
 		if err := c.Query(r.ctx, "PATCH", "/certificates/"+fp, map[string]any{"restricted": false}, nil); err != nil {
 			t.Fatal(err)
 		}
-		got = drillRowsOf(grantDrillRows(r.ctx, e, c), carol.name)
+		got = drillRowsOf(drill.GrantRows(r.ctx, g), carol.name)
 		for _, id := range []string{"default-project", "all-projects", "widen"} {
 			if got[id].Status != drill.Breach {
 				t.Errorf("certificate unrestricted: drill row grant:%s:%s: %+v, want BREACH", carol.name, id, got[id])
@@ -669,10 +669,11 @@ func tenantShell(t *testing.T, tn *tenant, name, input string) string {
 	return out.String()
 }
 
-// rigEnv is box's env as the operator's box in the rig sees it.
-func rigEnv(r *vmRig) *env {
-	e := newEnv(strings.NewReader(""), io.Discard, io.Discard)
-	e.getenv = func(k string) string {
+// rigGrantHost is the grant host box grant and the drill act on, on the rig's incusd
+// as its administrator c, with the rig's environment (its incus directory, placement
+// profile).
+func rigGrantHost(r *vmRig, c *incus.Client) host.GrantHost {
+	getenv := func(k string) string {
 		for _, kv := range r.env {
 			if v, ok := strings.CutPrefix(kv, k+"="); ok {
 				return v
@@ -680,7 +681,8 @@ func rigEnv(r *vmRig) *env {
 		}
 		return ""
 	}
-	return e
+	return host.GrantHost{Client: c, IncusDir: host.IncusDir(getenv), Placement: vm.Placement(getenv),
+		IncusErr: func(err error) error { return err }, Note: func(string, ...any) {}}
 }
 
 // drillRowsOf are a user's grant rows by probe (the part of the id after the user).
