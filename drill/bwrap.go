@@ -213,7 +213,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	if p.Isolation.Landlock() {
 		results = append(results, b.hardenRows(p, hex.EncodeToString(nonce))...)
 	}
-	results = IsolationVerdicts(p, results)                                       // isolation.go
+	results = IsolationVerdicts(p, results) // isolation.go
 	return &BwrapReport{Results: results, Profile: p.Profile.Name, Tier: p.Spec.Network}, nil
 }
 
