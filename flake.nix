@@ -15,7 +15,7 @@
       # The NAR hash of `go mod vendor` (what buildGoModule's goModules derivation
       # hashes). Never edit by hand: scripts/vendorhash.sh --write; CI runs
       # scripts/check-flake.sh, which fails when this is stale.
-      vendorHash = "sha256-7W2Aqe86M8JX7DThcm0f3epzz4shxiJa1sSwkpCVONU=";
+      vendorHash = "sha256-4ddPhzETk1snoKa+tvAE2CiFt0VpIXArlzegL0TS31Y=";
 
       # What box runs: bubblewrap for sandboxes, pasta (passt) and slirp4netns for their
       # network tiers, the incus client for vm boxes ('box incus').
