@@ -69,8 +69,34 @@ func newTenant(t *testing.T, r *vmRig, name, sock string) *tenant {
 	tn.env = []string{"HOME=" + tn.home, "XDG_CONFIG_HOME=" + filepath.Join(tn.home, ".config"),
 		"PATH=/usr/local/bin:/usr/bin:/bin", "TERM=xterm", "LANG=C.UTF-8",
 		"BOX_PLACEMENT_PROFILE=" + incuslab.Profile, "INCUS_DIR=" + r.lab.IncusDir}
-	t.Cleanup(func() { _ = exec.Command("gpasswd", "-d", name, grantGroup).Run() })
+	// A run killed before its cleanup leaves the user in the group (it is /etc/group, not
+	// the lab's): start from a user outside it, or "no way in before the grant" is false.
+	leave := func() { _ = exec.Command("gpasswd", "-d", name, grantGroup).Run() }
+	leave()
+	if tn.inGrantGroup(t) {
+		t.Fatalf("%s is still in group %s after gpasswd -d", name, grantGroup)
+	}
+	t.Cleanup(leave)
 	return tn
+}
+
+// inGrantGroup: the group database lists the user in grantGroup.
+func (tn *tenant) inGrantGroup(t *testing.T) bool {
+	g, err := user.LookupGroup(grantGroup)
+	if err != nil {
+		return false // no group yet: nobody is in it
+	}
+	u, err := user.LookupId(strconv.Itoa(tn.uid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := u.GroupIds()
+	for _, id := range ids {
+		if id == g.Gid {
+			return true
+		}
+	}
+	return false
 }
 
 func (tn *tenant) project() string { return host.GrantProject(tn.uid) }
