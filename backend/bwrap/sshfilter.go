@@ -157,7 +157,7 @@ func sshText(s *SSHPlan) string {
 		b.WriteString("It signs no SSH login. ")
 	}
 	if len(s.ByName) > 0 {
-		b.WriteString("On this allowlist network, TCP to those hosts' SSH ports reaches them only by name (connect to the name, which this sandbox's DNS answers; never to an address), and each connection is written to the network log. ")
+		fmt.Fprintf(&b, "On this allowlist network, TCP to those hosts' SSH ports reaches them only by name (connect to the name, which this sandbox's DNS answers; never to an address), and each connection is written to `~/.claude/%s` (`ssh` when admitted, `refused` with the reason otherwise). ", RefusalsFile)
 	}
 	if s.Policy.Sign {
 		b.WriteString("It signs git commits and tags (`gpg.format=ssh`, namespace `git`). ")
