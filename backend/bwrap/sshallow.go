@@ -27,6 +27,9 @@ func sshAllowHosts(hosts []string) ([]inet.SSHHost, error) {
 	for _, h := range hosts {
 		name, port := sshagent.HostPort(h)
 		p, err := policy.ParsePattern(name)
+		if err == nil && (p.Port != 0 || p.Wildcard) {
+			err = &policy.PatternError{Entry: name, Why: "not a host name"}
+		}
 		if err != nil {
 			why := err.Error()
 			if pe, ok := errors.AsType[*policy.PatternError](err); ok {

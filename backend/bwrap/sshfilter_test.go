@@ -90,6 +90,10 @@ func TestResolveSSHRefusals(t *testing.T) {
 			r.Profile.Network = NetAllowlist
 			r.SSHHosts = []string{"203.0.113.10:2222"}
 		}, ErrSSHAllowlist},
+		{"allowlist tier, IPv6 address", func(r *Request, f *Facts) {
+			r.Profile.Network = NetAllowlist
+			r.SSHHosts = []string{"[2001:db8::1]:22"}
+		}, ErrSSHAllowlist},
 		{"allowlist tier, single label", func(r *Request, f *Facts) {
 			r.Profile.Network = NetAllowlist
 			r.SSHHosts = []string{"forge"}
