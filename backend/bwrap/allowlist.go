@@ -128,6 +128,7 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 		defer cancel()
 		s, err := inet.AttachAllow(ctx, pid, inet.AllowOptions{
 			Allow: inet.NewAllowlist(ps), Log: lg, HostAddrs: pr.Net.HostAddrs,
+			SSH: p.sshByName(), SSHAnyAddress: protectionOff(ProtSSHAllowlist),
 		})
 		if err != nil {
 			for _, c := range closers {
@@ -137,8 +138,8 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 		}
 		s.ServeControl(ctl)
 		if !pr.Quiet {
-			fmt.Fprintf(stderr, "box: allowlist: run %s allows %d pattern(s); refusals are logged to %s (inside: ~/.claude/%s); allow more while it runs: box allow --run %s NAME\n",
-				p.Policy.RunID, len(ps), p.NetLog, RefusalsFile, p.Policy.RunID)
+			fmt.Fprintf(stderr, "box: allowlist: run %s allows %d pattern(s)%s; refusals are logged to %s (inside: ~/.claude/%s); allow more while it runs: box allow --run %s NAME\n",
+				p.Policy.RunID, len(ps), sshAllowText(p.sshByName()), p.NetLog, RefusalsFile, p.Policy.RunID)
 		}
 		return func() {
 			s.Close()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/heavy-duty/box/backend/bwrap/inet"
 	"github.com/heavy-duty/box/backend/bwrap/sshagent"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
@@ -51,6 +52,9 @@ type SSHPlan struct {
 	Upstream string
 	// Dir is the run's directory on the host (bound at SSHDirInside); Log its request log.
 	Dir, Log string
+	// ByName are the hosts the allowlist tier's proxy admits by the address its DNS
+	// answered (nil on the other tiers).
+	ByName []inet.SSHHost
 }
 
 // ErrSSHNoAgent: the profile asks for the filter and box's environment names no agent.
@@ -59,8 +63,10 @@ var ErrSSHNoAgent = errors.New("ssh: SSH_AUTH_SOCK is not set: there is no host 
 // ErrSSHNoKeys: --ssh-host was given and the profile chooses no key.
 var ErrSSHNoKeys = errors.New("--ssh-host: the profile chooses no key (ssh.keys)")
 
-// ErrSSHAllowlist: SSH hosts on the allowlist tier, whose proxy does not carry SSH.
-var ErrSSHAllowlist = errors.New("ssh hosts on the allowlist tier: its proxy carries no SSH (SSH has no name to check), so a push could never reach them")
+// ErrSSHAllowlist: an SSH host on the allowlist tier that is not an internet name (an
+// address, a single label): the tier admits SSH only to the address its DNS answered for
+// a name (sshallow.go).
+var ErrSSHAllowlist = errors.New("on the allowlist tier an SSH host must be an internet name (the tier admits SSH only to the address its DNS answered for the name)")
 
 // sshHosts are the destinations a request allows: the profile's, then --ssh-host's.
 func (r Request) sshHosts() []string {
@@ -101,8 +107,12 @@ func (p *Plan) resolveSSH(r Request, f Facts, network policy.Tier, set map[strin
 	if f.SSH.Err != nil {
 		return errs.WithHint(f.SSH.Err, "connect once outside the sandbox (ssh -T HOST) so known_hosts holds the host's key, or give it in the profile's ssh.host_keys")
 	}
-	if len(f.SSH.Hosts) > 0 && network.Proxied() {
-		return errs.WithHint(ErrSSHAllowlist, "run with --network internet or full for SSH hosts; git signing (ssh.sign) works on every tier")
+	var byName []inet.SSHHost
+	if network.Proxied() {
+		var err error
+		if byName, err = sshAllowHosts(r.sshHosts()); err != nil {
+			return errs.WithHint(err, "name the host as DNS knows it (git.example.org, not its address), or run with --network internet or full")
+		}
 	}
 	up := envMap(f.Environ)["SSH_AUTH_SOCK"]
 	if up == "" || !filepath.IsAbs(up) {
@@ -114,7 +124,7 @@ func (p *Plan) resolveSSH(r Request, f Facts, network policy.Tier, set map[strin
 	dir := filepath.Join(f.DataHome, "box", "ssh", f.RunID)
 	p.SSH = &SSHPlan{
 		Policy:   sshagent.Policy{Keys: r.Profile.SSH.Keys, Hosts: f.SSH.Hosts, Sign: r.Profile.SSH.Sign},
-		Upstream: up, Dir: dir, Log: filepath.Join(dir, sshLogName),
+		Upstream: up, Dir: dir, Log: filepath.Join(dir, sshLogName), ByName: byName,
 	}
 	set["SSH_AUTH_SOCK"] = SSHDirInside + "/" + sshSockName
 	set["GIT_SSH_COMMAND"] = "ssh -F " + SSHDirInside + "/" + sshConfigName
@@ -145,6 +155,9 @@ func sshText(s *SSHPlan) string {
 		fmt.Fprintf(&b, "It signs SSH logins only to `%s` (host keys checked strictly from `%s/%s`; git uses `ssh -F %s/%s` through GIT_SSH_COMMAND), never for a forwarded agent (`ssh -A`). ", strings.Join(hosts, "`, `"), SSHDirInside, sshKnownHosts, SSHDirInside, sshConfigName)
 	} else {
 		b.WriteString("It signs no SSH login. ")
+	}
+	if len(s.ByName) > 0 {
+		fmt.Fprintf(&b, "On this allowlist network, TCP to those hosts' SSH ports reaches them only by name (connect to the name, which this sandbox's DNS answers; never to an address), and each connection is written to `~/.claude/%s` (`ssh` when admitted, `refused` with the reason otherwise). ", RefusalsFile)
 	}
 	if s.Policy.Sign {
 		b.WriteString("It signs git commits and tags (`gpg.format=ssh`, namespace `git`). ")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heavy-duty/box/backend/bwrap/inet"
 	"github.com/heavy-duty/box/backend/bwrap/sshagent"
 	"github.com/heavy-duty/box/profiles"
 	"golang.org/x/crypto/ssh"
@@ -85,7 +86,18 @@ func TestResolveSSHRefusals(t *testing.T) {
 		{"unknown host key", func(r *Request, f *Facts) {
 			f.SSH = SSHFacts{Err: &sshagent.HostError{Host: "x", Err: sshagent.ErrNoHostKey}}
 		}, sshagent.ErrNoHostKey},
-		{"allowlist tier", func(r *Request, f *Facts) { r.Profile.Network = NetAllowlist }, ErrSSHAllowlist},
+		{"allowlist tier, by address", func(r *Request, f *Facts) {
+			r.Profile.Network = NetAllowlist
+			r.SSHHosts = []string{"203.0.113.10:2222"}
+		}, ErrSSHAllowlist},
+		{"allowlist tier, IPv6 address", func(r *Request, f *Facts) {
+			r.Profile.Network = NetAllowlist
+			r.SSHHosts = []string{"[2001:db8::1]:22"}
+		}, ErrSSHAllowlist},
+		{"allowlist tier, single label", func(r *Request, f *Facts) {
+			r.Profile.Network = NetAllowlist
+			r.SSHHosts = []string{"forge"}
+		}, ErrSSHAllowlist},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, f := sshRequest(t)
@@ -94,5 +106,28 @@ func TestResolveSSHRefusals(t *testing.T) {
 				t.Fatalf("err %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// On the allowlist tier the SSH hosts go to the tier's proxy by name and port (22 by
+// default), and SANDBOX.md says they are reached by name.
+func TestResolveSSHAllowlist(t *testing.T) {
+	r, f := sshRequest(t)
+	r.Profile.Network = NetAllowlist
+	r.SSHHosts = []string{"Git.Example.org:2222"}
+	p, err := Resolve(r, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []inet.SSHHost{{Name: "forge.example", Port: 22}, {Name: "git.example.org", Port: 2222}}
+	if !slices.Equal(p.sshByName(), want) {
+		t.Errorf("by name %v, want %v", p.sshByName(), want)
+	}
+	if md := SandboxMD(p.Policy); !strings.Contains(md, "only by name") {
+		t.Errorf("SANDBOX.md:\n%s", md)
+	}
+	r.Profile.Network = NetInternet
+	if p, err := Resolve(r, f); err != nil || p.sshByName() != nil {
+		t.Errorf("internet tier: %v %v", p.sshByName(), err)
 	}
 }

@@ -110,7 +110,7 @@ diagnoses that bwrap cannot start. Never chosen without one of these.`,
 	f.StringVarP(&o.template, "template", "t", "", "template (default: the profile's)")
 	f.StringVarP(&o.network, "network", "n", "", "network tier: "+policy.TierList("or")+" (default: the profile's)")
 	f.StringArrayVar(&o.allow, "allow", nil, "with --network allowlist: allow NAME, *.DOMAIN or @LIST, optionally :PORT (repeatable; adds to the profile's allow)")
-	f.StringArrayVar(&o.sshHosts, "ssh-host", nil, "let the profile's ssh keys sign SSH logins to HOST or HOST:PORT only, through box's filtering ssh-agent (repeatable; adds to the profile's ssh.hosts; host key from your known_hosts)")
+	f.StringArrayVar(&o.sshHosts, "ssh-host", nil, "let the profile's ssh keys sign SSH logins to HOST or HOST:PORT only, through box's filtering ssh-agent (repeatable; adds to the profile's ssh.hosts; host key from your known_hosts; on --network allowlist, TCP to HOST's port is admitted by name only)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "let the variable NAME enter (repeatable; names only, values come from your environment)")
 	f.BoolVarP(&o.yes, "yes", "y", false, "skip the audit's question (the audit still prints and its rules still apply)")
 	f.BoolVarP(&o.yes, "force", "f", false, "the same as -y (every verb that asks takes both)")

@@ -34,6 +34,9 @@ type AllowOptions struct {
 	// Lookup and Dial as in Proxy (nil: the host's resolver, a plain dialer).
 	Lookup func(ctx context.Context, name string) ([]netip.Addr, error)
 	Dial   func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
+	// SSH and SSHAnyAddress as in Proxy.
+	SSH           []SSHHost
+	SSHAnyAddress bool
 }
 
 // AllowResolvConf is the /etc/resolv.conf of an allowlist sandbox: box's DNS on loopback.
@@ -118,7 +121,7 @@ func AttachAllow(ctx context.Context, childPid int, opts AllowOptions) (s *Allow
 	}
 	s = &AllowSession{ln: ln, pc: pc, Proxy: &Proxy{
 		Allow: opts.Allow, Log: opts.Log, Blocked: blocked, HostAddrs: opts.HostAddrs,
-		Lookup: opts.Lookup, Dial: opts.Dial,
+		Lookup: opts.Lookup, Dial: opts.Dial, SSH: opts.SSH, SSHAnyAddress: opts.SSHAnyAddress,
 	}}
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.Proxy.Serve(ln) }()

@@ -85,7 +85,7 @@ func (p *Proxy) answer(q []byte) []byte {
 	}
 	qq := questions[0]
 	name := policy.NormalizeName(qq.Name.String())
-	if qq.Class != dnsmessage.ClassINET || !p.Allow.Resolvable(name) {
+	if qq.Class != dnsmessage.ClassINET || !p.resolvable(name) {
 		if p.dnsNoteworthy(name) {
 			p.Log.Record(Event{Kind: EventRefusedDNS, Name: name, Reason: "not in the allowlist"})
 		}

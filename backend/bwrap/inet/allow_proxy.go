@@ -34,6 +34,12 @@ type Proxy struct {
 	Lookup func(ctx context.Context, name string) ([]netip.Addr, error)
 	// Dial connects to an address (nil: a net.Dialer with a 10 s timeout).
 	Dial func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
+	// SSH are the run's SSH hosts (allow_ssh.go): admitted on the address DNS answered
+	// for the name only.
+	SSH []SSHHost
+	// SSHAnyAddress widens that admission to any address on an SSH host's port: test
+	// builds only (BOX_UNSAFE_OFF=ssh-allowlist), to show the drill's BREACH.
+	SSHAnyAddress bool
 
 	synth synthetic
 	wg    sync.WaitGroup
@@ -119,6 +125,7 @@ type Decision struct {
 	Dst    string // what the sandbox dialled, ADDR:PORT
 	Dialed string // where the proxy connected, "" when refused
 	Reason string // why it refused, "" when allowed
+	SSH    bool   // decided as an SSH host's connection (logged when admitted too)
 }
 
 func (p *Proxy) handle(c net.Conn) {
@@ -126,6 +133,9 @@ func (p *Proxy) handle(c net.Conn) {
 	if d.Reason != "" {
 		p.Log.Record(Event{Kind: EventRefused, Name: d.Name, Addr: d.Dst, Reason: d.Reason})
 		return
+	}
+	if d.SSH {
+		p.Log.Record(Event{Kind: EventSSH, Name: d.Name, Addr: d.Dst, Reason: "admitted, dialled " + d.Dialed})
 	}
 	defer upstream.Close()
 	if _, err := upstream.Write(head); err != nil {
@@ -142,9 +152,16 @@ func (p *Proxy) decide(c net.Conn) (d Decision, upstream net.Conn, head []byte) 
 		d.Reason = "a connection to the proxy itself"
 		return d, nil, nil
 	}
-	dst := netip.AddrFrom4(a4)
+	return p.decideDst(c, netip.AddrFrom4(a4), port)
+}
+
+// decideDst is decide for a connection the sandbox sent to dst:port.
+func (p *Proxy) decideDst(c net.Conn, dst netip.Addr, port uint16) (d Decision, upstream net.Conn, head []byte) {
 	d.Dst = netip.AddrPortFrom(dst, port).String()
 	synthName := p.synth.name(dst)
+	if sd, up, ok := p.decideSSH(dst, port, synthName); ok {
+		return sd, up, nil
+	}
 
 	// Protocols where the server speaks first (ssh, smtp...) send nothing to peek at:
 	// the name is the one DNS gave the synthetic address for.
@@ -165,19 +182,30 @@ func (p *Proxy) decide(c net.Conn) (d Decision, upstream net.Conn, head []byte) 
 		d.Reason = "no name: a connection by address (the allowlist tier allows names only)"
 		return d, nil, head
 	}
-	if !p.Allow.Allows(d.Name, port) {
+	// An SSH host's name and port are admitted on DNS's answer alone (decideSSH), never
+	// on a name the client wrote (SNI, Host) to an address DNS did not answer for it,
+	// even when the allowlist also names it.
+	if slices.Contains(p.SSH, SSHHost{Name: d.Name, Port: port}) || !p.Allow.Allows(d.Name, port) {
 		d.Reason = "not in the allowlist"
-		if p.Allow.Resolvable(d.Name) {
+		if why := p.sshReason(d.Name, port); why != "" {
+			d.Reason, d.SSH = why, true
+		} else if p.Allow.Resolvable(d.Name) {
 			d.Reason = "port " + strconv.Itoa(int(port)) + " not allowed for this name"
 		}
 		return d, nil, head
 	}
+	return d, p.connect(&d, port), head
+}
+
+// connect resolves d.Name on the host and dials the first address outside the blocked
+// ranges on port: it sets d.Dialed, or d.Reason and returns nil.
+func (p *Proxy) connect(d *Decision, port uint16) net.Conn {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	addrs, err := p.lookup(ctx, d.Name)
 	if err != nil {
 		d.Reason = "does not resolve: " + err.Error()
-		return d, nil, head
+		return nil
 	}
 	var refused []string
 	var lastErr error
@@ -190,7 +218,7 @@ func (p *Proxy) decide(c net.Conn) (d Decision, upstream net.Conn, head []byte) 
 		up, err := p.dial(ctx, ap)
 		if err == nil {
 			d.Dialed = ap.String()
-			return d, up, head
+			return up
 		}
 		lastErr = err
 	}
@@ -202,7 +230,7 @@ func (p *Proxy) decide(c net.Conn) (d Decision, upstream net.Conn, head []byte) 
 	default:
 		d.Reason = "resolves to no IPv4 address"
 	}
-	return d, nil, head
+	return nil
 }
 
 // blocked says why a is never dialled ("" when it may be).
