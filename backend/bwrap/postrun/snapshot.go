@@ -198,7 +198,7 @@ func Take(in Input) *Snapshot {
 	if dot := containing(in.Workdir); dot != "" {
 		t.repo(dot)
 	}
-	t.walk(in.Workdir, 0)
+	t.walk(-1, "", in.Workdir, 0)
 	for _, g := range in.Protected {
 		t.guard(g.Path, g.Runs)
 	}
@@ -224,6 +224,7 @@ type taker struct {
 	acc      access
 	dirs     map[string]string // realDir's resolved directories, for this snapshot
 	buf      []byte            // the walk's getdents buffer
+	ents     []dirent          // the walk's entries, reused from one directory to the next
 	listed   map[string]names  // guardAs's listings of guards' directories
 }
 
@@ -356,11 +357,17 @@ func gitRealPath(p string) string {
 	return filepath.Clean(p)
 }
 
+// heldFds bounds the directories the walk keeps open, to open their subdirectories by
+// name from them (one path component for the kernel to resolve, not the whole path
+// again); deeper, each is opened by its path.
+const heldFds = 32
+
 // walk visits dir's tree without following links or entering .git directories, and
-// takes every repository it meets.
-func (t *taker) walk(dir string, depth int) {
+// takes every repository it meets. parent, when not -1, is dir's parent directory, open,
+// and name dir's name in it.
+func (t *taker) walk(parent int, name, dir string, depth int) {
 	var fd int
-	if !t.opening(dir, func() (err error) { fd, err = openDir(dir); return err }) {
+	if !t.opening(dir, func() (err error) { fd, err = openDirAt(parent, name, dir); return err }) {
 		return
 	}
 	defer func() {
@@ -376,7 +383,10 @@ func (t *taker) walk(dir string, depth int) {
 		t.buf = make([]byte, 32<<10)
 	}
 	for {
-		ents, err := readDirents(fd, t.buf)
+		ents, err := readDirentsInto(fd, t.buf, t.ents[:0])
+		if ents != nil {
+			t.ents = ents[:0]
+		}
 		for _, e := range ents {
 			if t.entries++; t.entries > t.lim.Entries {
 				t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
@@ -402,15 +412,22 @@ func (t *taker) walk(dir string, depth int) {
 			break
 		}
 	}
-	unix.Close(fd)
+	held := fd
+	if depth >= heldFds || len(subdirs) == 0 {
+		unix.Close(fd)
+		held = -1
+	}
 	fd = -1
+	if held >= 0 {
+		defer unix.Close(held)
+	}
 	// A HEAD with a commondir is a git directory too: objects and refs are the common
 	// directory's.
 	if head && (objects && refs || commondir) {
 		t.repo(dir)
 	}
 	for _, n := range subdirs {
-		t.walk(filepath.Join(dir, n), depth+1)
+		t.walk(held, n, filepath.Join(dir, n), depth+1)
 	}
 }
 
