@@ -864,25 +864,60 @@ func realDir(p string) string {
 // tens of thousands of lstats. The links are read once per snapshot, as the walk reads
 // each directory once: a snapshot is one look at the tree.
 func (t *taker) realDir(p string) string {
-	dir := filepath.Dir(p)
-	d, ok := t.dirs[dir]
-	if !ok {
-		r, err := filepath.EvalSymlinks(dir)
-		switch {
-		case err == nil:
-			d = r
-		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-			return p // refused (a mode the audit may yet grant itself): asked again next time
-		}
-		if t.dirs == nil {
-			t.dirs = map[string]string{}
-		}
-		t.dirs[dir] = d // "": not there, p kept as written, as realDir
-	}
-	if d == "" {
-		return p
+	d, ok := t.resolveDir(filepath.Dir(p))
+	if !ok || d == "" {
+		return p // refused, or not there: p kept as written, as realDir
 	}
 	return filepath.Join(d, filepath.Base(p))
+}
+
+// resolveDir is filepath.EvalSymlinks(dir), remembered for the snapshot: "" when dir is
+// not there, ok false when it could not be resolved (refused: a mode the audit may yet
+// grant itself, so asked again next time). Resolved parent first, each directory costs
+// one lstat, not one per component of its path: the protected set's directories in 50
+// repositories were some two thousand lstats per snapshot.
+func (t *taker) resolveDir(dir string) (string, bool) {
+	if d, ok := t.dirs[dir]; ok {
+		return d, true
+	}
+	if t.dirs == nil {
+		t.dirs = map[string]string{}
+	}
+	parent := filepath.Dir(dir)
+	if parent == dir || !filepath.IsAbs(dir) {
+		return t.evalDir(dir)
+	}
+	pd, ok := t.resolveDir(parent)
+	if !ok {
+		return "", false
+	}
+	d := ""
+	if pd != "" { // else its parent is not there: neither is it
+		fi, err := os.Lstat(filepath.Join(pd, filepath.Base(dir)))
+		switch {
+		case err == nil && fi.Mode()&fs.ModeSymlink == 0:
+			d = filepath.Join(pd, filepath.Base(dir))
+		case err == nil: // a link: resolved whole, as EvalSymlinks does
+			return t.evalDir(dir)
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return "", false
+		}
+	}
+	t.dirs[dir] = d
+	return d, true
+}
+
+func (t *taker) evalDir(dir string) (string, bool) {
+	d, err := filepath.EvalSymlinks(dir)
+	switch {
+	case err == nil:
+	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+		return "", false
+	default:
+		d = ""
+	}
+	t.dirs[dir] = d
+	return d, true
 }
 
 var errTooBig = errors.New("too large")
