@@ -238,6 +238,9 @@ func existing(paths []string, listings map[string]map[string]FileKind, buf []byt
 func kindsOf(ents []dirent) map[string]FileKind {
 	m := make(map[string]FileKind, len(ents))
 	for _, e := range ents {
+		if e.kind == "" {
+			return nil // an entry lstat may not see: lstat decides, path by path
+		}
 		m[e.name] = e.kind
 	}
 	return m
@@ -247,7 +250,7 @@ type dirent struct {
 	name string
 	dir  bool     // a real directory (never a symlink to one)
 	link bool     // a symbolic link
-	kind FileKind // what lstat would say
+	kind FileKind // what lstat would say ("" when fstatat could not say)
 }
 
 // readDir lists a directory in the order the kernel gives, with the types getdents
@@ -280,10 +283,10 @@ func readDir(dir string, buf []byte) ([]dirent, error) {
 				kind := kindOfType(typ)
 				if typ == unix.DT_UNKNOWN { // filesystems that do not say: ask
 					var st unix.Stat_t
-					if unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-						continue // gone since: as lstat would say
+					kind = "" // unknown: listed, but what lstat would say is not known
+					if unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+						kind = kindOfType(uint8(st.Mode & unix.S_IFMT >> 12))
 					}
-					kind = kindOfType(uint8(st.Mode & unix.S_IFMT >> 12))
 				}
 				out = append(out, dirent{nm, kind == Dir, kind == Link, kind})
 			}
