@@ -103,8 +103,22 @@ func BenchmarkVersion(b *testing.B) {
 // to the phase package's init, "exit" box's last mark to the wait's return). With
 // $BOX_BENCH_PHASE_BASELINE naming another such build (e.g. main's), both are alternated
 // and tabled side by side.
+//
+// Run in a plain directory and in the repository of BenchmarkStartup holding 50 nested
+// repositories, where the protected set's scan and the audit's walks have the most to do.
 func BenchmarkPhases(b *testing.B) {
-	r := setup(b)
+	for _, tree := range []string{"plain", "repos=50"} {
+		b.Run(tree, func(b *testing.B) {
+			r := setup(b)
+			if tree != "plain" {
+				plantRepos(b, r, 50)
+			}
+			benchPhases(b, r)
+		})
+	}
+}
+
+func benchPhases(b *testing.B, r *rig) {
 	bin := filepath.Join(r.dir, "box-phase")
 	build := exec.Command("go", "build", "-tags", "boxphase", "-trimpath", "-ldflags", "-s -w", "-o", bin, "../cmd/box")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")

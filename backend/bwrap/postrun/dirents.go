@@ -29,9 +29,27 @@ func openDir(dir string) (int, error) {
 	return fd, nil
 }
 
+// openDirAt is openDir, by name from dir's open parent when there is one (parent -1:
+// by its path).
+func openDirAt(parent int, name, dir string) (int, error) {
+	if parent < 0 {
+		return openDir(dir)
+	}
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return fd, nil
+}
+
 // readDirents reads the next buffer of fd's entries ("." and ".." left out); nil and no
 // error at the end. An entry whose type the filesystem does not say is lstatted.
 func readDirents(fd int, buf []byte) ([]dirent, error) {
+	return readDirentsInto(fd, buf, make([]dirent, 0, 32))
+}
+
+// readDirentsInto is readDirents appending to out (empty: the walk reuses one slice).
+func readDirentsInto(fd int, buf []byte, out []dirent) ([]dirent, error) {
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err != nil {
@@ -40,7 +58,6 @@ func readDirents(fd int, buf []byte) ([]dirent, error) {
 		if n <= 0 {
 			return nil, nil
 		}
-		out := make([]dirent, 0, 32)
 		for b := buf[:n]; len(b) >= 19; {
 			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 			if reclen < 19 || reclen > len(b) {

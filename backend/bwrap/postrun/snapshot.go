@@ -198,7 +198,7 @@ func Take(in Input) *Snapshot {
 	if dot := containing(in.Workdir); dot != "" {
 		t.repo(dot)
 	}
-	t.walk(in.Workdir, 0)
+	t.walk(-1, "", in.Workdir, 0)
 	for _, g := range in.Protected {
 		t.guard(g.Path, g.Runs)
 	}
@@ -224,6 +224,7 @@ type taker struct {
 	acc      access
 	dirs     map[string]string // realDir's resolved directories, for this snapshot
 	buf      []byte            // the walk's getdents buffer
+	ents     []dirent          // the walk's entries, reused from one directory to the next
 	listed   map[string]names  // guardAs's listings of guards' directories
 }
 
@@ -356,11 +357,17 @@ func gitRealPath(p string) string {
 	return filepath.Clean(p)
 }
 
+// heldFds bounds the directories the walk keeps open, to open their subdirectories by
+// name from them (one path component for the kernel to resolve, not the whole path
+// again); deeper, each is opened by its path.
+const heldFds = 32
+
 // walk visits dir's tree without following links or entering .git directories, and
-// takes every repository it meets.
-func (t *taker) walk(dir string, depth int) {
+// takes every repository it meets. parent, when not -1, is dir's parent directory, open,
+// and name dir's name in it.
+func (t *taker) walk(parent int, name, dir string, depth int) {
 	var fd int
-	if !t.opening(dir, func() (err error) { fd, err = openDir(dir); return err }) {
+	if !t.opening(dir, func() (err error) { fd, err = openDirAt(parent, name, dir); return err }) {
 		return
 	}
 	defer func() {
@@ -376,7 +383,10 @@ func (t *taker) walk(dir string, depth int) {
 		t.buf = make([]byte, 32<<10)
 	}
 	for {
-		ents, err := readDirents(fd, t.buf)
+		ents, err := readDirentsInto(fd, t.buf, t.ents[:0])
+		if ents != nil {
+			t.ents = ents[:0]
+		}
 		for _, e := range ents {
 			if t.entries++; t.entries > t.lim.Entries {
 				t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
@@ -402,15 +412,22 @@ func (t *taker) walk(dir string, depth int) {
 			break
 		}
 	}
-	unix.Close(fd)
+	held := fd
+	if depth >= heldFds || len(subdirs) == 0 {
+		unix.Close(fd)
+		held = -1
+	}
 	fd = -1
+	if held >= 0 {
+		defer unix.Close(held)
+	}
 	// A HEAD with a commondir is a git directory too: objects and refs are the common
 	// directory's.
 	if head && (objects && refs || commondir) {
 		t.repo(dir)
 	}
 	for _, n := range subdirs {
-		t.walk(filepath.Join(dir, n), depth+1)
+		t.walk(held, n, filepath.Join(dir, n), depth+1)
 	}
 }
 
@@ -847,25 +864,60 @@ func realDir(p string) string {
 // tens of thousands of lstats. The links are read once per snapshot, as the walk reads
 // each directory once: a snapshot is one look at the tree.
 func (t *taker) realDir(p string) string {
-	dir := filepath.Dir(p)
-	d, ok := t.dirs[dir]
-	if !ok {
-		r, err := filepath.EvalSymlinks(dir)
-		switch {
-		case err == nil:
-			d = r
-		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-			return p // refused (a mode the audit may yet grant itself): asked again next time
-		}
-		if t.dirs == nil {
-			t.dirs = map[string]string{}
-		}
-		t.dirs[dir] = d // "": not there, p kept as written, as realDir
-	}
-	if d == "" {
-		return p
+	d, ok := t.resolveDir(filepath.Dir(p))
+	if !ok || d == "" {
+		return p // refused, or not there: p kept as written, as realDir
 	}
 	return filepath.Join(d, filepath.Base(p))
+}
+
+// resolveDir is filepath.EvalSymlinks(dir), remembered for the snapshot: "" when dir is
+// not there, ok false when it could not be resolved (refused: a mode the audit may yet
+// grant itself, so asked again next time). Resolved parent first, each directory costs
+// one lstat, not one per component of its path: the protected set's directories in 50
+// repositories were some two thousand lstats per snapshot.
+func (t *taker) resolveDir(dir string) (string, bool) {
+	if d, ok := t.dirs[dir]; ok {
+		return d, true
+	}
+	if t.dirs == nil {
+		t.dirs = map[string]string{}
+	}
+	parent := filepath.Dir(dir)
+	if parent == dir || !filepath.IsAbs(dir) {
+		return t.evalDir(dir)
+	}
+	pd, ok := t.resolveDir(parent)
+	if !ok {
+		return "", false
+	}
+	d := ""
+	if pd != "" { // else its parent is not there: neither is it
+		fi, err := os.Lstat(filepath.Join(pd, filepath.Base(dir)))
+		switch {
+		case err == nil && fi.Mode()&fs.ModeSymlink == 0:
+			d = filepath.Join(pd, filepath.Base(dir))
+		case err == nil: // a link: resolved whole, as EvalSymlinks does
+			return t.evalDir(dir)
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return "", false
+		}
+	}
+	t.dirs[dir] = d
+	return d, true
+}
+
+func (t *taker) evalDir(dir string) (string, bool) {
+	d, err := filepath.EvalSymlinks(dir)
+	switch {
+	case err == nil:
+	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+		return "", false
+	default:
+		d = ""
+	}
+	t.dirs[dir] = d
+	return d, true
 }
 
 var errTooBig = errors.New("too large")

@@ -3,6 +3,7 @@ package protect
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -48,6 +49,9 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		}
 	}
 	var dotgits []string // .git entries found, in walk order
+	// The listings of the directories holding a .git entry (the tops), where most of the
+	// protected set's candidates are: looked up, not lstatted one by one.
+	listings := map[string]map[string]FileKind{}
 	type item struct {
 		dir   string
 		depth int
@@ -66,6 +70,9 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		if err != nil {
 			continue
 		}
+		if it.dir == workdir {
+			listings[workdir] = kindsOf(ents)
+		}
 		for _, e := range ents {
 			p := filepath.Join(it.dir, e.name)
 			if e.name == ".git" {
@@ -73,6 +80,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 				if it.dir != workdir {
 					t.Tops = append(t.Tops, it.dir)
 				}
+				listings[it.dir] = kindsOf(ents)
 				continue
 			}
 			if e.dir && !skipDirs[e.name] {
@@ -170,18 +178,79 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 	}
 	t.HomeLinks = homeLinks(home, workdir)
 	t.HookLinks = hookLinks(t, workdir)
-	for _, p := range t.Candidates(o) {
+	t.Exists = existing(t.Candidates(o), listings, buf)
+	return t
+}
+
+// existing is lstat's answer for each of paths (sorted, so a path's parent, when it is
+// a candidate too, comes before it), by as few system calls as that answer takes: a path
+// under an absent parent, or under a file, is absent; one in a directory listed (the
+// walk's, or listed here when it holds several candidates) is looked up in the listing.
+// A parent that is a link, or that cannot be listed, leaves its paths to lstat, which
+// follows the link as before.
+func existing(paths []string, listings map[string]map[string]FileKind, buf []byte) map[string]FileKind {
+	out := map[string]FileKind{}
+	siblings := map[string]int{}
+	for _, p := range paths {
+		siblings[filepath.Dir(p)]++
+	}
+	isCandidate := map[string]bool{}
+	for _, p := range paths {
+		isCandidate[p] = true
+	}
+	for _, p := range paths {
+		d := filepath.Dir(p)
+		if isCandidate[d] {
+			k, found := out[d]
+			if !found || k == File || k == Other {
+				continue // ENOENT or ENOTDIR: absent
+			}
+			if k == Link {
+				if fi, err := os.Lstat(p); err == nil {
+					out[p] = kindOf(fi)
+				}
+				continue
+			}
+		}
+		l, listed := listings[d]
+		if !listed && siblings[d] >= 3 {
+			if ents, err := readDir(d, buf); err == nil {
+				l = kindsOf(ents)
+			} else if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+				l = map[string]FileKind{}
+			}
+			listed = l != nil
+			listings[d] = l // nil: not listable (a link, refused); lstat below
+		}
+		if listed && l != nil {
+			if k, ok := l[filepath.Base(p)]; ok {
+				out[p] = k
+			}
+			continue
+		}
 		if fi, err := os.Lstat(p); err == nil {
-			t.Exists[p] = kindOf(fi)
+			out[p] = kindOf(fi)
 		}
 	}
-	return t
+	return out
+}
+
+func kindsOf(ents []dirent) map[string]FileKind {
+	m := make(map[string]FileKind, len(ents))
+	for _, e := range ents {
+		if e.kind == "" {
+			return nil // an entry lstat may not see: lstat decides, path by path
+		}
+		m[e.name] = e.kind
+	}
+	return m
 }
 
 type dirent struct {
 	name string
-	dir  bool // a real directory (never a symlink to one)
-	link bool // a symbolic link
+	dir  bool     // a real directory (never a symlink to one)
+	link bool     // a symbolic link
+	kind FileKind // what lstat would say ("" when fstatat could not say)
 }
 
 // readDir lists a directory in the order the kernel gives, with the types getdents
@@ -211,17 +280,32 @@ func readDir(dir string, buf []byte) ([]dirent, error) {
 				name = name[:i]
 			}
 			if nm := string(name); nm != "." && nm != ".." {
-				isDir, isLink := typ == unix.DT_DIR, typ == unix.DT_LNK
+				kind := kindOfType(typ)
 				if typ == unix.DT_UNKNOWN { // filesystems that do not say: ask
 					var st unix.Stat_t
-					ok := unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
-					isDir, isLink = ok && st.Mode&unix.S_IFMT == unix.S_IFDIR, ok && st.Mode&unix.S_IFMT == unix.S_IFLNK
+					kind = "" // unknown: listed, but what lstat would say is not known
+					if unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+						kind = kindOfType(uint8(st.Mode & unix.S_IFMT >> 12))
+					}
 				}
-				out = append(out, dirent{nm, isDir, isLink})
+				out = append(out, dirent{nm, kind == Dir, kind == Link, kind})
 			}
 			b = b[reclen:]
 		}
 	}
+}
+
+// kindOfType is the kind of a getdents type (DT_*, which is S_IFMT>>12).
+func kindOfType(typ uint8) FileKind {
+	switch typ {
+	case unix.DT_REG:
+		return File
+	case unix.DT_DIR:
+		return Dir
+	case unix.DT_LNK:
+		return Link
+	}
+	return Other
 }
 
 func kindOf(fi os.FileInfo) FileKind {
