@@ -319,7 +319,8 @@ func TestPublishWidenedBreach(t *testing.T) {
 }
 
 // TestExposeBwrapBox: box expose on a persistent bwrap box opens the door at each of its
-// sessions (it survives box exec sessions), and goes with the box.
+// sessions (it survives box exec sessions), and goes with the box; box exec --host-port
+// reaches the named host port in that session only.
 func TestExposeBwrapBox(t *testing.T) {
 	requirePortTools(t)
 	w := newWorld(t)
@@ -348,7 +349,11 @@ func TestExposeBwrapBox(t *testing.T) {
 		if got := get(l, lab.RoleHost, url); got != "" {
 			t.Fatalf("session %d: the door answers with no session running: %q", i, got)
 		}
-		r := startIn(t, l, w, nil, "exec", "-y", "web")
+		args := []string{"exec", "-y", "web"}
+		if i == 1 { // the second session also reaches a named host port (box exec --host-port)
+			args = []string{"exec", "-y", "--host-port", fmt.Sprint(namedHostPort), "web"}
+		}
+		r := startIn(t, l, w, nil, args...)
 		if got := get(l, lab.RoleHost, url); !strings.Contains(got, "served from the sandbox") {
 			t.Errorf("session %d: %s got %q\nstderr:\n%s", i, url, got, r.err.String())
 		}
@@ -361,6 +366,13 @@ func TestExposeBwrapBox(t *testing.T) {
 			t.Fatalf("box exec: %v\n%s", err, r.err.String())
 		}
 		r.stopped = true
+		named := strings.Contains(r.out.String(), fmt.Sprintf("host %d OK %s", namedHostPort, strings.TrimSpace(namedBody)))
+		if named != (i == 1) {
+			t.Errorf("session %d (--host-port only in session 1): the named host port reached = %v:\n%s\nstderr:\n%s", i, named, r.out.String(), r.err.String())
+		}
+		if strings.Contains(r.out.String(), "SECRET") {
+			t.Errorf("session %d: another host port reached:\n%s", i, r.out.String())
+		}
 	}
 	if code, out := box("rm", "web", "--force"); code != 0 {
 		t.Fatalf("box rm: %d\n%s", code, out)
