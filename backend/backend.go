@@ -46,6 +46,7 @@ type LaunchRequest struct {
 	AllowRoot bool     // run even though box runs as root
 	Allow     []string // tier allowlist names for this launch, beside the profile's
 	TTY       bool     // box exec -t: a terminal of the command's own (bwrap boxes)
+	HostPorts []uint16 // --host-port: host loopback ports this session reaches (bwrap boxes)
 }
 
 // Summary is one box as box list shows it.
@@ -73,7 +74,8 @@ type Info struct {
 	Summary
 	CPU, Memory, Disk string
 	Snapshots         []SnapshotInfo // oldest first
-	Exposed           []Exposure     // doors from the host's loopback (box expose)
+	Exposed           []Exposure     // doors from the host's loopback (box expose; a bwrap box's profile's publish, Device "profile")
+	HostPorts         []int          // a bwrap box's profile's host_ports: reached at every session as host.box.internal
 	// Imported, ImportedLast and ImportedCount record box import's trips ("", "", 0 for
 	// a box never imported).
 	Imported, ImportedLast string

@@ -171,6 +171,8 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		return nil, err
 	}
 	plan.Probes = append(plan.Probes, DevShellProbes(p.Vars)...) // devshell.go
+	ports := startPorts(p, &plan, facts.Addrs, hex.EncodeToString(nonce))
+	defer ports.stop()
 	planJSON, err := json.Marshal(plan)
 	if err != nil {
 		return nil, err
@@ -200,6 +202,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		return nil, &RunnerError{code}
 	}
 	obs = SettleTerminal(obs, stillChanged)
+	obs = ports.settle(obs) // publish.go: what the outside saw of the ports
 	// Settle runs the host's git where the probes planted, after the audit: as the
 	// operator would, once the run is over.
 	obs = Settle(plan, obs)

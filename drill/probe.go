@@ -178,7 +178,7 @@ func (r *runner) run(pr Probe) (o Observation) {
 	case KindHiddenRepo:
 		o.Seen, o.Detail, err = probeHiddenRepo(pr.Targets)
 	default:
-		err = fmt.Errorf("unknown probe kind %q", pr.Kind)
+		o.Seen, o.Detail, err = r.probePorts(pr) // publish.go; else an unknown kind
 	}
 	if err != nil {
 		o.Err = err.Error()

@@ -177,6 +177,7 @@ func (be Boxes) Info(name string) (backend.Info, error) {
 	if out.Exposed, err = exposuresOf(b); err != nil { // publish_box.go
 		return backend.Info{}, err
 	}
+	profilePorts(b, &out) // publish_box.go
 	return out, nil
 }
 

@@ -64,6 +64,7 @@ func (be Boxes) launch(name string, command []string, l backend.LaunchRequest, n
 	if err != nil {
 		return err
 	}
+	req.HostPorts = l.HostPorts // --host-port: this session's, beside the profile's (publish.go)
 	s := be.session(l.Yes)
 	s.NoTTY = noTTY
 	out, err := s.Run(req)

@@ -152,3 +152,15 @@ func boxPorts(b *dirbox.Box, req *Request) error {
 	req.Exposed = cur
 	return nil
 }
+
+// profilePorts adds to box info what the box's profile forwards at every session: its
+// publish (as exposures of Device "profile") and its host_ports.
+func profilePorts(b *dirbox.Box, out *backend.Info) {
+	if b.Profile == nil {
+		return
+	}
+	for _, m := range b.Profile.Publish {
+		out.Exposed = append(out.Exposed, backend.Exposure{Device: "profile", Port: int(m.Sandbox), HostPort: int(m.Host)})
+	}
+	out.HostPorts = append([]int{}, b.Profile.HostPorts...)
+}

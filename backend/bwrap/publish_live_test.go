@@ -230,7 +230,9 @@ func TestPublishRefusals(t *testing.T) {
 // BenchmarkPublish: a 200 MiB download through the published port against the same
 // server (python3 -m http.server) on the host's loopback directly, and the time to
 // connect and fetch a small page, as ratios (published/direct throughput; published/
-// direct latency). About a minute on a quiet machine; BOX_BENCH_MIB shrinks the file.
+// direct latency); the same for pasta's own forwarding (pasta -t, the internet tier's
+// helper) in the same run. About a minute on a quiet machine; BOX_BENCH_MIB shrinks the
+// file.
 func BenchmarkPublish(b *testing.B) {
 	requirePortTools(b)
 	w := newWorld(b)
@@ -254,6 +256,13 @@ func BenchmarkPublish(b *testing.B) {
 	if err := l.StartProc(srv); err != nil {
 		b.Fatal(err)
 	}
+	// The same server behind pasta's own forwarding (-t, the internet tier's helper), as
+	// the same user: its namespace's 127.0.0.1:pubSandboxPort on the host's 127.0.0.1:pastaPort.
+	const pastaPort = 3002
+	pasta := l.UserCommand(ctx, w.uid, w.gid, "/bin/sh", "-c", fmt.Sprintf("PATH=/usr/local/bin:/usr/bin:/bin exec pasta --config-net --quiet --foreground --ipv4-only -t 127.0.0.1/%d:%d -u none -T none -U none -- python3 -m http.server --bind 127.0.0.1 --directory \"$0\" %d", pastaPort, pubSandboxPort, pubSandboxPort), w.proj)
+	if err := l.StartProc(pasta); err != nil {
+		b.Fatal(err)
+	}
 	client := &http.Client{Transport: &http.Transport{DialContext: lab.Dialer(l.HostNS()), DisableKeepAlives: true}}
 	fetch := func(port int, path string) (int64, error) {
 		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/%s", port, path))
@@ -263,14 +272,16 @@ func BenchmarkPublish(b *testing.B) {
 		defer resp.Body.Close()
 		return io.Copy(io.Discard, resp.Body)
 	}
-	for {
-		if _, err := fetch(directPort, "index.html"); err == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			b.Fatal(ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+	for _, port := range []int{directPort, pastaPort} {
+		for {
+			if n, err := fetch(port, "index.html"); err == nil && n > 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				b.Fatal(ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 	}
 	timed := func(port int, path string, want int64) time.Duration {
@@ -283,14 +294,17 @@ func BenchmarkPublish(b *testing.B) {
 	}
 	size := int64(mib) << 20
 	const pings = 50
-	var direct, published, directLat, publishedLat time.Duration
+	var direct, published, viaPasta, directLat, publishedLat, pastaLat time.Duration
 	b.ResetTimer()
 	for b.Loop() {
+		// Interleaved, so a load on the machine weighs on the three alike.
 		direct += timed(directPort, "big.bin", size)
 		published += timed(pubHostPort, "big.bin", size)
+		viaPasta += timed(pastaPort, "big.bin", size)
 		for range pings {
 			directLat += timed(directPort, "index.html", 0)
 			publishedLat += timed(pubHostPort, "index.html", 0)
+			pastaLat += timed(pastaPort, "index.html", 0)
 		}
 	}
 	b.StopTimer()
@@ -301,6 +315,10 @@ func BenchmarkPublish(b *testing.B) {
 	b.ReportMetric(float64(directLat.Microseconds())/float64(pings*b.N), "direct-us/conn")
 	b.ReportMetric(float64(publishedLat.Microseconds())/float64(pings*b.N), "published-us/conn")
 	b.ReportMetric(publishedLat.Seconds()/directLat.Seconds(), "latency-ratio")
+	b.ReportMetric(mbps(viaPasta), "pasta-MiB/s")
+	b.ReportMetric(direct.Seconds()/viaPasta.Seconds(), "pasta-throughput-ratio")
+	b.ReportMetric(float64(pastaLat.Microseconds())/float64(pings*b.N), "pasta-us/conn")
+	b.ReportMetric(pastaLat.Seconds()/directLat.Seconds(), "pasta-latency-ratio")
 }
 
 // TestPublishWidenedBreach: the test above can see a breach. With the narrowing off (a
@@ -319,7 +337,8 @@ func TestPublishWidenedBreach(t *testing.T) {
 }
 
 // TestExposeBwrapBox: box expose on a persistent bwrap box opens the door at each of its
-// sessions (it survives box exec sessions), and goes with the box.
+// sessions (it survives box exec sessions), and goes with the box; box exec --host-port
+// reaches the named host port in that session only.
 func TestExposeBwrapBox(t *testing.T) {
 	requirePortTools(t)
 	w := newWorld(t)
@@ -348,7 +367,11 @@ func TestExposeBwrapBox(t *testing.T) {
 		if got := get(l, lab.RoleHost, url); got != "" {
 			t.Fatalf("session %d: the door answers with no session running: %q", i, got)
 		}
-		r := startIn(t, l, w, nil, "exec", "-y", "web")
+		args := []string{"exec", "-y", "web"}
+		if i == 1 { // the second session also reaches a named host port (box exec --host-port)
+			args = []string{"exec", "-y", "--host-port", fmt.Sprint(namedHostPort), "web"}
+		}
+		r := startIn(t, l, w, nil, args...)
 		if got := get(l, lab.RoleHost, url); !strings.Contains(got, "served from the sandbox") {
 			t.Errorf("session %d: %s got %q\nstderr:\n%s", i, url, got, r.err.String())
 		}
@@ -361,6 +384,13 @@ func TestExposeBwrapBox(t *testing.T) {
 			t.Fatalf("box exec: %v\n%s", err, r.err.String())
 		}
 		r.stopped = true
+		named := strings.Contains(r.out.String(), fmt.Sprintf("host %d OK %s", namedHostPort, strings.TrimSpace(namedBody)))
+		if named != (i == 1) {
+			t.Errorf("session %d (--host-port only in session 1): the named host port reached = %v:\n%s\nstderr:\n%s", i, named, r.out.String(), r.err.String())
+		}
+		if strings.Contains(r.out.String(), "SECRET") {
+			t.Errorf("session %d: another host port reached:\n%s", i, r.out.String())
+		}
 	}
 	if code, out := box("rm", "web", "--force"); code != 0 {
 		t.Fatalf("box rm: %d\n%s", code, out)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heavy-duty/box/backend"
+	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 )
@@ -126,5 +128,19 @@ func TestHostsFile(t *testing.T) {
 	got := string(hostsFile([]byte("127.0.0.1 localhost")))
 	if got != "127.0.0.1 localhost\n# box: the host's named ports (--host-port)\n127.254.0.1\thost.box.internal\n" {
 		t.Errorf("hosts = %q", got)
+	}
+}
+
+// box info of a bwrap box says what its profile forwards at every session: its publish
+// among the doors, its host_ports as the ports reached.
+func TestProfilePortsInfo(t *testing.T) {
+	b := &dirbox.Box{Stamp: dirbox.Stamp{Profile: &profiles.Profile{Publish: []policy.PortMap{{Host: 8080, Sandbox: 3000}}, HostPorts: []int{5432}}}}
+	var out backend.Info
+	profilePorts(b, &out)
+	if len(out.Exposed) != 1 || out.Exposed[0] != (backend.Exposure{Device: "profile", Port: 3000, HostPort: 8080}) {
+		t.Errorf("exposed: %+v", out.Exposed)
+	}
+	if len(out.HostPorts) != 1 || out.HostPorts[0] != 5432 {
+		t.Errorf("host ports: %v", out.HostPorts)
 	}
 }

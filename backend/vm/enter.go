@@ -25,6 +25,9 @@ func (b Backend) Enter(name string, l backend.LaunchRequest) error {
 // refuseLaunch: the launch flags mean nothing to a vm box (no host environment enters
 // it, and box never runs it as the host's root); refused rather than ignored.
 func refuseLaunch(l backend.LaunchRequest) error {
+	if len(l.HostPorts) > 0 {
+		return errs.Usage("to open a vm box's port on your loopback: box expose BOX PORT", "--host-port is for bwrap boxes: a vm box reaches no host port")
+	}
 	if l.Yes || l.AllowRoot || len(l.Allow) > 0 {
 		return errs.Usage("drop -y, --allow-root and --allow for a vm box", "-y, --allow-root and --allow are for bwrap boxes: a vm box gets no host environment to audit, and its network is the box bridge's")
 	}

@@ -113,6 +113,9 @@ func printBwrapInfo(e *env, info infoJSON) error {
 	for _, x := range info.Exposed {
 		row("exposed", fmt.Sprintf("127.0.0.1:%d -> port %d (while a session runs)", x.HostPort, x.Port))
 	}
+	for _, h := range info.HostPorts { // the profile's host_ports (publish.go)
+		row("host port", fmt.Sprintf("host.box.internal:%d -> the host's 127.0.0.1:%d (at every session)", h, h))
+	}
 	var s []string
 	for _, sn := range info.Snapshots {
 		s = append(s, sn.Name)

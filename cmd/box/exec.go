@@ -8,6 +8,7 @@ import (
 func newExecCmd(e *env) *cobra.Command {
 	var l launchFlags
 	var tty bool
+	var hostPorts []string
 	cmd := &cobra.Command{
 		Use:     "exec [flags] BOX -- COMMAND [ARG...]",
 		Short:   "run a command in a box as its user; its exit code is box's",
@@ -28,7 +29,9 @@ skips the question, without a terminal and without -y box refuses; as root only 
 With -t and a terminal on stdin, the command gets a terminal of its own that box relays
 (job control, Ctrl-C to it, the window size followed; your terminal is never passed in);
 without -t a terminal on stdio reaches it as a pipe. -t is for bwrap boxes; in a vm box
-use box shell.`,
+use box shell. --host-port 5432 lets this session reach the host's 127.0.0.1:5432 as
+host.box.internal:5432, beside the profile's host_ports (bwrap boxes; refused for a vm
+box, whose ports box expose opens; box expose opens a bwrap box's ports too).`,
 		Example: `  box exec work -- git -C ~/src/app status
   box exec work -- sh -c 'cd ~/src/app && make test'
   tar -cz . | box exec work -- tar -xz -C /tmp/upload
@@ -52,6 +55,9 @@ use box shell.`,
 				return err
 			}
 			req := l.req()
+			if _, req.HostPorts, err = portFlags(nil, hostPorts); err != nil {
+				return err
+			}
 			if req.TTY = tty; tty {
 				if _, vm := be.(vmBackend); vm {
 					return usagef("use 'box shell "+box+"' for a terminal in a vm box", "box exec -t: %s is a vm box; -t is for bwrap boxes", box)
@@ -62,6 +68,7 @@ use box shell.`,
 	}
 	l.register(cmd)
 	cmd.Flags().BoolVarP(&tty, "tty", "t", false, "give the command a terminal of its own (bwrap boxes)")
+	cmd.Flags().StringArrayVar(&hostPorts, "host-port", nil, hostPortUsage)
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }

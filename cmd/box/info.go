@@ -102,6 +102,8 @@ type infoJSON struct {
 	Snapshots []snapshotJSON `json:"snapshots"`
 	// Exposed are the box's doors from the host's loopback (box expose).
 	Exposed []vm.Exposure `json:"exposed"`
+	// HostPorts: a bwrap box's profile's host_ports, reached at every session ([] for vm).
+	HostPorts []int `json:"host_ports"`
 	// Imported, ImportedLast and ImportedCount record box import's trips ("", "", 0
 	// for a box never imported).
 	Imported      string `json:"imported"`
@@ -119,7 +121,7 @@ type snapshotJSON struct {
 func infoJSONOf(i backend.Info) infoJSON {
 	out := infoJSON{
 		boxJSON: boxJSON(i.Summary), CPU: i.CPU, Memory: i.Memory, Disk: i.Disk,
-		Snapshots: []snapshotJSON{}, Exposed: []vm.Exposure{},
+		Snapshots: []snapshotJSON{}, Exposed: []vm.Exposure{}, HostPorts: append([]int{}, i.HostPorts...),
 		Imported: i.Imported, ImportedLast: i.ImportedLast, ImportedCount: i.ImportedCount, Home: i.Home,
 	}
 	for _, s := range i.Snapshots {

@@ -7,6 +7,7 @@ import (
 
 func newShellCmd(e *env) *cobra.Command {
 	var l launchFlags
+	var hostPorts []string
 	cmd := &cobra.Command{
 		Use:     "shell BOX",
 		Short:   "open a login shell in a box as its user",
@@ -20,7 +21,9 @@ in the same user as its source. For a root shell: box incus BOX -- exec {} -- ba
 
 A bwrap box: a login shell (bash, else sh) in its sandbox, in its working directory,
 with its own home at $HOME and exactly box run's isolation (environment allowlist and
-audit: -y skips the question; as root only with --allow-root).`,
+audit: -y skips the question; as root only with --allow-root). --host-port 5432 lets
+this session reach the host's 127.0.0.1:5432 as host.box.internal:5432, beside the
+profile's host_ports (bwrap boxes only).`,
 		Example: `  box shell work
   box shell feature        # a clone: the same user as the box it came from`,
 		Args:              boxArgs(1, "one box"),
@@ -30,10 +33,15 @@ audit: -y skips the question; as root only with --allow-root).`,
 			if err != nil {
 				return err
 			}
-			return be.Enter(args[0], l.req())
+			req := l.req()
+			if _, req.HostPorts, err = portFlags(nil, hostPorts); err != nil {
+				return err
+			}
+			return be.Enter(args[0], req)
 		},
 	}
 	l.register(cmd)
+	cmd.Flags().StringArrayVar(&hostPorts, "host-port", nil, hostPortUsage)
 	return cmd
 }
 
@@ -41,3 +49,6 @@ audit: -y skips the question; as root only with --allow-root).`,
 func (v vmBackend) Enter(name string, l backend.LaunchRequest) error {
 	return v.vm().Enter(name, l)
 }
+
+// hostPortUsage is --host-port's help on the verbs that enter a box.
+const hostPortUsage = "bwrap boxes: let this session reach the host's 127.0.0.1:PORT as host.box.internal:PORT, beside the profile's host_ports (repeatable; tiers none, allowlist, internet)"
