@@ -19,11 +19,17 @@ type Filter struct {
 	Policy Policy
 	Dial   func() (net.Conn, error)
 	Log    io.Writer
+	// MaxLog caps what Log receives (0: DefaultMaxLog).
+	MaxLog int64
 
 	mu      sync.Mutex
 	signed  int
 	refused int
 	noBind  int // refused for want of a session-bind: said apart in the summary
+	// logged is what Log received; past the cap, requests are only counted.
+	logged                           int64
+	truncated                        bool
+	unloggedAllowed, unloggedRefused int
 	conns   map[net.Conn]struct{}
 	ln      net.Listener
 	closed  bool
@@ -119,6 +125,7 @@ func (f *Filter) Close() error {
 	}
 	f.mu.Unlock()
 	f.wg.Wait()
+	f.closeLog()
 	return err
 }
 
