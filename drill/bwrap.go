@@ -171,6 +171,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		return nil, err
 	}
 	plan.Probes = append(plan.Probes, DevShellProbes(p.Vars)...) // devshell.go
+	defer sshAgentRows(p, hex.EncodeToString(nonce), &plan, stderr)()
 	planJSON, err := json.Marshal(plan)
 	if err != nil {
 		return nil, err
