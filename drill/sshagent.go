@@ -373,20 +373,24 @@ func (r *runner) askSignature(forwarded bool, args []string) (bool, string, erro
 		return false, "", err
 	}
 	bind := ssh.Marshal(sessionBindMsg{HostKey: host.PublicKey().Marshal(), SessionID: sid, Signature: ssh.Marshal(hsig), Forwarding: forwarded})
-	var keys []ssh.PublicKey
-	for _, a := range args[1:] {
-		if k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(a)); err == nil {
-			keys = append(keys, k)
-		}
-	}
 	// The bind may be refused (an agent without the extension): ask anyway, as an
-	// attacker would.
+	// attacker would. The keys the agent lists go last: the log's last refusal is about
+	// a key the sandbox may use.
 	_, bindErr := ag.Extension("session-bind@openssh.com", bind)
+	var keys, shown []ssh.PublicKey
+	seen := map[string]bool{}
 	if listed, err := ag.List(); err == nil {
 		for _, k := range listed {
+			shown = append(shown, k)
+			seen[string(k.Marshal())] = true
+		}
+	}
+	for _, a := range args[1:] {
+		if k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(a)); err == nil && !seen[string(k.Marshal())] {
 			keys = append(keys, k)
 		}
 	}
+	keys = append(keys, shown...)
 	if len(keys) == 0 {
 		return false, "", errors.New("no key to ask a signature of")
 	}

@@ -26,14 +26,15 @@ type Filter struct {
 	signed  int
 	refused int
 	noBind  int // refused for want of a session-bind: said apart in the summary
-	// logged is what Log received; past the cap, requests are only counted.
-	logged                           int64
-	truncated                        bool
-	unloggedAllowed, unloggedRefused int
 	conns   map[net.Conn]struct{}
 	ln      net.Listener
 	closed  bool
 	wg      sync.WaitGroup
+
+	// logged is what Log received; past the cap, requests are only counted.
+	logged                           int64
+	truncated                        bool
+	unloggedAllowed, unloggedRefused int
 }
 
 // The reasons a request is refused, as the log says them.
