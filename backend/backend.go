@@ -34,6 +34,8 @@ type MintRequest struct {
 	// Backend is the backend asked for ("" lets the profile or source decide); Network
 	// and Workdir are a bwrap box's tier and working directory.
 	Backend, Network, Workdir string
+	// SSHHosts are a bwrap box's --ssh-host destinations, stamped beside its profile's ssh.hosts.
+	SSHHosts []string
 	// Given are the settings the operator gave explicitly (named as the fields are, in
 	// lower case: "cpu", "timeout", "network", ...), so a backend can refuse one it cannot
 	// honour rather than ignore it, and tell a default from a choice.

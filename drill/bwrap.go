@@ -173,6 +173,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	plan.Probes = append(plan.Probes, DevShellProbes(p.Vars)...) // devshell.go
 	ports := startPorts(p, &plan, facts.Addrs, hex.EncodeToString(nonce))
 	defer ports.stop()
+	defer sshAgentRows(p, hex.EncodeToString(nonce), &plan, stderr)()
 	planJSON, err := json.Marshal(plan)
 	if err != nil {
 		return nil, err

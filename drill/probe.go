@@ -177,6 +177,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probePlantRepo(pr.Targets)
 	case KindHiddenRepo:
 		o.Seen, o.Detail, err = probeHiddenRepo(pr.Targets)
+	case KindSSHAgent:
+		o.Seen, o.Detail, err = r.probeSSHAgent(pr.Targets) // sshagent.go
 	default:
 		o.Seen, o.Detail, err = r.probePorts(pr) // publish.go; else an unknown kind
 	}

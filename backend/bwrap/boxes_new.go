@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
+	"github.com/heavy-duty/box/backend/bwrap/sshagent"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
@@ -111,6 +113,9 @@ func (be Boxes) Mint(r backend.MintRequest) error {
 	if err := profiles.CheckKeys(profiles.UseBox, prof, tmpl); err != nil {
 		return err
 	}
+	if prof, err = stampSSHHosts(prof, r.SSHHosts); err != nil {
+		return err
+	}
 	if err := be.nameFree(r.Name); err != nil {
 		return err
 	}
@@ -176,4 +181,25 @@ func (be Boxes) check(st dirbox.Stamp) error {
 	s.Stderr = io.Discard
 	_, err = be.Plan(s, b, req)
 	return err
+}
+
+// stampSSHHosts is prof with box new's --ssh-host destinations added to its ssh.hosts:
+// the box's stamp carries them, so every box exec and box shell gets the same filtered
+// agent. Without the profile's ssh (no keys chosen) they are refused, as box run does.
+func stampSSHHosts(prof *profiles.Profile, hosts []string) (*profiles.Profile, error) {
+	if len(hosts) == 0 {
+		return prof, nil
+	}
+	for _, h := range hosts {
+		if err := sshagent.CheckHost(h); err != nil {
+			return nil, &errs.UsageError{Err: err}
+		}
+	}
+	if prof.SSH == nil {
+		return nil, errs.WithHint(ErrSSHNoKeys, "add ssh = { keys = [\"SHA256:...\"] } to a profile of yours (ssh-add -l lists the fingerprints), and make the box with --profile PROFILE")
+	}
+	p, ssh := *prof, *prof.SSH
+	ssh.Hosts = append(slices.Clone(ssh.Hosts), hosts...)
+	p.SSH = &ssh
+	return &p, nil
 }

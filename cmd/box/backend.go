@@ -136,7 +136,7 @@ func mintRequest(o *newOptions, given []string) backend.MintRequest {
 		Name: o.Name, Template: o.Template, Profile: o.profile, From: o.from,
 		CPU: o.CPU, Memory: o.Memory, Disk: o.Disk, VM: o.VM, Container: o.Container,
 		Timeout: o.timeout, Backend: o.backend, Network: o.network, Workdir: o.workdir,
-		Given: given,
+		SSHHosts: o.sshHosts, Given: given,
 	}
 }
 

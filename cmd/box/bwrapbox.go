@@ -70,7 +70,7 @@ func (be bwrapBackend) Mint(r backend.MintRequest) error {
 		return usagef("box names are letters, digits and hyphens, starting with a letter", "%s", err)
 	}
 	if r.From != "" {
-		if err := refuseFlags(r.Given, []string{"template", "profile", "network"}, "a clone", "a clone is a copy of its source: drop them, or mint a new box without --from"); err != nil {
+		if err := refuseFlags(r.Given, []string{"template", "profile", "network", "ssh-host"}, "a clone", "a clone is a copy of its source: drop them, or mint a new box without --from"); err != nil {
 			return err
 		}
 		if _, _, err := vm.ParseFrom(r.From); err != nil {

@@ -16,6 +16,7 @@ type newOptions struct {
 	timeout time.Duration
 	// bwrap boxes (newbackend.go)
 	backend, network, workdir string
+	sshHosts                  []string
 }
 
 func newNewCmd(e *env) *cobra.Command { return newNewCmdWith(e, nil) }
@@ -35,9 +36,11 @@ The backend: --backend, else the --profile's, else the --from source's, else vm.
 --backend bwrap the box is a persistent bwrap sandbox: box run's isolation with a home
 of its own, stamped with its profile (default $BOX_PROFILE, else "default"), template,
 network tier (--network, default the profile's) and working directory (--workdir,
-default the current one); see 'box help shell'. The vm-only flags (--cpu, --memory,
---disk, --vm, --container, --timeout) are refused for it, and --network and --workdir
-for a vm box. A name is unique across both backends.
+default the current one), and --ssh-host's hosts (beside the profile's ssh.hosts: every
+box exec and box shell gets box's filtering ssh-agent for them); see 'box help shell'. The
+vm-only flags (--cpu, --memory,
+--disk, --vm, --container, --timeout) are refused for it, and --network, --workdir and
+--ssh-host for a vm box. A name is unique across both backends.
 
 For a vm box:
 

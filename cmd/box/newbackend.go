@@ -17,6 +17,7 @@ func newBackendFlags(cmd *cobra.Command, o *newOptions) {
 	f.StringVar(&o.backend, "backend", "", "vm or bwrap (default: a clone's source's, else the profile's (--profile or $BOX_PROFILE), else vm)")
 	f.StringVar(&o.network, "network", "", "bwrap boxes: the network tier, "+policy.TierList("or")+" (default: the profile's)")
 	f.StringVar(&o.workdir, "workdir", "", "bwrap boxes: the working directory the box is bound to (default: the current one)")
+	f.StringArrayVar(&o.sshHosts, "ssh-host", nil, "bwrap boxes: let the profile's ssh keys sign SSH logins to HOST or HOST:PORT, stamped on the box (repeatable; adds to the profile's ssh.hosts)")
 }
 
 // newIsBwrap decides box new's backend: --backend, else the profile's (--profile), else
@@ -72,6 +73,6 @@ func newIsBwrap(e *env, o *newOptions, given []string) (bool, error) {
 			return false, withHint(fmt.Errorf("a bwrap box named %q already exists", o.Name), "pick another --name: a name is unique across both backends ('box list' shows the boxes)")
 		}
 	}
-	return false, refuseFlags(given, []string{"network", "workdir"}, "a vm box",
-		"a vm box's network is the box bridge (set up by 'box setup-host') and it has no host working directory; --network and --workdir are for --backend bwrap")
+	return false, refuseFlags(given, []string{"network", "workdir", "ssh-host"}, "a vm box",
+		"a vm box's network is the box bridge (set up by 'box setup-host') and it has no host working directory or agent of the host; --network, --workdir and --ssh-host are for --backend bwrap")
 }

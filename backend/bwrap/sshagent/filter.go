@@ -19,6 +19,8 @@ type Filter struct {
 	Policy Policy
 	Dial   func() (net.Conn, error)
 	Log    io.Writer
+	// MaxLog caps what Log receives (0: DefaultMaxLog).
+	MaxLog int64
 
 	mu      sync.Mutex
 	signed  int
@@ -28,6 +30,11 @@ type Filter struct {
 	ln      net.Listener
 	closed  bool
 	wg      sync.WaitGroup
+
+	// logged is what Log received; past the cap, requests are only counted.
+	logged                           int64
+	truncated                        bool
+	unloggedAllowed, unloggedRefused int
 }
 
 // The reasons a request is refused, as the log says them.
@@ -119,6 +126,7 @@ func (f *Filter) Close() error {
 	}
 	f.mu.Unlock()
 	f.wg.Wait()
+	f.closeLog()
 	return err
 }
 

@@ -1,0 +1,61 @@
+package bwrap_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/drill/lab"
+	"github.com/heavy-duty/box/internal/boxtest"
+	"github.com/heavy-duty/box/internal/testenv"
+)
+
+// TestSSHAgentDrill: box drill of a sandbox with box's filtering agent (the ssh lab of
+// TestSSHAgentFilter, tier full) passes the ssh rows: the key files invisible, the
+// host's agent unreachable by path, abstract name and inherited fd, no signature for a
+// session bound to a host key no allowed host has, nor for a forwarded one. The same
+// drill of the test build with the filter (ssh-agent), the unix-socket mediation
+// (sockets), the abstract scope (abstract) and the fd closing (fds) off, and a profile
+// mounting ~/.ssh, reports every one of those rows BREACH: each row can fail. Two full
+// drills: about 2.5 minutes on a loaded 2-core machine.
+func TestSSHAgentDrill(t *testing.T) {
+	boxtest.RequireLab(t)
+	for _, tool := range []string{"ssh", "ssh-agent", "ssh-add", "ssh-keygen", "git"} {
+		testenv.RequireTool(t, tool)
+	}
+	w := newWorld(t)
+	l := lab.New(t)
+	s := newSSHLab(t, w, l)
+	w.env = append(boxtest.EnvWithout(w.env, "SSH_AUTH_SOCK"), "SSH_AUTH_SOCK="+s.agentSock)
+	prof := fmt.Sprintf("network = \"full\"\nssh = { hosts = [%q], keys = [%q] }\n", forgeHost, s.chosenFP)
+	w.write(filepath.Join(w.home, ".config", "box", "profiles", "push.toml"), prof)
+	w.write(filepath.Join(w.home, ".config", "box", "profiles", "leaky.toml"), prof+"[[mounts]]\npath = \"~/.ssh\"\n")
+	rows := []string{drill.SSHKeyFileID, drill.SSHAgentPathID, drill.SSHAgentAbsID, drill.SSHAgentFDID, drill.SSHSignHostID, drill.SSHSignForwardID}
+
+	r := w.drill(l, "-p", "push")
+	for _, id := range rows {
+		r.want(t, id, drill.Pass)
+		t.Logf("%s: %s", id, r.rows[id].Observed)
+	}
+	// Refused for the rule each row is about (the filter's log, read inside, says why).
+	for id, why := range map[string]string{drill.SSHSignHostID: "not one of an allowed host's", drill.SSHSignForwardID: "forwarded connection"} {
+		if !strings.Contains(r.rows[id].Observed, why) {
+			t.Errorf("%s: %q does not give the reason %q", id, r.rows[id].Observed, why)
+		}
+	}
+	if t.Failed() {
+		t.Logf("drill:\n%s\nstderr:\n%s", r.table(), r.stderr)
+	}
+
+	w.withProtectionOff(t, "ssh-agent,sockets,abstract,fds")
+	r = w.drill(l, "-p", "leaky")
+	for _, id := range rows {
+		r.want(t, id, drill.Breach)
+		t.Logf("%s, off: %s", id, r.rows[id].Observed)
+	}
+	if t.Failed() {
+		t.Logf("drill, protections off:\n%s\nstderr:\n%s", r.table(), r.stderr)
+	}
+}
