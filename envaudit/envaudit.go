@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/heavy-duty/box/internal/charclass"
 )
@@ -68,21 +66,65 @@ func checkShape(name, value string) string {
 	return ""
 }
 
-// localeForm is a locale name's structure: C or POSIX, or language[_TERRITORY][.codeset]
-// [@modifier] (a token of the right characters, Xk9fQ2mZp7, is no locale). Compiled on
-// first use: every verb would pay it at start-up, only launches need it.
-var localeForm = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(C|POSIX|[a-z]{2,3}(_([A-Z]{2}|[0-9]{3}))?)(\.[A-Za-z0-9-]{1,20})?(@[a-z0-9]{1,16})?$`)
-})
+// isLocale reports whether s has a locale name's structure: C or POSIX, or
+// language[_TERRITORY][.codeset][@modifier] (a token of the right characters,
+// Xk9fQ2mZp7, is no locale). It is the regular expression
+// ^(C|POSIX|[a-z]{2,3}(_([A-Z]{2}|[0-9]{3}))?)(\.[A-Za-z0-9-]{1,20})?(@[a-z0-9]{1,16})?$
+// by hand (envaudit_test.go holds them to each other): compiling it cost every launch
+// more than the rest of the audit.
+func isLocale(s string) bool {
+	head, rest := s, ""
+	if i := strings.IndexAny(s, ".@"); i >= 0 {
+		head, rest = s[:i], s[i:]
+	}
+	if !isLocaleHead(head) {
+		return false
+	}
+	if r, ok := strings.CutPrefix(rest, "."); ok {
+		codeset := r
+		rest = ""
+		if i := strings.IndexByte(r, '@'); i >= 0 {
+			codeset, rest = r[:i], r[i:]
+		}
+		if len(codeset) < 1 || len(codeset) > 20 || !charclass.All(codeset, localeCodeset) {
+			return false
+		}
+	}
+	if rest == "" {
+		return true
+	}
+	mod, ok := strings.CutPrefix(rest, "@")
+	return ok && len(mod) >= 1 && len(mod) <= 16 && charclass.All(mod, localeModifier)
+}
+
+// isLocaleHead: C, POSIX, or language[_TERRITORY].
+func isLocaleHead(h string) bool {
+	if h == "C" || h == "POSIX" {
+		return true
+	}
+	lang, terr, hasTerr := strings.Cut(h, "_")
+	if len(lang) < 2 || len(lang) > 3 || !charclass.All(lang, localeLower) {
+		return false
+	}
+	return !hasTerr || (len(terr) == 2 && charclass.All(terr, localeUpper)) || (len(terr) == 3 && charclass.All(terr, localeDigit))
+}
+
+var (
+	localeLower    = charclass.New("a-z")
+	localeUpper    = charclass.New("A-Z")
+	localeDigit    = charclass.New("0-9")
+	localeCodeset  = charclass.New("A-Za-z0-9-")
+	localeModifier = charclass.New("a-z0-9")
+)
 
 // fitsForm checks the structure of the values that have one: a locale, a list of them.
 func fitsForm(name, value string) bool {
 	switch sh := baseShapes[name]; {
 	case sh == localeShape:
-		return localeForm().MatchString(value)
+		return isLocale(value)
 	case name == "LANGUAGE":
 		for _, l := range strings.Split(value, ":") {
-			if l != "" && !localeForm().MatchString(l) {
+			if l != "" && !isLocale(l) {
 				return false
 			}
 		}

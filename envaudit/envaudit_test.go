@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -416,3 +417,35 @@ func TestAuditListNotSecret(t *testing.T) {
 }
 
 func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
+
+// TestIsLocaleAgreesWithRegexp holds isLocale to the regular expression it replaces:
+// every string of up to five bytes over an alphabet of the grammar's edges, and the
+// length bounds of each part.
+func TestIsLocaleAgreesWithRegexp(t *testing.T) {
+	re := regexp.MustCompile(`^(C|POSIX|[a-z]{2,3}(_([A-Z]{2}|[0-9]{3}))?)(\.[A-Za-z0-9-]{1,20})?(@[a-z0-9]{1,16})?$`)
+	check := func(s string) {
+		if got, want := isLocale(s), re.MatchString(s); got != want {
+			t.Errorf("isLocale(%q) = %v, the regexp says %v", s, got, want)
+		}
+	}
+	alphabet := []string{"a", "C", "P", "U", "1", "_", ".", "@", "-", "é"}
+	var walk func(prefix string, n int)
+	walk = func(prefix string, n int) {
+		check(prefix)
+		if n == 0 {
+			return
+		}
+		for _, a := range alphabet {
+			walk(prefix+a, n-1)
+		}
+	}
+	walk("", 5)
+	rep := strings.Repeat
+	for _, s := range []string{"C", "POSIX", "POSIXX", "CC", "c", "posix", "en", "eng", "engl", "en_US", "en_USA", "en_U", "en_419",
+		"en_41", "en_4199", "en_", "_US", "en_US.UTF-8", "en_US.utf8@euro", "de_DE@euro", "C.UTF-8", "POSIX@x", "en.", "en@",
+		"en.@x", "en.UTF-8@", "en..x", "en.a.b", "en@a@b", "en@a.b", "en.a@b.c", "Xk9fQ2mZp7", "en_us", "EN_US", "en_US.UTF_8",
+		"en." + rep("a", 20), "en." + rep("a", 21), "en@" + rep("a", 16), "en@" + rep("a", 17), "en@A", "en.x\x00", "en\n",
+		"C." + rep("-", 20) + "@" + rep("9", 16), "sr_RS@latin", "ca_ES.UTF-8@valencia", "en_US:fr", "en US"} {
+		check(s)
+	}
+}

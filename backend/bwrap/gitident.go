@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -163,7 +164,11 @@ func (p *Plan) WriteGitConfig() error {
 		}
 		return nil
 	}
-	return writeHealing(path, []byte(GitConfigText(p.Git)))
+	text := []byte(GitConfigText(p.Git))
+	if cur, err := readRegular(path); err == nil && bytes.Equal(cur, text) {
+		return nil // as SANDBOX.md: the same bytes are not rewritten on every launch
+	}
+	return writeHealing(path, text)
 }
 
 // gitText is SANDBOX.md's line about git: who commits, and where a setting goes when the

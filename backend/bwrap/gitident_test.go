@@ -1,7 +1,10 @@
 package bwrap
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -62,5 +65,55 @@ func TestSandboxMDGit(t *testing.T) {
 	}
 	if !strings.Contains(with, "commits are made as `Ada <a@x>`") || !strings.Contains(without, "no commit identity is set") {
 		t.Errorf("SANDBOX.md's git line:\n%s\n%s", with, without)
+	}
+}
+
+// WriteGitConfig writes the identity, keeps the file when it already holds it, replaces
+// what the sandbox changed or planted (a symlink is moved aside, never followed), and
+// removes it when no identity passes.
+func TestWriteGitConfig(t *testing.T) {
+	inst := t.TempDir()
+	os.MkdirAll(filepath.Join(inst, ".claude"), 0o700)
+	p := &Plan{Git: GitIdentity{Name: "Ada", Email: "ada@example.com"}}
+	p.Spec.InstanceDir, p.Spec.StateDir = inst, ".claude"
+	path := filepath.Join(inst, ".claude", GitConfigFile)
+	want := GitConfigText(p.Git)
+	inode := func() uint64 {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	if err := p.WriteGitConfig(); err != nil {
+		t.Fatal(err)
+	}
+	first := inode()
+	if err := p.WriteGitConfig(); err != nil || inode() != first {
+		t.Errorf("the same identity rewritten: %v", err)
+	}
+	os.WriteFile(path, []byte("[core]\n\thooksPath = /tmp/x\n"), 0o600)
+	if err := p.WriteGitConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != want {
+		t.Errorf("a changed file kept: %q", b)
+	}
+	target := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(target, []byte(want), 0o600)
+	os.Remove(path)
+	os.Symlink(target, path)
+	if err := p.WriteGitConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("a planted symlink kept: %v", err)
+	}
+	p.Git = GitIdentity{}
+	if err := p.WriteGitConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("no identity, file kept: %v", err)
 	}
 }

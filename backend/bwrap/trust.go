@@ -20,6 +20,7 @@ package bwrap
 // record's, and writes nothing.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,7 +191,14 @@ func writeReach(dir string, r Reach) error {
 	if err != nil {
 		return err
 	}
-	return writeHealing(filepath.Join(dir, ReachFile), append(data, '\n'))
+	data = append(data, '\n')
+	path := filepath.Join(dir, ReachFile)
+	// Most runs repeat the last one's reach: rewriting the same bytes (a temporary file
+	// renamed over the record) only costs the launch a directory update.
+	if old, err := readRegular(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	return writeHealing(path, data)
 }
 
 // WiderError: a launch in a persistent box reaches further than the box's last, so it

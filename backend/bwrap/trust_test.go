@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/heavy-duty/box/envaudit"
@@ -79,6 +80,27 @@ func TestSettleTrust(t *testing.T) {
 	}
 	if r, err := readReach(dir); err != nil || r.Network != policy.NetNone {
 		t.Errorf("record: %+v %v", r, err)
+	}
+	// An equal launch leaves the record as it is (the same file, not rewritten); a
+	// different one still replaces it.
+	inode := func() uint64 {
+		fi, err := os.Stat(filepath.Join(dir, ReachFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	before := inode()
+	if err := settle(); err != nil || inode() != before {
+		t.Errorf("equal launch: %v, record rewritten: %v", err, inode() != before)
+	}
+	p.Reach.Env = []string{"TOKEN"}
+	p.Spec.HomeDir = "" // box run: a wider reach sets aside and is recorded
+	if err := settle(); err != nil {
+		t.Fatalf("wider: %v", err)
+	}
+	if r, err := readReach(dir); err != nil || len(r.Env) != 1 || inode() == before {
+		t.Errorf("wider reach not recorded: %+v %v", r, err)
 	}
 }
 

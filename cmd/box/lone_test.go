@@ -27,6 +27,10 @@ func TestLoneVerbSameAsTree(t *testing.T) {
 			t.Errorf("%v: alone\n%s\nthe whole tree\n%s", args, a, f)
 		}
 	}
+	var out bytes.Buffer // Main answers --version alone without any tree
+	if code := Main([]string{"--version"}, nil, &out, &out); code != 0 || out.String() != help(newBytesRoot(nil), "--version") {
+		t.Errorf("box --version: %d %q", code, out.String())
+	}
 	for _, args := range [][]string{{"-q", "run"}, {"help", "run"}, {"--version", "x"}, {"__complete", "run"}, {}} {
 		if loneVerb(args) != nil {
 			t.Errorf("%v: built alone; the whole tree must answer", args)

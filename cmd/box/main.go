@@ -62,6 +62,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return code
 		}
 	}
+	if len(args) == 1 && args[0] == "--version" {
+		// The tree's answer (root.go's version template) without building the tree.
+		fmt.Fprintf(stdout, "box %s\n", boxVersion())
+		return exitOK
+	}
 	root := newRootFor(newEnv(stdin, stdout, stderr), loneVerb(args))
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
