@@ -22,6 +22,10 @@ import (
 // cpu-ms is what each spends in all (cat, and for the relay box and bwrap too), from the
 // kernel's accounting: steadier than throughput on a loaded machine.
 //
+// peer/direct is util-linux's script (script -qfc 'cat FILE' /dev/null, a C relay of its
+// own pty) on the same harness: a ceiling for any relay that adds a second pty hop on
+// this machine. peer-cpu-ms is script's and cat's.
+//
 // BOX_BENCH_BASE=/path/to/an/older/box adds that binary's relay to every iteration
 // (base/direct, base-cpu-ms): a change's before and after from the same run.
 func BenchmarkTTYRelay(b *testing.B) {
@@ -38,6 +42,15 @@ func BenchmarkTTYRelay(b *testing.B) {
 		return c
 	}
 	relay := func() *exec.Cmd { return w.cmd("run", "-q", "-y", "--", "cat", file) }
+	script, err := exec.LookPath("script") // util-linux (Debian's bsdutils: essential)
+	if err != nil {
+		b.Fatalf("the peer relay: %v", err)
+	}
+	peer := func() *exec.Cmd {
+		c := w.cmd()
+		c.Path, c.Args = script, []string{"script", "-qfc", "cat " + file, "/dev/null"}
+		return c
+	}
 	baseBox := os.Getenv("BOX_BENCH_BASE")
 	base := func() *exec.Cmd {
 		c := w.cmd("run", "-q", "-y", "--", "cat", file)
@@ -82,7 +95,7 @@ func BenchmarkTTYRelay(b *testing.B) {
 		}
 		return float64(size) / elapsed.Seconds() / 1e6, c.ProcessState.UserTime() + c.ProcessState.SystemTime()
 	}
-	var ratios, dRates, rRates, dCPU, rCPU, bRatios, bCPU []float64
+	var ratios, dRates, rRates, dCPU, rCPU, pRatios, pCPU, bRatios, bCPU []float64
 	for i := 0; i < b.N; i++ {
 		if baseBox != "" {
 			// Between the two it is compared with, in the same alternating order.
@@ -90,15 +103,17 @@ func BenchmarkTTYRelay(b *testing.B) {
 			br, bc := once(base())
 			bRatios, bCPU = append(bRatios, br/bd), append(bCPU, float64(bc.Milliseconds()))
 		}
-		var d, r float64
-		var dc, rc time.Duration
-		if i%2 == 0 {
-			d, dc = once(direct())
-			r, rc = once(relay())
-		} else {
-			r, rc = once(relay())
-			d, dc = once(direct())
+		// The three in turn, each iteration starting one further along.
+		var rate [3]float64
+		var cpu [3]time.Duration
+		makers := [3]func() *exec.Cmd{direct, relay, peer}
+		for k := range 3 {
+			j := (i + k) % 3
+			rate[j], cpu[j] = once(makers[j]())
 		}
+		d, r, p := rate[0], rate[1], rate[2]
+		dc, rc, pc := cpu[0], cpu[1], cpu[2]
+		pRatios, pCPU = append(pRatios, p/d), append(pCPU, float64(pc.Milliseconds()))
 		ratios, dRates, rRates = append(ratios, r/d), append(dRates, d), append(rRates, r)
 		dCPU, rCPU = append(dCPU, float64(dc.Milliseconds())), append(rCPU, float64(rc.Milliseconds()))
 	}
@@ -107,6 +122,8 @@ func BenchmarkTTYRelay(b *testing.B) {
 	b.ReportMetric(median(rRates), "relay-MB/s")
 	b.ReportMetric(median(dCPU), "direct-cpu-ms")
 	b.ReportMetric(median(rCPU), "relay-cpu-ms")
+	b.ReportMetric(median(pRatios), "peer/direct")
+	b.ReportMetric(median(pCPU), "peer-cpu-ms")
 	if baseBox != "" {
 		b.ReportMetric(median(bRatios), "base/direct")
 		b.ReportMetric(median(bCPU), "base-cpu-ms")
