@@ -1,5 +1,7 @@
 package backend
 
+import "sort"
+
 // Registry is the backends a verb may dispatch to, in the order they are asked.
 type Registry struct{ list []Backend }
 
@@ -8,6 +10,21 @@ func NewRegistry(bs ...Backend) Registry { return Registry{list: bs} }
 
 // All are the backends, in order (box list asks each).
 func (r Registry) All() []Backend { return r.list }
+
+// List is the boxes of every backend, by name (box list); a backend that cannot list
+// fails it. Never nil: no box is an empty list.
+func (r Registry) List() ([]Summary, error) {
+	out := []Summary{}
+	for _, b := range r.list {
+		list, err := b.List()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
 
 // Kind is the backend of that kind, or nil.
 func (r Registry) Kind(kind string) Backend {

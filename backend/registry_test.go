@@ -2,6 +2,7 @@ package backend
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -11,12 +12,13 @@ type fake struct {
 	kind string
 	has  map[string]bool
 	err  error
+	list []Summary
 }
 
 func (f fake) Kind() string                             { return f.kind }
 func (f fake) Taken(n string) (bool, error)             { return f.has[n], f.err }
 func (fake) Mint(MintRequest) error                     { return nil }
-func (fake) List() ([]Summary, error)                   { return nil, nil }
+func (f fake) List() ([]Summary, error)                 { return f.list, f.err }
 func (fake) Info(string) (Info, error)                  { return Info{}, nil }
 func (fake) Enter(string, LaunchRequest) error          { return nil }
 func (fake) Exec(string, []string, LaunchRequest) error { return nil }
@@ -73,5 +75,29 @@ func TestNames(t *testing.T) {
 	}
 	if ValidLabel("authed") != nil || ValidLabel("a/b") == nil || ValidLabel("..") == nil {
 		t.Error("ValidLabel")
+	}
+}
+
+// List merges every backend's boxes by name; one that cannot list fails it; none is [].
+func TestRegistryList(t *testing.T) {
+	bw := fake{kind: "bwrap", list: []Summary{{Name: "c", Backend: "bwrap"}, {Name: "a", Backend: "bwrap"}}}
+	vm := fake{kind: "vm", list: []Summary{{Name: "b", Backend: "vm"}}}
+	got, err := NewRegistry(bw, vm).List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Name+"/"+s.Backend)
+	}
+	if fmt.Sprint(names) != "[a/bwrap b/vm c/bwrap]" {
+		t.Errorf("List = %v, want a/bwrap b/vm c/bwrap", names)
+	}
+	boom := errors.New("boom")
+	if _, err := NewRegistry(bw, fake{kind: "vm", err: boom}).List(); err != boom {
+		t.Errorf("a backend that cannot list: %v", err)
+	}
+	if got, err := NewRegistry(fake{kind: "vm"}).List(); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("no box: %#v, %v; want [] (never nil)", got, err)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/heavy-duty/box/backend/bwrap"
@@ -64,6 +66,40 @@ type Userns struct {
 	// Load compiles and loads (or replaces) the profile in file; Unload removes the
 	// loaded profile that file defines. apparmor_parser -r / -R in the CLI.
 	Load, Unload func(file string) error
+}
+
+// UsernsOn is Userns on this machine under root: AppArmor's state read once, the
+// profile loaded and unloaded by apparmor_parser (there is no Go library for it).
+func UsernsOn(root string) Userns {
+	b, _ := os.ReadFile("/sys/module/apparmor/parameters/enabled")
+	parse := func(flag string) func(string) error {
+		return func(file string) error {
+			out, err := exec.Command("apparmor_parser", flag, file).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("apparmor_parser %s: %w: %s", flag, err, strings.TrimSpace(string(out)))
+			}
+			return nil
+		}
+	}
+	return Userns{Root: root, AppArmor: strings.TrimSpace(string(b)) == "Y", Load: parse("-r"), Unload: parse("-R")}
+}
+
+// Resolve is the path the profile names for the absolute bwrap path bin: its symlinks
+// resolved under Root, as the kernel will see it once Root is "/". A link that leads
+// outside Root is refused.
+func (u Userns) Resolve(bin string) (string, error) {
+	resolved, err := filepath.EvalSymlinks(filepath.Join(u.Root, bin))
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", bin, err)
+	}
+	if u.Root != "/" {
+		rel, err := filepath.Rel(filepath.Clean(u.Root), resolved)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return "", fmt.Errorf("%s resolves outside %s", bin, u.Root)
+		}
+		resolved = "/" + rel
+	}
+	return resolved, nil
 }
 
 // ProfilePath is where the profile lives under root.

@@ -144,3 +144,40 @@ func TestUsernsNoAppArmor(t *testing.T) {
 		t.Fatal("a profile was written")
 	}
 }
+
+// Resolve names the binary a link under the root leads to, as seen from inside it, and
+// refuses a link that leads out of the root.
+func TestUsernsResolve(t *testing.T) {
+	root := t.TempDir()
+	bin := filepath.Join(root, "usr", "libexec")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "bwrap"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "usr", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../libexec/bwrap", filepath.Join(root, "usr", "bin", "bwrap")); err != nil {
+		t.Fatal(err)
+	}
+	u := Userns{Root: root}
+	got, err := u.Resolve("/usr/bin/bwrap")
+	if err != nil || got != "/usr/libexec/bwrap" {
+		t.Fatalf("Resolve = %q, %v; want /usr/libexec/bwrap", got, err)
+	}
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "bwrap"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "bwrap"), filepath.Join(root, "usr", "bin", "away")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := u.Resolve("/usr/bin/away"); err == nil {
+		t.Fatalf("Resolve of a link out of the root = %q, %v; want refused", got, err)
+	}
+	if _, err := u.Resolve("/usr/bin/missing"); err == nil {
+		t.Fatal("Resolve of a missing binary: no error")
+	}
+}

@@ -1,7 +1,11 @@
 package host
 
 import (
+	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -32,5 +36,37 @@ func TestLocalSocket(t *testing.T) {
 	}
 	if got := LocalSocket("/elsewhere/unix.socket.user", dir); got != "/elsewhere/unix.socket.user" {
 		t.Errorf("INCUS_SOCKET: %s", got)
+	}
+}
+
+// SocketTroubleOf: refused at the admin socket with incus-user's beside it is a closed
+// user socket; a hang-up on incus-user's is a revoked grant; anything else is no trouble.
+func TestSocketTroubleOf(t *testing.T) {
+	dir := t.TempDir()
+	admin, user := filepath.Join(dir, "unix.socket"), filepath.Join(dir, UserSocket)
+	if got, _ := SocketTroubleOf(admin, syscall.EACCES); got != NoSocketTrouble {
+		t.Errorf("EACCES without incus-user's socket: %v", got)
+	}
+	if err := os.WriteFile(user, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		sock string
+		err  error
+		want SocketTrouble
+	}{
+		{admin, fmt.Errorf("dial: %w", syscall.EACCES), UserSocketClosed},
+		{admin, syscall.ECONNRESET, NoSocketTrouble},
+		{user, syscall.EACCES, NoSocketTrouble},
+		{user, syscall.ECONNRESET, UserSocketHungUp},
+		{user, syscall.EPIPE, UserSocketHungUp},
+		{user, io.EOF, UserSocketHungUp},
+		{user, io.ErrUnexpectedEOF, UserSocketHungUp},
+		{user, syscall.ECONNREFUSED, NoSocketTrouble},
+	} {
+		got, us := SocketTroubleOf(c.sock, c.err)
+		if got != c.want || us != user {
+			t.Errorf("SocketTroubleOf(%s, %v) = %v, %s; want %v, %s", c.sock, c.err, got, us, c.want, user)
+		}
 	}
 }

@@ -26,6 +26,20 @@ func NewRunID() string {
 	return hex.EncodeToString(b)
 }
 
+// ValidRunID reports whether s is a run id as NewRunID makes them: 8 lowercase hex
+// digits (box allow --run takes nothing else, so no id names a path).
+func ValidRunID(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // NetworkLog is the operator's log of an allowlist run: every refusal and every live
 // change, one line each (docs/bwrap.md). The sandbox cannot see or write it.
 func NetworkLog(dataHome, runID string) string {

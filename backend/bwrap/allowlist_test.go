@@ -54,3 +54,17 @@ func TestSandboxMDAllowlist(t *testing.T) {
 		t.Errorf("tier internet names the allowlist's file")
 	}
 }
+
+// ValidRunID takes what NewRunID makes and nothing that could name another path.
+func TestValidRunID(t *testing.T) {
+	for range 16 {
+		if id := NewRunID(); !ValidRunID(id) {
+			t.Errorf("ValidRunID(NewRunID() = %q) = false", id)
+		}
+	}
+	for _, bad := range []string{"", "3f9c01a", "3f9c01aa0", "3F9C01AA", "../../x", "3f9c01ag", "3f9c/1aa"} {
+		if ValidRunID(bad) {
+			t.Errorf("ValidRunID(%q) = true", bad)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 )
 
@@ -155,9 +156,21 @@ func (h *Hatch) Pin(environ []string) (dir string, env []string, err error) {
 	return confDir, PinnedIncusEnv(environ, confDir, socket, h.project), nil
 }
 
+// ErrNoIncusClient: the incus client is not on PATH (box incus runs it).
+var ErrNoIncusClient = errors.New("the incus client is not installed")
+
+// LookIncus is the incus client on PATH, or ErrNoIncusClient.
+func LookIncus() (string, error) {
+	bin, err := exec.LookPath("incus")
+	if err != nil {
+		return "", ErrNoIncusClient
+	}
+	return bin, nil
+}
+
 // Run runs the incus client bin with h's arguments, pinned (Pin) to exactly the daemon
-// and project the tag was checked on, on the given streams. Its error is cmd.Run's (an
-// *exec.ExitError carries incus's exit; a failure to run it says "run incus").
+// and project the tag was checked on, on the given streams. incus's own exit is a
+// *backend.ExitError (128+N when signal N ended it); a failure to run it says "run incus".
 func (h *Hatch) Run(bin string, environ []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	confDir, env, err := h.Pin(environ)
 	if err != nil {
@@ -174,8 +187,14 @@ func (h *Hatch) Run(bin string, environ []string, stdin io.Reader, stdout, stder
 	defer signal.Stop(sigs)
 	err = cmd.Run()
 	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &ee):
 		return fmt.Errorf("run incus: %w", err)
 	}
-	return err
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return &backend.ExitError{Code: 128 + int(ws.Signal())}
+	}
+	return &backend.ExitError{Code: ee.ExitCode()}
 }

@@ -1,9 +1,15 @@
 package vm
 
 import (
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/heavy-duty/box/backend"
 )
 
 func TestIncusArgs(t *testing.T) {
@@ -47,5 +53,32 @@ func TestPinnedIncus(t *testing.T) {
 		if !strings.Contains(conf, w) {
 			t.Errorf("config lacks %q:\n%s", w, conf)
 		}
+	}
+}
+
+// Hatch.Run: the client's own exit is box's (a *backend.ExitError, 128+N for a signal),
+// and a client that cannot be run is box's own failure. A shell stands in for incus.
+func TestHatchRunExit(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(script string) error {
+		h := &Hatch{Args: []string{"-c", script}, socket: filepath.Join(t.TempDir(), "unix.socket")}
+		return h.Run(sh, nil, nil, io.Discard, io.Discard)
+	}
+	if err := run("exit 0"); err != nil {
+		t.Errorf("exit 0: %v", err)
+	}
+	for script, want := range map[string]int{"exit 3": 3, "kill -TERM $$": 128 + 15} {
+		var ee *backend.ExitError
+		if err := run(script); !errors.As(err, &ee) || ee.Code != want {
+			t.Errorf("%s: %v, want exit %d", script, err, want)
+		}
+	}
+	h := &Hatch{socket: filepath.Join(t.TempDir(), "unix.socket")}
+	var ee *backend.ExitError
+	if err := h.Run(filepath.Join(t.TempDir(), "no-incus"), nil, nil, io.Discard, io.Discard); err == nil || errors.As(err, &ee) {
+		t.Errorf("a client that cannot run: %v, want box's own error", err)
 	}
 }

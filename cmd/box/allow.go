@@ -57,7 +57,7 @@ func runAllow(e *env, run string, entries []string) error {
 		default:
 			return usagef("name one with --run ID", "%d allowlist sandboxes are running: %s", len(ids), strings.Join(ids, ", "))
 		}
-	} else if !isRunID(run) {
+	} else if !bwrap.ValidRunID(run) {
 		return usagef("the ID box run printed, 8 hex digits", "--run %q: not a run ID", run)
 	}
 	sock := bwrap.ControlSocket(e.runtimeDir(), e.dataHome(), run)
@@ -73,16 +73,4 @@ func runAllow(e *env, run string, entries []string) error {
 		}
 	}
 	return nil
-}
-
-func isRunID(s string) bool {
-	if len(s) != 8 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -66,9 +66,6 @@ func backendForVerb(e *env, name string, askVM bool) (backend.Backend, error) {
 	return registry(e).For(name)
 }
 
-// backends are the backends box list asks, in order.
-func backends(e *env) []backend.Backend { return registry(e).All() }
-
 // launchFlags are the flags of the verbs that launch a sandbox.
 type launchFlags struct {
 	yes, allowRoot bool

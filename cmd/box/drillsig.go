@@ -1,39 +1,15 @@
 package main
 
-import (
-	"os"
-	"os/signal"
-	"sync/atomic"
-	"syscall"
-)
+import "github.com/heavy-duty/box/drill"
 
 // exitInterrupted is a verb's code after Ctrl-C, as a shell's (128+SIGINT).
 const exitInterrupted = 130
 
-// whileDrilling runs the drill so that it always cleans up after itself: Ctrl-C (passed
-// on to the probes by the session) and a closed pipe (a write fails with EPIPE instead of
-// killing box) end it through its own deferred cleanup, which removes its bait. After
-// Ctrl-C it exits 130.
+// whileDrilling runs the drill guarded (drill.Guarded: it cleans up on Ctrl-C and a
+// closed pipe); after Ctrl-C box exits 130.
 func whileDrilling(run func() error) error {
-	var interrupted atomic.Bool
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
-	done := make(chan struct{})
-	defer func() { signal.Stop(sigs); close(done) }()
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				if s == syscall.SIGINT {
-					interrupted.Store(true)
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	err := run()
-	if interrupted.Load() {
+	interrupted, err := drill.Guarded(run)
+	if interrupted {
 		return &exitError{exitInterrupted}
 	}
 	return err

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/heavy-duty/box/backend/vm"
@@ -20,39 +18,24 @@ func runDrillVM(e *env, o *drillOptions) error {
 	g := grantHost(e) // the admin client (vm.Daemon.Admin), and the grants the drill probes
 	c := g.Client
 	defer c.Close()
-	ports := drill.HostListening()
-	if o.hostPort != 0 {
-		ports = []int{o.hostPort}
-	}
+	ports := drill.HostPorts(o.hostPort)
 	for _, t := range o.lan {
 		if _, _, err := net.SplitHostPort(t); err != nil {
 			return usagef("for example --lan 192.168.1.10:80", "--lan %q: want ADDR:PORT", t)
 		}
 	}
-	// The verbs row runs this very binary, as a user would, against the same incusd.
-	exe, err := os.Executable()
-	if err == nil {
-		exe, err = filepath.EvalSymlinks(exe)
-	}
-	if err != nil {
-		return fmt.Errorf("locating the box binary for the verbs probe: %w", err)
-	}
 	tmpl, err := drillTemplate(e, o)
 	if err != nil {
 		return err
 	}
-	run := drill.BinaryRunner(exe, e.environ())
-	results, err := drill.RunVM(ctx, drill.VMOptions{
-		Client: c, Image: tmpl.Image, UnitDir: o.unitDir, InternetURL: o.internetURL,
-		Mint: drill.MintByVerb(run, tmpl.Name), Profile: vm.Placement(e.getenv),
-		HostPorts: ports, LAN: o.lan, Verbs: run,
+	results, err := drill.VMDrill{ // drill/vmdrill.go
+		Grants: g, Template: tmpl.Name, Image: tmpl.Image, Environ: e.environ(),
+		UnitDir: o.unitDir, InternetURL: o.internetURL, Placement: vm.Placement(e.getenv),
+		HostPorts: ports, LAN: o.lan,
 		Logf: func(f string, a ...any) { fmt.Fprintf(e.stderr, "box: "+f+"\n", a...) },
-	})
+	}.Run(ctx)
 	if err != nil && len(results) == 0 {
 		return hostErr(c.Socket(), err)
-	}
-	if c.RemoteName() == "" {
-		results = append(results, drill.GrantRows(ctx, g)...) // drill/vmrun.go
 	}
 	if o.json {
 		err2 := drill.RenderJSON(e.stdout, results)

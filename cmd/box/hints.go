@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/heavy-duty/box/internal/errs"
 )
@@ -52,6 +53,8 @@ func hintFor(err error) (string, error) {
 		return "--env takes a name; the value comes from your environment", env
 	case errors.As(err, &at):
 		return "add --network allowlist (or use a profile with network = \"allowlist\")", at
+	case errors.Is(err, vm.ErrNoIncusClient):
+		return "install it (Debian 12: apt-get install -t bookworm-backports incus-client), or use the Nix package, which puts it on PATH", vm.ErrNoIncusClient
 	case errors.As(err, &ap):
 		return "for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github", ap
 	}

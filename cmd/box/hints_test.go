@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
@@ -46,6 +47,7 @@ func TestHints(t *testing.T) {
 		{g(host.RevokeNoGrant), "box doctor lists the grants of this host", exitFail},
 		{g(host.RevokeNotGranted), "box revoke takes back only what box grant gave: run box grant alice first to take the project over, or remove it with incus", exitFail},
 		{g(host.RevokeForeignInstances), "box deletes only its own boxes: delete those with incus (incus delete --project user-1001 NAME), then run box revoke --purge again", exitFail},
+		{vm.ErrNoIncusClient, "install it (Debian 12: apt-get install -t bookworm-backports incus-client), or use the Nix package, which puts it on PATH", exitFail},
 		{g(host.RevokeBuckets), "delete them with incus (incus storage bucket delete --project user-1001 default NAME), then run box revoke --purge again", exitFail},
 	}
 	for _, c := range cases {

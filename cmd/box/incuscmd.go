@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
@@ -69,9 +66,9 @@ func runIncus(e *env, name string, rest []string) error {
 	if err != nil {
 		return err
 	}
-	bin, err := exec.LookPath("incus")
+	bin, err := vm.LookIncus()
 	if err != nil {
-		return withHint(errors.New("the incus client is not installed"), "install it (Debian 12: apt-get install -t bookworm-backports incus-client), or use the Nix package, which puts it on PATH")
+		return err // hints.go: how to install it
 	}
 	q := make([]string, len(h.Args))
 	for i, a := range h.Args {
@@ -82,15 +79,5 @@ func runIncus(e *env, name string, rest []string) error {
 		fmt.Fprintf(e.stderr, "box: warning: %s can move box %s off the isolation stack (profile, network, device, nic, security.*): from here the trust boundary is yours to keep\n",
 			strings.Join(h.OffStack, " "), name)
 	}
-	if err := h.Run(bin, os.Environ(), e.stdin, e.stdout, e.stderr); err != nil { // vm.Hatch.Run
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				return &exitError{128 + int(ws.Signal())}
-			}
-			return &exitError{ee.ExitCode()}
-		}
-		return err
-	}
-	return nil
+	return h.Run(bin, os.Environ(), e.stdin, e.stdout, e.stderr) // incus's exit is box's
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -62,21 +61,18 @@ stable and documented in docs/json.md.`,
 	return cmd
 }
 
-// allBoxes lists the boxes of both backends, by name. Without incusd (its socket
-// absent: the vm backend is not set up here) the bwrap boxes are listed with a warning;
-// any other vm failure is an error.
+// allBoxes lists the boxes of both backends, by name (backend.Registry.List). Without
+// incusd (its socket absent: the vm backend is not set up here) the bwrap boxes are
+// listed with a warning; any other vm failure is an error.
 func allBoxes(e *env) ([]boxJSON, error) {
-	out := []boxJSON{} // an empty list is [] in --json, never null
-	for _, be := range backends(e) {
-		list, err := be.List()
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range list {
-			out = append(out, boxJSON(s))
-		}
+	list, err := registry(e).List()
+	if err != nil {
+		return nil, err
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	out := make([]boxJSON, 0, len(list)) // an empty list is [] in --json, never null
+	for _, s := range list {
+		out = append(out, boxJSON(s))
+	}
 	return out, nil
 }
 

@@ -86,15 +86,6 @@ func addRemoteFlags(root *cobra.Command, e *env) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // remoteName is the remote the vm verbs act on: --remote (or a REMOTE: prefix), else
 // $BOX_REMOTE, else "" (the local daemon's socket, as before remotes).
 func (e *env) remoteName() string {

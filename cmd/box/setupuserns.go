@@ -2,10 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/host"
@@ -49,7 +46,7 @@ unloads the profile and deletes its file. 'box --check' says whether it is neede
 }
 
 func runSetupUserns(e *env, o *setupUsernsOptions) error {
-	u := usernsHost(o.root)
+	u := host.UsernsOn(o.root)
 	if o.remove {
 		s, err := u.Remove()
 		if err != nil {
@@ -68,16 +65,9 @@ func runSetupUserns(e *env, o *setupUsernsOptions) error {
 	if !filepath.IsAbs(bin) {
 		return usagef("name bwrap by its absolute path", "--bwrap: %q is not an absolute path", bin)
 	}
-	resolved, err := filepath.EvalSymlinks(filepath.Join(o.root, bin))
+	resolved, err := u.Resolve(bin)
 	if err != nil {
-		return fmt.Errorf("resolving %s: %w", bin, err)
-	}
-	if o.root != "/" {
-		rel, err := filepath.Rel(filepath.Clean(o.root), resolved)
-		if err != nil || strings.HasPrefix(rel, "..") {
-			return fmt.Errorf("%s resolves outside %s", bin, o.root)
-		}
-		resolved = "/" + rel
+		return err
 	}
 	s, err := u.Install(resolved)
 	if err != nil {
@@ -85,22 +75,6 @@ func runSetupUserns(e *env, o *setupUsernsOptions) error {
 	}
 	fmt.Fprintln(e.stdout, s)
 	return nil
-}
-
-// usernsHost is host.Userns on this machine: AppArmor's state read once, the profile
-// loaded and unloaded by apparmor_parser (there is no Go library for it).
-func usernsHost(root string) host.Userns {
-	b, _ := os.ReadFile("/sys/module/apparmor/parameters/enabled")
-	parse := func(flag string) func(string) error {
-		return func(file string) error {
-			out, err := exec.Command("apparmor_parser", flag, file).CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("apparmor_parser %s: %w: %s", flag, err, strings.TrimSpace(string(out)))
-			}
-			return nil
-		}
-	}
-	return host.Userns{Root: root, AppArmor: strings.TrimSpace(string(b)) == "Y", Load: parse("-r"), Unload: parse("-R")}
 }
 
 // usernsHint is box's own fix for a user-namespace cause ("" when the backend's fix,

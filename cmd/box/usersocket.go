@@ -4,12 +4,7 @@ package main
 // this file words is the hint of a user who cannot use it.
 
 import (
-	"errors"
-	"io"
-	"os"
 	"os/user"
-	"path/filepath"
-	"syscall"
 
 	"github.com/heavy-duty/box/host"
 )
@@ -31,15 +26,10 @@ func (e *env) userSocketHint(err error) string {
 	if u, err := user.Current(); err == nil {
 		name = u.Username
 	}
-	sock := e.localSocket()
-	us := filepath.Join(filepath.Dir(sock), host.UserSocket)
-	switch {
-	case errors.Is(err, syscall.EACCES) && !host.IsUserSocket(sock):
-		if _, serr := os.Stat(us); serr != nil {
-			return ""
-		}
+	switch t, us := host.SocketTroubleOf(e.localSocket(), err); t {
+	case host.UserSocketClosed:
 		return "incus-user's socket " + us + " is there but not open to you: the operator gives you a project of your own with 'box grant " + name + "' (its group takes effect at your next login)"
-	case host.IsUserSocket(sock) && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
+	case host.UserSocketHungUp:
 		return "incus-user hung up on you: your grant was revoked, or never made; ask the operator ('box grant " + name + "', 'box doctor' says which)"
 	}
 	return ""

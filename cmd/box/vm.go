@@ -138,18 +138,8 @@ func boxNames(e *env, prefix string) []cobra.Completion {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	c := e.daemon().Client()
-	defer c.Close()
-	list, err := c.ListBoxes(ctx)
-	if err != nil {
-		return out
-	}
-	for _, i := range list {
-		if strings.HasPrefix(i.Name, prefix) {
-			out = append(out, cobra.CompletionWithDesc(i.Name, i.Status))
-		}
+	for _, c := range e.daemon().Completions(prefix) {
+		out = append(out, cobra.CompletionWithDesc(c.Name, c.Status))
 	}
 	return out
 }
