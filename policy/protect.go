@@ -132,6 +132,14 @@ var protectEntries = []ProtectEntry{
 
 	// The project: what host tools execute or obey when the operator opens or enters it.
 	{Name: ".envrc", Scope: ScopeProject, Path: ".envrc", Why: "direnv runs it on cd (once allowed, or at once under a whitelisted prefix)"},
+	// Nix's entry points: what .envrc's "use flake" and "use nix" hand the host's shell
+	// to, and what box run --devshell evaluates on the host (a hostile review planted a
+	// flake whose input path:~/.ssh the host's Nix copied into the world-readable store,
+	// where the next sandbox read the private key).
+	{Name: "flake.nix", Scope: ScopeProject, Path: "flake.nix", Why: "the host's Nix evaluates it as you (nix develop, direnv's use flake, box run --devshell): its inputs are fetched with your files and credentials into the world-readable store, and nix develop and direnv run its shellHook"},
+	{Name: "flake.lock", Scope: ScopeProject, Path: "flake.lock", Why: "the host's Nix fetches the sources it pins (any path or URL) as you when it evaluates flake.nix"},
+	{Name: "shell.nix", Scope: ScopeProject, Path: "shell.nix", Why: "nix-shell and direnv's use nix evaluate it as you and run its shellHook"},
+	{Name: "default.nix", Scope: ScopeProject, Path: "default.nix", Why: "nix-shell and nix-build read it when there is no shell.nix; direnv's use nix too"},
 	{Name: ".vscode", Scope: ScopeProject, Path: ".vscode", Dir: true, Why: "VS Code runs tasks with runOn folderOpen and obeys settings naming interpreters, shells and formatters"},
 	{Name: ".idea", Scope: ScopeProject, Path: ".idea", Dir: true, Why: "JetBrains IDEs run startup tasks, run configurations and external tools defined here"},
 	{Name: ".zed", Scope: ScopeProject, Path: ".zed", Dir: true, Why: "Zed obeys project settings naming language-server binaries and tasks"},

@@ -327,12 +327,13 @@ func TestSignalReachesGroup(t *testing.T) {
 // operator would paste later) and leaves concealed text on, as a hostile review did:
 // the clipboard write never reaches the host terminal, and the screen state is put back
 // before box prints its own report. With the terminal protection off, both reach it
-// (the test can fail).
+// (the test can fail). The clipboard write is also spelt as terminals read it too: "052"
+// (xterm and kitty read the number as an integer) and the 8-bit OSC in UTF-8 (U+009D).
 func TestTTYClipboardAndConceal(t *testing.T) {
 	w := newWorld(t)
 	run := func() string {
 		p := startOnPTY(t, w, w.cmd("run", "-y", "--", "sh", "-c",
-			`printf 'be\033]52;c;Y3VybCBldmlsfHNo\007fore\033[8m'; git init -q planted; echo done`))
+			`printf 'be\033]52;c;Y3VybCBldmlsfHNo\007fo\033]052;c;eA==\007re\033[8m'; printf 'x\302\23552;c;eA==\007y'; git init -q planted; echo done`))
 		if code := p.wait(t); code != 0 {
 			t.Fatalf("exit %d:\n%q", code, p.screen.String())
 		}
@@ -343,6 +344,10 @@ func TestTTYClipboardAndConceal(t *testing.T) {
 	if strings.Contains(out, "\x1b]52;") || !strings.Contains(out, "before") {
 		t.Errorf("the clipboard write reached the host terminal:\n%q", out)
 	}
+	// Written as terminals also read it (a hostile review): a leading zero, the 8-bit OSC.
+	if strings.Contains(out, "\x1b]052;") || strings.Contains(out, "\x9d52;") {
+		t.Errorf("a clipboard write in another spelling reached the host terminal:\n%q", out)
+	}
 	conceal := strings.Index(out, "\x1b[8m")
 	reset := strings.LastIndex(out, "\x1b[0m\x1b[?47l")
 	report := strings.LastIndex(out, "planted")
@@ -350,7 +355,7 @@ func TestTTYClipboardAndConceal(t *testing.T) {
 		t.Errorf("no reset between the sandbox's conceal (at %d) and box's report (at %d): reset at %d\n%q", conceal, report, reset, out)
 	}
 	w.withProtectionOff(t, "terminal")
-	if out := run(); !strings.Contains(out, "\x1b]52;") {
+	if out := run(); !strings.Contains(out, "\x1b]52;") || !strings.Contains(out, "\x1b]052;") || !strings.Contains(out, "\x9d52;") {
 		t.Errorf("with the terminal protection off the clipboard write did not reach the terminal (the test proves nothing):\n%q", out)
 	}
 }

@@ -16,28 +16,41 @@ import "bytes"
 // Other sequences (colours, cursor motion, titles, hyperlinks, queries whose answers come
 // back to the sandbox's own terminal) pass unchanged.
 
-// droppedOSC are the OSC numbers oscFilter removes.
-var droppedOSC = []string{"52", "5522", "1337", "50"}
+// droppedOSC are the OSC numbers oscFilter removes (kitty's 5113 is its file transfer,
+// both ways).
+var droppedOSC = []int{52, 5522, 1337, 50, 5113}
 
 // oscMaxDrop bounds what one dropped sequence swallows: past it the filter lets bytes
 // through again (as text: the terminal never saw the sequence's start), so a sequence
 // never terminated cannot silence the sandbox's output for good.
 const oscMaxDrop = 1 << 20
 
+// oscMaxDigits bounds the number held: a longer one is no command any terminal defines,
+// and is dropped whole rather than held without end.
+const oscMaxDigits = 16
+
 type oscState uint8
 
 const (
 	oscGround  oscState = iota
 	oscEsc              // after ESC
-	oscNumber           // after ESC ], reading the number
+	oscNumber           // after ESC ] or the 8-bit OSC (0x9d), reading the number
 	oscDrop             // inside a dropped sequence
 	oscDropEsc          // inside a dropped sequence, after ESC
 )
 
+// c1OSC is the 8-bit OSC. A terminal in UTF-8 reads it encoded (C2 9D, U+009D: xterm,
+// VTE), an 8-bit one raw, and an 8-bit one reads it inside a UTF-8 character too (the
+// last byte of a right double quote, E2 80 9D): so every 0x9d byte is taken for an
+// introducer, and text where one is followed at once by a dropped number is dropped
+// with it (it is never a character's text but there).
+const c1OSC = 0x9d
+
 // oscFilter removes the dropped OSC sequences from a byte stream cut anywhere.
 type oscFilter struct {
 	state   oscState
-	num     []byte // the OSC number read so far (at most 5 digits)
+	c1      bool   // the sequence began with c1OSC, not ESC ]
+	num     []byte // the OSC number read so far (at most oscMaxDigits)
 	dropped int
 }
 
@@ -48,6 +61,12 @@ func (f *oscFilter) filter(dst, src []byte) []byte {
 		switch f.state {
 		case oscGround:
 			i := bytes.IndexByte(src, 0x1b)
+			if j := bytes.IndexByte(src, c1OSC); j >= 0 && (i < 0 || j < i) {
+				dst = append(dst, src[:j]...)
+				src = src[j+1:]
+				f.state, f.c1, f.num = oscNumber, true, f.num[:0]
+				continue
+			}
 			if i < 0 {
 				return append(dst, src...)
 			}
@@ -58,7 +77,7 @@ func (f *oscFilter) filter(dst, src []byte) []byte {
 			b := src[0]
 			switch b {
 			case ']':
-				f.state, f.num = oscNumber, f.num[:0]
+				f.state, f.c1, f.num = oscNumber, false, f.num[:0]
 				src = src[1:]
 			case 0x1b:
 				dst = append(dst, 0x1b) // ESC ESC: the first is done, the second starts again
@@ -70,15 +89,26 @@ func (f *oscFilter) filter(dst, src []byte) []byte {
 		case oscNumber:
 			b := src[0]
 			switch {
-			case b >= '0' && b <= '9' && len(f.num) < 5:
+			case b >= '0' && b <= '9' && len(f.num) < oscMaxDigits:
 				f.num = append(f.num, b)
 				src = src[1:]
-			case b == ';' && isDroppedOSC(f.num):
+			case b >= '0' && b <= '9':
+				f.state, f.dropped = oscDrop, 0 // no terminal's command: dropped whole
+			case b == ';' && oscSuspect(f.num):
 				f.state, f.dropped = oscDrop, 0
 				src = src[1:]
+			case oscDroppedNumber(f.num):
+				// Some terminals skip whatever follows the number (kitty): dropped
+				// whatever it is, b included (a terminator ends the drop at once).
+				f.state, f.dropped = oscDrop, 0
 			default:
 				// Not one to drop: what was held goes out, and b is read as usual.
-				dst = append(append(dst, 0x1b, ']'), f.num...)
+				if f.c1 {
+					dst = append(dst, c1OSC)
+				} else {
+					dst = append(dst, 0x1b, ']')
+				}
+				dst = append(dst, f.num...)
 				f.state = oscGround
 			}
 		case oscDrop:
@@ -115,13 +145,29 @@ func (f *oscFilter) filter(dst, src []byte) []byte {
 	return dst
 }
 
-func isDroppedOSC(num []byte) bool {
+// oscDroppedNumber: the number, read as terminals read it (leading zeros ignored: xterm,
+// kitty and VTE take "052" for 52), is one of droppedOSC.
+func oscDroppedNumber(num []byte) bool {
+	if len(num) > 5 {
+		return false
+	}
+	n := 0
+	for _, c := range num {
+		n = n*10 + int(c-'0')
+	}
 	for _, d := range droppedOSC {
-		if string(num) == d {
+		if n == d && len(num) > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// oscSuspect: a number box drops before ';': a dropped one, or one written in a form no
+// program needs whose value a terminal may read as anything (leading zeros, more digits
+// than any command has: xterm's int wraps, so 4294967348 is 52 to it).
+func oscSuspect(num []byte) bool {
+	return oscDroppedNumber(num) || len(num) > 5 || (len(num) > 1 && num[0] == '0')
 }
 
 // terminalReset puts back the screen state a sandbox may have left, before box prints:

@@ -27,6 +27,25 @@ func TestOSCFilter(t *testing.T) {
 		// tmux's passthrough: the inner clipboard write goes, the wrapper stays.
 		{"\x1bPtmux;\x1b\x1b]52;c;eA==\x07\x1b\\", "\x1bPtmux;\x1b\x1b\\"},
 		{"end\x1b", "end"}, // held: the next read decides it
+		// The number as terminals read it: leading zeros, a wrapping int, no ';' (a
+		// hostile review passed "\x1b]052;" to kitty's and xterm's clipboard).
+		{"a\x1b]052;c;eA==\x07b", "ab"},
+		{"a\x1b]00052;c;eA==\x07b", "ab"},
+		{"a\x1b]0000000000052;c;eA==\x07b", "ab"},
+		{"a\x1b]4294967348;c;eA==\x07b", "ab"},
+		{"a\x1b]01337;File=x\x07b", "ab"},
+		{"a\x1b]52:c;eA==\x07b", "ab"},
+		{"a\x1b]5113;ac=send\x1b\\b", "ab"},
+		{"a\x1b]" + strings.Repeat("0", 40) + "52;c;eA==\x07b", "ab"},
+		{"\x1b]00;t\x07", ""},
+		// The 8-bit OSC, raw and in UTF-8 (U+009D): the same rules.
+		{"a\x9d52;c;eA==\x07b", "ab"},
+		{"a\xc2\x9d52;c;eA==\x1b\\b", "a\xc2b"},
+		{"a\xc2\x9d052;c;eA==\x07b", "a\xc2b"},
+		{"\x9d0;title\x07", "\x9d0;title\x07"},
+		// UTF-8 text with 0x9d in it passes (the right double quote, U+045D).
+		{"\u201cq\u201d and \u045d.", "\u201cq\u201d and \u045d."},
+		{"\x1b]0;title\u201d\x07", "\x1b]0;title\u201d\x07"},
 	}
 	for _, c := range cases {
 		// Every way of cutting the input into two reads gives the same output.

@@ -52,6 +52,7 @@ const (
 	reasonUnknown   = "data is neither an SSH authentication request nor a git signature"
 	reasonUpstream  = "host agent: "
 	reasonTooMany   = "too many session-binds on one connection"
+	reasonConns     = "too many connections open at once"
 	maxBinds        = 16
 	sessionBindExt  = "session-bind@openssh.com"
 	msgUserAuthReq  = 50
@@ -60,6 +61,13 @@ const (
 	sshsigMagic     = "SSHSIG"
 	sshsigNamespace = "git"
 )
+
+// MaxConns bounds the sandbox's connections open at once. Each served connection holds
+// one to the host's agent, whose own bound (OpenSSH: its open files, 1024 by default) is
+// shared with every other program of the operator's: a sandbox holding a thousand open
+// would leave the operator's own ssh and git waiting on an agent that accepts no more
+// (a hostile review did). A connection past the bound is closed at once.
+const MaxConns = 64
 
 // ErrRefused is what the sandbox's client gets (as SSH_AGENT_FAILURE) for a refused
 // request; the reason is in the log.
@@ -99,6 +107,12 @@ func (f *Filter) Serve(ln net.Listener) error {
 			f.mu.Unlock()
 			c.Close()
 			return nil
+		}
+		if len(f.conns) >= MaxConns {
+			f.mu.Unlock()
+			c.Close()
+			f.record(Record{Op: "connect", Allowed: false, Reason: reasonConns})
+			continue
 		}
 		f.conns[c] = struct{}{}
 		f.wg.Add(1)

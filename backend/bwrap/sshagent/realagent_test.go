@@ -17,6 +17,7 @@ import (
 
 	"github.com/heavy-duty/box/internal/testenv"
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
 )
 
 // TestMain doubles as the ssh client's ProxyCommand: with BOX_SSHAGENT_TEST_PIPE set the
@@ -378,5 +379,50 @@ func TestRealSSHClientBound(t *testing.T) {
 	}
 	if s, r := l.filter.Counts(); s != 1 || r < 1 {
 		t.Fatalf("counts %d signed %d refused", s, r)
+	}
+}
+
+// A sandbox holding many connections open (each answered once, so each holds one to the
+// host's agent) cannot starve the host's agent: past MaxConns the filter closes new
+// connections at once, and the host's agent still answers the operator. Without the
+// bound, a thousand held connections left the operator's ssh-add -l waiting (a hostile
+// review).
+func TestRealConnectionsBounded(t *testing.T) {
+	l := newLab(t, Policy{Sign: true})
+	var held []net.Conn
+	t.Cleanup(func() {
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	for i := 0; i < MaxConns; i++ {
+		c, err := net.Dial("unix", l.filterSock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		if _, err := agent.NewClient(c).List(); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	c, err := net.Dial("unix", l.filterSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held = append(held, c)
+	if keys, err := agent.NewClient(c).List(); err == nil {
+		t.Fatalf("connection %d past the bound was served (%d keys)", MaxConns+1, len(keys))
+	}
+	refused := false
+	for _, r := range l.log.records(t) {
+		if r.Op == "connect" && !r.Allowed && r.Reason == reasonConns {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Errorf("the refused connection is not logged: %v", l.log.records(t))
+	}
+	if out, err := run(t, []string{"SSH_AUTH_SOCK=" + l.hostSock}, "ssh-add", "-l"); err != nil {
+		t.Errorf("the host's agent does not answer the operator: %v\n%s", err, out)
 	}
 }
