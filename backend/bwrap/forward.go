@@ -51,6 +51,12 @@ type forwarder struct {
 	pool chan int
 	quit chan struct{}
 
+	// slots bounds the connections carried at once, both directions and every port
+	// together (maxForwardConns): a sandbox looping connects to host.box.internal held
+	// about six descriptors each until box's were gone, and with them the ssh filter's
+	// and the other listeners' accepts (a hostile review's finding).
+	slots chan struct{}
+
 	cmu    sync.Mutex
 	conns  map[net.Conn]bool
 	closed bool
@@ -66,7 +72,8 @@ func (p *Plan) openPorts(warn io.Writer) (*forwarder, error) {
 	if !pr.Any() {
 		return nil, nil
 	}
-	f := &forwarder{ports: pr, conns: map[net.Conn]bool{}, pool: make(chan int, socketPool), quit: make(chan struct{})}
+	f := &forwarder{ports: pr, conns: map[net.Conn]bool{}, pool: make(chan int, socketPool), quit: make(chan struct{}),
+		slots: make(chan struct{}, maxForwardConns)}
 	if pr.HostsFile != "" {
 		host, err := os.ReadFile("/etc/hosts")
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -394,11 +401,19 @@ func (f *forwarder) dialSandbox(port uint16) (net.Conn, error) {
 	return nil, last
 }
 
-// serve accepts on ln until it is closed.
+// maxForwardConns is how many connections a forwarder carries at once: each holds about
+// six descriptors (two sockets, the splice pipes), so 512 stay far below box's limit.
+// One past it is closed at once; the ones carried are not disturbed.
+const maxForwardConns = 512
+
+// serve accepts on ln until it is closed, carrying at most cap(f.slots) connections at
+// once. An accept that fails for want of descriptors (EMFILE, ENFILE) or memory backs
+// off, as net/http's server does, instead of spinning.
 func (f *forwarder) serve(ln net.Listener, handle func(net.Conn)) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
+		var delay time.Duration
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -409,16 +424,39 @@ func (f *forwarder) serve(ln net.Listener, handle func(net.Conn)) {
 				if errors.Is(err, net.ErrClosed) {
 					return
 				}
-				continue // EMFILE, ECONNABORTED: this connection only
+				if acceptExhausted(err) {
+					delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+					select {
+					case <-time.After(delay):
+					case <-f.quit:
+						return
+					}
+				}
+				continue // ECONNABORTED and the like: this connection only
+			}
+			delay = 0
+			select {
+			case f.slots <- struct{}{}:
+			default:
+				c.Close() // full: the sandbox's flood, not the connections carried
+				continue
 			}
 			if !f.track(c) {
 				c.Close()
+				<-f.slots
 				return
 			}
 			f.wg.Add(1)
-			go func() { defer f.wg.Done(); handle(c) }()
+			go func() { defer f.wg.Done(); defer func() { <-f.slots }(); handle(c) }()
 		}
 	}()
+}
+
+// acceptExhausted: accept failed for want of descriptors or kernel memory, which only
+// time (connections closing) gives back.
+func acceptExhausted(err error) bool {
+	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) ||
+		errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)
 }
 
 // toSandbox carries a host connection to the sandbox's port.

@@ -7,9 +7,11 @@ import (
 	"log"
 	"net"
 	"sync"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/sys/unix"
 )
 
 // Filter serves the filtered agent. Dial reaches the host's agent (a new connection per
@@ -53,6 +55,7 @@ const (
 	reasonUpstream  = "host agent: "
 	reasonTooMany   = "too many session-binds on one connection"
 	reasonConns     = "too many connections open at once"
+	reasonExhausted = "box is out of file descriptors: waiting for connections to close"
 	maxBinds        = 16
 	sessionBindExt  = "session-bind@openssh.com"
 	msgUserAuthReq  = 50
@@ -91,6 +94,7 @@ func (f *Filter) Serve(ln net.Listener) error {
 		f.conns = map[net.Conn]struct{}{}
 	}
 	f.mu.Unlock()
+	var delay time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -100,8 +104,20 @@ func (f *Filter) Serve(ln net.Listener) error {
 			if closed {
 				return nil
 			}
+			if exhausted(err) {
+				if delay == 0 {
+					f.record(Record{Op: "accept", Allowed: false, Reason: reasonExhausted})
+				}
+				// Out of descriptors (box's other doors full) is not the end of the
+				// filter: back off as net/http's server does, and serve again once
+				// connections close.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
 			return err
 		}
+		delay = 0
 		f.mu.Lock()
 		if f.closed {
 			f.mu.Unlock()
@@ -410,3 +426,10 @@ func (s *session) Unlock([]byte) error { return s.refuse("unlock", "", "", reaso
 
 // Signers is not part of the protocol the server speaks; nothing inside reaches it.
 func (s *session) Signers() ([]ssh.Signer, error) { return nil, ErrRefused }
+
+// exhausted: accept failed for want of descriptors or kernel memory, which connections
+// closing give back.
+func exhausted(err error) bool {
+	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) ||
+		errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)
+}

@@ -3,6 +3,7 @@ package sshagent
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
@@ -14,10 +15,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/heavy-duty/box/internal/fdfill"
 	"github.com/heavy-duty/box/internal/testenv"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain doubles as the ssh client's ProxyCommand: with BOX_SSHAGENT_TEST_PIPE set the
@@ -424,5 +428,55 @@ func TestRealConnectionsBounded(t *testing.T) {
 	}
 	if out, err := run(t, []string{"SSH_AUTH_SOCK=" + l.hostSock}, "ssh-add", "-l"); err != nil {
 		t.Errorf("the host's agent does not answer the operator: %v\n%s", err, out)
+	}
+}
+
+// An accept that fails for want of descriptors (box's other doors flooded by the
+// sandbox) does not end the filter: it says so in the log, backs off, and serves the
+// next connection once descriptors are back. Before, Serve returned on EMFILE and every
+// later ssh in the sandbox hung (a hostile review). The process's descriptors are run
+// out for real (internal/fdfill); the client is a real ssh-add in another process.
+func TestRealAcceptSurvivesEMFILE(t *testing.T) {
+	l := newLab(t, Policy{Sign: true})
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", `read x < "$1" && exec ssh-add -l`, "sh", fifo)
+	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK="+l.filterSock)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // sh has it open for reading
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := fdfill.Fill(t)
+	w.Write([]byte("go\n"))
+	defer w.Close() // not before release: closing it would give a descriptor back
+	exhausted := func() bool {
+		for _, r := range l.log.records(t) {
+			if r.Op == "accept" && !r.Allowed && r.Reason == reasonExhausted {
+				return true
+			}
+		}
+		return false
+	}
+	for !exhausted() {
+		if ctx.Err() != nil {
+			release()
+			t.Fatalf("the filter never reported the accept it could not make: %v", l.log.records(t))
+		}
+		time.Sleep(10 * time.Millisecond) // waiting for the condition above, not a delay
+	}
+	release()
+	if err := cmd.Wait(); err != nil {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out.String(), "no identities") {
+			t.Fatalf("ssh-add -l through the filter after the exhaustion: %v\n%s\nlog: %v", err, out.String(), l.log.records(t))
+		}
 	}
 }
