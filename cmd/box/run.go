@@ -6,6 +6,7 @@ import (
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/internal/shellquote"
 	"github.com/heavy-duty/box/policy"
 	"github.com/spf13/cobra"
 )
@@ -211,39 +212,14 @@ func (e *env) outside() bwrap.Outside {
 
 func printDryRun(e *env, args []string, vars []envaudit.Var) {
 	fmt.Fprint(e.stdout, "bwrap")
-	for i := 0; i < len(args); {
-		n := 1 + bwrapArity[args[i]]
-		if args[i] == "--" {
-			n = len(args) - i
-		}
-		n = min(n, len(args)-i)
-		q := make([]string, n)
-		for j := range q {
-			q[j] = shellQuote(args[i+j])
-		}
-		fmt.Fprintf(e.stdout, " \\\n  %s", strings.Join(q, " "))
-		i += n
+	for _, l := range bwrap.ArgvLines(args) {
+		fmt.Fprintf(e.stdout, " \\\n  %s", l)
 	}
 	fmt.Fprintf(e.stdout, "\nenv: %s\n", strings.Join(envaudit.Names(vars), " "))
 }
 
-// bwrapArity is how many operands a bwrap option takes, to print one option a line.
-var bwrapArity = map[string]int{
-	"--bind": 2, "--ro-bind": 2, "--dev-bind": 2, "--bind-try": 2, "--ro-bind-try": 2, "--symlink": 2, "--setenv": 2,
-	"--cap-drop": 1, "--cap-add": 1, "--hostname": 1, "--proc": 1, "--dev": 1, "--tmpfs": 1, "--dir": 1,
-	"--chdir": 1, "--info-fd": 1, "--block-fd": 1, "--seccomp": 1, "--remount-ro": 1, "--uid": 1, "--gid": 1,
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '-' || r == '_' || r == '/' || r == '.' || r == ':' || r == ',' || r == '=' || r == '+' || r == '@' ||
-			r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// shellQuote quotes a word for a POSIX shell (incuscmd.go prints a command line).
+var shellQuote = shellquote.Quote
 
 // portFlags reads --publish and --host-port.
 func portFlags(publish, hostPorts []string) ([]policy.PortMap, []uint16, error) {
