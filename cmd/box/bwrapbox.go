@@ -6,9 +6,7 @@ package main
 
 import (
 	"errors"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
@@ -16,7 +14,6 @@ import (
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
-	"github.com/heavy-duty/box/templates"
 )
 
 // bwrapBackend is bwrap.Boxes as the CLI calls it: Mint refuses by flag name first.
@@ -101,14 +98,7 @@ func profileName(e *env, flag string) string {
 	return profiles.Default
 }
 
-// loadProfile and loadTemplate load by name from e's configuration directory.
+// loadProfile loads by name from e's configuration directory.
 func loadProfile(e *env, name string) (*profiles.Profile, error) {
 	return bwrap.LoadProfile(e.configHome(), name)
 }
-
-func loadTemplate(e *env, name string) (*templates.Template, error) {
-	return bwrap.LoadTemplate(e.configHome(), name)
-}
-
-// defaultLabel is a snapshot's label when none is given.
-func defaultLabel() string { return "manual-" + strconv.FormatInt(time.Now().Unix(), 10) }
