@@ -6,11 +6,7 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
@@ -18,7 +14,6 @@ import (
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
-	"github.com/heavy-duty/box/templates"
 )
 
 // bwrapBackend is bwrap.Boxes as the CLI calls it: Mint refuses by flag name first.
@@ -92,43 +87,6 @@ func (be bwrapBackend) Mint(r backend.MintRequest) error {
 	return err
 }
 
-// printBwrapInfo is box info's table for a bwrap box.
-func printBwrapInfo(e *env, info infoJSON) error {
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 1, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	row("name", info.Name)
-	row("backend", info.Backend)
-	row("state", info.State)
-	row("template", info.Template)
-	row("profile", info.Profile)
-	row("network", info.Network)
-	row("workdir", info.Workdir)
-	row("home", info.Home)
-	origin := info.Origin
-	if info.OriginFrom != "" {
-		origin += " of " + info.OriginFrom
-	}
-	row("origin", origin)
-	row("created", info.Created)
-	for _, x := range info.Exposed {
-		row("exposed", fmt.Sprintf("127.0.0.1:%d -> port %d (while a session runs)", x.HostPort, x.Port))
-	}
-	for _, h := range info.HostPorts { // the profile's host_ports (publish.go)
-		row("host port", fmt.Sprintf("host.box.internal:%d -> the host's 127.0.0.1:%d (at every session)", h, h))
-	}
-	var s []string
-	for _, sn := range info.Snapshots {
-		s = append(s, sn.Name)
-	}
-	if len(s) == 0 {
-		row("snapshots", "none")
-	} else {
-		row("snapshots", strings.Join(s, ", "))
-		row("clone one", fmt.Sprintf("box new --name NAME --from %s/%s", info.Name, s[len(s)-1]))
-	}
-	return tw.Flush()
-}
-
 // profileName is the profile a bwrap launch uses: the flag, else $BOX_PROFILE, else
 // the default.
 func profileName(e *env, flag string) string {
@@ -140,14 +98,7 @@ func profileName(e *env, flag string) string {
 	return profiles.Default
 }
 
-// loadProfile and loadTemplate load by name from e's configuration directory.
+// loadProfile loads by name from e's configuration directory.
 func loadProfile(e *env, name string) (*profiles.Profile, error) {
 	return bwrap.LoadProfile(e.configHome(), name)
 }
-
-func loadTemplate(e *env, name string) (*templates.Template, error) {
-	return bwrap.LoadTemplate(e.configHome(), name)
-}
-
-// defaultLabel is a snapshot's label when none is given.
-func defaultLabel() string { return "manual-" + strconv.FormatInt(time.Now().Unix(), 10) }

@@ -65,9 +65,12 @@ at tier full is refused: it shares the host's network already.`,
 				return err
 			}
 			if b != nil {
-				return runBwrapExpose(e, o, args)
+				return runExpose(e, o, args, bwrapExposer(e, args[0]))
 			}
-			return runExpose(e, o, args)
+			if err := backend.ValidName(args[0]); err != nil {
+				return vmErr(e, err)
+			}
+			return runExpose(e, o, args, vmExposer(e, args[0]))
 		},
 	}
 	cmd.Flags().BoolVar(&o.list, "list", false, "list the box's doors")
@@ -75,37 +78,38 @@ at tier full is refused: it shares the host's network already.`,
 	return cmd
 }
 
-func runExpose(e *env, o *exposeOptions, args []string) error {
+// exposer is one backend's box expose on one box, ports read as that backend words them.
+type exposer struct {
+	port      func(what, s string) (int, error)
+	expose    func(port, hostPort int) error
+	unexpose  func(port int) error
+	exposures func() ([]backend.Exposure, error)
+}
+
+// runExpose reads the ports (all before any change), then opens, closes or lists.
+func runExpose(e *env, o *exposeOptions, args []string, x exposer) error {
 	name := args[0]
-	if err := backend.ValidName(name); err != nil {
-		return vmErr(e, err)
-	}
-	var port, hostPort int
-	var err error
 	switch {
 	case o.remove != "":
-		if port, err = vm.ParsePort("--remove", o.remove); err != nil {
-			return vmErr(e, err)
+		p, err := x.port("--remove", o.remove)
+		if err != nil {
+			return err
 		}
+		return x.unexpose(p)
 	case !o.list:
-		if port, err = vm.ParsePort("port", args[1]); err != nil {
-			return vmErr(e, err)
+		p, err := x.port("port", args[1])
+		if err != nil {
+			return err
 		}
-		hostPort = port
+		hp := p
 		if len(args) == 3 {
-			if hostPort, err = vm.ParsePort("host port", args[2]); err != nil {
-				return vmErr(e, err)
+			if hp, err = x.port("host port", args[2]); err != nil {
+				return err
 			}
 		}
+		return x.expose(p, hp)
 	}
-	b := vmBackend{e: e}.vm()
-	switch {
-	case o.remove != "":
-		return b.Unexpose(name, port)
-	case !o.list:
-		return b.Expose(name, port, hostPort)
-	}
-	exp, err := b.Exposures(name)
+	exp, err := x.exposures()
 	if err != nil {
 		return err
 	}
@@ -121,52 +125,49 @@ func runExpose(e *env, o *exposeOptions, args []string) error {
 	return tw.Flush()
 }
 
-// runBwrapExpose is box expose on a bwrap box: the same arguments, kept with the box.
-func runBwrapExpose(e *env, o *exposeOptions, args []string) error {
-	name, be := args[0], e.bwrapBoxes().Boxes
-	port := func(what, s string) (uint16, error) {
-		p, err := policy.ParsePort(s)
-		if err != nil {
-			return 0, usagef("for example: box expose "+name+" 3000", "%s: %s", what, err)
-		}
-		return p, nil
+// vmExposer is box expose on a vm box: an Incus proxy device.
+func vmExposer(e *env, name string) exposer {
+	b := vmBackend{e: e}.vm()
+	return exposer{
+		port: func(what, s string) (int, error) {
+			p, err := vm.ParsePort(what, s)
+			if err != nil {
+				return 0, vmErr(e, err)
+			}
+			return p, nil
+		},
+		expose:   func(p, hp int) error { return b.Expose(name, p, hp) },
+		unexpose: func(p int) error { return b.Unexpose(name, p) },
+		exposures: func() ([]backend.Exposure, error) {
+			exp, err := b.Exposures(name)
+			out := make([]backend.Exposure, len(exp))
+			for i, x := range exp {
+				out[i] = backend.Exposure(x)
+			}
+			return out, err
+		},
 	}
-	switch {
-	case o.remove != "":
-		p, err := port("--remove", o.remove)
-		if err != nil {
-			return err
-		}
-		return be.Unexpose(name, p)
-	case !o.list:
-		p, err := port("port", args[1])
-		if err != nil {
-			return err
-		}
-		hp := p
-		if len(args) == 3 {
-			if hp, err = port("host port", args[2]); err != nil {
+}
+
+// bwrapExposer is box expose on a bwrap box: the doors are kept with the box.
+func bwrapExposer(e *env, name string) exposer {
+	be := e.bwrapBoxes().Boxes
+	return exposer{
+		port: func(what, s string) (int, error) {
+			p, err := policy.ParsePort(s)
+			if err != nil {
+				return 0, usagef("for example: box expose "+name+" 3000", "%s: %s", what, err)
+			}
+			return int(p), nil
+		},
+		expose: func(p, hp int) error {
+			if err := be.Expose(name, uint16(p), uint16(hp)); err != nil {
 				return err
 			}
-		}
-		if err := be.Expose(name, p, hp); err != nil {
-			return err
-		}
-		note(e, "%s: port %d is published at 127.0.0.1:%d by its sessions from the next one on (box shell %s, box exec %s)", name, p, hp, name, name)
-		return nil
+			note(e, "%s: port %d is published at 127.0.0.1:%d by its sessions from the next one on (box shell %s, box exec %s)", name, p, hp, name, name)
+			return nil
+		},
+		unexpose:  func(p int) error { return be.Unexpose(name, uint16(p)) },
+		exposures: func() ([]backend.Exposure, error) { return be.Exposures(name) },
 	}
-	exp, err := be.Exposures(name)
-	if err != nil {
-		return err
-	}
-	if len(exp) == 0 {
-		note(e, "%s has no exposed ports: 'box expose %s PORT' opens one", name, name)
-		return nil
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PORT\tHOST")
-	for _, x := range exp {
-		fmt.Fprintf(tw, "%d\t127.0.0.1:%d\n", x.Port, x.HostPort)
-	}
-	return tw.Flush()
 }

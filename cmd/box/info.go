@@ -39,31 +39,40 @@ With --json, one JSON object; the field names are stable and documented in docs/
 				return err
 			case asJSON:
 				return writeJSON(e.stdout, info)
-			case info.Backend == profiles.BackendBwrap:
-				return printBwrapInfo(e, info)
 			}
-			return printVMInfo(e, info)
+			return printInfo(e, info)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object (fields: docs/json.md)")
 	return cmd
 }
 
-// printVMInfo is box info's table for a vm box.
-func printVMInfo(e *env, info infoJSON) error {
+// printInfo is box info's table: a vm box's type, address and resources, a bwrap box's
+// profile, tier, directories and host ports.
+func printInfo(e *env, info infoJSON) error {
+	bw := info.Backend == profiles.BackendBwrap
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 1, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("name", info.Name)
 	row("backend", info.Backend)
 	row("state", info.State)
-	row("type", info.Type)
-	row("ipv4", dash(info.IPv4))
-	if info.Location != "" {
-		row("location", info.Location) // its cluster member
+	origin, created, exposed := dash(info.Origin), dash(info.Created), ""
+	if bw {
+		row("template", info.Template)
+		row("profile", info.Profile)
+		row("network", info.Network)
+		row("workdir", info.Workdir)
+		row("home", info.Home)
+		origin, created, exposed = info.Origin, info.Created, " (while a session runs)"
+	} else {
+		row("type", info.Type)
+		row("ipv4", dash(info.IPv4))
+		if info.Location != "" {
+			row("location", info.Location) // its cluster member
+		}
+		row("template", dash(info.Template))
+		row("user", info.User)
 	}
-	row("template", dash(info.Template))
-	row("user", info.User)
-	origin := dash(info.Origin)
 	if info.OriginFrom != "" {
 		origin += " of " + info.OriginFrom
 	}
@@ -71,13 +80,18 @@ func printVMInfo(e *env, info infoJSON) error {
 		origin = "claudebox (legacy)"
 	}
 	row("origin", origin)
-	row("created", dash(info.Created))
-	if info.Imported != "" {
+	row("created", created)
+	if !bw && info.Imported != "" {
 		row("imported", fmt.Sprintf("%s (%d time(s), last %s)", info.Imported, info.ImportedCount, info.ImportedLast))
 	}
-	row("resources", fmt.Sprintf("cpu %s, memory %s, disk %s", dash(info.CPU), dash(info.Memory), dash(info.Disk)))
+	if !bw {
+		row("resources", fmt.Sprintf("cpu %s, memory %s, disk %s", dash(info.CPU), dash(info.Memory), dash(info.Disk)))
+	}
 	for _, x := range info.Exposed {
-		row("exposed", fmt.Sprintf("127.0.0.1:%d -> port %d", x.HostPort, x.Port))
+		row("exposed", fmt.Sprintf("127.0.0.1:%d -> port %d%s", x.HostPort, x.Port, exposed))
+	}
+	for _, h := range info.HostPorts { // a bwrap box's profile's host_ports (publish.go)
+		row("host port", fmt.Sprintf("host.box.internal:%d -> the host's 127.0.0.1:%d (at every session)", h, h))
 	}
 	if len(info.Snapshots) == 0 {
 		row("snapshots", "none")
@@ -87,7 +101,7 @@ func printVMInfo(e *env, info infoJSON) error {
 			s = append(s, sn.Name)
 		}
 		row("snapshots", strings.Join(s, ", "))
-		row("clone one", fmt.Sprintf("box new --name NAME --from %s/%s", info.Name, info.Snapshots[len(info.Snapshots)-1].Name))
+		row("clone one", fmt.Sprintf("box new --name NAME --from %s/%s", info.Name, s[len(s)-1]))
 	}
 	return tw.Flush()
 }

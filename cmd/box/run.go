@@ -6,8 +6,8 @@ import (
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/internal/shellquote"
 	"github.com/heavy-duty/box/policy"
-	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
 
@@ -185,59 +185,21 @@ func exitCode(code int, err error) error {
 	return nil
 }
 
-// runRequest loads the profile and template the options name, checks the flags, and
-// makes the resolver's request. It looks nothing else up.
+// runRequest makes the resolver's request of the options (bwrap.NewRequest) and words
+// its refusals by flag name.
 func runRequest(e *env, o *runOptions) (bwrap.Request, error) {
-	var req bwrap.Request
-	prof, err := loadProfile(e, profileName(e, o.profile))
+	req, err := bwrap.NewRequest(e.configHome(), bwrap.RunSettings{
+		Profile: profileName(e, o.profile), Template: o.template, Backend: o.backend,
+		Request: bwrap.Request{
+			Network: o.network, Env: o.env, Command: o.command, AllowRoot: o.allowRoot, Allow: o.allow,
+			Isolation: o.isolation, DevShell: o.devshell, SSHHosts: o.sshHosts,
+		},
+	})
 	if err != nil {
-		return req, err
+		return req, runRequestErr(err)
 	}
-	backend := prof.Backend
-	if o.backend != "" {
-		if err := profiles.ValidBackend(o.backend); err != nil {
-			return req, usagef("the backends are bwrap (box run) and vm (box new)", "--backend: %s", err)
-		}
-		backend = o.backend
-	}
-	if backend != profiles.BackendBwrap {
-		who := fmt.Sprintf("profile %q asks for", prof.Name)
-		if o.backend != "" {
-			who = "--backend names"
-		}
-		return req, usagef("box run sandboxes a command with bwrap; vm boxes are made and entered with 'box new' and 'box shell'",
-			"box run is the bwrap backend; %s backend %q", who, backend)
-	}
-	tmplName := prof.Template
-	if o.template != "" {
-		tmplName = o.template
-	}
-	tmpl, err := loadTemplate(e, tmplName)
-	if err != nil {
-		return req, err
-	}
-	if o.network != "" {
-		if err := profiles.ValidNetwork(o.network); err != nil {
-			return req, usagef("the tiers are "+policy.TierList("and")+": run 'box run --help'", "--network: %s", err)
-		}
-	}
-	if err := profiles.ValidIsolation(o.isolation); err != nil {
-		return req, usagef("the modes are bwrap, landlock and auto: run 'box run --help'", "--isolation: %s", err)
-	}
-	if err := profiles.CheckKeys(profiles.UseRun, prof, tmpl); err != nil {
-		return req, err
-	}
-	pub, hostPorts, err := portFlags(o.publish, o.hostPorts)
-	if err != nil {
-		return req, err
-	}
-	return bwrap.Request{
-		Profile: prof, Template: tmpl, Network: o.network, Env: o.env,
-		Command: o.command, AllowRoot: o.allowRoot, Allow: o.allow, Isolation: o.isolation,
-		DevShell: o.devshell,
-		SSHHosts: o.sshHosts,
-		Publish:  pub, HostPorts: hostPorts,
-	}, nil
+	req.Publish, req.HostPorts, err = portFlags(o.publish, o.hostPorts)
+	return req, err
 }
 
 // outside is what the bwrap resolver is told of the operator's session.
@@ -250,39 +212,14 @@ func (e *env) outside() bwrap.Outside {
 
 func printDryRun(e *env, args []string, vars []envaudit.Var) {
 	fmt.Fprint(e.stdout, "bwrap")
-	for i := 0; i < len(args); {
-		n := 1 + bwrapArity[args[i]]
-		if args[i] == "--" {
-			n = len(args) - i
-		}
-		n = min(n, len(args)-i)
-		q := make([]string, n)
-		for j := range q {
-			q[j] = shellQuote(args[i+j])
-		}
-		fmt.Fprintf(e.stdout, " \\\n  %s", strings.Join(q, " "))
-		i += n
+	for _, l := range bwrap.ArgvLines(args) {
+		fmt.Fprintf(e.stdout, " \\\n  %s", l)
 	}
 	fmt.Fprintf(e.stdout, "\nenv: %s\n", strings.Join(envaudit.Names(vars), " "))
 }
 
-// bwrapArity is how many operands a bwrap option takes, to print one option a line.
-var bwrapArity = map[string]int{
-	"--bind": 2, "--ro-bind": 2, "--dev-bind": 2, "--bind-try": 2, "--ro-bind-try": 2, "--symlink": 2, "--setenv": 2,
-	"--cap-drop": 1, "--cap-add": 1, "--hostname": 1, "--proc": 1, "--dev": 1, "--tmpfs": 1, "--dir": 1,
-	"--chdir": 1, "--info-fd": 1, "--block-fd": 1, "--seccomp": 1, "--remount-ro": 1, "--uid": 1, "--gid": 1,
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '-' || r == '_' || r == '/' || r == '.' || r == ':' || r == ',' || r == '=' || r == '+' || r == '@' ||
-			r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// shellQuote quotes a word for a POSIX shell (incuscmd.go prints a command line).
+var shellQuote = shellquote.Quote
 
 // portFlags reads --publish and --host-port.
 func portFlags(publish, hostPorts []string) ([]policy.PortMap, []uint16, error) {
