@@ -72,8 +72,25 @@ func (p *Plan) prepareLandlockHome() error {
 	if _, err := os.Lstat(link); err == nil || !os.IsNotExist(err) {
 		return nil // the sandbox's to keep or break; box never reads through it
 	}
-	if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+	// The directories between the home and the link are the sandbox's too: one it made a
+	// symlink would have box plant the link wherever it points (a directory of your real
+	// home), so box makes them itself, never through a link, and leaves a broken one be.
+	dir := home
+	rel, err := filepath.Rel(home, filepath.Dir(link))
+	if err != nil {
 		return err
+	}
+	for _, c := range strings.Split(rel, "/") {
+		if c == "." {
+			continue
+		}
+		dir = filepath.Join(dir, c)
+		if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+			return err
+		}
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			return nil // the sandbox's to keep or break; box never writes through it
+		}
 	}
 	target, err := filepath.Rel(filepath.Dir(link), filepath.Join(p.Spec.InstanceDir, p.Spec.StateDir))
 	if err != nil {

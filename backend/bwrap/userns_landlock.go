@@ -217,7 +217,54 @@ func (p LandlockPlan) restrictLandlock(abi int, socks *sockGuard) error {
 	if err := loadFilter(unixSocketsOnly()); err != nil {
 		return fmt.Errorf("socket filter: %w", err)
 	}
+	if err := loadFilter(sysvIPCRefused()); err != nil {
+		return fmt.Errorf("SysV IPC filter: %w", err)
+	}
 	return nil
+}
+
+// sysvIPCSyscalls are System V IPC's calls: shared memory, semaphores, message queues.
+var sysvIPCSyscalls = []uint32{
+	unix.SYS_SHMGET, unix.SYS_SHMAT, unix.SYS_SHMCTL, unix.SYS_SHMDT,
+	unix.SYS_SEMGET, unix.SYS_SEMOP, unix.SYS_SEMCTL, unix.SYS_SEMTIMEDOP,
+	unix.SYS_MSGGET, unix.SYS_MSGSND, unix.SYS_MSGRCV, unix.SYS_MSGCTL,
+}
+
+// sysvIPCRefused is a filter refusing System V IPC with EPERM. Without an IPC namespace
+// its objects are the user's own: a segment another process of the user made (an X
+// client's MIT-SHM image, a database's shared buffers) is attached by its id, a small
+// number, and read and written (review finding, session 8). Only the bwrap mode gives the
+// sandbox IPC of its own.
+func sysvIPCRefused() []byte {
+	const (
+		ldW = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		ret = unix.BPF_RET | unix.BPF_K
+	)
+	arch := uint32(unix.AUDIT_ARCH_X86_64)
+	if runtime.GOARCH == "arm64" {
+		arch = unix.AUDIT_ARCH_AARCH64
+	}
+	n := uint8(len(sysvIPCSyscalls))
+	prog := []unix.SockFilter{
+		{Code: ldW, K: 4},
+		{Code: jeq, K: arch, Jt: 1, Jf: 0},
+		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS}, // another ABI: refused whole
+		{Code: ldW, K: 0},
+	}
+	for i, nr := range sysvIPCSyscalls {
+		// a match jumps past the remaining tests and the allow, to the refusal
+		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jt: n - uint8(i), Jf: 0})
+	}
+	prog = append(prog,
+		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW},
+		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+	)
+	b := make([]byte, 0, 8*len(prog))
+	for _, in := range prog {
+		b = append(b, byte(in.Code), byte(in.Code>>8), in.Jt, in.Jf, byte(in.K), byte(in.K>>8), byte(in.K>>16), byte(in.K>>24))
+	}
+	return b
 }
 
 // unixSocketsOnly is a filter refusing socket(2) with EAFNOSUPPORT for every family

@@ -109,6 +109,11 @@ func (p *Proxy) answer(q []byte) []byte {
 // AAAA (and retries) at once, and one line says it.
 const dnsRepeat = time.Second
 
+// dnsSeenMax bounds what dnsNoteworthy remembers: past it, the names logged more than
+// dnsRepeat ago are forgotten, and when most are recent the memory starts afresh (a name
+// may then be logged twice within a second; the log's own cap still holds).
+const dnsSeenMax = 4096
+
 // dnsNoteworthy reports whether a DNS refusal of name belongs in the log: not a bare
 // single-label name (the sandbox's own host name, search-list noise: never allowable),
 // nor a repeat within dnsRepeat.
@@ -124,6 +129,16 @@ func (p *Proxy) dnsNoteworthy(name string) bool {
 	}
 	if t, ok := p.dnsSeen[name]; ok && now.Sub(t) < dnsRepeat {
 		return false
+	}
+	if len(p.dnsSeen) >= dnsSeenMax {
+		for n, t := range p.dnsSeen {
+			if now.Sub(t) >= dnsRepeat {
+				delete(p.dnsSeen, n)
+			}
+		}
+		if len(p.dnsSeen) >= dnsSeenMax/2 { // each sweep frees half at least
+			clear(p.dnsSeen)
+		}
 	}
 	p.dnsSeen[name] = now
 	return true

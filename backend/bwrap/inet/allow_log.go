@@ -43,13 +43,24 @@ func (e Event) String() string {
 // operator's disk. Later events are counted, not written.
 const MaxLogLines = 20000
 
+// The names a sandbox makes up are without number (a DNS flood of distinct names): the
+// counts keep maxRefusedKeys of them, the rest counted together, and the summary names
+// the summaryNames most refused, so neither box's memory nor the operator's terminal grows
+// with the flood (review finding, session 8: 150,000 names held 120 MB and printed a
+// 38 MB summary line).
+const (
+	maxRefusedKeys = 1000
+	summaryNames   = 20
+)
+
 // Log records the tier's events to every writer (the operator's per-run log, the copy in
 // the sandbox's ~/.claude) and keeps the counts for the end-of-run summary.
 type Log struct {
 	mu      sync.Mutex
 	writers []io.Writer
 	now     func() time.Time
-	refused map[string]int // name (or address) -> refusals
+	refused map[string]int // name (or address) -> refusals, maxRefusedKeys of them
+	others  int            // refusals of names past maxRefusedKeys
 	total   int
 	lines   int
 }
@@ -88,7 +99,11 @@ func (l *Log) Record(e Event) {
 		if key == "" {
 			key = e.Addr
 		}
-		l.refused[key]++
+		if _, ok := l.refused[key]; ok || len(l.refused) < maxRefusedKeys {
+			l.refused[key]++
+		} else {
+			l.others++
+		}
 		l.total++
 	}
 }
@@ -140,9 +155,19 @@ func (l *Log) Summary() string {
 		}
 		return keys[i] < keys[j]
 	})
-	parts := make([]string, len(keys))
+	rest := l.others
+	if len(keys) > summaryNames {
+		for _, k := range keys[summaryNames:] {
+			rest += l.refused[k]
+		}
+		keys = keys[:summaryNames]
+	}
+	parts := make([]string, len(keys), len(keys)+1)
 	for i, k := range keys {
 		parts[i] = k + " (" + strconv.Itoa(l.refused[k]) + ")"
+	}
+	if rest > 0 {
+		parts = append(parts, "others ("+strconv.Itoa(rest)+")")
 	}
 	return fmt.Sprintf("refused %d: %s", l.total, strings.Join(parts, ", "))
 }

@@ -2,9 +2,13 @@ package inet
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // A DNS query's labels are any bytes the sandbox chose: they can neither forge a line of
@@ -35,5 +39,35 @@ func TestLogEscapesSandboxNames(t *testing.T) {
 	}
 	if got := (Event{Time: time.Unix(0, 0), Kind: EventRefused, Name: "github.com", Addr: "1.2.3.4:443", Reason: "not in the allowlist"}).String(); got != "1970-01-01T00:00:00Z refused github.com 1.2.3.4:443 not in the allowlist" {
 		t.Errorf("a plain event: %q", got)
+	}
+}
+
+// A sandbox flooding DNS with distinct names (each refused) grows neither box's memory
+// nor the end-of-run summary with the flood (review finding, session 8: 150,000 names
+// held 120 MB in box and printed a 38 MB summary line).
+func TestRefusalFloodIsBounded(t *testing.T) {
+	l := NewLog(io.Discard)
+	p := &Proxy{Allow: NewAllowlist(nil), Log: l}
+	const n = 3 * maxRefusedKeys
+	for i := range n {
+		name := fmt.Sprintf("x%d.flood.test", i)
+		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: uint16(i), RecursionDesired: true})
+		b.StartQuestions()
+		b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name + "."), Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET})
+		q, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.answer(q)
+	}
+	for i := range 2 * dnsSeenMax {
+		p.dnsNoteworthy(fmt.Sprintf("y%d.flood.test", i))
+	}
+	if len(l.refused) > maxRefusedKeys || len(p.dnsSeen) > dnsSeenMax {
+		t.Errorf("kept %d names' counts (max %d), %d names' last logging (max %d)", len(l.refused), maxRefusedKeys, len(p.dnsSeen), dnsSeenMax)
+	}
+	sum := l.Summary()
+	if l.Refused() != n || !strings.HasPrefix(sum, fmt.Sprintf("refused %d: ", n)) || !strings.HasSuffix(sum, fmt.Sprintf("others (%d)", n-summaryNames)) || strings.Count(sum, ".flood.test") != summaryNames {
+		t.Errorf("%d refused, summary (%d bytes) %.300q", l.Refused(), len(sum), sum)
 	}
 }
