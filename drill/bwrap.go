@@ -35,6 +35,8 @@ type BwrapOptions struct {
 	// Box: a persistent box is drilled (its home holds its own files at the real
 	// home's paths).
 	Box bool
+	// Groups: only these groups' rows are drilled (groups.go; zero value: all).
+	Groups Groups
 }
 
 // Bwrap is the bwrap drill: the probe runner launched through the bwrap session in
@@ -55,6 +57,8 @@ type BwrapReport struct {
 	Results []Result
 	Profile string      // the drilled profile's name
 	Tier    policy.Tier // the sandbox's network tier
+	LeftOut []string    // the groups not drilled (Options.Groups), to be said aloud
+	Empty   []string    // the chosen groups with no row in this sandbox
 }
 
 // ErrAllowlistTargets: the allowlist's targets were given to a drill that does not
@@ -174,6 +178,8 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	ports := startPorts(p, &plan, facts.Addrs, hex.EncodeToString(nonce))
 	defer ports.stop()
 	defer sshAgentRows(p, hex.EncodeToString(nonce), &plan, stderr)()
+	// The plan is whole: the groups left out go here, before anything runs.
+	plan.Probes = o.Groups.Probes(plan.Probes)
 	planJSON, err := json.Marshal(plan)
 	if err != nil {
 		return nil, err
@@ -210,15 +216,19 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	if o.Box {
 		obs = OwnFiles(plan, obs) // a box's home holds its own files at the real home's paths
 	}
-	results := append(Judge(plan, obs), b.trustRow(p, hex.EncodeToString(nonce))) // trust.go
+	results := Judge(plan, obs)
+	if o.Groups.Keep("trust") {
+		results = append(results, b.trustRow(p, hex.EncodeToString(nonce))) // trust.go: two runs of its own
+	}
 	// The Landlock mode's own rows (harden.go): the bwrap mode holds them by construction
 	// (a pid namespace ends every descendant, the instance directory is not mounted, no
 	// /dev/pts of the host's), and in it their probe run hung a CI drill on its stderr.
-	if p.Isolation.Landlock() {
+	if p.Isolation.Landlock() && (o.Groups.Keep("trust") || o.Groups.Keep("kernel")) {
 		results = append(results, b.hardenRows(p, hex.EncodeToString(nonce))...)
 	}
-	results = IsolationVerdicts(p, results) // isolation.go
-	return &BwrapReport{Results: results, Profile: p.Profile.Name, Tier: p.Spec.Network}, nil
+	results = o.Groups.Results(IsolationVerdicts(p, results)) // isolation.go
+	return &BwrapReport{Results: results, Profile: p.Profile.Name, Tier: p.Spec.Network,
+		LeftOut: o.Groups.LeftOut(), Empty: o.Groups.Empty(results)}, nil
 }
 
 // allowlistInput fills what tier allowlist's rows need when the drill judges as

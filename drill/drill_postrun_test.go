@@ -47,12 +47,13 @@ func TestDrillHostExec(t *testing.T) {
 }
 
 // The real box drill, with the audit switched off in a test build: the host's git runs
-// the plant, and the drill says BREACH (exit 1).
+// the plant, and the drill says BREACH (exit 1). The two groups judged only
+// (--group host-exec,protect).
 func TestDrillHostExecBreachAuditOff(t *testing.T) {
 	testenv.RequireTool(t, "git")
 	w, l := labWorld(t)
 	w.withProtectionOff(t, "audit")
-	r := w.drill(l, "--network", "none")
+	r := w.drill(l, "--network", "none", "--group", "host-exec,protect")
 	t.Logf("box drill, audit off (exit %d): %s %q", r.code, r.rows[hostExecRow].Status, r.rows[hostExecRow].Observed)
 	r.want(t, hostExecRow, drill.Breach)
 	// The rebase left stopped with an exec line: only the audit takes it away.

@@ -11,11 +11,12 @@ import (
 
 // The net:unix-path row, for real as the unprivileged user: the drill's host socket in
 // the working directory is refused with box's mediation (PASS, at tier none and full),
-// and answers the sandbox with it off in a test build (BREACH).
+// and answers the sandbox with it off in a test build (BREACH). Drills of the network
+// group only (--group network): the row's.
 func TestDrillUnixPath(t *testing.T) {
 	row := func(w *boxtest.World, tier string) drill.Result {
 		t.Helper()
-		r := w.Run("drill", "--backend", "bwrap", "--json", "--network", tier)
+		r := w.Run("drill", "--backend", "bwrap", "--json", "--network", tier, "--group", "network")
 		var list []drill.Result
 		if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil {
 			t.Fatalf("drill --network %s: exit %d, JSON: %v\n%s", tier, r.Code, err, r.Stderr)

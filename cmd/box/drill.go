@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/vm"
@@ -33,6 +34,7 @@ type drillOptions struct {
 	image       string // --backend vm
 	unitDir     string // --backend vm
 	box         string // a persistent bwrap box (drillbox.go)
+	groups      []string
 }
 
 func newDrillCmd(e *env) *cobra.Command {
@@ -67,12 +69,17 @@ any BREACH, FAIL or ERROR.
 
 --expect judges the sandbox against another tier's contract: 'box drill --network full
 --expect internet' reports every LAN, host and metadata address the sandbox reaches as a
-BREACH. By default the contract is the tier the sandbox runs with.`,
+BREACH. By default the contract is the tier the sandbox runs with.
+
+--group drills only the named groups' rows (repeatable, or comma-separated): the
+summary names the groups left out, and a chosen group with no row in this sandbox. A
+name that is not a group is refused.`,
 		Example: `  box drill --backend bwrap                        # the default profile
   box drill --profile claude                       # the sandbox Claude Code gets
   box drill --network internet --json              # for machines (fields: docs/json.md)
   box drill --network full --expect internet       # what tier full exposes, as breaches
-  box drill -n allowlist --allow @github --internet-url http://example.com/`,
+  box drill -n allowlist --allow @github --internet-url http://example.com/
+  box drill --group ssh,ports                      # only those rows (faster)`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return whileDrilling(func() error { return runDrill(e, o) })
@@ -98,6 +105,7 @@ BREACH. By default the contract is the tier the sandbox runs with.`,
 	f.StringArrayVar(&o.allow, "allow", nil, "with --network allowlist: allow NAME, as box run --allow does (repeatable)")
 	f.StringVar(&o.allowedURL, "allowed-url", "", "tier allowlist: a URL whose host is allowed, which must work (default: https://FIRST-ALLOWED-NAME/)")
 	f.StringArrayVar(&o.rebindURLs, "rebind-url", nil, "tier allowlist: a URL of an allowed host that resolves to a private address, which must be refused (repeatable)")
+	f.StringSliceVar(&o.groups, "group", nil, "drill only this group's rows: "+strings.Join(drill.BwrapGroups, ", ")+" (repeatable, or comma-separated; the report names the groups left out)")
 	f.StringVar(&o.udp, "udp", "", "tier allowlist: ADDR:PORT a UDP datagram is sent to (default: the --internet-url host, port 123)")
 	return cmd
 }
@@ -108,6 +116,9 @@ func runDrill(e *env, o *drillOptions) error {
 			return usagef("the backends are bwrap and vm", "--backend: %s", err)
 		}
 		if o.backend == profiles.BackendVM {
+			if len(o.groups) > 0 {
+				return usagef("drop --group: the vm drill runs whole", "--group is for the bwrap drill")
+			}
 			return runDrillVM(e, o)
 		}
 	}
@@ -139,12 +150,19 @@ func runDrill(e *env, o *drillOptions) error {
 		}
 	}
 
+	groups, err := drill.SelectGroups(o.groups)
+	var unknown *drill.UnknownGroupError
+	if errors.As(err, &unknown) {
+		return usagef("the groups are "+strings.Join(drill.BwrapGroups, ", "), "--group %q: no such drill group", unknown.Name)
+	}
+
 	s := e.session(false)
 	d := &drill.Bwrap{
 		Session: s,
 		Options: drill.BwrapOptions{
 			Expect: policy.Tier(o.expect), InternetURL: o.internetURL, HostPort: o.hostPort, LAN: o.lan,
 			AllowedURL: o.allowedURL, RebindURLs: o.rebindURLs, UDP: o.udp, Box: o.box != "",
+			Groups: groups,
 		},
 		Environ: e.environ(),
 		Resolve: func(probe []string, binds []bwrap.Mount) (*bwrap.Plan, func(), error) {
@@ -192,6 +210,12 @@ func runDrill(e *env, o *drillOptions) error {
 	what := fmt.Sprintf("profile %s, tier %s", rep.Profile, rep.Tier)
 	if o.expect != "" && policy.Tier(o.expect) != rep.Tier {
 		what += ", judged as " + o.expect
+	}
+	if len(rep.LeftOut) > 0 {
+		what += ", groups left out: " + strings.Join(rep.LeftOut, ", ")
+	}
+	if len(rep.Empty) > 0 {
+		what += ", no rows here for: " + strings.Join(rep.Empty, ", ")
 	}
 	if drill.Failed(results) {
 		return fmt.Errorf("drill (%s): %s", what, drill.Summary(results))
