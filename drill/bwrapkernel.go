@@ -70,6 +70,20 @@ func bwrapKernel(p *bwrap.Plan, stderr io.Writer) (bwrapKernelSetup, func(), err
 	if p.Spec.Seccomp != nil {
 		k.in.OptedOut = p.Spec.Seccomp.OptIn
 	}
+	// A SysV segment of the operator's holding a marker, kept attached until release (a
+	// segment marked for removal lives while attached, and Linux lets others attach it).
+	k.in.ShmID = -1
+	if id, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600); err == nil {
+		if b, err := unix.SysvShmAttach(id, 0, 0); err == nil {
+			marker := fmt.Sprintf("box-drill-shm-%d-%d", os.Getpid(), id)
+			copy(b, marker)
+			_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+			k.in.ShmID, k.in.ShmMarker = id, marker
+			undo = append(undo, func() { _ = unix.SysvShmDetach(b) })
+		} else {
+			_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+		}
+	}
 	if m, s, err := pty.Open(); err == nil {
 		t := &bwrapTTY{master: m, slave: s}
 		if b, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS); err == nil {

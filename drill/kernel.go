@@ -23,6 +23,7 @@ const (
 	KindSocket    Kind = "socket"     // any socket of Targets (socketTargets names) creatable = seen
 	KindTraceInit Kind = "trace-init" // the sandbox's pid 1 can be ptrace-attached (and is left stopped) = seen
 	KindTerminal  Kind = "terminal"   // inside: fd 2's modes changed; seen = still changed after (SettleTerminal)
+	KindSysVShm   Kind = "sysv-shm"   // the operator's segment Targets[0] ("ID MARKER") attached and read = seen
 )
 
 // Kernel is what BuildPlan needs for the kernel group.
@@ -37,6 +38,10 @@ type Kernel struct {
 	// device number (the host-tty row looks for it inside).
 	Terminal    bool
 	TerminalDev uint64
+	// ShmID is a System V shared memory segment of the operator's the drill made, holding
+	// ShmMarker (-1: none could be made).
+	ShmID     int
+	ShmMarker string
 }
 
 // socketTarget is a socket the probe tries to make.
@@ -157,6 +162,14 @@ func kernelProbes(in Input) []Probe {
 		kr.Skip = "no session keyring on host"
 	}
 	add(kr)
+	shm := Probe{ID: "kernel:sysv-shm", Group: "kernel", Name: "System V shared memory of yours", Kind: KindSysVShm,
+		Want: Blocked, Expected: "not attachable (an IPC namespace of its own, or SysV IPC refused)"}
+	if k.ShmID >= 0 && k.ShmMarker != "" {
+		shm.Targets = []string{strconv.Itoa(k.ShmID) + " " + k.ShmMarker}
+	} else {
+		shm.Skip = "no segment could be made on the host to test with"
+	}
+	add(shm)
 	add(Probe{ID: "kernel:seccomp", Group: "kernel", Name: "syscall filter", Kind: KindSeccomp, Want: Blocked,
 		Expected: policy.SyscallFilter + " in force"})
 
@@ -386,4 +399,26 @@ func RefusedSockets() []string {
 		}
 	}
 	return out
+}
+
+// probeSysVShm attaches the operator's segment by its id, as an attacker guessing the
+// small ids would, and reads it: the drill's marker there = seen.
+func probeSysVShm(targets []string) (bool, string, error) {
+	if len(targets) == 0 {
+		return false, "", fmt.Errorf("no segment named")
+	}
+	idText, marker, _ := strings.Cut(targets[0], " ")
+	id, err := strconv.Atoi(idText)
+	if err != nil {
+		return false, "", fmt.Errorf("segment %q: %v", targets[0], err)
+	}
+	b, err := unix.SysvShmAttach(id, 0, unix.SHM_RDONLY)
+	if err != nil {
+		return false, "shmat " + idText + ": " + err.Error(), nil
+	}
+	defer unix.SysvShmDetach(b)
+	if strings.HasPrefix(string(b), marker) {
+		return true, "attached segment " + idText + " and read the host's marker", nil
+	}
+	return false, "attached segment " + idText + " but it holds something else (an IPC namespace of its own)", nil
 }

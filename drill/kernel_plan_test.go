@@ -12,7 +12,7 @@ import (
 // turns its rows into WARN; without a leaked fd, socket or terminal the row says why.
 func TestKernelPlan(t *testing.T) {
 	in := input()
-	in.Kernel = Kernel{LeakedFD: 100, LeakedDev: 1, LeakedIno: 2, OptedOut: []string{"ptrace"}, Terminal: true}
+	in.Kernel = Kernel{LeakedFD: 100, LeakedDev: 1, LeakedIno: 2, OptedOut: []string{"ptrace"}, Terminal: true, ShmID: 7, ShmMarker: "m"}
 	in.Facts.Sockets = []string{"AF_VSOCK", "NETLINK_SOCK_DIAG"}
 	in.Facts.SessionKeyring = 1234
 	p, err := BuildPlan(in)
@@ -24,6 +24,9 @@ func TestKernelPlan(t *testing.T) {
 	}
 	if kr := probe(t, p, "kernel:keyring"); !slices.Equal(kr.Targets, []string{"1234"}) {
 		t.Errorf("keyring row %+v", kr)
+	}
+	if r := probe(t, p, "kernel:sysv-shm"); !slices.Equal(r.Targets, []string{"7 m"}) || r.Skip != "" {
+		t.Errorf("sysv-shm row %+v", r)
 	}
 	covered := map[string]bool{}
 	for _, pr := range p.Probes {
@@ -67,7 +70,7 @@ func TestKernelPlan(t *testing.T) {
 	in.Kernel = Kernel{}
 	in.Facts.SessionKeyring = 0
 	p, _ = BuildPlan(in)
-	for _, id := range []string{"kernel:fds", "kernel:keyring", "kernel:terminal"} {
+	for _, id := range []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:terminal"} {
 		if probe(t, p, id).Skip == "" {
 			t.Errorf("%s: not skipped without its fact", id)
 		}

@@ -145,6 +145,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeFD(pr.Targets)
 	case KindKeyring:
 		o.Seen, o.Detail = probeKeyring(pr.Targets)
+	case KindSysVShm:
+		o.Seen, o.Detail, err = probeSysVShm(pr.Targets)
 	case KindSeccomp:
 		o.Seen, o.Detail, err = probeSeccomp()
 	case KindSyscall:

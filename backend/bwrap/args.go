@@ -3,6 +3,7 @@ package bwrap
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,9 @@ func Args(spec Spec, host Host) ([]string, error) {
 	a := []string{
 		"--die-with-parent", "--new-session",
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
+	}
+	if protectionOff(ProtSysV) {
+		a = slices.DeleteFunc(a, func(s string) bool { return s == "--unshare-ipc" })
 	}
 	// internet: a namespace of its own; the exec layer attaches user-mode networking
 	// and the egress filter before the command is released. allowlist: a namespace with

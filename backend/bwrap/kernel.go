@@ -25,6 +25,9 @@ const (
 	// ProtAbstract scopes abstract unix sockets (Landlock) where the sandbox shares the
 	// host's network namespace (tier full).
 	ProtAbstract = "abstract"
+	// ProtSysV: System V IPC of the sandbox's own (bwrap's IPC namespace; the Landlock
+	// mode's filter refusing it).
+	ProtSysV = "sysv"
 )
 
 // protectionOff reports whether a test build switched protection name off.

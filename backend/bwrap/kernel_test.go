@@ -440,7 +440,7 @@ func TestKernelTerminalRestored(t *testing.T) {
 // with its protection switched off (the test build); a profile's opt-in shows as WARN.
 func TestDrillKernel(t *testing.T) {
 	w, l := labWorld(t)
-	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "socket:vsock", "socket:netlink", "socket:allowed"}
+	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "socket:vsock", "socket:netlink", "socket:allowed"}
 	var syscallRows []string
 	r := w.drill(l)
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)
@@ -464,6 +464,7 @@ func TestDrillKernel(t *testing.T) {
 		{"keyring", "keyring", "syscalls = [\"keyring\"]\n", []string{"kernel:keyring"}},
 		{"seccomp", "seccomp", "", append([]string{"kernel:seccomp", "kernel:trace-init", "socket:vsock", "socket:netlink"}, syscallRows...)},
 		{"terminal", "tty,terminal", "", []string{"kernel:terminal", "kernel:host-tty"}},
+		{"sysv", "sysv", "", []string{"kernel:sysv-shm"}}, // the host's IPC namespace: the drill's segment read
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w.t = t
@@ -492,6 +493,21 @@ func TestDrillKernel(t *testing.T) {
 			}
 		})
 	}
+
+	// The Landlock mode has no IPC namespace: its filter refusing SysV IPC is what keeps
+	// the operator's segments out (a hostile review read one by its id).
+	t.Run("landlock-sysv", func(t *testing.T) {
+		w.t = t
+		w.box = boxBinary(t)
+		w.env = envWithout(w.env, "BOX_UNSAFE_OFF")
+		r := w.drill(l, "--isolation", "landlock", "--group", "kernel")
+		t.Logf("landlock (exit %d):\n%s", r.code, r.table())
+		r.want(t, "kernel:sysv-shm", drill.Pass)
+		w.withProtectionOff(t, "sysv")
+		r = w.drill(l, "--isolation", "landlock", "--group", "kernel")
+		t.Logf("landlock, sysv off (exit %d):\n%s", r.code, r.table())
+		r.want(t, "kernel:sysv-shm", drill.Breach)
+	})
 
 	// Opting back into groups is the operator's choice: warned at launch, WARN in the
 	// drill; pid 1 is really traced and left stopped, and the drill still ends.

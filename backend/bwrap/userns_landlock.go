@@ -217,6 +217,9 @@ func (p LandlockPlan) restrictLandlock(abi int, socks *sockGuard) error {
 	if err := loadFilter(unixSocketsOnly()); err != nil {
 		return fmt.Errorf("socket filter: %w", err)
 	}
+	if protectionOff(ProtSysV) {
+		return nil
+	}
 	if err := loadFilter(sysvIPCRefused()); err != nil {
 		return fmt.Errorf("SysV IPC filter: %w", err)
 	}
