@@ -126,8 +126,9 @@ func (f *Filter) Serve(ln net.Listener) error {
 		}
 		if len(f.conns) >= MaxConns {
 			f.mu.Unlock()
-			c.Close()
+			// Logged before the close the client sees: what it reads next finds the line.
 			f.record(Record{Op: "connect", Allowed: false, Reason: reasonConns})
+			c.Close()
 			continue
 		}
 		f.conns[c] = struct{}{}
