@@ -500,11 +500,15 @@ func TestDrillKernel(t *testing.T) {
 		w.t = t
 		w.box = boxBinary(t)
 		w.env = envWithout(w.env, "BOX_UNSAFE_OFF")
-		r := w.drill(l, "--isolation", "landlock", "--group", "kernel")
+		// RLIMIT_NPROC counts every task of the user in the Landlock mode, and other
+		// tests fork as the same user: pids is the user's tasks now and 2000 more.
+		pids := min(uint64(userTasks(w.uid))+2000, nprocMax())
+		w.write(filepath.Join(w.home, ".config/box/profiles/llk.toml"), "pids = "+strconv.FormatUint(pids, 10)+"\n")
+		r := w.drill(l, "-p", "llk", "--isolation", "landlock", "--group", "kernel")
 		t.Logf("landlock (exit %d):\n%s", r.code, r.table())
 		r.want(t, "kernel:sysv-shm", drill.Pass)
 		w.withProtectionOff(t, "sysv")
-		r = w.drill(l, "--isolation", "landlock", "--group", "kernel")
+		r = w.drill(l, "-p", "llk", "--isolation", "landlock", "--group", "kernel")
 		t.Logf("landlock, sysv off (exit %d):\n%s", r.code, r.table())
 		r.want(t, "kernel:sysv-shm", drill.Breach)
 	})
