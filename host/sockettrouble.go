@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/heavy-duty/box/backend/incus"
 )
 
 // SocketTrouble is why a user of the restricted tier cannot use the local socket: the
@@ -30,7 +32,7 @@ func SocketTroubleOf(sock string, err error) (t SocketTrouble, userSock string) 
 		if _, serr := os.Stat(userSock); serr == nil {
 			return UserSocketClosed, userSock
 		}
-	case IsUserSocket(sock) && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
+	case IsUserSocket(sock) && (errors.Is(err, incus.ErrHungUp) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
 		return UserSocketHungUp, userSock
 	}
 	return NoSocketTrouble, userSock

@@ -1,12 +1,15 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/heavy-duty/box/backend/incus"
 )
 
 // The choice of the local socket: incusd's own when writable, else incus-user's (its
@@ -62,6 +65,8 @@ func TestSocketTroubleOf(t *testing.T) {
 		{user, syscall.EPIPE, UserSocketHungUp},
 		{user, io.EOF, UserSocketHungUp},
 		{user, io.ErrUnexpectedEOF, UserSocketHungUp},
+		// Go's transport noticed the close before writing: "server closed idle connection".
+		{user, fmt.Errorf("%w: %w", incus.ErrHungUp, errors.New("http: server closed idle connection")), UserSocketHungUp},
 		{user, syscall.ECONNREFUSED, NoSocketTrouble},
 	} {
 		got, us := SocketTroubleOf(c.sock, c.err)

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +21,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -61,7 +64,11 @@ func New(socket string) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			conn, err := d.DialContext(ctx, "unix", socket)
+			if h, ok := ctx.Value(hangUpKey{}).(*hangUp); ok && err == nil {
+				return &watchedConn{Conn: conn, h: h}, nil
+			}
+			return conn, err
 		},
 		// One connection per request, never reused. incusd's unix listener reads the
 		// first 8 bytes of each new connection inside its accept loop (its STARTTLS
@@ -198,7 +205,8 @@ func (c *Client) do(ctx context.Context, r request) (*response, string, error) {
 		}
 		body, ct = bytes.NewReader(b), "application/json"
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, c.url(r.path, r.query), body)
+	h := &hangUp{}
+	req, err := http.NewRequestWithContext(context.WithValue(ctx, hangUpKey{}, h), r.method, c.url(r.path, r.query), body)
 	if err != nil {
 		return nil, "", err
 	}
@@ -216,6 +224,9 @@ func (c *Client) do(ctx context.Context, r request) (*response, string, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err()
+		}
+		if h.seen.Load() {
+			err = fmt.Errorf("%w: %w", ErrHungUp, err)
 		}
 		return nil, "", c.transportErr(err)
 	}
@@ -393,4 +404,31 @@ func (c *Client) Server(ctx context.Context) (*Server, error) {
 		return nil, fmt.Errorf("incus server: %w", err)
 	}
 	return &s, nil
+}
+
+// ErrHungUp is a daemon that closed the connection without a byte of answer (incus-user
+// does so to a user whose grant was revoked). Go's transport reports it as EOF or, when
+// it notices the close before the request is written, as "server closed idle
+// connection", which has no type: box watches the connection itself.
+var ErrHungUp = errors.New("the daemon hung up without answering")
+
+type hangUpKey struct{}
+
+// hangUp records that a request's connection ended before its first byte of answer.
+type hangUp struct{ seen atomic.Bool }
+
+type watchedConn struct {
+	net.Conn
+	h   *hangUp
+	got bool // a byte came back (read by the transport's one reader)
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.got = true
+	} else if !c.got && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		c.h.seen.Store(true)
+	}
+	return n, err
 }

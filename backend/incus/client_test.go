@@ -211,3 +211,31 @@ func TestWaitOperationOutlastsAWaitTimeout(t *testing.T) {
 		t.Errorf("waited %d times, want 3", waits)
 	}
 }
+
+// A daemon that closes each connection without answering (incus-user, to a revoked
+// user) is ErrHungUp, whichever way Go's transport notices it: EOF after the request,
+// or "server closed idle connection" before it is written (seen under CI's load).
+func TestHungUpIsTyped(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "hangup.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	c := New(sock)
+	for i := 0; i < 50; i++ {
+		_, err := c.Server(context.Background())
+		if !errors.Is(err, ErrHungUp) {
+			t.Fatalf("request %d: %v, want ErrHungUp", i, err)
+		}
+	}
+}
