@@ -218,7 +218,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	}
 	results := Judge(plan, obs)
 	if o.Groups.Keep("trust") {
-		results = append(results, b.trustRow(p, hex.EncodeToString(nonce))) // trust.go: two runs of its own
+		results = append(results, b.trustRows(p, hex.EncodeToString(nonce))...) // trust.go: two runs of their own each
 	}
 	// The Landlock mode's own rows (harden.go): the bwrap mode holds them by construction
 	// (a pid namespace ends every descendant, the instance directory is not mounted, no

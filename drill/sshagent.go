@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -51,7 +53,12 @@ const (
 	SSHAgentFDID     = "ssh:host-agent:fd"
 	SSHSignHostID    = "ssh:sign-disallowed-host"
 	SSHSignForwardID = "ssh:sign-forwarded"
+	SSHHugeID        = "ssh:huge-request"
 )
+
+// sshHugeLen is the huge-request row's request length: past sshagent.MaxRequest, within
+// x/crypto's own bound (16 MiB), so an agent without box's bound reads it whole.
+const sshHugeLen = 1 << 20
 
 // sshAgentRows adds the ssh rows to plan when p has box's filtering agent, and sets up
 // what they probe (the relays, the leaked connection); the returned func undoes it. A
@@ -120,6 +127,12 @@ func sshAgentRows(p *bwrap.Plan, nonce string, plan *Plan, stderr io.Writer) (st
 	} else {
 		plan.Probes = append(plan.Probes, unknown(SSHAgentFDID, fdName, fdExp, "could not connect to the host's agent outside: "+err.Error()))
 	}
+
+	// A request longer than the protocol needs: read whole, each connection holds it in
+	// box's memory, outside the sandbox's limit.
+	plan.Probes = append(plan.Probes, Probe{ID: SSHHugeID, Group: "ssh", Name: fmt.Sprintf("a %d KiB request to the sandbox's agent", sshHugeLen>>10),
+		Kind: KindSSHAgent, Targets: []string{"huge", strconv.Itoa(sshHugeLen)}, Want: Blocked,
+		Expected: fmt.Sprintf("the connection ends at its length (at most %d KiB is read)", sshagent.MaxRequest>>10)})
 
 	// The signatures: every key the host's agent holds (public keys), asked of the
 	// sandbox's agent for a session bound to a host key no allowed host has.
@@ -269,6 +282,8 @@ func (r *runner) probeSSHAgent(targets []string) (bool, string, error) {
 		return false, strings.Join(notes, "; "), nil
 	case "sign", "forwarded":
 		return r.askSignature(mode == "forwarded", args)
+	case "huge":
+		return r.hugeRequest(args[0])
 	}
 	return false, "", fmt.Errorf("unknown ssh-agent probe mode %q", mode)
 }
@@ -433,4 +448,34 @@ func lastRefusal(log string) string {
 		}
 	}
 	return why
+}
+
+// hugeRequest sends the sandbox's agent one request of n bytes (an unknown message): an
+// answer means it read the whole of it (seen); the connection ending first is the bound.
+func (r *runner) hugeRequest(n string) (bool, string, error) {
+	size, err := strconv.Atoi(n)
+	if err != nil || size < 1 {
+		return false, "", fmt.Errorf("huge: length %q", n)
+	}
+	sock := os.Getenv("SSH_AUTH_SOCK")
+	if sock == "" {
+		return false, "", errors.New("no SSH_AUTH_SOCK inside: box's agent is missing")
+	}
+	c, err := net.DialTimeout("unix", sock, max(r.timeout, time.Second))
+	if err != nil {
+		return false, "", fmt.Errorf("the sandbox's agent: %w", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(4 * max(r.timeout, time.Second)))
+	msg := make([]byte, 4+size)
+	binary.BigEndian.PutUint32(msg, uint32(size))
+	msg[4] = 0xf0
+	written, werr := c.Write(msg)
+	reply := make([]byte, 5)
+	if _, err := io.ReadFull(c, reply); err == nil {
+		return true, fmt.Sprintf("the agent read all %d bytes and answered (message %d): every connection held mid-request keeps as much of box's memory", size, reply[4]), nil
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		return false, "", fmt.Errorf("the agent neither answered nor closed the connection (%d bytes written: %v)", written, werr)
+	}
+	return false, fmt.Sprintf("the connection ended at the length (%d of the %d bytes went into the socket)", max(written-4, 0), size), nil
 }

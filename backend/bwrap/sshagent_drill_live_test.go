@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/drill/lab"
 	"github.com/heavy-duty/box/internal/boxtest"
@@ -20,7 +21,9 @@ import (
 // (sockets), the abstract scope (abstract) and the fd closing (fds) off, and a profile
 // mounting ~/.ssh, reports every one of those rows BREACH: each row can fail. Two
 // drills of the ssh group only (--group ssh): the other groups' ~170 rows are proven by
-// the drill's own tests, and cost minutes here.
+// the drill's own tests, and cost minutes here. ssh:huge-request (a 1 MiB request, past
+// the filter's 256 KiB bound) passes, and reports BREACH with the bound lifted
+// (ssh-agent-size).
 func TestSSHAgentDrill(t *testing.T) {
 	boxtest.RequireLab(t)
 	for _, tool := range []string{"ssh", "ssh-agent", "ssh-add", "ssh-keygen", "git"} {
@@ -36,7 +39,7 @@ func TestSSHAgentDrill(t *testing.T) {
 	rows := []string{drill.SSHKeyFileID, drill.SSHAgentPathID, drill.SSHAgentAbsID, drill.SSHAgentFDID, drill.SSHSignHostID, drill.SSHSignForwardID}
 
 	r := w.drill(l, "-p", "push", "--group", "ssh")
-	for _, id := range rows {
+	for _, id := range append(rows, drill.SSHHugeID) {
 		r.want(t, id, drill.Pass)
 		t.Logf("%s: %s", id, r.rows[id].Observed)
 	}
@@ -49,6 +52,14 @@ func TestSSHAgentDrill(t *testing.T) {
 	if t.Failed() {
 		t.Logf("drill:\n%s\nstderr:\n%s", r.table(), r.stderr)
 	}
+
+	// The filter's bound on a request's length lifted (the filter itself on: with it off,
+	// the relay reaches OpenSSH's agent, which has its own).
+	size := *w
+	size.withProtectionOff(t, bwrap.ProtSSHAgentSize)
+	r = size.drill(l, "-p", "push", "--group", "ssh")
+	r.want(t, drill.SSHHugeID, drill.Breach)
+	t.Logf("%s, off: %s", drill.SSHHugeID, r.rows[drill.SSHHugeID].Observed)
 
 	w.withProtectionOff(t, "ssh-agent,sockets,abstract,fds")
 	r = w.drill(l, "-p", "leaky", "--group", "ssh")

@@ -26,6 +26,11 @@ import (
 // relays the host's agent unfiltered, as forwarding the raw socket would).
 const ProtSSHAgent = "ssh-agent"
 
+// ProtSSHAgentSize is the filter's bound on one request's length (sshagent.MaxRequest; a
+// test build can lift it to x/crypto's own 16 MiB, so the drill's ssh:huge-request row
+// can show the breach).
+const ProtSSHAgentSize = "ssh-agent-size"
+
 // SSHDirInside holds, inside the sandbox, the filter's socket, the allowed hosts'
 // known_hosts, the ssh config that uses it, and the run's request log.
 const SSHDirInside = "/run/box/ssh"
@@ -202,6 +207,9 @@ func (p *Plan) startSSH(quiet bool, stderr io.Writer) (func(), error) {
 	}
 	up := s.Upstream
 	f := &sshagent.Filter{Policy: s.Policy, Log: lg, Dial: func() (net.Conn, error) { return net.Dial("unix", up) }}
+	if protectionOff(ProtSSHAgentSize) {
+		f.MaxRequest = 16 << 20 // x/crypto's ServeAgent's own bound
+	}
 	done := make(chan struct{})
 	if protectionOff(ProtSSHAgent) {
 		go func() { relayAgent(ln, up); close(done) }()

@@ -4,7 +4,7 @@ package bwrap
 // hooks, settings, CLAUDE.md, its login; the nix = "store" project store under it; a
 // persistent box's home) is written by every run that uses it, and obeyed by the next.
 // A run's flags widen it (a tier, allow names, --env, mounts, auth passthrough, syscall
-// groups), so a narrow run could plant what a wider one then runs with the wider reach.
+// groups, --host-port, --ssh-host), so a narrow run could plant what a wider one then runs with the wider reach.
 //
 // box records, in the instance directory's root (which no sandbox sees), the reach of
 // the last run that used it. A run within that reach goes on as before (its own, equal
@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap/protect"
@@ -62,6 +63,15 @@ type Reach struct {
 	// mediation could not be had, so every host path socket the sandbox sees is reachable.
 	Sockets     []string `json:"sockets,omitempty"`
 	HostSockets bool     `json:"host_sockets,omitempty"`
+	// HostPorts: the host's 127.0.0.1 ports reached at host.box.internal (--host-port,
+	// the profile's host_ports: publish.go). Published ports are not reach: they let the
+	// host's loopback in, and reach nothing of the host.
+	HostPorts []uint16 `json:"host_ports,omitempty"`
+	// The filtering ssh-agent (sshfilter.go): the keys it shows, the hosts it signs
+	// logins for (--ssh-host, the profile's ssh.hosts), whether it signs git objects.
+	SSHKeys  []string `json:"ssh_keys,omitempty"`
+	SSHHosts []string `json:"ssh_hosts,omitempty"`
+	SSHSign  bool     `json:"ssh_sign,omitempty"`
 }
 
 // reachOf is the plan's reach; mounts are the profile's (box's own binds, the drill's
@@ -73,6 +83,13 @@ func reachOf(p *Plan, mounts []Mount) Reach {
 		HostAbstract: p.Spec.Network.SharesHostNet() && !p.Spec.ScopeAbstract,
 		Sockets:      slices.Clone(p.Spec.UnixSockets.Allowed),
 		HostSockets:  !p.Spec.UnixSockets.Mediate,
+		HostPorts:    slices.Clone(p.Spec.Ports.HostPorts),
+	}
+	if s := p.SSH; s != nil {
+		r.SSHKeys, r.SSHSign = slices.Clone(s.Policy.Keys), s.Policy.Sign
+		for _, h := range s.Policy.Hosts {
+			r.SSHHosts = append(r.SSHHosts, h.Name)
+		}
 	}
 	for _, v := range p.Vars {
 		if v.Origin == "box" {
@@ -87,9 +104,10 @@ func reachOf(p *Plan, mounts []Mount) Reach {
 		}
 		r.Mounts = append(r.Mounts, mode+m.Src+":"+m.Dst)
 	}
-	for _, l := range []*[]string{&r.Allow, &r.Env, &r.Mounts, &r.Auth, &r.Syscalls, &r.Sockets} {
+	for _, l := range []*[]string{&r.Allow, &r.Env, &r.Mounts, &r.Auth, &r.Syscalls, &r.Sockets, &r.SSHKeys, &r.SSHHosts} {
 		*l = slices.Compact(slices.Sorted(slices.Values(*l)))
 	}
+	r.HostPorts = slices.Compact(slices.Sorted(slices.Values(r.HostPorts)))
 	return r
 }
 
@@ -127,6 +145,20 @@ func (r Reach) Beyond(old Reach) []string {
 	add("unix sockets", missing(r.Sockets, old.Sockets))
 	if r.HostSockets && !old.HostSockets {
 		out = append(out, "the host's path unix sockets (not mediated)")
+	}
+	if old.Network != policy.NetFull { // tier full reaches every host port already
+		var ports []string
+		for _, h := range r.HostPorts {
+			if !slices.Contains(old.HostPorts, h) {
+				ports = append(ports, strconv.Itoa(int(h)))
+			}
+		}
+		add("host ports", ports)
+	}
+	add("ssh keys", missing(r.SSHKeys, old.SSHKeys))
+	add("ssh hosts", missing(r.SSHHosts, old.SSHHosts))
+	if r.SSHSign && !old.SSHSign {
+		out = append(out, "git signing with the host agent's keys")
 	}
 	return out
 }

@@ -34,6 +34,16 @@ func TestReachBeyond(t *testing.T) {
 		{Reach{Network: policy.NetNone, Mounts: []string{"rw:/a:/a"}}, Reach{Network: policy.NetNone, Mounts: []string{"ro:/a:/a"}}, "mount rw:/a:/a"},
 		{Reach{Network: policy.NetNone, Syscalls: []string{"ptrace"}, NixDaemon: true}, none, "syscalls ptrace; the host's nix-daemon"},
 		{Reach{Network: policy.NetFull, HostAbstract: true}, Reach{Network: policy.NetFull}, "the host's abstract unix sockets"},
+		// Host ports and the ssh-agent's reach (a hostile review: a run of the same
+		// profile with --host-port or --ssh-host ran what a narrower run planted).
+		{Reach{Network: policy.NetNone, HostPorts: []uint16{5432, 6379}}, Reach{Network: policy.NetNone, HostPorts: []uint16{6379}}, "host ports 5432"},
+		{Reach{Network: policy.NetInternet, HostPorts: []uint16{5432}}, Reach{Network: policy.NetFull}, ""}, // full reaches every host port
+		{Reach{Network: policy.NetNone, HostPorts: []uint16{5432}}, Reach{Network: policy.NetNone, HostPorts: []uint16{5432, 6379}}, ""},
+		{Reach{Network: policy.NetNone, SSHKeys: []string{"k1", "k2"}, SSHHosts: []string{"a.test", "b.test"}, SSHSign: true},
+			Reach{Network: policy.NetFull, SSHKeys: []string{"k1"}, SSHHosts: []string{"a.test"}},
+			"ssh keys k2; ssh hosts b.test; git signing with the host agent's keys"},
+		{Reach{Network: policy.NetNone, SSHKeys: []string{"k1"}, SSHHosts: []string{"a.test"}},
+			Reach{Network: policy.NetNone, SSHKeys: []string{"k1"}, SSHHosts: []string{"a.test"}, SSHSign: true}, ""},
 	} {
 		if got := strings.Join(c.r.Beyond(c.old), "; "); got != c.want {
 			t.Errorf("%+v beyond %+v = %q, want %q", c.r, c.old, got, c.want)

@@ -2,7 +2,9 @@ package sshagent
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -23,6 +25,8 @@ type Filter struct {
 	Log    io.Writer
 	// MaxLog caps what Log receives (0: DefaultMaxLog).
 	MaxLog int64
+	// MaxRequest caps one request's length (0: MaxRequest).
+	MaxRequest uint32
 
 	mu      sync.Mutex
 	signed  int
@@ -56,6 +60,7 @@ const (
 	reasonTooMany   = "too many session-binds on one connection"
 	reasonConns     = "too many connections open at once"
 	reasonExhausted = "box is out of file descriptors: waiting for connections to close"
+	reasonTooLarge  = "request longer than the agent protocol needs"
 	maxBinds        = 16
 	sessionBindExt  = "session-bind@openssh.com"
 	msgUserAuthReq  = 50
@@ -71,6 +76,13 @@ const (
 // would leave the operator's own ssh and git waiting on an agent that accepts no more
 // (a hostile review did). A connection past the bound is closed at once.
 const MaxConns = 64
+
+// MaxRequest is the longest request the filter reads, OpenSSH's own bound (ssh-agent's
+// AGENT_MAX_LEN): the largest the protocol needs (a session-bind with an RSA host key, a
+// signature request) is a few KiB. x/crypto's ServeAgent alone allocates and reads up to
+// 16 MiB per request: MaxConns connections held mid-request kept 1 GiB of box's own
+// memory, outside the sandbox's limit (a hostile review's finding).
+const MaxRequest = 256 << 10
 
 // ErrRefused is what the sandbox's client gets (as SSH_AGENT_FAILURE) for a refused
 // request; the reason is in the log.
@@ -166,7 +178,50 @@ func (f *Filter) ServeConn(c net.Conn) {
 	defer c.Close()
 	sc := &session{f: f}
 	defer sc.close()
-	agent.ServeAgent(sc, c)
+	limit := f.MaxRequest
+	if limit == 0 {
+		limit = MaxRequest
+	}
+	agent.ServeAgent(sc, &capped{Conn: c, max: limit, f: f})
+}
+
+// errTooLarge ends a connection whose request is longer than the filter reads.
+var errTooLarge = errors.New("agent request too large")
+
+// capped hands ServeAgent a connection's requests (a 4-byte length, then as many bytes)
+// only when the length is within max: ServeAgent reads the length, then allocates it.
+type capped struct {
+	net.Conn
+	max  uint32
+	f    *Filter
+	hdr  []byte // the current request's length, not yet read by ServeAgent
+	left uint32 // the current request's bytes not yet read
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if len(c.hdr) == 0 && c.left == 0 {
+		var h [4]byte
+		if _, err := io.ReadFull(c.Conn, h[:]); err != nil {
+			return 0, err
+		}
+		l := binary.BigEndian.Uint32(h[:])
+		if l > c.max {
+			c.f.record(Record{Op: "request", Allowed: false, Reason: fmt.Sprintf("%s (%d bytes, at most %d)", reasonTooLarge, l, c.max)})
+			return 0, errTooLarge
+		}
+		c.hdr, c.left = h[:], l
+	}
+	if len(c.hdr) > 0 {
+		n := copy(p, c.hdr)
+		c.hdr = c.hdr[n:]
+		return n, nil
+	}
+	if uint32(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	c.left -= uint32(n)
+	return n, err
 }
 
 // session is one connection's state: the upstream agent and the binds seen.

@@ -3,7 +3,9 @@ package sshagent
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -217,5 +219,45 @@ func TestHostKeys(t *testing.T) {
 		if err := CheckHost(bad); !errors.Is(err, ErrHostSpec) {
 			t.Errorf("CheckHost(%q) = %v", bad, err)
 		}
+	}
+}
+
+// A request longer than MaxRequest ends the connection at its length, before a byte of
+// it is read or allocated (x/crypto alone reads up to 16 MiB per request: MaxConns
+// connections held mid-request kept 1 GiB of box's memory); requests within it, one
+// after another on one connection, are served as before.
+func TestRequestLengthCapped(t *testing.T) {
+	l := newFake(t, Policy{})
+	for range 3 { // framing kept across requests
+		if ks, err := l.client.List(); err != nil || len(ks) != 1 {
+			t.Fatalf("list: %v %v", ks, err)
+		}
+	}
+	// Exactly the cap: read whole and answered (an unknown message: failure).
+	a, b := net.Pipe()
+	go l.filter.ServeConn(b)
+	defer a.Close()
+	msg := make([]byte, 4+MaxRequest)
+	binary.BigEndian.PutUint32(msg, MaxRequest)
+	msg[4] = 0xf0
+	go a.Write(msg)
+	reply := make([]byte, 5)
+	if _, err := io.ReadFull(a, reply); err != nil || reply[4] != 5 { // SSH_AGENT_FAILURE
+		t.Fatalf("a request of MaxRequest bytes: %v %v", reply, err)
+	}
+	// One byte more: the connection ends at the length.
+	c, d := net.Pipe()
+	done := make(chan struct{})
+	go func() { l.filter.ServeConn(d); close(done) }()
+	binary.BigEndian.PutUint32(msg, MaxRequest+1)
+	if _, err := c.Write(msg[:4]); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if _, err := c.Write(msg[4:5]); err == nil {
+		t.Error("the filter read on past a request longer than MaxRequest")
+	}
+	if r := l.lastReason(t); !strings.Contains(r, reasonTooLarge) {
+		t.Errorf("the refusal is not logged: %q", r)
 	}
 }
