@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -323,7 +324,83 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 		}()
 	}
 	wg.Wait()
+	// The ARP claim runs alone, after the others: while it holds, what the host sends
+	// to B goes to A, which would change what the host-to-box probe sees.
+	claim := vmProbe{id: "sibling:arp-claim", group: "siblings",
+		name:    "box → the host: claim the other box's address " + ipB + " (ARP from it to the gateway)",
+		targets: []string{ipB}, want: Blocked, expected: "the host's ARP entry stays the other box's",
+		run: func(ctx context.Context) (bool, string, error) {
+			return arpClaim(ctx, c, a, ipB, gwAddr, br, "/proc/net/arp")
+		}}
+	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+	seen, detail, err := claim.run(cctx)
+	ccancel()
+	rows = append(rows, claim.judge(seen, detail, err))
 	return append(append(append(results, rows...), doorRows...), verbsRow), nil
+}
+
+// arpClaim does what a box's root does to take a sibling's traffic: it puts the
+// sibling's address ipB on its own eth0 and asks the gateway from it, so the ARP request
+// says "ipB is at A's MAC" and the host's ARP code learns that (a request to one of the
+// host's addresses updates the sender's entry). Seen when the host's ARP table (arpPath,
+// of the namespace the drill runs in: the host's) names A's MAC for ipB on the bridge:
+// the host then sends A what is B's (the replies of B's connections, B's DNS answers).
+// A waits out the host's neighbour lock time (1 s) between tries, as an attacker would.
+func arpClaim(ctx context.Context, c *incus.Client, a, ipB, gw, br, arpPath string) (bool, string, error) {
+	st, err := c.State(ctx, a)
+	if err != nil {
+		return false, "", err
+	}
+	mac := strings.ToLower(st.Network["eth0"].Hwaddr)
+	if mac == "" {
+		return false, "", fmt.Errorf("box %s: eth0 has no MAC address in its state", a)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _, _ = execSh(dctx, c, a, "ip addr del "+ipB+"/32 dev eth0")
+	}()
+	var entry string
+	for range 3 {
+		if _, _, err := execSh(ctx, c, a, "ip addr add "+ipB+"/32 dev eth0 2>/dev/null; sleep 1.1; ip neigh flush dev eth0; ping -n -c1 -W1 -I "+ipB+" "+gw+" >/dev/null 2>&1; true"); err != nil {
+			return false, "", err
+		}
+		entries, err := ARPEntries(arpPath)
+		if err != nil {
+			return false, "", err
+		}
+		entry = "none"
+		for _, e := range entries {
+			if e.Addr == ipB && e.Device == br {
+				entry = e.MAC
+			}
+		}
+		if entry == mac {
+			return true, fmt.Sprintf("the host's ARP entry for %s names box %s's MAC %s: the host sends it the other box's traffic", ipB, a, mac), nil
+		}
+	}
+	return false, fmt.Sprintf("the host's ARP entry for %s: %s (box %s is %s)", ipB, entry, a, mac), nil
+}
+
+// ARPEntry is one line of /proc/net/arp.
+type ARPEntry struct{ Addr, MAC, Device string }
+
+// ARPEntries reads a /proc/net/arp file (IP address, HW type, Flags, HW address, Mask,
+// Device). A file it cannot read is an error: the claim probe cannot judge without it.
+func ARPEntries(path string) ([]ARPEntry, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("the host's ARP table: %w", err)
+	}
+	var out []ARPEntry
+	for i, l := range strings.Split(string(b), "\n") {
+		fs := strings.Fields(l)
+		if i == 0 || len(fs) < 6 {
+			continue
+		}
+		out = append(out, ARPEntry{Addr: fs[0], MAC: strings.ToLower(fs[3]), Device: fs[5]})
+	}
+	return out, nil
 }
 
 // judge turns what a probe saw into its row.

@@ -2,6 +2,9 @@ package drill
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -44,5 +47,26 @@ func TestGatewayCarveOut(t *testing.T) {
 		if r := p.judge(c.seen, "detail", nil); r.Status != c.want {
 			t.Errorf("gateway port %d seen=%v: %s, want %s (%s)", c.port, c.seen, r.Status, c.want, r.Probe)
 		}
+	}
+}
+
+// The ARP claim row reads the host's /proc/net/arp: each entry's address, MAC and
+// device; a table it cannot read is an error (the row cannot judge), never "no entry".
+func TestARPEntries(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "arp")
+	table := "IP address       HW type     Flags       HW address            Mask     Device\n" +
+		"10.88.0.3        0x1         0x2         10:66:6A:54:59:61     *        boxnet\n" +
+		"192.168.77.1     0x1         0x2         aa:bb:cc:dd:ee:ff     *        eth0\n"
+	if err := os.WriteFile(p, []byte(table), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ARPEntries(p)
+	want := []ARPEntry{{"10.88.0.3", "10:66:6a:54:59:61", "boxnet"}, {"192.168.77.1", "aa:bb:cc:dd:ee:ff", "eth0"}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("ARPEntries = %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := ARPEntries(filepath.Join(dir, "missing")); err == nil {
+		t.Error("an unreadable table: no error")
 	}
 }

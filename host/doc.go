@@ -40,9 +40,11 @@
 // inet box/input drops everything from the bridge but DHCP (to the gateway or the
 // limited broadcast) and DNS to the gateway from the bridge's subnet: a box cannot make
 // the host's resolver send replies to an address outside the subnet (e.g. on the LAN)
-// by forging the source. Forging a sibling's address inside the subnet still works;
-// only per-NIC IPv4 filtering would stop that, and upstream found it breaks Docker in
-// boxes. inet box/output and forward drop everything new headed into the bridge, except
+// by forging the source. Forging a sibling's address inside the subnet is the placement
+// profile's to stop: its NIC's security.ipv4_filtering (Incus's per-NIC bridge filter)
+// lets ARP and IPv4 out only from the box's own address, so a box can neither send as a
+// sibling nor claim the sibling's address to the host's ARP code (the host would then
+// send it the sibling's traffic). inet box/output and forward drop everything new headed into the bridge, except
 // the DHCP server's replies, which conntrack sees as new.
 //
 // Every match is by name (iifname, not iif), so the rules load before the bridge or any

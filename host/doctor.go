@@ -136,7 +136,7 @@ func Doctor(ctx context.Context, c *incus.Client, o DoctorOptions) []Check {
 			add(CheckProfile, false, err.Error(), setup)
 		} else {
 			d := ProfileDiff(pp, *p)
-			detail := ProfileName + ": NIC eth0 on " + br + " with security.port_isolation=true, root disk on " + orDefault(o.Pool, DefaultPool) + ", nothing else"
+			detail := ProfileName + ": NIC eth0 on " + br + " with security.port_isolation, mac_filtering and ipv4_filtering, root disk on " + orDefault(o.Pool, DefaultPool) + ", nothing else"
 			if len(d) > 0 {
 				detail = strings.Join(d, "; ")
 			}

@@ -454,6 +454,11 @@ func TestGrantLive(t *testing.T) {
 					t.Errorf("drill row grant:%s:%s: %+v", tn.name, id, res)
 				}
 			}
+			// The address-claim gap: incusd takes an unfiltered NIC from the user, and the
+			// row says so (WARN), never PASS.
+			if got["address-claim"].Status != drill.Warn {
+				t.Errorf("drill row grant:%s:address-claim: %+v, want WARN", tn.name, got["address-claim"])
+			}
 			// incusd lets the user name their port: harmless unless the host has the gap.
 			if wantPort := map[bool]drill.Status{false: drill.Pass, true: drill.Breach}[portGap]; got["port-name"].Status != wantPort {
 				t.Errorf("drill row grant:%s:port-name (gap %v): %+v, want %s", tn.name, portGap, got["port-name"], wantPort)

@@ -98,7 +98,9 @@ func TestHostStack(t *testing.T) {
 		if !sib {
 			t.Errorf("ACL has no sibling drop for %s: %+v", sn, o.ACL.Egress)
 		}
-		if got := o.Profile.Devices["eth0"]["security.port_isolation"]; got != "true" || len(o.Profile.Devices) != 2 || len(o.Profile.Config) != 0 {
+		eth0 := o.Profile.Devices["eth0"]
+		if eth0["security.port_isolation"] != "true" || eth0["security.mac_filtering"] != "true" || eth0["security.ipv4_filtering"] != "true" ||
+			len(o.Profile.Devices) != 2 || len(o.Profile.Config) != 0 {
 			t.Errorf("profile: %+v", o.Profile)
 		}
 	})
@@ -174,7 +176,7 @@ func TestHostStack(t *testing.T) {
 		for _, id := range []string{"sibling:icmp", "sibling:getent", "sibling:getent-incus", "net:internet-http",
 			"net:internet-dns", "ipv6:bridge", "sibling:tcp", "sibling:gateway-dns", "sibling:ipv6-link-local",
 			"host:gateway:8080", "host:public:198.51.100.2:8080", "lan:192.168.77.10:80", "lan:metadata",
-			"host-to-box:tcp", "ipv6:box", "verbs:untagged", "door:loopback", "door:host-addresses"} {
+			"host-to-box:tcp", "ipv6:box", "verbs:untagged", "door:loopback", "door:host-addresses", "sibling:arp-claim"} {
 			r, ok := rs[id]
 			if !ok {
 				t.Errorf("no row %s", id)
@@ -218,6 +220,14 @@ func TestHostStack(t *testing.T) {
 			delete(p.Devices["eth0"], "security.port_isolation")
 			must(t, c.ReplaceProfile(ctx, *p))
 		}, host.CheckProfile, []string{"stack:profile"}, nil},
+		// Nothing else stops a box's root claiming a sibling's address to the host: the
+		// frame goes to the bridge itself, which no box-to-box layer sees.
+		{"MAC and IPv4 filtering", func(t *testing.T) {
+			p, _ := c.Profile(ctx, host.ProfileName)
+			delete(p.Devices["eth0"], "security.mac_filtering")
+			delete(p.Devices["eth0"], "security.ipv4_filtering")
+			must(t, c.ReplaceProfile(ctx, *p))
+		}, host.CheckProfile, []string{"stack:profile", "sibling:arp-claim"}, []string{"sibling:arp-claim"}},
 		// Each layer alone holds IPv6 link-local and LLMNR between siblings: only with all of
 		// them gone (port isolation, the firewall's bridge-family drop and, since
 		// br_netfilter hands bridged IPv6 to L3 hooks, its forward-to-box drop and the

