@@ -15,8 +15,9 @@ const CloudInitAlias = "box-test/bookworm-cloud"
 // locale (en_US is not built, which would end in status: error).
 func CloudInitRecipe() Recipe {
 	r := BookwormRecipe()
-	r.Include = append(append([]string(nil), r.Include...), "python3")
-	r.Install = []string{"cloud-init"}
+	// python3 is installed with it, not by debootstrap, so this image starts from the
+	// same debootstrap tree as the others (base.go).
+	r.Install = []string{"python3", "cloud-init"}
 	files := map[string]string{
 		"/etc/cloud/cloud.cfg.d/90-box-lab.cfg": "datasource_list: [ NoCloud, None ]\nnetwork:\n  config: disabled\nlocale: false\n",
 	}

@@ -167,7 +167,7 @@ func EnsureImage(ctx context.Context, r Recipe, logf func(string, ...any)) (Imag
 	}
 	start := time.Now()
 	logf("incuslab: building image %s (debootstrap %s from %s)", hash, r.Suite, DebianMirror())
-	if err := build(ctx, r, img); err != nil {
+	if err := build(ctx, r, img, logf); err != nil {
 		return img, fmt.Errorf("build test image %s: %w", hash, err)
 	}
 	logf("incuslab: image %s built in %s", hash, time.Since(start).Round(100*time.Millisecond))
@@ -180,7 +180,7 @@ func complete(img Image) bool {
 	return err1 == nil && err2 == nil
 }
 
-func build(ctx context.Context, r Recipe, img Image) error {
+func build(ctx context.Context, r Recipe, img Image, logf func(string, ...any)) error {
 	if os.Geteuid() != 0 {
 		return errors.New("debootstrap needs root")
 	}
@@ -193,9 +193,7 @@ func build(ctx context.Context, r Recipe, img Image) error {
 	rootfs := filepath.Join(tmp, "rootfs")
 	logPath := filepath.Join(tmp, "debootstrap.log")
 
-	args := []string{"--variant=" + r.Variant, "--include=" + strings.Join(r.Include, ","),
-		r.Suite, rootfs, DebianMirror()}
-	if err := runLogged(ctx, logPath, "debootstrap", args...); err != nil {
+	if err := baseRootfs(ctx, r, logPath, rootfs, logf); err != nil {
 		return err
 	}
 	if err := installInChroot(ctx, logPath, rootfs, r.Install); err != nil {

@@ -163,3 +163,26 @@ func TestCloudInitImage(t *testing.T) {
 		t.Errorf("user dev: exit %d: %s", code, out)
 	}
 }
+
+// The three images share one debootstrap tree; a different debootstrap does not.
+func TestRecipesShareTheirBase(t *testing.T) {
+	a := BookwormRecipe()
+	for _, r := range []Recipe{DebianLayoutRecipe(), CloudInitRecipe()} {
+		if r.baseKey() != a.baseKey() {
+			t.Errorf("recipe %s does not share the bookworm base", r.Hash())
+		}
+		if r.Hash() == a.Hash() {
+			t.Errorf("recipe %s has the bookworm image's hash", r.Hash())
+		}
+	}
+	b := BookwormRecipe()
+	b.Include = append(b.Include, "vim")
+	if b.baseKey() == a.baseKey() {
+		t.Error("adding a package to debootstrap keeps the base")
+	}
+	c := BookwormRecipe()
+	c.Variant = "buildd"
+	if c.baseKey() == a.baseKey() {
+		t.Error("another variant keeps the base")
+	}
+}
