@@ -209,6 +209,9 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		return nil, &RunnerError{code}
 	}
 	obs = SettleTerminal(obs, stillChanged)
+	if kernel.tty != nil {
+		obs = SettleTermStrings(obs, kernel.tty.seen.Bytes(), hex.EncodeToString(nonce)) // terminal.go
+	}
 	obs = ports.settle(obs) // publish.go: what the outside saw of the ports
 	// Settle runs the host's git where the probes planted, after the audit: as the
 	// operator would, once the run is over.
