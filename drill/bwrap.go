@@ -154,6 +154,16 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		fmt.Fprintf(stderr, "box: warning: the drill's own abstract socket: %v (the abstract row probes the host's only)\n", err)
 	}
 	defer StartUnixMarker(p.Spec.Workdir, hex.EncodeToString(nonce), stderr)()
+	// The agent's state directory, where the link-out row plants (removed after).
+	agentState, agentInside := "", ""
+	if p.Spec.InstanceDir != "" && p.Spec.StateDir != "" {
+		agentState = filepath.Join(p.Spec.InstanceDir, p.Spec.StateDir)
+		agentInside = filepath.Join(p.Spec.Home, p.Spec.StateDir)
+		if p.Isolation.Landlock() {
+			agentInside = agentState // no mount: the sandbox writes it at its real path
+		}
+		defer os.RemoveAll(filepath.Join(agentState, "box-drill-"+hex.EncodeToString(nonce)))
+	}
 	in := Input{
 		Home: p.Spec.Home, Workdir: p.Spec.Workdir, UID: os.Getuid(),
 		Tier: p.Spec.Network, Expect: o.Expect,
@@ -165,6 +175,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
 		Limits:  bwrapLimits(p.Spec),
 		Fixture: fixture, Dropped: p.Protect.Dropped,
+		AgentState: agentState, AgentStateInside: agentInside,
 		AbstractScoped: p.Spec.ScopeAbstract,
 	}
 	if err := allowlistInput(&in, p.Spec, o); err != nil {
@@ -209,6 +220,9 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		return nil, &RunnerError{code}
 	}
 	obs = SettleTerminal(obs, stillChanged)
+	if kernel.tty != nil {
+		obs = SettleTermStrings(obs, kernel.tty.seen.Bytes(), hex.EncodeToString(nonce)) // terminal.go
+	}
 	obs = ports.settle(obs) // publish.go: what the outside saw of the ports
 	// Settle runs the host's git where the probes planted, after the audit: as the
 	// operator would, once the run is over.

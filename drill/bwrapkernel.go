@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,20 @@ type bwrapTTY struct {
 	master, slave *os.File
 	before        unix.Termios
 	drained       sync.WaitGroup
+	// seen is what reached the terminal (the strings row looks for its sequences in it),
+	// bounded: past seenMax only the output is passed on.
+	seen bytes.Buffer
+}
+
+// seenMax bounds what the drill keeps of its terminal's output.
+const seenMax = 1 << 20
+
+// Write keeps what the terminal received, up to seenMax.
+func (t *bwrapTTY) Write(b []byte) (int, error) {
+	if room := seenMax - t.seen.Len(); room > 0 {
+		t.seen.Write(b[:min(len(b), room)])
+	}
+	return len(b), nil
 }
 
 // changed reports whether the terminal's modes differ from before the launch, and ends
@@ -92,7 +107,7 @@ func bwrapKernel(p *bwrap.Plan, stderr io.Writer) (bwrapKernelSetup, func(), err
 			go func() {
 				defer t.drained.Done()
 				// Until the slave closes (EIO): the runner's own stderr, passed on.
-				_, _ = io.Copy(stderr, m)
+				_, _ = io.Copy(io.MultiWriter(stderr, t), m)
 			}()
 			k.tty, k.in.Terminal = t, true
 			var st unix.Stat_t

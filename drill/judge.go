@@ -77,8 +77,8 @@ func Judge(p Plan, obs []Observation) []Result {
 
 func verdict(pr Probe, o Observation) (Status, string) {
 	seen, detail := o.Seen, o.Detail
-	if pr.Kind == KindTerminal {
-		seen = o.OnHost // only the outside sees whether box put the modes back
+	if pr.Kind == KindTerminal || pr.Kind == KindTermStrings {
+		seen = o.OnHost // only the outside sees what box put back, or passed on
 	}
 	if pr.Kind == KindPlant && pr.AuditOnly {
 		seen = o.OnHost // landing inside is allowed: the host must not run it

@@ -244,6 +244,7 @@ func kernelProbes(in Input) []Probe {
 	}
 	add(term)
 	add(hostTTYProbe(k))
+	add(termStringsProbe(k, in.Nonce))
 	return out
 }
 

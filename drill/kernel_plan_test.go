@@ -70,7 +70,7 @@ func TestKernelPlan(t *testing.T) {
 	in.Kernel = Kernel{}
 	in.Facts.SessionKeyring = 0
 	p, _ = BuildPlan(in)
-	for _, id := range []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:terminal"} {
+	for _, id := range []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:terminal", "kernel:terminal-strings"} {
 		if probe(t, p, id).Skip == "" {
 			t.Errorf("%s: not skipped without its fact", id)
 		}
@@ -81,6 +81,22 @@ func TestKernelPlan(t *testing.T) {
 		r := Judge(pl, SettleTerminal([]Observation{{ID: "kernel:terminal", Detail: "changed"}}, still))
 		if want := map[bool]Status{false: Pass, true: Breach}[still]; r[0].Status != want {
 			t.Errorf("still changed %v: %s", still, r[0].Status)
+		}
+	}
+	// The strings row too: BREACH only when one of its sequences reached the terminal.
+	ps := Plan{Probes: []Probe{{ID: "kernel:terminal-strings", Kind: KindTermStrings, Want: Blocked}}}
+	for _, c := range []struct {
+		seen string
+		want Status
+	}{
+		{"text \x1b[1mbold\x1b\\", Pass},
+		{"x" + string(termStrings("n1")[0]) + "y", Breach},
+		{string(termStrings("n1")[1]), Breach},
+		{string(termStrings("other")[0]), Pass}, // another run's nonce
+	} {
+		r := Judge(ps, SettleTermStrings([]Observation{{ID: "kernel:terminal-strings", Detail: "wrote"}}, []byte(c.seen), "n1"))
+		if r[0].Status != c.want {
+			t.Errorf("seen %q: %s, want %s", c.seen, r[0].Status, c.want)
 		}
 	}
 }

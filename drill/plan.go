@@ -183,7 +183,10 @@ type Input struct {
 	// Fixture is the drill's project in the working directory (nil: the protect group
 	// is skipped); Dropped are the protected entries the profile drops (WARN rows).
 	Fixture *Fixture
-	Dropped []string
+	// AgentState is the agent's state directory on the host (the instance's ~/.claude)
+	// and AgentStateInside where the sandbox writes it ("": none; the link-out row skips).
+	AgentState, AgentStateInside string
+	Dropped                      []string
 	// NixDaemon: the profile opted in to the host's nix-daemon (nix = "daemon").
 	NixDaemon bool
 	// NixStore: the sandbox has a store of the project's own over the host's (nix =

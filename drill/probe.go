@@ -159,6 +159,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeTerminal()
 	case KindHostTTY:
 		o.Seen, o.Detail, err = probeHostTTY(pr.Targets)
+	case KindTermStrings:
+		o.Seen, o.Detail, err = probeTermStrings(pr.Targets)
 	case KindPidsBound:
 		o.Seen, o.Detail = probePidsBound(int(pr.Limit))
 	case KindMemoryBound:

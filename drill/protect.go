@@ -45,6 +45,7 @@ type PlantFile struct {
 	Content string `json:"content,omitempty"`
 	Mode    uint32 `json:"mode,omitempty"`
 	Dir     bool   `json:"dir,omitempty"`
+	Link    string `json:"link,omitempty"` // made a symbolic link to Link (not for the first file)
 }
 
 // Host actions Settle performs outside, as the host's tools would.
@@ -217,7 +218,7 @@ func protectProbes(in Input) []Probe {
 		{"nested-config", "nested repository's config"}, {"worktree-pointer", "worktree .git pointer"},
 		{"envrc", ".envrc (direnv)"}, {"vscode-task", ".vscode folderOpen task"}, {"agent-settings", "agent settings hooks"},
 		{"rebase-exec", "rebase todo exec line"}, {"home-link", "dotfile the home links to"},
-		{"hook-link", "script a git hook links to"},
+		{"hook-link", "script a git hook links to"}, {"link-out", "a protected path through a link to the agent's state"},
 	}
 	if f == nil {
 		for _, c := range classes {
@@ -291,7 +292,21 @@ func protectProbes(in Input) []Probe {
 	// hooks/ is read-only; the script its post-commit links to, in the tree, must be too.
 	hk := probe("hook-link", "script a git hook links to", HostGitCommit, f.Repo,
 		PlantFile{Path: f.HookScript, Content: hook("hook-link"), Mode: 0o755})
-	out = append(out, rb, hl, hk)
+	// A protected path whose directory the run makes a link to the agent's state
+	// directory (the instance's ~/.claude, which the sandbox writes and no root the audit
+	// judged): the host's Claude Code read the sandbox's hooks as the project's settings.
+	settings := `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":` + jsonString(touch("link-out")) + `}]}]}}` + "\n"
+	state := "box-drill-" + in.Nonce
+	lo := probe("link-out", "a protected path through a link to the agent's state", HostClaudeStart, f.Nested,
+		PlantFile{Path: filepath.Join(f.Nested, ".claude", "settings.json"), Content: settings},
+		PlantFile{Path: filepath.Join(in.AgentStateInside, state), Dir: true},
+		PlantFile{Path: filepath.Join(in.AgentStateInside, state, "settings.json"), Content: settings},
+		PlantFile{Path: filepath.Join(f.Nested, ".claude"), Link: filepath.Join(in.AgentState, state)})
+	lo.AuditOnly = true // the link lands (the sandbox's own tree); the audit must take it away
+	if in.AgentState == "" || in.AgentStateInside == "" {
+		lo.Skip = "no agent state directory"
+	}
+	out = append(out, rb, hl, hk, lo)
 	return append(out, entryProbes(in, probe)...)
 }
 
@@ -380,7 +395,9 @@ func probePlant(files []PlantFile) (bool, string) {
 		return false, "nothing to plant"
 	}
 	for _, f := range files[1:] {
-		if f.Dir {
+		if f.Link != "" {
+			os.Symlink(f.Link, f.Path)
+		} else if f.Dir {
 			os.MkdirAll(f.Path, 0o755)
 		} else {
 			os.WriteFile(f.Path, []byte(f.Content), os.FileMode(f.Mode|0o600))

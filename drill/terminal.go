@@ -1,6 +1,8 @@
 package drill
 
 import (
+	"bytes"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"strconv"
@@ -66,4 +68,73 @@ func probeHostTTY(targets []string) (bool, string, error) {
 		return true, "the host's terminal is open inside: " + strings.Join(found, "; "), nil
 	}
 	return false, "no fd on the host's terminal; the sandbox's terminal is its own", nil
+}
+
+// KindTermStrings: inside, the string sequences terminals obey beyond the screen are
+// written to the probe's terminal (Targets[0]: the nonce they carry); seen = they reached
+// the drill's own terminal outside (SettleTermStrings).
+const KindTermStrings Kind = "term-strings"
+
+// termStringsProbe is the row for the relay's filter of DCS and APC sequences: kitty's
+// remote control (which runs host commands), DECUDK and kitty's graphics read from a
+// host path reach the host's terminal only if box passes them.
+func termStringsProbe(k Kernel, nonce string) Probe {
+	p := Probe{ID: "kernel:terminal-strings", Group: "kernel", Name: "DCS and APC sequences that act beyond the screen (kitty remote control, DECUDK, a host file read)",
+		Kind: KindTermStrings, Targets: []string{nonce}, Want: Blocked, Expected: "dropped by the relay"}
+	if !k.Terminal {
+		p.Skip = "no terminal to test with"
+	}
+	return p
+}
+
+// termStrings are what the probe writes, each carrying the nonce, as an attacker would,
+// but harmless should one reach a real terminal (a test build with the filter off): a
+// DCS no terminal defines (box drops every DCS it does not know, kitty's "@kitty-cmd"
+// and DECUDK's "|" alike) and a kitty graphics query of a path that does not exist,
+// with its answer suppressed (q=2).
+func termStrings(nonce string) [][]byte {
+	path := base64.StdEncoding.EncodeToString([]byte("/nonexistent/box-drill-" + nonce))
+	return [][]byte{
+		[]byte("\x1bPbox-drill-" + nonce + "\x1b\\"),
+		[]byte("\x1b_Ga=q,t=f,q=2;" + path + "\x1b\\"),
+	}
+}
+
+// probeTermStrings writes termStrings to stderr, the sandbox's terminal.
+func probeTermStrings(targets []string) (bool, string, error) {
+	if len(targets) != 1 {
+		return false, "", fmt.Errorf("want the nonce")
+	}
+	if _, err := unix.IoctlGetTermios(2, unix.TCGETS); err != nil {
+		return false, "", fmt.Errorf("stderr is not a terminal: %v", err)
+	}
+	for _, s := range termStrings(targets[0]) {
+		if _, err := os.Stderr.Write(s); err != nil {
+			return false, "", err
+		}
+	}
+	return false, "wrote an unknown DCS and a kitty graphics read of a host path to its terminal", nil
+}
+
+// SettleTermStrings records, outside, whether any of the probe's sequences reached the
+// drill's terminal (seen: what box wrote to it during the run).
+func SettleTermStrings(obs []Observation, seen []byte, nonce string) []Observation {
+	for i := range obs {
+		if obs[i].ID != "kernel:terminal-strings" || obs[i].Err != "" {
+			continue
+		}
+		var reached []string
+		for _, s := range termStrings(nonce) {
+			if bytes.Contains(seen, s) {
+				reached = append(reached, fmt.Sprintf("%q", s[:min(len(s), 12)]))
+			}
+		}
+		obs[i].OnHost = len(reached) > 0
+		if obs[i].OnHost {
+			obs[i].Detail += "; REACHED THE HOST'S TERMINAL: " + strings.Join(reached, ", ")
+		} else {
+			obs[i].Detail += "; none reached the host's terminal"
+		}
+	}
+	return obs
 }

@@ -107,6 +107,7 @@ func pendingPrefix(workdir string) string {
 func RecoverAudits(workdir, dataHome string) ([]*postrun.Report, error) {
 	pdir, qdir := AuditDirs(dataHome)
 	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
+	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
 	ents, err := os.ReadDir(pdir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -157,6 +158,7 @@ func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit,
 	pdir, qdir := AuditDirs(dataHome)
 	a = &Audit{in: in, quarantine: qdir}
 	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
+	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return nil, fmt.Errorf("post-run audit: %w", err)
 	}
@@ -229,6 +231,11 @@ const ProtAudit = "audit"
 // the sandbox chmodded (postrun.DisableModeRepair), so the drill's unreadable-repository
 // row can be shown to catch its absence.
 const ProtAuditModes = "audit-modes"
+
+// ProtAuditLinks names the audit's guarding of the links a protected path is reached
+// through (postrun.DisableLinkGuards), so the drill's link-out row can be shown to catch
+// its absence.
+const ProtAuditLinks = "audit-links"
 
 // ProtAuditConcurrent names the audit's use of the tree's baseline by runs that start
 // while others run (switched off only in a test build, to show the breach).

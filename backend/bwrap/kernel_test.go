@@ -440,7 +440,7 @@ func TestKernelTerminalRestored(t *testing.T) {
 // with its protection switched off (the test build); a profile's opt-in shows as WARN.
 func TestDrillKernel(t *testing.T) {
 	w, l := labWorld(t)
-	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "socket:vsock", "socket:netlink", "socket:allowed"}
+	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "kernel:terminal-strings", "socket:vsock", "socket:netlink", "socket:allowed"}
 	var syscallRows []string
 	r := w.drill(l)
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)
@@ -463,7 +463,9 @@ func TestDrillKernel(t *testing.T) {
 		{"fds", "fds", "", []string{"kernel:fds"}},
 		{"keyring", "keyring", "syscalls = [\"keyring\"]\n", []string{"kernel:keyring"}},
 		{"seccomp", "seccomp", "", append([]string{"kernel:seccomp", "kernel:trace-init", "socket:vsock", "socket:netlink"}, syscallRows...)},
-		{"terminal", "tty,terminal", "", []string{"kernel:terminal", "kernel:host-tty"}},
+		{"terminal", "tty,terminal", "", []string{"kernel:terminal", "kernel:host-tty", "kernel:terminal-strings"}},
+		// The relay on, its filter off: the DCS and kitty's file read reach the terminal.
+		{"terminal-filter", "terminal", "", []string{"kernel:terminal-strings"}},
 		{"sysv", "sysv", "", []string{"kernel:sysv-shm"}}, // the host's IPC namespace: the drill's segment read
 	} {
 		t.Run(c.name, func(t *testing.T) {

