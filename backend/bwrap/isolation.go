@@ -186,12 +186,15 @@ func (p *Plan) lookBwrap() (string, error) {
 // checks the kernel and says what does not hold. An error is a refusal (ExitStart).
 func (p *Plan) chooseIsolation(bin string, stderr io.Writer) error {
 	if !p.Isolation.Landlock() {
-		uerr := usernsBefore(bin) // a launch that cannot start (userns_read.go)
+		// The facts are read once, before anything of the launch exists.
+		facts := readUsernsSysctls()
+		p.usernsKey = usernsKey(bin, facts)
+		uerr := usernsBefore(bin, facts) // a launch that cannot start (userns_read.go)
 		if uerr == nil && p.Isolation.Mode == IsolationAuto {
 			// The cheap facts miss what only a trial shows (AppArmor's restriction, a
 			// profile confining bwrap's children): under auto the trial runs first,
 			// once per set of facts, so bwrap never fails after the session began.
-			uerr = usernsTrial(bin)
+			uerr = usernsTrial(bin, p.usernsKey)
 		}
 		if uerr == nil {
 			return nil

@@ -194,7 +194,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	phase.Mark("start:bwrap")
 	reportLimits(stderr, code, p.Spec.Limits, limits.Finish())
 	if err == nil {
-		if uerr := usernsAfter(bin, code); uerr != nil { // the command never ran: why (userns_read.go)
+		if uerr := usernsAfter(bin, p.usernsKey, code); uerr != nil { // the command never ran: why (userns_read.go)
 			return ExitStart, uerr
 		}
 	}

@@ -187,6 +187,9 @@ type Plan struct {
 	Isolation IsolationPlan
 	// SSH is the filtering ssh-agent (sshfilter.go; nil: none).
 	SSH *SSHPlan
+	// usernsKey is the user-namespace facts' key (usernsKey), taken once before the
+	// launch by chooseIsolation and used after it (usernsAfter).
+	usernsKey string
 }
 
 // Resolve turns a request and the host's facts into a plan. It is pure.

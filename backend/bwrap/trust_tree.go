@@ -10,6 +10,7 @@ package bwrap
 // profile.
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/heavy-duty/box/backend/bwrap/protect"
@@ -34,7 +35,13 @@ func settleTreeReach(h *protect.Hold, lock, workdir string, r Reach) error {
 		if err != nil {
 			return err
 		}
-		return writeHealing(path, append(data, '\n'))
+		data = append(data, '\n')
+		// Most runs of a tree have the reach of the last one: the record, outside every
+		// sandbox, is rewritten only when it changes (a rename a run saved).
+		if old, err := readRegular(path); err == nil && bytes.Equal(old, data) {
+			return nil
+		}
+		return writeHealing(path, data)
 	}
 	old, err := readReachAt(path)
 	if err != nil {

@@ -23,6 +23,7 @@ var (
 	sysctlAARestrict  = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
 	apparmorFS        = "/sys/kernel/security/apparmor"
 	boxProfileFile    = "/etc/apparmor.d/" + BoxProfileName
+	procSelfStatus    = "/proc/self/status"
 )
 
 // ReadUsernsFacts reads the facts for bin (the bwrap box uses; "" none) and tries an
@@ -72,7 +73,7 @@ func readUsernsSysctls() UsernsFacts {
 		return strings.TrimSpace(string(b))
 	}
 	f := UsernsFacts{MaxUserNS: read(sysctlMaxUserNS), UnprivClone: read(sysctlUnprivClone), AppArmorRestrict: read(sysctlAARestrict)}
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+	if b, err := os.ReadFile(procSelfStatus); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "Seccomp:"); ok {
 				f.SeccompMode = strings.TrimSpace(v)
@@ -119,8 +120,7 @@ func ProfileAttachment(text string) string {
 // sysctls that turn user namespaces off, and, only when box itself runs under a seccomp
 // filter (a container), a real unshare tried. It reads nothing else, so a launch on a
 // machine where namespaces work pays a few small reads.
-func usernsBefore(bin string) error {
-	f := readUsernsSysctls()
+func usernsBefore(bin string, f UsernsFacts) error {
 	if f.MaxUserNS != "0" && f.UnprivClone != "0" && f.SeccompMode != "2" {
 		return nil
 	}
@@ -135,8 +135,7 @@ func usernsBefore(bin string) error {
 
 // usernsTrial is the full diagnosis with a trial sandbox, spared when a launch with the
 // same facts already ran (usernsKey).
-func usernsTrial(bin string) error {
-	key := usernsKey(bin)
+func usernsTrial(bin, key string) error {
 	if usernsKnownHealthy(key) {
 		return nil
 	}
@@ -153,9 +152,12 @@ const bwrapFailed = 1
 
 // usernsAfter: a launch ended with code; when that is bwrap's failure code and the
 // host cannot start a sandbox at all (diagnosed with a real trial), the command never
-// ran and the cause is the answer. Any other end passes the code on.
-func usernsAfter(bin string, code int) error {
-	key := usernsKey(bin)
+// ran and the cause is the answer. Any other end passes the code on. key is the one
+// taken before the launch (Plan.chooseIsolation): read again now, it could differ for
+// no reason of the host's (the seccomp mode /proc/self/status shows is the main
+// thread's, and the launch may have put the unix socket filter on it), and a key that
+// flips makes the next launch pay the whole trial diagnosis.
+func usernsAfter(bin, key string, code int) error {
 	if code == 0 {
 		// The sandbox started: remember it for these facts, so a later exit 1 (grep
 		// finding nothing, a failing test) does not pay for a trial sandbox.
@@ -178,7 +180,7 @@ func usernsAfter(bin string, code int) error {
 // cannot be stat'ed (nothing is remembered then). An AppArmor profile loaded later
 // without any of these changing is not in the key: its launch fails with bwrap's own
 // text and exit 1, and box --check still names the cause.
-func usernsKey(bin string) string {
+func usernsKey(bin string, f UsernsFacts) string {
 	fi, err := os.Stat(bin)
 	if err != nil {
 		return ""
@@ -188,7 +190,6 @@ func usernsKey(bin string) string {
 	if st != nil {
 		ctime = st.Ctim.Nano()
 	}
-	f := readUsernsSysctls()
 	return fmt.Sprintf("%s %d %d %q %q %q %q\n", bin, fi.Size(), ctime, f.MaxUserNS, f.UnprivClone, f.AppArmorRestrict, f.SeccompMode)
 }
 

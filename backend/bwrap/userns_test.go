@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -105,7 +106,7 @@ func TestUsernsBefore(t *testing.T) {
 	t.Cleanup(func() { sysctlMaxUserNS = old })
 	sysctlMaxUserNS = filepath.Join(dir, "max")
 	os.WriteFile(sysctlMaxUserNS, []byte("0\n"), 0o644)
-	err := usernsBefore("/usr/bin/bwrap")
+	err := usernsBefore("/usr/bin/bwrap", readUsernsSysctls())
 	var ue *UsernsError
 	if !errors.As(err, &ue) || ue.Cause != UsernsMaxZero {
 		t.Fatalf("got %v, want the max_user_namespaces cause", err)
@@ -115,8 +116,50 @@ func TestUsernsBefore(t *testing.T) {
 	}
 	os.WriteFile(sysctlMaxUserNS, []byte("15000\n"), 0o644)
 	if f := readUsernsSysctls(); f.SeccompMode != "2" {
-		if err := usernsBefore("/usr/bin/bwrap"); err != nil {
+		if err := usernsBefore("/usr/bin/bwrap", f); err != nil {
 			t.Errorf("a launch with namespaces on was refused: %v", err)
 		}
+	}
+}
+
+// The key of a healthy launch is the one taken before it: read again after the launch,
+// /proc/self/status's seccomp mode can be 2 (the main thread may be the one that put
+// the unix socket filter on itself to start bwrap), and the flipped key made the next
+// launch pay the whole trial diagnosis (a bwrap --version and a trial sandbox). Seen on
+// main: 5 rewrites of the cache in 40 runs of box run.
+func TestUsernsKeyTakenBeforeLaunch(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	for _, v := range []*string{&sysctlMaxUserNS, &sysctlUnprivClone, &sysctlAARestrict, &procSelfStatus} {
+		old := *v
+		t.Cleanup(func() { *v = old })
+	}
+	sysctlMaxUserNS, sysctlUnprivClone, sysctlAARestrict = filepath.Join(dir, "max"), filepath.Join(dir, "clone"), filepath.Join(dir, "aa")
+	procSelfStatus = filepath.Join(dir, "status")
+	os.WriteFile(sysctlMaxUserNS, []byte("15000\n"), 0o644)
+	status := func(mode string) { os.WriteFile(procSelfStatus, []byte("Name:\tbox\nSeccomp:\t"+mode+"\n"), 0o644) }
+	bin := filepath.Join(dir, "bwrap")
+	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+
+	status("0")
+	p := &Plan{Isolation: IsolationPlan{Mode: IsolationBwrap}}
+	if err := p.chooseIsolation(bin, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if p.usernsKey == "" || !strings.HasSuffix(p.usernsKey, "\"0\"\n") {
+		t.Fatalf("key before the launch %q", p.usernsKey)
+	}
+	status("2") // the launch left the main thread under the socket filter
+	if err := usernsAfter(bin, p.usernsKey, 0); err != nil {
+		t.Fatal(err)
+	}
+	status("0")
+	next := &Plan{Isolation: IsolationPlan{Mode: IsolationBwrap}}
+	if err := next.chooseIsolation(bin, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !usernsKnownHealthy(next.usernsKey) {
+		b, _ := os.ReadFile(usernsHealthyFile())
+		t.Fatalf("the next launch with the same facts is not known healthy: remembered %q, its key %q", b, next.usernsKey)
 	}
 }

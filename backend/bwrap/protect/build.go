@@ -165,16 +165,30 @@ func (t Tree) candidates(o Options) []candidate {
 		drop[d] = true
 	}
 	roots := t.roots()
-	var out []candidate
+	facts := map[Scope][]string{Pointer: t.Pointers, Nested: t.Nested, HooksPath: t.HooksPaths, Include: t.Includes, HomeLink: t.HomeLinks, HookLink: t.HookLinks}
+	project := Entries()
+	for _, a := range o.Add {
+		project = append(project, Entry{Name: a, Scope: Project, Path: a, Why: "added by the profile (protect_add)"})
+	}
+	// Sized once: a tree of many repositories has thousands of candidates, and growing
+	// a slice of them by doubling cost more than making them.
+	n := 0
+	for _, e := range project {
+		switch e.Scope {
+		case GitDir:
+			n += len(t.GitDirs)
+		case Project:
+			n += len(t.Tops)
+		default:
+			n += len(facts[e.Scope])
+		}
+	}
+	out := make([]candidate, 0, n)
 	add := func(p string, e Entry, gd GitDirFact) {
 		p = filepath.Clean(p)
 		if r := rootOf(roots, p); r != "" {
 			out = append(out, candidate{p, e, r, gd})
 		}
-	}
-	project := Entries()
-	for _, a := range o.Add {
-		project = append(project, Entry{Name: a, Scope: Project, Path: a, Why: "added by the profile (protect_add)"})
 	}
 	for _, e := range project {
 		if drop[e.Name] {
@@ -189,7 +203,7 @@ func (t Tree) candidates(o Options) []candidate {
 			}
 		case Pointer, Nested, HooksPath, Include, HomeLink, HookLink:
 			// Entries whose path is the fact itself.
-			for _, p := range map[Scope][]string{Pointer: t.Pointers, Nested: t.Nested, HooksPath: t.HooksPaths, Include: t.Includes, HomeLink: t.HomeLinks, HookLink: t.HookLinks}[e.Scope] {
+			for _, p := range facts[e.Scope] {
 				add(p, e, GitDirFact{})
 			}
 		case Project:
