@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heavy-duty/box/drill/lab"
 )
@@ -92,10 +93,11 @@ func startSpliceProxy(tb testing.TB, l *lab.Lab, port int, ns, addr string) {
 	tb.Cleanup(func() { c.Process.Kill(); c.Wait() })
 }
 
-// descendantRunning is the first process below root running prog (its argv[0]'s base
-// name) with word among its arguments (a breadth-first walk of the process tree, from
-// /proc): 0 when there is none. The shells above the sandbox have the server's command
-// line in their arguments too, so the program is named.
+// descendantRunning is the first process, root or below it, running prog (its argv[0]'s
+// base name) with word among its arguments (a breadth-first walk of the process tree,
+// from /proc): 0 when there is none. The shells above the sandbox have the server's
+// command line in their arguments too, so the program is named. (root itself matches
+// for box: the lab's user command execs its way to box run.)
 func descendantRunning(root int, prog, word string) int {
 	entries, _ := os.ReadDir("/proc")
 	children := map[int][]int{}
@@ -120,7 +122,7 @@ func descendantRunning(root int, prog, word string) int {
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
-		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && pid != root {
+		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
 			argv := strings.Split(string(cmd), "\x00")
 			if filepath.Base(argv[0]) == prog && slices.Contains(argv[1:], word) {
 				return pid
@@ -129,4 +131,23 @@ func descendantRunning(root int, prog, word string) int {
 		queue = append(queue, children[pid]...)
 	}
 	return 0
+}
+
+// cpuTime is the user and system time pid has used (from /proc; clock ticks of 10 ms):
+// 0 for pid 0 or a process that is gone.
+func cpuTime(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.Atoi(f[11])
+	stime, _ := strconv.Atoi(f[12])
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }

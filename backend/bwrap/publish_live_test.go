@@ -254,10 +254,11 @@ func BenchmarkPublish(b *testing.B) {
 	// sandbox of its own (base-throughput-ratio): a change's before and after in one run.
 	const basePort = pubHostPort + 1
 	baseBox := os.Getenv("BOX_BENCH_BASE")
+	var baseRun *boxRun
 	if baseBox != "" {
 		own := w.box
 		w.box = baseBox
-		startServer(b, l, w, nil, "--network", "none", "--publish", fmt.Sprintf("%d:%d", basePort, pubSandboxPort))
+		baseRun = startServer(b, l, w, nil, "--network", "none", "--publish", fmt.Sprintf("%d:%d", basePort, pubSandboxPort))
 		w.box = own
 	}
 	// The same server, on the host's loopback directly.
@@ -326,6 +327,14 @@ func BenchmarkPublish(b *testing.B) {
 	size := int64(mib) << 20
 	const pings = 50
 	var direct, published, viaPasta, ceiling, hop, base, directLat, publishedLat, pastaLat, baseLat time.Duration
+	// The forwarders' CPU (box's process, which does little else meanwhile): steadier
+	// than throughput on a loaded machine.
+	forwarder := descendantRunning(r.cmd.Process.Pid, filepath.Base(w.box), "run")
+	var baseForwarder int
+	if baseRun != nil {
+		baseForwarder = descendantRunning(baseRun.cmd.Process.Pid, filepath.Base(baseBox), "run")
+	}
+	cpu0, baseCPU0 := cpuTime(forwarder), cpuTime(baseForwarder)
 	b.ResetTimer()
 	for b.Loop() {
 		// Interleaved, so a load on the machine weighs on them alike.
@@ -347,6 +356,7 @@ func BenchmarkPublish(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	cpu, baseCPU := cpuTime(forwarder)-cpu0, cpuTime(baseForwarder)-baseCPU0
 	mbps := func(d time.Duration) float64 { return float64(size*int64(b.N)) / (1 << 20) / d.Seconds() }
 	b.ReportMetric(mbps(direct), "direct-MiB/s")
 	b.ReportMetric(mbps(published), "published-MiB/s")
@@ -360,9 +370,11 @@ func BenchmarkPublish(b *testing.B) {
 	b.ReportMetric(pastaLat.Seconds()/directLat.Seconds(), "pasta-latency-ratio")
 	b.ReportMetric(direct.Seconds()/ceiling.Seconds(), "ceiling-throughput-ratio")
 	b.ReportMetric(direct.Seconds()/hop.Seconds(), "hop-throughput-ratio")
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "forwarder-cpu-ms")
 	if baseBox != "" {
 		b.ReportMetric(direct.Seconds()/base.Seconds(), "base-throughput-ratio")
 		b.ReportMetric(baseLat.Seconds()/directLat.Seconds(), "base-latency-ratio")
+		b.ReportMetric(float64(baseCPU.Milliseconds())/float64(b.N), "base-forwarder-cpu-ms")
 	}
 }
 
