@@ -234,8 +234,9 @@ func TestPublishRefusals(t *testing.T) {
 // direct latency); the same for pasta's own forwarding (pasta -t, the internet tier's
 // helper) in the same run, and for two ceilings: a minimal splice proxy in front of the
 // sandbox's server (ceiling-throughput-ratio: the most a forwarder of box's shape gets
-// here) and in front of the direct server (hop-throughput-ratio: one more hop alone). About a minute on a quiet machine; BOX_BENCH_MIB shrinks the
-// file.
+// here) and in front of the direct server (hop-throughput-ratio: one more hop alone);
+// forwarder-cpu-ms is box's CPU an iteration. About a minute on a quiet machine;
+// BOX_BENCH_MIB shrinks the file.
 func BenchmarkPublish(b *testing.B) {
 	requirePortTools(b)
 	w := newWorld(b)
@@ -333,6 +334,9 @@ func BenchmarkPublish(b *testing.B) {
 	var baseForwarder int
 	if baseRun != nil {
 		baseForwarder = descendantRunning(baseRun.cmd.Process.Pid, filepath.Base(baseBox), "run")
+	}
+	if forwarder == 0 || baseRun != nil && baseForwarder == 0 {
+		b.Fatal("box run's process is not found: its CPU cannot be read")
 	}
 	cpu0, baseCPU0 := cpuTime(forwarder), cpuTime(baseForwarder)
 	b.ResetTimer()
