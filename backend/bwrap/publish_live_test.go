@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -231,8 +232,11 @@ func TestPublishRefusals(t *testing.T) {
 // server (python3 -m http.server) on the host's loopback directly, and the time to
 // connect and fetch a small page, as ratios (published/direct throughput; published/
 // direct latency); the same for pasta's own forwarding (pasta -t, the internet tier's
-// helper) in the same run. About a minute on a quiet machine; BOX_BENCH_MIB shrinks the
-// file.
+// helper) in the same run, and for two ceilings: a minimal splice proxy in front of the
+// sandbox's server (ceiling-throughput-ratio: the most a forwarder of box's shape gets
+// here) and in front of the direct server (hop-throughput-ratio: one more hop alone);
+// forwarder-cpu-ms is box's CPU an iteration. About a minute on a quiet machine;
+// BOX_BENCH_MIB shrinks the file.
 func BenchmarkPublish(b *testing.B) {
 	requirePortTools(b)
 	w := newWorld(b)
@@ -246,7 +250,18 @@ func BenchmarkPublish(b *testing.B) {
 		b.Fatal(err)
 	}
 	os.Chown(big, w.uid, w.gid)
-	startServer(b, l, w, nil, "--network", "none", "--publish", fmt.Sprintf("%d:%d", pubHostPort, pubSandboxPort))
+	r := startServer(b, l, w, nil, "--network", "none", "--publish", fmt.Sprintf("%d:%d", pubHostPort, pubSandboxPort))
+	// BOX_BENCH_BASE=/path/to/an/older/box: that binary's forwarder too, in front of a
+	// sandbox of its own (base-throughput-ratio): a change's before and after in one run.
+	const basePort = pubHostPort + 1
+	baseBox := os.Getenv("BOX_BENCH_BASE")
+	var baseRun *boxRun
+	if baseBox != "" {
+		own := w.box
+		w.box = baseBox
+		baseRun = startServer(b, l, w, nil, "--network", "none", "--publish", fmt.Sprintf("%d:%d", basePort, pubSandboxPort))
+		w.box = own
+	}
 	// The same server, on the host's loopback directly.
 	const directPort = 3001
 	ctx, cancel := context.WithCancel(context.Background())
@@ -263,6 +278,17 @@ func BenchmarkPublish(b *testing.B) {
 	if err := l.StartProc(pasta); err != nil {
 		b.Fatal(err)
 	}
+	// The ceilings: a minimal splice proxy (publish_ceiling_test.go) in front of the
+	// sandbox's own server, as box's forwarder is (what any forwarder of its shape can
+	// reach here), and in front of the direct server (the cost of one more hop alone,
+	// without the sandbox).
+	const ceilingPort, hopPort = 3003, 3004
+	inside := descendantRunning(r.cmd.Process.Pid, "python3", "http.server")
+	if inside == 0 {
+		b.Fatal("the sandbox's server process is not found below box run")
+	}
+	startSpliceProxy(b, l, ceilingPort, fmt.Sprintf("/proc/%d/ns/net", inside), fmt.Sprintf("127.0.0.1:%d", pubSandboxPort))
+	startSpliceProxy(b, l, hopPort, l.HostNS(), fmt.Sprintf("127.0.0.1:%d", directPort))
 	client := &http.Client{Transport: &http.Transport{DialContext: lab.Dialer(l.HostNS()), DisableKeepAlives: true}}
 	fetch := func(port int, path string) (int64, error) {
 		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/%s", port, path))
@@ -272,17 +298,24 @@ func BenchmarkPublish(b *testing.B) {
 		defer resp.Body.Close()
 		return io.Copy(io.Discard, resp.Body)
 	}
-	for _, port := range []int{directPort, pastaPort} {
+	warm := time.After(time.Minute)
+	for _, port := range []int{directPort, pastaPort, ceilingPort, hopPort} {
 		for {
-			if n, err := fetch(port, "index.html"); err == nil && n > 0 {
+			n, err := fetch(port, "index.html")
+			if err == nil && n > 0 {
 				break
 			}
 			select {
-			case <-ctx.Done():
-				b.Fatal(ctx.Err())
+			case <-warm:
+				b.Fatalf("127.0.0.1:%d never answered: %v", port, err)
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
+	}
+	// Killing pasta (at cancel) leaves its server, in pasta's own namespace, running
+	// without a parent: it goes first (deferred after cancel, so run before it).
+	if pid := descendantRunning(pasta.Process.Pid, "python3", "http.server"); pid != 0 {
+		defer syscall.Kill(pid, syscall.SIGKILL)
 	}
 	timed := func(port int, path string, want int64) time.Duration {
 		start := time.Now()
@@ -294,20 +327,40 @@ func BenchmarkPublish(b *testing.B) {
 	}
 	size := int64(mib) << 20
 	const pings = 50
-	var direct, published, viaPasta, directLat, publishedLat, pastaLat time.Duration
+	var direct, published, viaPasta, ceiling, hop, base, directLat, publishedLat, pastaLat, baseLat time.Duration
+	// The forwarders' CPU (box's process, which does little else meanwhile): steadier
+	// than throughput on a loaded machine.
+	forwarder := descendantRunning(r.cmd.Process.Pid, filepath.Base(w.box), "run")
+	var baseForwarder int
+	if baseRun != nil {
+		baseForwarder = descendantRunning(baseRun.cmd.Process.Pid, filepath.Base(baseBox), "run")
+	}
+	if forwarder == 0 || baseRun != nil && baseForwarder == 0 {
+		b.Fatal("box run's process is not found: its CPU cannot be read")
+	}
+	cpu0, baseCPU0 := cpuTime(forwarder), cpuTime(baseForwarder)
 	b.ResetTimer()
 	for b.Loop() {
-		// Interleaved, so a load on the machine weighs on the three alike.
+		// Interleaved, so a load on the machine weighs on them alike.
 		direct += timed(directPort, "big.bin", size)
 		published += timed(pubHostPort, "big.bin", size)
 		viaPasta += timed(pastaPort, "big.bin", size)
+		ceiling += timed(ceilingPort, "big.bin", size)
+		hop += timed(hopPort, "big.bin", size)
+		if baseBox != "" {
+			base += timed(basePort, "big.bin", size)
+		}
 		for range pings {
 			directLat += timed(directPort, "index.html", 0)
 			publishedLat += timed(pubHostPort, "index.html", 0)
 			pastaLat += timed(pastaPort, "index.html", 0)
+			if baseBox != "" {
+				baseLat += timed(basePort, "index.html", 0)
+			}
 		}
 	}
 	b.StopTimer()
+	cpu, baseCPU := cpuTime(forwarder)-cpu0, cpuTime(baseForwarder)-baseCPU0
 	mbps := func(d time.Duration) float64 { return float64(size*int64(b.N)) / (1 << 20) / d.Seconds() }
 	b.ReportMetric(mbps(direct), "direct-MiB/s")
 	b.ReportMetric(mbps(published), "published-MiB/s")
@@ -319,6 +372,14 @@ func BenchmarkPublish(b *testing.B) {
 	b.ReportMetric(direct.Seconds()/viaPasta.Seconds(), "pasta-throughput-ratio")
 	b.ReportMetric(float64(pastaLat.Microseconds())/float64(pings*b.N), "pasta-us/conn")
 	b.ReportMetric(pastaLat.Seconds()/directLat.Seconds(), "pasta-latency-ratio")
+	b.ReportMetric(direct.Seconds()/ceiling.Seconds(), "ceiling-throughput-ratio")
+	b.ReportMetric(direct.Seconds()/hop.Seconds(), "hop-throughput-ratio")
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "forwarder-cpu-ms")
+	if baseBox != "" {
+		b.ReportMetric(direct.Seconds()/base.Seconds(), "base-throughput-ratio")
+		b.ReportMetric(baseLat.Seconds()/directLat.Seconds(), "base-latency-ratio")
+		b.ReportMetric(float64(baseCPU.Milliseconds())/float64(b.N), "base-forwarder-cpu-ms")
+	}
 }
 
 // TestPublishWidenedBreach: the test above can see a breach. With the narrowing off (a
