@@ -194,24 +194,7 @@ func keyFiles(dir string, keys []ssh.PublicKey) []string {
 // relayAgent serves l, relaying each connection to the host's agent, until the returned
 // stop (which removes a path socket too).
 func relayAgent(l net.Listener, upstream string) func() {
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				u, err := net.Dial("unix", upstream)
-				if err != nil {
-					return
-				}
-				defer u.Close()
-				go io.Copy(u, c)
-				io.Copy(c, u)
-			}()
-		}
-	}()
+	go sshagent.Relay(l, upstream)
 	return func() { l.Close() }
 }
 
