@@ -42,11 +42,11 @@ func TestDrillAllowlist(t *testing.T) {
 		}
 	}
 
-	// Protection off, one at a time.
+	// Protection off, one at a time: the network group only, the rows judged.
 	// The internet tier has no allowlist and lets UDP out: judged as allowlist, the name
 	// not allowed, the host by address and UDP are breaches (its own filter still stops
 	// the rebinding to the LAN and metadata).
-	r = w.drill(l, append([]string{"--network", "internet", "--expect", "allowlist"}, allowlistDrillArgs...)...)
+	r = w.drill(l, append([]string{"--network", "internet", "--expect", "allowlist", "--group", "network"}, allowlistDrillArgs...)...)
 	t.Logf("tier internet judged as allowlist (exit %d):\n%s%s", r.code, r.table(), r.stderr)
 	for _, id := range []string{"net:denied-name", "net:by-address", "net:udp"} {
 		r.want(t, id, drill.Breach)
@@ -57,7 +57,7 @@ func TestDrillAllowlist(t *testing.T) {
 	}
 	// Tier full has no rebinding check: an allowed name resolving to the LAN host or the
 	// metadata address is reached.
-	r = w.drill(l, append([]string{"--network", "full", "--expect", "allowlist"}, allowlistDrillArgs...)...)
+	r = w.drill(l, append([]string{"--network", "full", "--expect", "allowlist", "--group", "network"}, allowlistDrillArgs...)...)
 	t.Logf("tier full judged as allowlist (exit %d):\n%s", r.code, r.table())
 	for _, id := range []string{"net:rebind", "net:denied-name", "net:by-address", "net:udp", "net:lan-hosts", "net:metadata"} {
 		r.want(t, id, drill.Breach)

@@ -7,10 +7,12 @@ package drill_test
 
 import (
 	"encoding/json"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,7 +84,9 @@ func TestDrillBreachTierFull(t *testing.T) {
 	}
 	w, l := labWorld(t)
 	args := []string{"--network", "full", "--internet-url", "http://" + lab.InternetName + "/", "--lan", lab.LANHost.String() + ":80"}
-	r := w.drill(l, append(args, "--expect", "internet")...)
+	// The drills that must show a breach or a failure drill only the network group, the
+	// rows judged; the one that must pass (judged as full) drills whole.
+	r := w.drill(l, append(args, "--expect", "internet", "--group", "network")...)
 	t.Logf("tier full judged as internet (exit %d):\n%s%s", r.code, r.table(), r.stderr)
 	if r.code != 1 || !strings.Contains(r.stderr, "BREACH") {
 		t.Errorf("exit %d, stderr %q; want 1 naming the breaches", r.code, r.stderr)
@@ -108,7 +112,7 @@ func TestDrillBreachTierFull(t *testing.T) {
 	// The scope off (a test build): the host's abstract socket answers, a breach.
 	off := *w
 	off.withProtectionOff(t, bwrap.ProtAbstract)
-	r = off.drill(l, args...)
+	r = off.drill(l, append(args, "--group", "network")...)
 	r.want(t, "net:abstract", drill.Breach)
 	// Both the lab host's socket and the drill's own (bound by box, outside) answer.
 	if o := r.rows["net:abstract"].Observed; !strings.Contains(o, "@"+lab.HostAbstract) || !strings.Contains(o, "@box-drill-") {
@@ -116,7 +120,7 @@ func TestDrillBreachTierFull(t *testing.T) {
 	}
 
 	// Tier none judged as internet: the internet the contract promises is missing (FAIL).
-	r = w.drill(l, "--network", "none", "--expect", "internet", "--internet-url", "http://"+lab.InternetName+"/")
+	r = w.drill(l, "--network", "none", "--expect", "internet", "--internet-url", "http://"+lab.InternetName+"/", "--group", "network")
 	r.want(t, "net:internet", drill.Fail)
 	if r.code != 1 {
 		t.Errorf("none judged as internet: exit %d", r.code)
@@ -144,37 +148,41 @@ func TestDrillBreachProfiles(t *testing.T) {
 		name, profile string
 		args          []string
 		want          map[string]drill.Status
+		// groups: what a case that breaches drills, its rows' groups (its exit 1 needs
+		// only them); a case that must pass drills whole ("") so that its exit 0 says
+		// the profile breaches nothing else either.
+		groups string
 	}{
 		{"mount-ssh", `[[mounts]]
 path = "~/.ssh"
-`, nil, map[string]drill.Status{"secret:ssh": drill.Breach}},
+`, nil, map[string]drill.Status{"secret:ssh": drill.Breach}, "secrets"},
 		// (A read-write mount of ~ itself is refused outright: it holds box's own config.)
 		{"mount-home-ro", `[[mounts]]
 path = "~/"
-`, nil, map[string]drill.Status{"secret:ssh": drill.Breach, "secret:aws": drill.Breach, "secret:kube": drill.Breach}},
+`, nil, map[string]drill.Status{"secret:ssh": drill.Breach, "secret:aws": drill.Breach, "secret:kube": drill.Breach}, "secrets"},
 		{"mount-ssh-rw", `[[mounts]]
 path = "~/.ssh"
 mode = "rw"
-`, nil, map[string]drill.Status{"secret:ssh": drill.Breach, "write:~/.ssh": drill.Breach}},
+`, nil, map[string]drill.Status{"secret:ssh": drill.Breach, "write:~/.ssh": drill.Breach}, "secrets,writes"},
 		{"allowlist-env", `env = ["GITHUB_TOKEN", "AWS_*"]
 `, nil, map[string]drill.Status{"env:GITHUB_TOKEN": drill.Warn, "env:AWS_SECRET_ACCESS_KEY": drill.Warn,
-			"env:ANTHROPIC_API_KEY": drill.Pass, "env:unlisted": drill.Pass}},
-		{"env-flag", "", []string{"--env", "ANTHROPIC_API_KEY"}, map[string]drill.Status{"env:ANTHROPIC_API_KEY": drill.Warn}},
+			"env:ANTHROPIC_API_KEY": drill.Pass, "env:unlisted": drill.Pass}, ""},
+		{"env-flag", "", []string{"--env", "ANTHROPIC_API_KEY"}, map[string]drill.Status{"env:ANTHROPIC_API_KEY": drill.Warn}, ""},
 		{"mount-agent-socket", `[[mounts]]
 path = "~/agent.sock"
-`, nil, map[string]drill.Status{"socket:ssh-agent": drill.Breach}},
+`, nil, map[string]drill.Status{"socket:ssh-agent": drill.Breach}, "sockets"},
 		{"mount-docker-sock", `[[mounts]]
 path = "~/agent.sock"
 target = "/run/docker.sock"
-`, nil, map[string]drill.Status{"socket:docker-sock": drill.Breach}},
+`, nil, map[string]drill.Status{"socket:docker-sock": drill.Breach}, "sockets"},
 		{"mount-run-user", `[[mounts]]
 path = "~/src"
 target = "` + runDir + `"
-`, nil, map[string]drill.Status{"socket:run-user": drill.Breach}},
+`, nil, map[string]drill.Status{"socket:run-user": drill.Breach}, "sockets"},
 		{"mount-gpg-agent", `[[mounts]]
 path = "~/agent.sock"
 target = "~/.gnupg/S.gpg-agent"
-`, nil, map[string]drill.Status{"socket:gpg-agent": drill.Breach, "secret:gnupg": drill.Breach}},
+`, nil, map[string]drill.Status{"socket:gpg-agent": drill.Breach, "secret:gnupg": drill.Breach}, "sockets,secrets"},
 		// The host's nix-daemon, mounted by hand and named in sockets: a session opens, a
 		// breach. Mounted but not named, the unix-socket mediation refuses the connect
 		// (a host socket the sandbox did not create). Opted in with nix = "daemon": a
@@ -182,52 +190,58 @@ target = "~/.gnupg/S.gpg-agent"
 		{"mount-nix-daemon", `sockets = ["/nix/var/nix/daemon-socket/socket"]
 [[mounts]]
 path = "/nix/var/nix/daemon-socket"
-`, nil, map[string]drill.Status{"nix:daemon": drill.Breach, "nix:store-write": drill.Pass}},
+`, nil, map[string]drill.Status{"nix:daemon": drill.Breach, "nix:store-write": drill.Pass}, "nix"},
 		{"mount-nix-daemon-unnamed", `[[mounts]]
 path = "/nix/var/nix/daemon-socket"
-`, nil, map[string]drill.Status{"nix:daemon": drill.Pass, "nix:store-write": drill.Pass}},
+`, nil, map[string]drill.Status{"nix:daemon": drill.Pass, "nix:store-write": drill.Pass}, ""},
 		{"nix-daemon", `nix = "daemon"
-`, nil, map[string]drill.Status{"nix:daemon": drill.Warn, "nix:store-write": drill.Pass}},
+`, nil, map[string]drill.Status{"nix:daemon": drill.Warn, "nix:store-write": drill.Pass}, ""},
 		// A store of the project's own, layered by box's helper before bwrap: the host's
 		// daemon stays hidden and writes to /nix/store stay in the project's store, with
 		// the internet tier attached through the helper's user namespace.
 		{"nix-store", `nix = "store"
 `, []string{"--network", "internet", "--internet-url", "http://" + lab.InternetName + "/"},
-			map[string]drill.Status{"nix:daemon": drill.Pass, "nix:store-write": drill.Pass, "net:internet": drill.Pass, "net:lan-gateway": drill.Pass}},
+			map[string]drill.Status{"nix:daemon": drill.Pass, "nix:store-write": drill.Pass, "net:internet": drill.Pass, "net:lan-gateway": drill.Pass}, ""},
 		// Last: the credentials' mount point stays in the project's instance directory.
 		{"auth-passthrough", `auth_passthrough = true
-`, nil, map[string]drill.Status{"secret:claude-credentials": drill.Warn}},
+`, nil, map[string]drill.Status{"secret:claude-credentials": drill.Warn}, ""},
 		// The protected set, one class at a time: dropped, the plant lands and the host's
 		// own tool (git, direnv, VS Code, Claude Code) runs it.
 		{"drop-hooks", `protect_drop = ["git:hooks"]
-`, nil, map[string]drill.Status{"protect:hook": drill.Breach, "protect:drop:git:hooks": drill.Warn, "protect:fsmonitor": drill.Pass}},
+`, nil, map[string]drill.Status{"protect:hook": drill.Breach, "protect:drop:git:hooks": drill.Warn, "protect:fsmonitor": drill.Pass}, "protect"},
 		{"drop-config", `protect_drop = ["git:config"]
 `, nil, map[string]drill.Status{"protect:fsmonitor": drill.Breach, "protect:hookspath": drill.Breach, "protect:nested-config": drill.Pass,
-			"protect:hook": drill.Pass, "protect:drop:git:config": drill.Warn}},
+			"protect:hook": drill.Pass, "protect:drop:git:config": drill.Warn}, "protect"},
 		{"drop-nested", `protect_drop = ["git:nested"]
-`, nil, map[string]drill.Status{"protect:nested-config": drill.Breach, "protect:fsmonitor": drill.Pass, "protect:drop:git:nested": drill.Warn}},
+`, nil, map[string]drill.Status{"protect:nested-config": drill.Breach, "protect:fsmonitor": drill.Pass, "protect:drop:git:nested": drill.Warn}, "protect"},
 		{"drop-pointer", `protect_drop = ["git:pointer"]
-`, nil, map[string]drill.Status{"protect:worktree-pointer": drill.Breach, "protect:fsmonitor": drill.Pass}},
+`, nil, map[string]drill.Status{"protect:worktree-pointer": drill.Breach, "protect:fsmonitor": drill.Pass}, "protect"},
 		{"drop-envrc", `protect_drop = [".envrc"]
-`, nil, map[string]drill.Status{"protect:envrc": drill.Breach, "protect:vscode-task": drill.Pass}},
+`, nil, map[string]drill.Status{"protect:envrc": drill.Breach, "protect:vscode-task": drill.Pass}, "protect"},
 		{"drop-vscode", `protect_drop = [".vscode"]
-`, nil, map[string]drill.Status{"protect:vscode-task": drill.Breach, "protect:envrc": drill.Pass}},
+`, nil, map[string]drill.Status{"protect:vscode-task": drill.Breach, "protect:envrc": drill.Pass}, "protect"},
 		{"drop-agent-settings", `protect_drop = [".claude/settings.json"]
-`, nil, map[string]drill.Status{"protect:agent-settings": drill.Breach, "protect:drop:.claude/settings.json": drill.Warn}},
+`, nil, map[string]drill.Status{"protect:agent-settings": drill.Breach, "protect:drop:.claude/settings.json": drill.Warn}, "protect"},
 		{"drop-home-link", `protect_drop = ["home:link"]
-`, nil, map[string]drill.Status{"protect:home-link": drill.Breach, "protect:drop:home:link": drill.Warn, "protect:envrc": drill.Pass}},
+`, nil, map[string]drill.Status{"protect:home-link": drill.Breach, "protect:drop:home:link": drill.Warn, "protect:envrc": drill.Pass}, "protect"},
 		{"drop-hook-link", `protect_drop = ["git:hook-link"]
-`, nil, map[string]drill.Status{"protect:hook-link": drill.Breach, "protect:drop:git:hook-link": drill.Warn, "protect:hook": drill.Pass}},
+`, nil, map[string]drill.Status{"protect:hook-link": drill.Breach, "protect:drop:git:hook-link": drill.Warn, "protect:hook": drill.Pass}, "protect"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w.t = t
 			w.write(filepath.Join(w.home, ".config/box/profiles/"+c.name+".toml"), c.profile)
-			r := w.drill(l, append([]string{"--profile", c.name}, c.args...)...)
+			breach := slices.Contains(slices.Collect(maps.Values(c.want)), drill.Breach)
+			if breach != (c.groups != "") {
+				t.Fatalf("groups %q: a case drills only its groups exactly when it breaches", c.groups)
+			}
+			args := append([]string{"--profile", c.name}, c.args...)
+			if c.groups != "" {
+				args = append(args, "--group", c.groups)
+			}
+			r := w.drill(l, args...)
 			t.Logf("profile %s (exit %d):\n%s%s", c.name, r.code, r.table(), r.stderr)
-			breach := false
 			for id, s := range c.want {
 				r.want(t, id, s)
-				breach = breach || s == drill.Breach
 			}
 			if wantCode := map[bool]int{true: 1, false: 0}[breach]; r.code != wantCode {
 				t.Errorf("exit %d, want %d", r.code, wantCode)
@@ -247,7 +261,7 @@ path = "/nix/var/nix/daemon-socket"
 		box, env := w.box, w.env
 		defer func() { w.box, w.env = box, env }()
 		w.withProtectionOff(t, "kernelmounts")
-		d := w.drill(l, "--profile", "hostproc")
+		d := w.drill(l, "--profile", "hostproc", "--group", "processes") // the row judged's group
 		d.want(t, "pids", drill.Breach)
 		if d.code != 1 {
 			t.Errorf("exit %d, want 1", d.code)

@@ -207,24 +207,7 @@ func keyFiles(dir string, keys []ssh.PublicKey) []string {
 // relayAgent serves l, relaying each connection to the host's agent, until the returned
 // stop (which removes a path socket too).
 func relayAgent(l net.Listener, upstream string) func() {
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				u, err := net.Dial("unix", upstream)
-				if err != nil {
-					return
-				}
-				defer u.Close()
-				go io.Copy(u, c)
-				io.Copy(c, u)
-			}()
-		}
-	}()
+	go sshagent.Relay(l, upstream)
 	return func() { l.Close() }
 }
 
@@ -339,19 +322,6 @@ func (r *runner) reachAgent(t string) (bool, string, error) {
 	return true, t + ": connected", nil
 }
 
-// userAuth is the data an SSH client asks the agent to sign for publickey authentication
-// (RFC 4252 section 7).
-type userAuth struct {
-	SessionID []byte
-	Type      byte
-	User      string
-	Service   string
-	Method    string
-	HasSig    bool
-	Algo      string
-	PubKey    []byte
-}
-
 // sessionBindMsg is session-bind@openssh.com's content (OpenSSH PROTOCOL.agent).
 type sessionBindMsg struct {
 	HostKey    []byte
@@ -411,7 +381,7 @@ func (r *runner) askSignature(forwarded bool, args []string) (bool, string, erro
 	}
 	var refused []string
 	for _, k := range keys {
-		data := ssh.Marshal(userAuth{SessionID: sid, Type: 50, User: "git", Service: "ssh-connection", Method: "publickey", HasSig: true, Algo: k.Type(), PubKey: k.Marshal()})
+		data := ssh.Marshal(sshagent.UserAuthRequest{SessionID: sid, Type: 50, User: "git", Service: "ssh-connection", Method: "publickey", HasSig: true, Algo: k.Type(), PubKey: k.Marshal()})
 		if _, err := ag.Sign(k, data); err == nil {
 			what := "a host key no allowed host has"
 			if forwarded {

@@ -438,11 +438,14 @@ func TestKernelTerminalRestored(t *testing.T) {
 
 // The drill's kernel rows in the lab: all hold with box as shipped; each reports BREACH
 // with its protection switched off (the test build); a profile's opt-in shows as WARN.
+// Every drill here is of the two groups judged (kernel, syscalls): the whole drill's
+// exit 0 in the lab is TestDrillLab's.
 func TestDrillKernel(t *testing.T) {
 	w, l := labWorld(t)
+	const groups = "kernel,syscalls"
 	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "kernel:terminal-strings", "socket:vsock", "socket:netlink", "socket:allowed"}
 	var syscallRows []string
-	r := w.drill(l)
+	r := w.drill(l, "--group", groups)
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)
 	for _, x := range r.list {
 		if strings.HasPrefix(x.ID, "syscall:") {
@@ -480,7 +483,7 @@ func TestDrillKernel(t *testing.T) {
 				}
 				w.box = wrapper
 			}
-			args := []string{}
+			args := []string{"--group", groups}
 			if c.profile != "" {
 				w.write(filepath.Join(w.home, ".config/box/profiles/off-"+c.name+".toml"), c.profile)
 				args = append(args, "--profile", "off-"+c.name)
@@ -521,7 +524,7 @@ func TestDrillKernel(t *testing.T) {
 	w.box = boxBinary(t)
 	w.env = envWithout(w.env, "BOX_UNSAFE_OFF")
 	w.write(filepath.Join(w.home, ".config/box/profiles/debug.toml"), "syscalls = [\"ptrace\", \"perf\"]\n")
-	r = w.drill(l, "--profile", "debug")
+	r = w.drill(l, "--profile", "debug", "--group", groups)
 	t.Logf("profile debug (exit %d):\n%s%s", r.code, r.table(), r.stderr)
 	for _, id := range []string{"syscall:ptrace", "syscall:perf", "kernel:trace-init"} {
 		r.want(t, id, drill.Warn)

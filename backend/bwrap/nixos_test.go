@@ -103,13 +103,14 @@ mode = "rw"
 	}
 
 	// The drill there: the store is the user's own (a single-user Nix layout), so only
-	// its read-only bind keeps the sandbox from planting into paths the host runs.
-	d := run("drill", "--backend", "bwrap", "--json")
+	// its read-only bind keeps the sandbox from planting into paths the host runs. Only
+	// the nix group, the one judged.
+	d := run("drill", "--backend", "bwrap", "--group", "nix", "--json")
 	rows := parseRows(t, d)
 	if got := rows["nix:store-write"]; got.Status != drill.Pass {
 		t.Errorf("nix:store-write %s %q, want PASS\n%s", got.Status, got.Observed, d.stderr)
 	}
-	d = run("drill", "--backend", "bwrap", "--json", "--profile", "store-rw")
+	d = run("drill", "--backend", "bwrap", "--group", "nix", "--json", "--profile", "store-rw")
 	rows = parseRows(t, d)
 	if got := rows["nix:store-write"]; got.Status != drill.Breach || d.code != 1 {
 		t.Errorf("store mounted rw: nix:store-write %s %q (exit %d), want BREACH\n%s", got.Status, got.Observed, d.code, d.stderr)

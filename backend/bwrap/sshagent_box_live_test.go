@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heavy-duty/box/drill/lab"
 	"github.com/heavy-duty/box/internal/boxtest"
 	"github.com/heavy-duty/box/internal/testenv"
 )
@@ -17,14 +16,7 @@ import (
 // --ssh-host is refused by name where it cannot be honoured: a vm box, a clone, a
 // profile choosing no key.
 func TestSSHAgentBox(t *testing.T) {
-	boxtest.RequireLab(t)
-	for _, tool := range []string{"ssh", "ssh-agent", "ssh-add", "ssh-keygen", "git"} {
-		testenv.RequireTool(t, tool)
-	}
-	w := newWorld(t)
-	l := lab.New(t)
-	s := newSSHLab(t, w, l)
-	w.env = append(boxtest.EnvWithout(w.env, "SSH_AUTH_SOCK"), "SSH_AUTH_SOCK="+s.agentSock)
+	w, l, s := sshWorld(t)
 	w.write(filepath.Join(w.home, ".config", "box", "profiles", "keys.toml"),
 		fmt.Sprintf("backend = \"bwrap\"\nnetwork = \"full\"\nssh = { keys = [%q] }\n", s.chosenFP))
 	w.write(filepath.Join(w.home, ".config", "box", "profiles", "nokeys.toml"), "backend = \"bwrap\"\nnetwork = \"full\"\n")

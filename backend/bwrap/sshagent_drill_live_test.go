@@ -8,9 +8,6 @@ import (
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/drill"
-	"github.com/heavy-duty/box/drill/lab"
-	"github.com/heavy-duty/box/internal/boxtest"
-	"github.com/heavy-duty/box/internal/testenv"
 )
 
 // TestSSHAgentDrill: box drill of a sandbox with box's filtering agent (the ssh lab of
@@ -25,14 +22,7 @@ import (
 // the filter's 256 KiB bound) passes, and reports BREACH with the bound lifted
 // (ssh-agent-size).
 func TestSSHAgentDrill(t *testing.T) {
-	boxtest.RequireLab(t)
-	for _, tool := range []string{"ssh", "ssh-agent", "ssh-add", "ssh-keygen", "git"} {
-		testenv.RequireTool(t, tool)
-	}
-	w := newWorld(t)
-	l := lab.New(t)
-	s := newSSHLab(t, w, l)
-	w.env = append(boxtest.EnvWithout(w.env, "SSH_AUTH_SOCK"), "SSH_AUTH_SOCK="+s.agentSock)
+	w, l, s := sshWorld(t)
 	prof := fmt.Sprintf("network = \"full\"\nssh = { hosts = [%q], keys = [%q] }\n", forgeHost, s.chosenFP)
 	w.write(filepath.Join(w.home, ".config", "box", "profiles", "push.toml"), prof)
 	w.write(filepath.Join(w.home, ".config", "box", "profiles", "leaky.toml"), prof+"[[mounts]]\npath = \"~/.ssh\"\n")

@@ -71,6 +71,21 @@ func waitLine(t *testing.T, r io.Reader, want string) {
 	}
 }
 
+// sshWorld is the SSH tests' world: the lab, a planted world, and the ssh lab in it,
+// box's SSH_AUTH_SOCK the lab's agent. It needs the ssh tools and the others named.
+func sshWorld(t *testing.T, tools ...string) (*world, *lab.Lab, *sshLab) {
+	t.Helper()
+	boxtest.RequireLab(t)
+	for _, tool := range append([]string{"ssh", "ssh-agent", "ssh-add", "ssh-keygen", "git"}, tools...) {
+		testenv.RequireTool(t, tool)
+	}
+	w := newWorld(t)
+	l := lab.New(t)
+	s := newSSHLab(t, w, l)
+	w.env = append(boxtest.EnvWithout(w.env, "SSH_AUTH_SOCK"), "SSH_AUTH_SOCK="+s.agentSock)
+	return w, l, s
+}
+
 func newSSHLab(t *testing.T, w *world, l *lab.Lab) *sshLab {
 	t.Helper()
 	s := &sshLab{}
@@ -155,14 +170,7 @@ func newSSHLab(t *testing.T, w *world, l *lab.Lab) *sshLab {
 // refused; a commit signed inside (gpg.format=ssh) verifies on the host; the private key
 // file and the host's agent socket are unreachable inside.
 func TestSSHAgentFilter(t *testing.T) {
-	boxtest.RequireLab(t)
-	for _, tool := range []string{"ssh", "ssh-agent", "ssh-add", "ssh-keygen", "git"} {
-		testenv.RequireTool(t, tool)
-	}
-	w := newWorld(t)
-	l := lab.New(t)
-	s := newSSHLab(t, w, l)
-	w.env = append(boxtest.EnvWithout(w.env, "SSH_AUTH_SOCK"), "SSH_AUTH_SOCK="+s.agentSock)
+	w, l, s := sshWorld(t)
 	w.write(filepath.Join(w.home, ".config", "box", "profiles", "push.toml"),
 		fmt.Sprintf("network = \"full\"\nssh = { hosts = [%q], keys = [%q], sign = true }\n", forgeHost, s.chosenFP))
 
@@ -249,15 +257,8 @@ ssh -F /run/box/ssh/config -A -o BatchMode=yes %[5]s@%[4]s 'ssh-add -l >/dev/nul
 // the raw socket would) logs in to prod and onward through ssh -A: the refusals of
 // TestSSHAgentFilter are the filter's doing.
 func TestSSHAgentFilterOff(t *testing.T) {
-	boxtest.RequireLab(t)
-	for _, tool := range []string{"ssh", "ssh-agent", "ssh-add", "ssh-keygen", "git"} {
-		testenv.RequireTool(t, tool)
-	}
-	w := newWorld(t)
-	l := lab.New(t)
-	s := newSSHLab(t, w, l)
+	w, l, s := sshWorld(t)
 	w.withProtectionOff(t, bwrap.ProtSSHAgent)
-	w.env = append(boxtest.EnvWithout(w.env, "SSH_AUTH_SOCK"), "SSH_AUTH_SOCK="+s.agentSock)
 	w.write(filepath.Join(w.home, ".config", "box", "profiles", "push.toml"),
 		fmt.Sprintf("network = \"full\"\nssh = { hosts = [%q], keys = [%q] }\n", forgeHost, s.chosenFP))
 	script := fmt.Sprintf(`ssh-add -l | grep -c ED25519

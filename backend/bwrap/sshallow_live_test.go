@@ -10,7 +10,6 @@ import (
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/drill/lab"
-	"github.com/heavy-duty/box/internal/boxtest"
 	"github.com/heavy-duty/box/internal/testenv"
 	"golang.org/x/crypto/ssh"
 )
@@ -28,19 +27,12 @@ import (
 // (BOX_UNSAFE_OFF=ssh-allowlist: any address on an SSH host's port) logs in through the
 // made-up name (BREACH), so the refusal is the admission's doing. About 30 s.
 func TestSSHAgentAllowlist(t *testing.T) {
-	boxtest.RequireLab(t)
-	for _, tool := range append(lab.Tools, "ssh", "ssh-agent", "ssh-add", "ssh-keygen", "git", "curl", "nsenter") {
-		testenv.RequireTool(t, tool)
-	}
-	w := newWorld(t)
-	l := lab.New(t)
-	s := newSSHLab(t, w, l)
+	w, l, s := sshWorld(t, append(lab.Tools, "curl", "nsenter")...)
 	const forgeName = "allowed.test" // lab.InternetNames: DNS answers lab.Internet
 	// The user's known_hosts also knows the forge by that name.
 	khPath := filepath.Join(w.home, ".ssh", "known_hosts")
 	kh, _ := os.ReadFile(khPath)
 	w.write(khPath, string(kh)+forgeName+" "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.forgeKey)))+"\n")
-	w.env = append(boxtest.EnvWithout(w.env, "SSH_AUTH_SOCK"), "SSH_AUTH_SOCK="+s.agentSock)
 	w.write(filepath.Join(w.home, ".config", "box", "profiles", "push.toml"),
 		fmt.Sprintf("ssh = { keys = [%q] }\n", s.chosenFP))
 

@@ -212,7 +212,7 @@ func (p *Plan) startSSH(quiet bool, stderr io.Writer) (func(), error) {
 	}
 	done := make(chan struct{})
 	if protectionOff(ProtSSHAgent) {
-		go func() { relayAgent(ln, up); close(done) }()
+		go func() { sshagent.Relay(ln, up); close(done) }() // the filter switched off (test builds only)
 		return func() { ln.Close(); <-done; lg.Close(); os.Remove(sock) }, nil
 	}
 	go func() { f.Serve(ln); close(done) }()
@@ -225,25 +225,4 @@ func (p *Plan) startSSH(quiet bool, stderr io.Writer) (func(), error) {
 			fmt.Fprintf(stderr, "box: %s (log: %s)\n", f.Summary(), s.Log)
 		}
 	}, nil
-}
-
-// relayAgent is the filter switched off (test builds only): every connection relayed to
-// the host's agent as it is.
-func relayAgent(ln net.Listener, upstream string) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			u, err := net.Dial("unix", upstream)
-			if err != nil {
-				return
-			}
-			defer u.Close()
-			go io.Copy(u, c)
-			io.Copy(c, u)
-		}()
-	}
 }

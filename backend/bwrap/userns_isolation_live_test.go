@@ -189,7 +189,7 @@ func TestIsolationLandlockSocketsOff(t *testing.T) {
 	}
 	w := boxtest.NewWorld(t)
 	w.WithProtectionOff(t, "sockets")
-	rows, r := landlockDrill(t, w, "seccomp")
+	rows, r := landlockDrill(t, w, "seccomp", "--group", "network") // the group of the row judged
 	if r.Code == 0 {
 		t.Errorf("box drill: exit 0 with a breach")
 	}
@@ -198,14 +198,15 @@ func TestIsolationLandlockSocketsOff(t *testing.T) {
 	}
 }
 
-// landlockDrill runs box drill --isolation landlock --json in the container case mode.
+// landlockDrill runs box drill --isolation landlock --json (and args) in the container
+// case mode.
 // RLIMIT_NPROC counts all the user's tasks (NOT HELD: no cgroup), and other tests fork
 // as the same user: the profile's pids is the user's tasks now and 2000 more, so the
 // fork probe forks about 2000, not the hard limit (tens of thousands on a loaded host).
-func landlockDrill(t *testing.T, w *boxtest.World, mode string) ([]drill.Result, boxtest.Result) {
+func landlockDrill(t *testing.T, w *boxtest.World, mode string, args ...string) ([]drill.Result, boxtest.Result) {
 	pids := min(uint64(userTasks(w.UID))+2000, nprocMax())
 	w.Write(w.Home+"/.config/box/profiles/ll.toml", "pids = "+strconv.FormatUint(pids, 10)+"\n")
-	r := inCase(w, mode, "drill", "-p", "ll", "--isolation", "landlock", "--json")
+	r := inCase(w, mode, append([]string{"drill", "-p", "ll", "--isolation", "landlock", "--json"}, args...)...)
 	t.Logf("box drill --isolation landlock (%s): exit %d\n%s%s", mode, r.Code, r.Stdout, r.Stderr)
 	var rows []drill.Result
 	if err := json.Unmarshal([]byte(r.Stdout), &rows); err != nil {

@@ -239,61 +239,52 @@ var sysvIPCSyscalls = []uint32{
 // number, and read and written (review finding, session 8). Only the bwrap mode gives the
 // sandbox IPC of its own.
 func sysvIPCRefused() []byte {
-	const (
-		ldW = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		ret = unix.BPF_RET | unix.BPF_K
-	)
-	arch := uint32(unix.AUDIT_ARCH_X86_64)
-	if runtime.GOARCH == "arm64" {
-		arch = unix.AUDIT_ARCH_AARCH64
-	}
 	n := uint8(len(sysvIPCSyscalls))
-	prog := []unix.SockFilter{
-		{Code: ldW, K: 4},
-		{Code: jeq, K: arch, Jt: 1, Jf: 0},
-		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS}, // another ABI: refused whole
-		{Code: ldW, K: 0},
-	}
+	var body []unix.SockFilter
 	for i, nr := range sysvIPCSyscalls {
 		// a match jumps past the remaining tests and the allow, to the refusal
-		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jt: n - uint8(i), Jf: 0})
+		body = append(body, unix.SockFilter{Code: bpfJeq, K: nr, Jt: n - uint8(i), Jf: 0})
 	}
-	prog = append(prog,
-		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW},
-		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
-	)
-	b := make([]byte, 0, 8*len(prog))
-	for _, in := range prog {
-		b = append(b, byte(in.Code), byte(in.Code>>8), in.Jt, in.Jf, byte(in.K), byte(in.K>>8), byte(in.K>>16), byte(in.K>>24))
-	}
-	return b
+	return nativeABIFilter(append(body,
+		unix.SockFilter{Code: bpfRet, K: unix.SECCOMP_RET_ALLOW},
+		unix.SockFilter{Code: bpfRet, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+	)...)
 }
 
 // unixSocketsOnly is a filter refusing socket(2) with EAFNOSUPPORT for every family
 // but AF_UNIX: tier none's network (UDP, raw and netlink sockets are beyond
 // Landlock's TCP rules).
 func unixSocketsOnly() []byte {
-	const (
-		ldW = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		ret = unix.BPF_RET | unix.BPF_K
+	return nativeABIFilter(
+		unix.SockFilter{Code: bpfJeq, K: unix.SYS_SOCKET, Jt: 0, Jf: 3},
+		unix.SockFilter{Code: bpfLdW, K: 16}, // args[0], the family
+		unix.SockFilter{Code: bpfJeq, K: unix.AF_UNIX, Jt: 1, Jf: 0},
+		unix.SockFilter{Code: bpfRet, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT)},
+		unix.SockFilter{Code: bpfRet, K: unix.SECCOMP_RET_ALLOW},
 	)
+}
+
+// The classic BPF instructions box's own filters are made of.
+const (
+	bpfLdW = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	bpfJeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	bpfRet = unix.BPF_RET | unix.BPF_K
+)
+
+// nativeABIFilter is a seccomp program that kills a call of another ABI (its numbers
+// mean other calls) and runs body on the syscall number: as the kernel reads it, 8-byte
+// sock_filter records, little-endian.
+func nativeABIFilter(body ...unix.SockFilter) []byte {
 	arch := uint32(unix.AUDIT_ARCH_X86_64)
 	if runtime.GOARCH == "arm64" {
 		arch = unix.AUDIT_ARCH_AARCH64
 	}
-	prog := []unix.SockFilter{
-		{Code: ldW, K: 4},
-		{Code: jeq, K: arch, Jt: 1, Jf: 0},
-		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS}, // another ABI: refused whole
-		{Code: ldW, K: 0},
-		{Code: jeq, K: unix.SYS_SOCKET, Jt: 0, Jf: 3},
-		{Code: ldW, K: 16},
-		{Code: jeq, K: unix.AF_UNIX, Jt: 1, Jf: 0},
-		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT)}, // 7
-		{Code: ret, K: unix.SECCOMP_RET_ALLOW},                             // 8
-	}
+	prog := append([]unix.SockFilter{
+		{Code: bpfLdW, K: 4}, // seccomp_data.arch
+		{Code: bpfJeq, K: arch, Jt: 1, Jf: 0},
+		{Code: bpfRet, K: unix.SECCOMP_RET_KILL_PROCESS}, // another ABI: refused whole
+		{Code: bpfLdW, K: 0},                             // seccomp_data.nr
+	}, body...)
 	b := make([]byte, 0, 8*len(prog))
 	for _, in := range prog {
 		b = append(b, byte(in.Code), byte(in.Code>>8), in.Jt, in.Jf, byte(in.K), byte(in.K>>8), byte(in.K>>16), byte(in.K>>24))

@@ -22,6 +22,7 @@ BOX_DISK="2GiB"
 `
 
 func TestVMCloudInitLive(t *testing.T) {
+	t.Parallel() // its own lab(s): see live_test.go
 	r := newVMRig(t)
 	if _, err := r.lab.ImportCloudInit(r.ctx); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 )
 
 func TestClusterLive(t *testing.T) {
+	t.Parallel() // its own lab(s): see live_test.go
 	leader := incuslab.Start(t)
 	member := incuslab.StartWith(t, incuslab.Options{Empty: true})
 	// The leader goes first: a member's shutdown does not wait for a leader that went.

@@ -24,6 +24,7 @@ import (
 )
 
 func TestVMExportImportLive(t *testing.T) {
+	t.Parallel() // its own lab(s): see live_test.go
 	r := newVMRig(t)
 	c := r.client
 	dir := t.TempDir()

@@ -29,10 +29,11 @@ const doorBody = "box-test: behind the door\n"
 const doorServer = `setsid sh -c 'while :; do printf "HTTP/1.0 200 OK\r\nContent-Length: 26\r\n\r\nbox-test: behind the door\n" | nc -N -l 3000; done' >/dev/null 2>&1 </dev/null &`
 
 func TestVMExposeLive(t *testing.T) {
+	t.Parallel() // its own lab(s): see live_test.go
 	h := startHostLab(t)
 	h.setup(t)
 	c := h.incus.Client
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // as the rig's (boxtest.NewVMRigOn)
 	defer cancel()
 	pool, err := c.RootPool(ctx, host.ProfileName)
 	must(t, err)

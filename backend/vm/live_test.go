@@ -2,6 +2,12 @@ package vm_test
 
 // The live tests' names for internal/boxtest: the tests here were written in cmd/box
 // against these unexported helpers, and kept them when they moved.
+//
+// The live tests run side by side (t.Parallel; go test runs GOMAXPROCS of them at
+// once): each starts labs of its own (incusd, network namespace, storage pool, named
+// per process and lab), and most of their time is waiting on incusd, a container's
+// boot, its lease, cloud-init. TestVMListLive alone runs by itself: it bounds its
+// slowest call by its own median.
 
 import (
 	"context"

@@ -93,6 +93,7 @@ func newRemoteRig(t *testing.T) *remoteRig {
 }
 
 func TestRemoteLive(t *testing.T) {
+	t.Parallel() // its own lab(s): see live_test.go
 	r := newRemoteRig(t)
 	c := r.remote.Client
 

@@ -142,6 +142,7 @@ func snapNames(info infoJSON) []string {
 }
 
 func TestVMBugsLive(t *testing.T) {
+	t.Parallel() // its own lab(s): see live_test.go
 	r := newVMRig(t)
 	c := r.client
 	img, err := incuslab.EnsureImage(r.ctx, incuslab.DebianLayoutRecipe(), t.Logf)

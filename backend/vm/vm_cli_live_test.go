@@ -22,6 +22,7 @@ import (
 )
 
 func TestVMLive(t *testing.T) {
+	t.Parallel() // its own lab(s): see live_test.go
 	r := newVMRig(t)
 	c := r.client
 	lab := r.lab

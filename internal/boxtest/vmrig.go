@@ -43,7 +43,10 @@ func NewVMRig(t *testing.T) *VMRig { return NewVMRigOn(t, incuslab.Start(t)) }
 func NewVMRigOn(t *testing.T, lab *incuslab.Lab) *VMRig {
 	r := &VMRig{T: t, Lab: lab, Box: Binary(t), Home: t.TempDir(), Client: lab.Client}
 	var cancel context.CancelFunc
-	r.Ctx, cancel = context.WithTimeout(context.Background(), 10*time.Minute)
+	// A bound on a hung daemon for the whole test, not a time the test must keep: the vm
+	// live tests run side by side, and a loaded machine has taken over 10 minutes for
+	// one (TestVMBugsLive); go test's -timeout is the bound on everything.
+	r.Ctx, cancel = context.WithTimeout(context.Background(), 30*time.Minute)
 	t.Cleanup(cancel)
 	r.Tmpls = filepath.Join(r.Home, ".config", "box", "templates")
 	r.WriteFile(filepath.Join(r.Tmpls, "blank", "box.env"), LabBoxEnv)

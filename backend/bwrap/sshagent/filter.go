@@ -323,9 +323,10 @@ func (s *session) SignWithFlags(key ssh.PublicKey, data []byte, flags agent.Sign
 	return sig, nil
 }
 
-// userAuthRequest is the data an SSH client asks the agent to sign for publickey
-// authentication (RFC 4252 section 7; the hostbound method appends the server's host key).
-type userAuthRequest struct {
+// UserAuthRequest is the data an SSH client asks the agent to sign for publickey
+// authentication (RFC 4252 section 7; the hostbound method appends the server's host key
+// in Rest). The filter reads it; the drill's ssh rows send one, as a client would.
+type UserAuthRequest struct {
 	SessionID []byte
 	Type      byte
 	User      string
@@ -368,7 +369,7 @@ func (s *session) decide(key ssh.PublicKey, data []byte) (op, host, reason strin
 		}
 		return "sign-git", "", ""
 	}
-	var req userAuthRequest
+	var req UserAuthRequest
 	if err := ssh.Unmarshal(data, &req); err != nil || req.Type != msgUserAuthReq || !req.HasSig {
 		return "sign", s.lastHost(), reasonUnknown
 	}

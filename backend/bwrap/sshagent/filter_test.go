@@ -71,7 +71,7 @@ func bindMsg(t testing.TB, host ssh.Signer, sid []byte, fwd bool) []byte {
 }
 
 func authReq(sid []byte, user ssh.PublicKey, method string, hostKey ssh.PublicKey) []byte {
-	r := userAuthRequest{SessionID: sid, Type: msgUserAuthReq, User: "git", Service: "ssh-connection", Method: method, HasSig: true, Algo: user.Type(), PubKey: user.Marshal()}
+	r := UserAuthRequest{SessionID: sid, Type: msgUserAuthReq, User: "git", Service: "ssh-connection", Method: method, HasSig: true, Algo: user.Type(), PubKey: user.Marshal()}
 	if hostKey != nil {
 		r.Rest = ssh.Marshal(hostBoundTail{HostKey: hostKey.Marshal()})
 	}
