@@ -427,19 +427,26 @@ func counter(file, key string) int {
 
 // remove deletes the sandbox's cgroups. The sandbox's processes are gone when bwrap has
 // exited (its pid namespace dies with pid 1), but the kernel may take a moment to
-// release an exited task's cgroup: a few retries, then the empty cgroup is left.
+// release an exited task's cgroup, and under heavy load more than 50 ms (a CI run at
+// load 900 left one behind): retries backing off from 1 ms, for up to cgroupRelease,
+// then the empty cgroup is left. Almost always the first rmdir succeeds.
 func (x *Enforcer) remove() {
 	for _, d := range x.dirs {
-		for i := 0; i < 50; i++ {
+		delay, deadline := time.Millisecond, time.Now().Add(cgroupRelease)
+		for {
 			err := unix.Rmdir(d)
-			if err == nil || errors.Is(err, unix.ENOENT) || !errors.Is(err, unix.EBUSY) {
+			if err == nil || !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
 				break
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(delay)
+			delay = min(2*delay, 64*time.Millisecond)
 		}
 	}
 	x.dirs = map[string]string{}
 }
+
+// cgroupRelease bounds the wait for the kernel to release the sandbox's cgroups.
+const cgroupRelease = 3 * time.Second
 
 // HostMemory is the host's RAM (MemTotal of /proc/meminfo), in bytes.
 func HostMemory() (int64, error) {

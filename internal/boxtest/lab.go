@@ -30,10 +30,15 @@ type DrillRun struct {
 	List           []drill.Result
 }
 
+// inLabGuard is how long InLab lets one box command run before it calls it hung.
+const inLabGuard = 10 * time.Minute
+
 // InLab runs box ARGS in the lab's host namespace as the world's user.
 func (w *World) InLab(l *lab.Lab, stdin []byte, args ...string) DrillRun {
 	w.T.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	// A guard against a hung box, not a time limit: a whole drill took more than 90 s
+	// under a loaded CI (load 900) and was killed as if it had failed.
+	ctx, cancel := context.WithTimeout(context.Background(), inLabGuard)
 	defer cancel()
 	c := l.UserCommand(ctx, w.UID, w.GID, append([]string{w.Box}, args...)...)
 	c.Env = w.Env
@@ -45,6 +50,9 @@ func (w *World) InLab(l *lab.Lab, stdin []byte, args ...string) DrillRun {
 	}
 	err := c.Run()
 	r := DrillRun{Stdout: o.String(), Stderr: e.String()}
+	if ctx.Err() != nil {
+		w.T.Fatalf("box %q still running after %s: killed (a hang?)\n%s", args, inLabGuard, r.Stderr)
+	}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
