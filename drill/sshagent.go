@@ -335,16 +335,11 @@ type sessionBindMsg struct {
 // session of every key it was given and every key the agent lists. args: the request
 // log's path inside, then the keys.
 func (r *runner) askSignature(forwarded bool, args []string) (bool, string, error) {
-	sock := os.Getenv("SSH_AUTH_SOCK")
-	if sock == "" {
-		return false, "", errors.New("no SSH_AUTH_SOCK inside: box's agent is missing")
-	}
-	c, err := net.DialTimeout("unix", sock, max(r.timeout, time.Second))
+	c, err := r.dialAgent()
 	if err != nil {
-		return false, "", fmt.Errorf("the sandbox's agent: %w", err)
+		return false, "", err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(4 * max(r.timeout, time.Second)))
 	ag := agent.NewClient(c)
 	_, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
 	host, err := ssh.NewSignerFromKey(hostPriv)
@@ -427,16 +422,11 @@ func (r *runner) hugeRequest(n string) (bool, string, error) {
 	if err != nil || size < 1 {
 		return false, "", fmt.Errorf("huge: length %q", n)
 	}
-	sock := os.Getenv("SSH_AUTH_SOCK")
-	if sock == "" {
-		return false, "", errors.New("no SSH_AUTH_SOCK inside: box's agent is missing")
-	}
-	c, err := net.DialTimeout("unix", sock, max(r.timeout, time.Second))
+	c, err := r.dialAgent()
 	if err != nil {
-		return false, "", fmt.Errorf("the sandbox's agent: %w", err)
+		return false, "", err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(4 * max(r.timeout, time.Second)))
 	msg := make([]byte, 4+size)
 	binary.BigEndian.PutUint32(msg, uint32(size))
 	msg[4] = 0xf0
@@ -448,4 +438,19 @@ func (r *runner) hugeRequest(n string) (bool, string, error) {
 		return false, "", fmt.Errorf("the agent neither answered nor closed the connection (%d bytes written: %v)", written, werr)
 	}
 	return false, fmt.Sprintf("the connection ended at the length (%d of the %d bytes went into the socket)", max(written-4, 0), size), nil
+}
+
+// dialAgent connects to the sandbox's agent ($SSH_AUTH_SOCK), with a deadline for the
+// whole exchange.
+func (r *runner) dialAgent() (net.Conn, error) {
+	sock := os.Getenv("SSH_AUTH_SOCK")
+	if sock == "" {
+		return nil, errors.New("no SSH_AUTH_SOCK inside: box's agent is missing")
+	}
+	c, err := net.DialTimeout("unix", sock, max(r.timeout, time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox's agent: %w", err)
+	}
+	c.SetDeadline(time.Now().Add(4 * max(r.timeout, time.Second)))
+	return c, nil
 }
