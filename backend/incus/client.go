@@ -407,9 +407,10 @@ func (c *Client) Server(ctx context.Context) (*Server, error) {
 }
 
 // ErrHungUp is a daemon that closed the connection without a byte of answer (incus-user
-// does so to a user whose grant was revoked). Go's transport reports it as EOF or, when
-// it notices the close before the request is written, as "server closed idle
-// connection", which has no type: box watches the connection itself.
+// does so to a user whose grant was revoked). Go's transport reports it as EOF, a reset,
+// a broken pipe when the close came before the request was written, or, when it noticed
+// the close first, as "server closed idle connection", which has no type: box watches
+// the connection itself.
 var ErrHungUp = errors.New("the daemon hung up without answering")
 
 type hangUpKey struct{}
@@ -420,14 +421,24 @@ type hangUp struct{ seen atomic.Bool }
 type watchedConn struct {
 	net.Conn
 	h   *hangUp
-	got bool // a byte came back (read by the transport's one reader)
+	got atomic.Bool // a byte came back (the transport reads and writes in two goroutines)
 }
 
 func (c *watchedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.got = true
-	} else if !c.got && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		c.got.Store(true)
+	} else if !c.got.Load() && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		c.h.seen.Store(true)
+	}
+	return n, err
+}
+
+// Write sees the hang-up the transport meets when the daemon closed before the request
+// was written: EPIPE (a CI run met it), or a reset.
+func (c *watchedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil && !c.got.Load() && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)) {
 		c.h.seen.Store(true)
 	}
 	return n, err

@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -232,10 +234,44 @@ func TestHungUpIsTyped(t *testing.T) {
 		}
 	}()
 	c := New(sock)
-	for i := 0; i < 50; i++ {
+	for i := 0; i < 500; i++ {
 		_, err := c.Server(context.Background())
 		if !errors.Is(err, ErrHungUp) {
 			t.Fatalf("request %d: %v, want ErrHungUp", i, err)
+		}
+	}
+}
+
+// The hang-up the transport meets on writing (the daemon closed before the request went
+// out: EPIPE, which a CI run met), before any byte of answer, is one; after an answer
+// began, a failed write is not.
+func TestHungUpOnWrite(t *testing.T) {
+	for _, answered := range []bool{false, true} {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := os.NewFile(uintptr(fds[0]), "client")
+		conn, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		h := &hangUp{}
+		w := &watchedConn{Conn: conn, h: h}
+		if answered {
+			syscall.Write(fds[1], []byte("H"))
+			if _, err := w.Read(make([]byte, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		syscall.Close(fds[1]) // the daemon hangs up
+		if _, err := w.Write([]byte("GET /1.0 HTTP/1.1\r\n\r\n")); !errors.Is(err, syscall.EPIPE) {
+			t.Fatalf("write after the peer closed: %v, want EPIPE", err)
+		}
+		if h.seen.Load() == answered {
+			t.Errorf("answered %v: hung up seen %v", answered, h.seen.Load())
 		}
 	}
 }
