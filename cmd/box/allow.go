@@ -17,15 +17,8 @@ func newAllowCmd(e *env) *cobra.Command {
 		Use:     "allow [--run ID] NAME...",
 		Short:   "allow more names for a running allowlist sandbox, without restarting it",
 		GroupID: groupSandbox,
-		Long: `Allow NAME (a host name, *.DOMAIN or @LIST, optionally :PORT, as in a profile's allow
-key) for a sandbox running with --network allowlist, from now on. The sandbox cannot do
-this itself: the control socket lives in your runtime directory, which it does not see.
-
-box run prints the run's ID when it starts; with a single allowlist sandbox running,
---run may be left out. Each change is written to the run's log and to the sandbox's
-~/.claude/` + bwrap.RefusalsFile + `.`,
-		Example: `  box allow --run 3f9c01aa registry.npmjs.org
-  box allow '*.githubusercontent.com' @pypi`,
+		Long:    helpText("allow", "{{refusals}}", bwrap.RefusalsFile),
+		Example: helpText("allow.example"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("for example: box allow --run ID github.com", "box allow needs a NAME to allow")

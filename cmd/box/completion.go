@@ -14,24 +14,10 @@ var completionShells = []string{"bash", "zsh", "fish"}
 
 func newCompletionCmd(e *env) *cobra.Command {
 	return &cobra.Command{
-		Use:   "completion bash|zsh|fish",
-		Short: "print the shell completion script for bash, zsh or fish",
-		Long: `Print the completion script for a shell on stdout. It completes verbs, flags, and the
-names of profiles and templates (box run --profile <TAB>).
-
-The script asks box itself what to complete, so it stays right as profiles come and go.
-Where to put it:
-
-  bash  $(pkg-config --variable=completionsdir bash-completion), usually
-        /usr/share/bash-completion/completions/box, or ~/.local/share/bash-completion/completions/box
-  zsh   a directory on $fpath, as _box (e.g. /usr/local/share/zsh/site-functions/_box)
-  fish  ~/.config/fish/completions/box.fish, or /usr/share/fish/vendor_completions.d/box.fish
-
-'make install' (and the Nix package) installs all three.`,
-		Example: `  source <(box completion bash)                              # this bash session only
-  box completion bash > ~/.local/share/bash-completion/completions/box
-  box completion zsh > "${fpath[1]}/_box"
-  box completion fish > ~/.config/fish/completions/box.fish`,
+		Use:                   "completion bash|zsh|fish",
+		Short:                 "print the shell completion script for bash, zsh or fish",
+		Long:                  helpText("completion"),
+		Example:               helpText("completion.example"),
 		GroupID:               groupOther,
 		ValidArgs:             completionShells,
 		DisableFlagsInUseLine: true,

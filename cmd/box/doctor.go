@@ -24,22 +24,10 @@ func newDoctorCmd(e *env) *cobra.Command {
 		Use:     "doctor [--json]",
 		Short:   "check the vm backend's isolation stack on this host, with a fix for each failure",
 		GroupID: groupHost,
-		Long: `Check every invariant of the isolation stack live, one line each: the bridge exists,
-IPv4 with NAT, ipv6.address=none, dns.mode=none, dnsmasq's dhcp-ignore-names and upstream
-resolver, the ACL's rules and that it is attached (default ingress drop), the placement
-profile (the NIC with port isolation and the root disk, nothing else), the host firewall
-tables against the plan, bridge-meta support, ports the firewall's fallback also
-catches (warning), the boot unit, every box on the placement profile only, leftovers
-of claudebox (warning), and every box's doors (box expose): loopback only, no other
-proxy device, and each user's grant (box grant): their project's restrictions exactly as
-box set them (a limits.* key the operator added is no drift), its profiles, their one
-confined certificate, and no project of incus-user's own loose making. Run by a granted
-user, doctor checks their side: incus-user's socket, their project, the placement
-profile. Each failure comes with its fix. Exit 1 on any failure.`,
-		Example: `  box doctor
-  box doctor --json      # [{check, status, detail, fix}]`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runDoctor(e, o) },
+		Long:    helpText("doctor"),
+		Example: helpText("doctor.example"),
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, args []string) error { return runDoctor(e, o) },
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the checks as a JSON array")
 	cmd.Flags().StringVar(&o.unitDir, "unit-dir", host.DefaultUnitDir, "where setup-host wrote the boot unit")

@@ -43,44 +43,9 @@ func newDrillCmd(e *env) *cobra.Command {
 		Use:     "drill [flags]",
 		Short:   "prove the sandbox's isolation: run probes inside it and report each claim",
 		GroupID: groupSandbox,
-		Long: `Run a suite of probes INSIDE a sandbox built from your profile exactly as 'box run'
-would build it (same environment allowlist, mounts, tools and network tier), and print
-one row per probe: what the contract expects, what the probe observed, and the verdict.
-
-Probes: the secret paths of your home (~/.ssh, ~/.aws, ~/.gnupg, cloud CLIs' tokens...),
-secret-looking environment variables, /run/user, agent sockets and docker.sock, host
-abstract unix sockets, host PIDs, privilege escalation (no_new_privs, capabilities, a
-setuid-root binary, user namespaces), writes outside the working directory, what the
-host would run later (a git hook, core.fsmonitor, core.hooksPath, a nested repository's
-config, a worktree's .git pointer, .envrc, a VS Code folderOpen task, agent settings
-hooks, a rebase stopped with an exec line, a dotfile your home links to: planted inside a
-throwaway fixture in the working directory, then git, direnv, VS Code, Claude Code and a
-shell's actions are done on the host and checked for a marker), and per
-network tier: the internet, the LAN, the host's own addresses, the sandbox's gateway and
-the cloud metadata address. Tier allowlist adds: an allowed name works (--allowed-url); a
-name not allowed (--internet-url), the same host by address, allowed names that resolve
-to private addresses (--rebind-url), UDP (--udp) and ICMP out are refused.
-
-Verdicts: PASS; BREACH (something the contract blocks was seen); FAIL (something the
-contract promises does not work); WARN (exposed by your own choice: an allowlisted
-secret-looking variable, tier full, auth passthrough); SKIP (not applicable here, with
-the reason, e.g. "absent on host"); ERROR (the probe could not run). box drill exits 1 on
-any BREACH, FAIL or ERROR.
-
---expect judges the sandbox against another tier's contract: 'box drill --network full
---expect internet' reports every LAN, host and metadata address the sandbox reaches as a
-BREACH. By default the contract is the tier the sandbox runs with.
-
---group drills only the named groups' rows (repeatable, or comma-separated): the
-summary names the groups left out, and a chosen group with no row in this sandbox. A
-name that is not a group is refused.`,
-		Example: `  box drill --backend bwrap                        # the default profile
-  box drill --profile claude                       # the sandbox Claude Code gets
-  box drill --network internet --json              # for machines (fields: docs/json.md)
-  box drill --network full --expect internet       # what tier full exposes, as breaches
-  box drill -n allowlist --allow @github --internet-url http://example.com/
-  box drill --group ssh,ports                      # only those rows (faster)`,
-		Args: noArgs,
+		Long:    helpText("drill"),
+		Example: helpText("drill.example"),
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return whileDrilling(func() error { return runDrill(e, o) })
 		},

@@ -13,29 +13,8 @@ func newExecCmd(e *env) *cobra.Command {
 		Use:     "exec [flags] BOX -- COMMAND [ARG...]",
 		Short:   "run a command in a box as its user; its exit code is box's",
 		GroupID: groupVM,
-		Long: `Run a command in a running box as the box's user (user.box.user, stamped at mint;
-"claude" for a box minted by claudebox), in the user's home directory, without a
-terminal: stdin, stdout and stderr are passed through, and box exits with the command's
-own exit code. Arguments reach the command as they are, never through a shell.
-
-box never reads the template again: the user comes off the instance, so clones and
-boxes whose template is gone work the same. Exit code 125 (with a message) means the
-user does not exist in the box. For a command as root, use 'box incus BOX -- exec {} -- CMD'.
-
-A bwrap box: the command runs in its sandbox, in its working directory, with its own
-home at $HOME and exactly box run's isolation (environment allowlist and audit: -y
-skips the question, without a terminal and without -y box refuses; as root only with
---allow-root). Flags go before BOX, or between BOX and --: box exec work -y -- CMD.
-With -t and a terminal on stdin, the command gets a terminal of its own that box relays
-(job control, Ctrl-C to it, the window size followed; your terminal is never passed in);
-without -t a terminal on stdio reaches it as a pipe. -t is for bwrap boxes; in a vm box
-use box shell. --host-port 5432 lets this session reach the host's 127.0.0.1:5432 as
-host.box.internal:5432, beside the profile's host_ports (bwrap boxes; refused for a vm
-box, whose ports box expose opens; box expose opens a bwrap box's ports too).`,
-		Example: `  box exec work -- git -C ~/src/app status
-  box exec work -- sh -c 'cd ~/src/app && make test'
-  tar -cz . | box exec work -- tar -xz -C /tmp/upload
-  box exec -t work -- htop`,
+		Long:    helpText("exec"),
+		Example: helpText("exec.example"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			args, err := flagsAfterBox(cmd, args)
 			if err != nil {

@@ -12,15 +12,8 @@ func newExportCmd(e *env) *cobra.Command {
 		Use:     "export BOX [FILE]",
 		Short:   "write a stopped box, snapshots included, to one file",
 		GroupID: groupVM,
-		Long: `Export a stopped box to one file (an Incus instance backup, gzip-compressed tar),
-snapshots included unless --instance-only. 'box import FILE' brings it back, on this
-host or another. FILE defaults to BOX-<UTC time>.tar.gz; an existing file is never
-overwritten. The file is written with mode 0600.
-
-The box must be stopped: a running disk is a moving target. The file holds everything
-in the box, logins and keys included: box says so on every export.`,
-		Example: `  box stop work && box export work
-  box export work work.tar.gz --instance-only`,
+		Long:    helpText("export"),
+		Example: helpText("export.example"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usagef("run 'box export --help' for usage", "export takes a box and an optional file")

@@ -18,36 +18,11 @@ type exposeOptions struct {
 func newExposeCmd(e *env) *cobra.Command {
 	o := &exposeOptions{}
 	cmd := &cobra.Command{
-		Use:     "expose BOX PORT [HOSTPORT] | BOX --list | BOX --remove PORT",
-		Short:   "open a door from the host's loopback to a port in a box",
-		GroupID: groupVM,
-		Long: `Forward 127.0.0.1:HOSTPORT on this host (default: PORT) to PORT inside a box, for when
-you want to see a box's dev server in your browser. The host side is always 127.0.0.1:
-no other machine can use the door, and there is no flag to widen it.
-
-The door is an Incus proxy device (expose-PORT) whose far end connects to 127.0.0.1:PORT
-inside the box's own network namespace: the in-box server may listen on its loopback,
-and nothing crosses the box bridge, so the bridge's ACL, the host firewall and port
-isolation stay exactly as they are: the LAN and the other boxes gain no path. Refused:
-a port outside 1-65535, a port already exposed, a host port another box's door or a
-listener here already uses.
-
-Containers only, for now: Incus forwards to a virtual machine only in NAT mode, through
-the bridge, which needs the isolation stack to admit loopback DNAT; box refuses a VM
-rather than open a door that does not answer.
-
---list shows the doors, --remove PORT closes one. 'box info' and 'box doctor' show them.
-
-A bwrap box (tiers none, allowlist, internet) runs only while a session of it does (box
-shell, box exec): its doors are kept with the box and opened by every session from the
-next one on, the way box run --publish opens them (127.0.0.1 and ::1 only; docs/bwrap.md,
-"Ports"). While two sessions run, the first holds the host port and the second says so.
-They go when the box is removed; a snapshot or a clone does not carry them. A bwrap box
-at tier full is refused: it shares the host's network already.`,
-		Example: `  box expose web 3000          # then open http://127.0.0.1:3000
-  box expose web 3000 8080     # http://127.0.0.1:8080 -> web:3000
-  box expose web --list
-  box expose web --remove 3000`,
+		Use:               "expose BOX PORT [HOSTPORT] | BOX --list | BOX --remove PORT",
+		Short:             "open a door from the host's loopback to a port in a box",
+		GroupID:           groupVM,
+		Long:              helpText("expose"),
+		Example:           helpText("expose.example"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {

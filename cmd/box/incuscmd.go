@@ -14,25 +14,8 @@ func newIncusCmd(e *env) *cobra.Command {
 		Use:     "incus BOX -- ARG...",
 		Short:   "run incus on a box (tag-checked; {} stands for its name, else it is appended)",
 		GroupID: groupVM,
-		Long: `The escape hatch: everything box does not wrap goes to incus itself, aimed at a box.
-box checks that BOX is a box (tagged user.box=1 or user.claudebox=1; never an instance
-it did not mint), replaces {} in the arguments with the box's instance name (with no {},
-the name is appended at the end), prints the command it runs on stderr, and runs the
-incus client pinned to the daemon and project box checked: a configuration of its own
-(INCUS_CONF) whose only remote is box's socket (or, with --remote R or BOX R:NAME, that
-remote: its address, project, client certificate and accepted server certificate),
-INCUS_REMOTE and INCUS_PROJECT set, so 'incus remote switch', 'incus project switch' and
-$INCUS_PROJECT do not move it elsewhere (your incus aliases do not apply either). Its
-exit code is box's.
-
-Arguments that touch a profile, a network, a device, a nic or a security.* key can move
-the box off the isolation stack: box warns and proceeds; from there the trust boundary
-is yours to keep. --project and REMOTE:{} in the arguments are refused (the tag was checked here, not
-there). The check covers BOX only: other instance names you write into the arguments
-go to incus as they are.`,
-		Example: `  box incus work -- config show                  # incus config show work
-  box incus work -- exec {} -- bash -l            # a root shell
-  box incus work -- file push ./notes.txt {}/home/dev/`,
+		Long:    helpText("incus"),
+		Example: helpText("incus.example"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			_, rest, ok := splitDash(cmd, args, true)
 			if !ok {

@@ -14,17 +14,11 @@ import (
 func newInfoCmd(e *env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "info BOX",
-		Short:   "show a box: state, address, template, user, provenance, snapshots",
-		GroupID: groupVM,
-		Long: `Show what box knows of a box: its state, type and IPv4 address, the template and
-user stamped at mint, where it came from (minted, or cloned from BOX[/SNAPSHOT]), when
-it was created, its resources, its doors from the host's loopback (box expose) and its
-snapshots, oldest first.
-
-With --json, one JSON object; the field names are stable and documented in docs/json.md.`,
-		Example: `  box info work
-  box info work --json | jq -r '.snapshots[].name'`,
+		Use:               "info BOX",
+		Short:             "show a box: state, address, template, user, provenance, snapshots",
+		GroupID:           groupVM,
+		Long:              helpText("info"),
+		Example:           helpText("info.example"),
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {

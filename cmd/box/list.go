@@ -17,18 +17,9 @@ func newListCmd(e *env) *cobra.Command {
 		SuggestFor: []string{"ps"},
 		Short:      "list the boxes of both backends",
 		GroupID:    groupVM,
-		Long: `List the boxes of both backends, by name: vm boxes (Incus instances tagged
-user.box=1, or user.claudebox=1 by box's predecessor) and bwrap boxes (directories box
-made and stamped under $XDG_DATA_HOME/box/boxes). Other instances and directories are not
-shown: box never touches what it did not make. A bwrap box is Running while a shell or
-exec runs in it, else Idle. Without incusd, the bwrap boxes are listed with a warning.
-With no box, it says so (on stderr) and how to mint one.
-
-With --json, a JSON array of objects, one per box, sorted by name; the field names are
-stable and documented in docs/json.md.`,
-		Example: `  box list
-  box list --json | jq -r '.[] | select(.state == "Running") | .name'`,
-		Args: noArgs,
+		Long:       helpText("list"),
+		Example:    helpText("list.example"),
+		Args:       noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := allBoxes(e)
 			if err != nil {

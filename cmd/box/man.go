@@ -14,16 +14,10 @@ import (
 
 func newManCmd(e *env) *cobra.Command {
 	return &cobra.Command{
-		Use:   "man DIR",
-		Short: "write man pages for box and each of its verbs into DIR",
-		Long: `Write the man pages, generated from box's own command tree and help, into DIR
-(created if missing): box.1 and one box-VERB.1 for each verb. Help and man pages
-never disagree, because they are the same text.
-
-The page date is $SOURCE_DATE_EPOCH when set (reproducible builds), else today.
-'make install' (and the Nix package) install the pages into share/man/man1.`,
-		Example: `  box man /tmp/box-man && man /tmp/box-man/box-run.1
-  box man /usr/local/share/man/man1`,
+		Use:                   "man DIR",
+		Short:                 "write man pages for box and each of its verbs into DIR",
+		Long:                  helpText("man"),
+		Example:               helpText("man.example"),
 		GroupID:               groupOther,
 		DisableFlagsInUseLine: true,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -21,21 +21,8 @@ func newMigrateHostCmd(e *env) *cobra.Command {
 		Use:     "migrate-host --box NAME",
 		Short:   "move a legacy (claudebox) box onto the current isolation stack",
 		GroupID: groupHost,
-		Long: `Re-home a box minted by claudebox (user.claudebox=1, profile claude-dev on claudenet)
-onto the current stack, in an order that never leaves it untagged or off a network it
-was not on before:
-
-  1. tag it: user.box=1 and user.box.user=claude (unless set)
-  2. stop it
-  3. make box-net its only profile (instance-level NICs are removed: they would
-     override the profile's)
-  4. start it
-  5. verify an IPv4 address on boxnet and DNS (getent hosts --dns-name)
-  6. drop the legacy tag user.claudebox
-
-If a step fails the box keeps both tags and the error says where it stopped. An
-instance box did not mint is refused. Run box setup-host first.`,
-		Example: `  box migrate-host --box work`,
+		Long:    helpText("migrate-host"),
+		Example: helpText("migrate-host.example"),
 		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, args []string) error { return runMigrateHost(e, o) },
 	}

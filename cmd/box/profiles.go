@@ -14,17 +14,9 @@ func newProfilesCmd(e *env) *cobra.Command {
 		Use:     "profiles",
 		Short:   "list profiles and where each comes from",
 		GroupID: groupModel,
-		Long: `List profiles: how a box is run (backend, template, network tier, extra env
-names, mounts, tools, command, auth passthrough, vm resources).
-
-Built-in profiles ship in box; user profiles in $XDG_CONFIG_HOME/box/profiles/NAME.toml
-add to them, or replace a built-in of the same name.
-
-With --json, a JSON array of objects, one per profile, sorted by name; the field names
-are stable and documented in docs/json.md.`,
-		Example: `  box profiles
-  box profiles --json | jq -r '.[] | select(.network == "none") | .name'`,
-		Args: noArgs,
+		Long:    helpText("profiles"),
+		Example: helpText("profiles.example"),
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ps, err := profiles.List(profiles.Dir(e.configHome()))
 			if err != nil {

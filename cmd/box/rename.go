@@ -6,13 +6,11 @@ import (
 
 func newRenameCmd(e *env) *cobra.Command {
 	return &cobra.Command{
-		Use:     "rename OLD NEW",
-		Short:   "rename a stopped box",
-		GroupID: groupVM,
-		Long: `Rename a box. Incus renames stopped instances only: a running box is refused with
-"stop it first". The box keeps its snapshots and its stamp. A bwrap box is renamed while
-nothing runs in it.`,
-		Example:           `  box stop work && box rename work old-work`,
+		Use:               "rename OLD NEW",
+		Short:             "rename a stopped box",
+		GroupID:           groupVM,
+		Long:              helpText("rename"),
+		Example:           helpText("rename.example"),
 		Args:              boxArgs(2, "the old and the new name"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -7,15 +7,11 @@ import (
 func newRestoreCmd(e *env) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:     "restore BOX SNAPSHOT",
-		Short:   "roll a box back to a snapshot (asks first)",
-		GroupID: groupVM,
-		Long: `Roll a box back to one of its snapshots. Everything done in the box since is lost,
-so box asks first on a terminal; --force skips the question. Without a terminal and
-without --force it refuses. A bwrap box's home and agent state are replaced by the
-snapshot's copy, atomically, while nothing runs in it.`,
-		Example: `  box restore work authed
-  box restore work authed --force`,
+		Use:               "restore BOX SNAPSHOT",
+		Short:             "roll a box back to a snapshot (asks first)",
+		GroupID:           groupVM,
+		Long:              helpText("restore"),
+		Example:           helpText("restore.example"),
 		Args:              boxArgs(2, "a box and a snapshot"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -7,15 +7,11 @@ import (
 func newRmCmd(e *env) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:     "rm BOX",
-		Short:   "delete a box and its snapshots (asks first)",
-		GroupID: groupVM,
-		Long: `Delete a box with all its snapshots; a running box is stopped first. Nothing of it
-can be recovered, so box asks first on a terminal; --force skips the question. Without
-a terminal and without --force it refuses. A bwrap box (its directory, home and
-snapshots) is deleted only while nothing runs in it.`,
-		Example: `  box rm scratch
-  box rm scratch --force`,
+		Use:               "rm BOX",
+		Short:             "delete a box and its snapshots (asks first)",
+		GroupID:           groupVM,
+		Long:              helpText("rm"),
+		Example:           helpText("rm.example"),
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {

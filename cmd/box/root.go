@@ -39,24 +39,10 @@ func loneVerb(args []string) func(*env) *cobra.Command {
 func newRootFor(e *env, only func(*env) *cobra.Command) *cobra.Command {
 	var check, checkJSON bool
 	root := &cobra.Command{
-		Use:   "box",
-		Short: "a place for an untrusted command to work, away from your secrets, LAN and host",
-		Long: `box gives a coding agent (or any untrusted command) a place to work where it cannot
-reach your secrets, the LAN, the host, or other boxes.
-
-The bwrap backend ('box run') wraps a command in the current directory: an environment
-allowlist with a pre-launch audit, your home directory hidden, only the working
-directory writable, and a network tier (` + strings.Join(policy.TierNames(), ", ") + `) you choose.
-
-The vm backend ('box new', 'box shell', ...) mints persistent Incus boxes from templates,
-creds-free, on an isolation stack 'box setup-host' builds and 'box doctor' checks. The
-same verbs keep persistent bwrap boxes ('box new --backend bwrap'): box run's sandbox
-with a home of its own.
-'box drill' proves either backend's isolation from inside.`,
-		Example: `  box run -y                      # the default profile's shell, no network
-  box run -y -- make test         # one command in the sandbox
-  box run --profile claude -y     # Claude Code, public internet only
-  box --check                     # can this machine run the sandbox?`,
+		Use:           "box",
+		Short:         "a place for an untrusted command to work, away from your secrets, LAN and host",
+		Long:          helpText("box", "{{tiers}}", strings.Join(policy.TierNames(), ", ")),
+		Example:       helpText("box.example"),
 		Version:       boxVersion(),
 		SilenceErrors: true,
 		SilenceUsage:  true,

@@ -35,68 +35,9 @@ func newRunCmd(e *env) *cobra.Command {
 		Use:     "run [flags] [-- COMMAND [ARG...]]",
 		Short:   "run a command (default: the profile's) in a sandbox in the current directory",
 		GroupID: groupSandbox,
-		Long: `Run COMMAND in a bubblewrap sandbox in the current directory.
-
-The sandbox's environment starts empty: only a small base (TERM, COLORTERM, LANG,
-LANGUAGE, the locale categories LC_ALL, LC_CTYPE, ... by name, TZ, NO_COLOR), the
-profile's env names and --env names enter, with HOME and PATH set to the sandbox's.
-Before launch box prints every variable that enters, shortened, and flags values that
-look like secrets (a base variable's value must also fit its shape: a TZ holding a URL
-is flagged); on a terminal it asks, -y skips the question.
-
-Limits: the sandbox gets at most the profile's pids (default 4096 tasks) and memory
-(default half the host's RAM), and cpu when set; /tmp, /var/tmp, /dev/shm and the home
-tmpfs are sized from the memory limit. 'box --check' says what holds them here: a
-cgroup of yours (v2, delegated), else rlimits (weaker).
-
-Only the working directory is writable. Your home directory is an empty tmpfs except
-~/.claude (a per-project instance directory), system directories are read-only, and
-/run/user, agent sockets and docker.sock are absent unless a profile mounts them.
-
-What your own tools would run later stays read-only inside: git hooks and config in
-every repository found, .envrc, .vscode/, .mcp.json, .claude/settings.json and the rest
-of the protected set (--dry-run lists it); commits, branches and rebases still work.
-
-Network tiers: none (no network), allowlist (only the names the profile's allow key and
---allow list, through box's proxy, whatever the program; refusals are logged), internet
-(public internet only), full (the host's network; only when named; the host's abstract
-unix sockets stay out of reach on Linux 6.12+). Templates never choose the network.
-
-After the command ends (however it ends), box audits every git repository under the
-working directory for what the sandbox left for your own git to run: config keys that
-execute (core.fsmonitor, core.hooksPath, ! aliases, filters, ...), new nested
-repositories, new hooks. Each is moved aside into $XDG_DATA_HOME/box/quarantine/ (nothing
-is deleted) and printed with how to restore it. The exit code stays the command's; it is
-125 only when the audit could not finish, or when the sandbox could not start (box says
-why: an AppArmor restriction, a container's seccomp filter, no user namespaces).
-
-Ports (tiers none, allowlist, internet): --publish 3000 (or 8080:3000, host:sandbox)
-opens the sandbox's port on the host's 127.0.0.1 and ::1 only; --host-port 5432 lets the
-sandbox reach the host's 127.0.0.1:5432 as host.box.internal:5432, and no other host
-port. A taken host port fails before launch; tier full refuses both (the sandbox is on
-the host's network already). -p stays --profile's shorthand.
-
-Isolation: bwrap (the default) sandboxes with namespaces. Where user namespaces cannot
-be had (a container, a locked-down CI runner), --isolation landlock runs the command
-with no namespace at all: Landlock keeps the home and its secrets unreadable and writes
-to the working and instance directories, a socket filter and Landlock's TCP rules give
-tier none; every launch prints what does NOT hold (a private /tmp and /proc, the other
-tiers, read-only protected paths inside the working directory, cgroup limits, ...).
-Only tier none; a profile's mounts and nix store are refused by name. A profile's
-isolation = "auto" is a standing opt-in: bwrap, and the Landlock mode only where box
-diagnoses that bwrap cannot start. Never chosen without one of these.`,
-		Example: `  box run -y                               # the default profile: a shell, no network
-  box run -y -- make test                  # one command
-  box run --backend bwrap -y -- claude --dangerously-skip-permissions
-  box run --profile claude -y              # the claude profile's command
-  box run --env GITHUB_TOKEN --network full -y -- gh pr list
-  box run -n allowlist --allow @github --allow api.anthropic.com:443 -y -- claude
-  box run --publish 3000 -y -- npm run dev # the dev server at http://127.0.0.1:3000
-  box run --host-port 5432 -y -- psql -h host.box.internal
-  box run --dry-run -- true                # print the bwrap argv, run nothing
-  box run --isolation landlock -y -- make  # no namespaces (a container): says what does not hold
-  box run --devshell -y -- make            # in the project flake's dev shell (devShells.<system>.default)`,
-		Args: cobra.ArbitraryArgs,
+		Long:    helpText("run"),
+		Example: helpText("run.example"),
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.command = args
 			return runRun(e, o)

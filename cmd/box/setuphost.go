@@ -67,34 +67,10 @@ func newSetupHostCmd(e *env) *cobra.Command {
 		Use:     "setup-host [flags]",
 		Short:   "build the vm backend's isolation stack on this host (idempotent)",
 		GroupID: groupHost,
-		Long: `Build, or correct, the isolation stack every box sits on, through the Incus API and
-nftables (run as root; safe to re-run with boxes present):
-
-  network boxnet       a NAT bridge, IPv4 only (ipv6.address=none is a contract), on a
-                       subnet no route, bridge or default gateway of this machine claims;
-                       dns.mode=none and dnsmasq with dhcp-ignore-names (no box can learn
-                       a sibling's name), forwarding to upstream resolvers (--resolver)
-  network ACL          box-isolate: egress to 10/8, 172.16/12, 192.168/16, 100.64/10,
-                       169.254/16, the bridge's own subnet (siblings) and the host's
-                       public addresses dropped; attached with default ingress drop
-  profile box-net      the placement profile: the NIC on boxnet with port isolation and
-                       MAC and IPv4 filtering (no box claims a sibling's address), and
-                       the root disk, nothing else
-  nftables             tables bridge box and inet box (box to box, box to host except
-                       DHCP/DNS to the gateway, host to box), one batch
-  boot unit            /etc/systemd/system/box-firewall.service re-applies the firewall
-                       at boot (enabled with its multi-user.target.wants link)
-
-It prints, for each object, whether it created it, found it already right, or changed
-it (and what). --firewall-only re-applies just the host firewall: the boot unit runs
-that, with the bridge and gateway it carries, so it needs no incusd.`,
-		Example: `  box setup-host                         # build or correct the stack
-  box setup-host --subnet 10.99.0.0/24   # pin the bridge's subnet
-  BOX_SUBNET=10.99.0.0/24 box setup-host # the same, for scripted hosts
-  box setup-host --resolver 9.9.9.9      # the boxes' upstream resolver
-  box setup-host --firewall-only         # what the boot unit runs`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runSetupHost(e, o) },
+		Long:    helpText("setup-host"),
+		Example: helpText("setup-host.example"),
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, args []string) error { return runSetupHost(e, o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.subnet, "subnet", "", "pin the bridge's subnet (e.g. 10.99.0.0/24; else $"+envSubnet+"); refused if something else claims it")

@@ -24,19 +24,10 @@ func newSetupUsernsCmd(e *env) *cobra.Command {
 		Use:     "setup-userns [--remove]",
 		Short:   "let box's bwrap create user namespaces under Ubuntu's AppArmor restriction (root)",
 		GroupID: groupSandbox,
-		Long: `Where kernel.apparmor_restrict_unprivileged_userns=1 (Ubuntu 23.10 and later), an
-unconfined bwrap cannot set up its sandbox. setup-userns writes and loads one AppArmor
-profile, /etc/apparmor.d/box-userns, that grants the userns rule to exactly the bwrap
-binary box uses (its resolved path) and to nothing else. The restriction stays on for
-every other program; bwrap stays otherwise unconfined. Running it again is harmless;
-after bwrap moves (an upgrade to another path), run it again.
-
-It refuses where the kernel has no AppArmor (there is no restriction to lift). --remove
-unloads the profile and deletes its file. 'box --check' says whether it is needed.`,
-		Example: `  sudo box setup-userns            # then: box --check
-  sudo box setup-userns --remove`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runSetupUserns(e, o) },
+		Long:    helpText("setup-userns"),
+		Example: helpText("setup-userns.example"),
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, args []string) error { return runSetupUserns(e, o) },
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.remove, "remove", false, "unload the profile and delete its file")

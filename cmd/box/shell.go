@@ -9,23 +9,11 @@ func newShellCmd(e *env) *cobra.Command {
 	var l launchFlags
 	var hostPorts []string
 	cmd := &cobra.Command{
-		Use:     "shell BOX",
-		Short:   "open a login shell in a box as its user",
-		GroupID: groupVM,
-		Long: `Open the login shell of the box's user (user.box.user, stamped at mint; "claude"
-for a box minted by claudebox) on a terminal, in the user's home directory. The
-terminal follows your window's size. box exits with the shell's exit code.
-
-box never reads the template again: the user comes off the instance, so a clone lands
-in the same user as its source. For a root shell: box incus BOX -- exec {} -- bash -l
-
-A bwrap box: a login shell (bash, else sh) in its sandbox, in its working directory,
-with its own home at $HOME and exactly box run's isolation (environment allowlist and
-audit: -y skips the question; as root only with --allow-root). --host-port 5432 lets
-this session reach the host's 127.0.0.1:5432 as host.box.internal:5432, beside the
-profile's host_ports (bwrap boxes only).`,
-		Example: `  box shell work
-  box shell feature        # a clone: the same user as the box it came from`,
+		Use:               "shell BOX",
+		Short:             "open a login shell in a box as its user",
+		GroupID:           groupVM,
+		Long:              helpText("shell"),
+		Example:           helpText("shell.example"),
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {

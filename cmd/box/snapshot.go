@@ -13,13 +13,8 @@ func newSnapshotCmd(e *env) *cobra.Command {
 		Use:     "snapshot BOX [LABEL]",
 		Short:   "checkpoint a box (default label manual-<epoch>)",
 		GroupID: groupVM,
-		Long: `Take a snapshot of a box, named LABEL (default manual-<seconds since the epoch>).
-For a bwrap box, a copy of its home and agent state (reflinked where the file system can).
-A snapshot holds everything in the box, logged-in state included: clone it with
-'box new --from BOX/LABEL', roll back to it with 'box restore BOX LABEL'. The label is
-printed on stdout (label=$(box snapshot work)), the rest on stderr.`,
-		Example: `  box snapshot work authed      # after logging in inside the box
-  box new --name feature --from work/authed`,
+		Long:    helpText("snapshot"),
+		Example: helpText("snapshot.example"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usagef("run 'box snapshot --help' for usage", "snapshot takes a box and an optional label")

@@ -6,12 +6,11 @@ import (
 
 func newStartCmd(e *env) *cobra.Command {
 	return &cobra.Command{
-		Use:     "start BOX",
-		Short:   "start a stopped box",
-		GroupID: groupVM,
-		Long: `Start a stopped box. Starting a running box does nothing. A bwrap box is not
-started (it runs while box shell or box exec does): refused.`,
-		Example:           `  box start work && box shell work`,
+		Use:               "start BOX",
+		Short:             "start a stopped box",
+		GroupID:           groupVM,
+		Long:              helpText("start"),
+		Example:           helpText("start.example"),
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -10,16 +10,12 @@ func newStopCmd(e *env) *cobra.Command {
 	var force bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:     "stop BOX",
-		Aliases: []string{"down"},
-		Short:   "shut a box down (alias: down)",
-		GroupID: groupVM,
-		Long: `Shut a box down cleanly, within --timeout; --force stops it at once (like pulling
-the plug). Stopping a stopped box does nothing. 'box down' is the same verb (upstream's
-name for it). A bwrap box runs only while a shell or exec runs in it: box stop says so,
-and leaves ending that command to you.`,
-		Example: `  box stop work
-  box stop work --force`,
+		Use:               "stop BOX",
+		Aliases:           []string{"down"},
+		Short:             "shut a box down (alias: down)",
+		GroupID:           groupVM,
+		Long:              helpText("stop"),
+		Example:           helpText("stop.example"),
 		Args:              boxArgs(1, "one box"),
 		ValidArgsFunction: completeBoxes(e),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -21,21 +21,10 @@ func newTeardownHostCmd(e *env) *cobra.Command {
 		Use:     "teardown-host [--force] [--purge-incus]",
 		Short:   "remove the isolation stack setup-host built (and claudebox's)",
 		GroupID: groupHost,
-		Long: `Remove what box setup-host made: the profile box-net, the bridge boxnet, the ACL
-box-isolate, the nftables tables bridge box and inet box, and the boot unit; and the
-legacy names of claudebox (claude-dev, claudenet, claude-isolate, table inet claudebox).
-It then checks that all of it is gone.
-
-It refuses while boxes exist; --force deletes them first. Instances box did not mint
-are never touched: if one still uses the stack, teardown stops and names it before
-deleting anything (all or nothing: the boxes are still there). --purge-incus then
-removes the Incus package itself (apt-get purge incus), only for the system's own
-daemon and only when no other instance would be left (checked first, too).`,
-		Example: `  box teardown-host
-  box teardown-host --force                  # delete the boxes too
-  box teardown-host --force --purge-incus    # and Incus itself`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runTeardownHost(e, o) },
+		Long:    helpText("teardown-host"),
+		Example: helpText("teardown-host.example"),
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, args []string) error { return runTeardownHost(e, o) },
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.force, "force", false, "delete the boxes first (never an instance box did not mint)")

@@ -17,18 +17,9 @@ func newTemplatesCmd(e *env) *cobra.Command {
 		Use:     "templates",
 		Short:   "list templates with their descriptions",
 		GroupID: groupModel,
-		Long: `List templates: what is in a box (image, user, resources and cloud-init for vm
-boxes; tools, default command and sandbox notes for bwrap sandboxes). A template never
-chooses networking.
-
-Built-in templates ship in box; user templates are directories in
-$XDG_CONFIG_HOME/box/templates/NAME/ holding template.toml or an upstream box.env.
-
-With --json, a JSON array of objects, one per template, sorted by name; the field names
-are stable and documented in docs/json.md.`,
-		Example: `  box templates
-  box templates --json | jq -r '.[] | "\(.name)\t\(.image)"'`,
-		Args: noArgs,
+		Long:    helpText("templates"),
+		Example: helpText("templates.example"),
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ts, err := templates.List(templates.Dir(e.configHome()))
 			if err != nil {

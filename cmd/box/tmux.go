@@ -18,13 +18,8 @@ func newTmuxCmd(e *env) *cobra.Command {
 		Use:     "tmux BOX [SESSION]",
 		Short:   "attach to a tmux session in a box, or create it (as its user)",
 		GroupID: groupVM,
-		Long: `Attach to the tmux session SESSION (default "` + defaultTmuxSession + `") in a box, creating it when it is
-not there (tmux new-session -A), as the box's user, on your terminal. A session
-outlives your connection: when the terminal goes away, what runs in it goes on, and
-the same command attaches to it again. Detach with Ctrl-b d; exit ends the session.
-Session names are letters, digits, '-' and '_'. The box needs tmux installed.`,
-		Example: `  box tmux work            # attach or create "main"
-  box tmux work run-1      # a second, independent session in the same box`,
+		Long:    helpText("tmux", "{{session}}", defaultTmuxSession),
+		Example: helpText("tmux.example"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usagef("run 'box tmux --help' for usage", "tmux takes a box and an optional session name, got %d argument(s)", len(args))
