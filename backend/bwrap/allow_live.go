@@ -14,7 +14,9 @@ var ErrNoAllowlistRun = errors.New("no allowlist sandbox is running")
 // ManyRunsError: box allow named no run and several allowlist sandboxes are running.
 type ManyRunsError struct{ IDs []string }
 
-func (e *ManyRunsError) Error() string { return fmt.Sprintf("%d allowlist sandboxes are running", len(e.IDs)) }
+func (e *ManyRunsError) Error() string {
+	return fmt.Sprintf("%d allowlist sandboxes are running", len(e.IDs))
+}
 
 // BadRunIDError: the run named is no run ID (ValidRunID).
 type BadRunIDError struct{ ID string }
