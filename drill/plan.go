@@ -4,7 +4,7 @@
 // and PIDs unreachable, no privilege escalation, writes confined, and per network tier:
 // internet, LAN, host and metadata reachability).
 //
-// The flow, all of it driven by cmd/box/drill.go:
+// The flow, all of it driven by cmd/box/drill.go (flags and rendering) through Bwrap:
 //
 //  1. Gather (outside, as the operator) collects facts about the host: which secret paths
 //     exist, the host's abstract sockets, gateways, neighbours, addresses and listening

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap"
-	"github.com/heavy-duty/box/backend/bwrap/inet"
 	"github.com/heavy-duty/box/policy"
 	"github.com/spf13/cobra"
 )
@@ -34,36 +33,25 @@ func newAllowCmd(e *env) *cobra.Command {
 }
 
 func runAllow(e *env, run string, entries []string) error {
-	// Every entry is checked before anything changes.
-	for _, a := range entries {
-		if _, err := policy.ParseAllow([]string{a}); err != nil {
-			return usagef("a host name, *.DOMAIN or @LIST ("+strings.Join(policy.ListNames(), ", ")+"), optionally :PORT", "%s", err)
-		}
-	}
-	if run == "" {
-		ids := bwrap.RunningAllowlists(e.runtimeDir(), e.dataHome())
-		switch len(ids) {
-		case 0:
-			return withHint(errors.New("no allowlist sandbox is running"), "start one with: box run --network allowlist --allow NAME")
-		case 1:
-			run = ids[0]
-		default:
-			return usagef("name one with --run ID", "%d allowlist sandboxes are running: %s", len(ids), strings.Join(ids, ", "))
-		}
-	} else if !bwrap.ValidRunID(run) {
-		return usagef("the ID box run printed, 8 hex digits", "--run %q: not a run ID", run)
-	}
-	sock := bwrap.ControlSocket(e.runtimeDir(), e.dataHome(), run)
-	for _, a := range entries {
-		added, err := inet.AllowLive(sock, a)
-		if err != nil {
-			return withHint(fmt.Errorf("run %s: allow %s: %w", run, a, err), "is the sandbox still running? box run prints its ID when it starts")
-		}
+	err := bwrap.AllowRunning(e.runtimeDir(), e.dataHome(), run, entries, func(run, a, added string) {
 		if added == "(already allowed)" {
 			fmt.Fprintf(e.stderr, "box: run %s: %s was already allowed\n", run, a)
 		} else {
 			fmt.Fprintf(e.stderr, "box: run %s: allowed %s\n", run, added)
 		}
+	})
+	var many *bwrap.ManyRunsError
+	switch {
+	case errors.Is(err, bwrap.ErrNoAllowlistRun):
+		return withHint(err, "start one with: box run --network allowlist --allow NAME")
+	case errors.As(err, &many):
+		return usagef("name one with --run ID", "%s: %s", many, strings.Join(many.IDs, ", "))
+	case errors.As(err, new(*bwrap.BadRunIDError)):
+		return usagef("the ID box run printed, 8 hex digits", "--run %s", err)
+	case errors.As(err, new(*bwrap.AllowLiveError)):
+		return withHint(err, "is the sandbox still running? box run prints its ID when it starts")
+	case err != nil:
+		return usagef("a host name, *.DOMAIN or @LIST ("+strings.Join(policy.ListNames(), ", ")+"), optionally :PORT", "%s", err)
 	}
 	return nil
 }

@@ -25,45 +25,38 @@ func registry(e *env) backend.Registry {
 	return backend.NewRegistry(e.bwrapBoxes(), vmBackend{e: e})
 }
 
-// backendFor is the backend that holds the box name. A bwrap box found in its store
-// comes with the box held, so the verb does not look it up again; otherwise it is the
-// registry's answer: the bwrap one when its store has the name (a directory that merely
-// looks like a box is refused by the bwrap verb, before anything else), else the vm one
-// (which words its own refusal when incusd has no such box).
+// backendFor is the backend that holds the box name (backend.Lookup), the vm backend
+// asked first whether it has the name.
 func backendFor(e *env, name string) (backend.Backend, error) {
 	return backendForVerb(e, name, true)
 }
 
-// backendForVerb is backendFor; without askVM the vm backend is not asked whether it
-// has the name first: the verb's own single request answers that (box info: one
-// request, issue 26), and its not-found becomes the same refusal (noBoxFor).
+// backendForVerb is backendFor; without askVM the verb's own single request asks the
+// vm backend (box info).
 func backendForVerb(e *env, name string, askVM bool) (backend.Backend, error) {
-	be := e.bwrapBoxes()
-	b, err := be.Find(name)
-	if err == nil && b != nil {
-		be.Boxes = be.Holding(b)
-		return be, nil
+	return e.lookup().For(name, askVM)
+}
+
+// lookup is backend.Lookup on e's backends and host: the bwrap box comes held.
+func (e *env) lookup() backend.Lookup {
+	return backend.Lookup{
+		Registry: registry(e), Remote: e.remoteName() != "",
+		Held: func(name string) (backend.Backend, error) {
+			be := e.bwrapBoxes()
+			b, err := be.Find(name)
+			if err != nil || b == nil {
+				return nil, err
+			}
+			be.Boxes = be.Holding(b)
+			return be, nil
+		},
+		IncusAbsent: func() (bool, bool) {
+			absent, ok := incusAbsent(e).(*noIncusError)
+			return ok, ok && absent.Installed
+		},
+		VMTaken: vmBackend{e: e}.Taken,
+		NoBox:   func(name string, vmErr error) error { return noBox(e, name, vmErr) },
 	}
-	if err != nil || e.remoteName() != "" || backend.ValidName(name) != nil {
-		return registry(e).For(name) // a lookalike directory, a remote, a bad name: their own words
-	}
-	// Not a bwrap box: a vm box, or no box at all, said the same way on every verb. With
-	// Incus installed but stopped, box cannot tell: the vm verb goes on, checks its
-	// arguments and says Incus is not running (vmErr).
-	if absent, ok := incusAbsent(e).(*noIncusError); ok && absent.Installed {
-		return registry(e).For(name)
-	}
-	if !askVM {
-		if absent, ok := incusAbsent(e).(*noIncusError); ok && !absent.Installed {
-			return nil, noBox(e, name, nil) // Incus never installed: no vm box to ask about
-		}
-		return registry(e).For(name)
-	}
-	taken, vmErr := vmBackend{e: e}.Taken(name)
-	if vmErr != nil || !taken {
-		return nil, noBox(e, name, vmErr)
-	}
-	return registry(e).For(name)
 }
 
 // launchFlags are the flags of the verbs that launch a sandbox.

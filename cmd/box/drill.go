@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/netip"
-	"net/url"
 	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap"
@@ -75,6 +73,15 @@ func newDrillCmd(e *env) *cobra.Command {
 	return cmd
 }
 
+// drillOptionUsage is the hint and message of each malformed drill option.
+var drillOptionUsage = map[string][2]string{
+	drill.OptionInternetURL: {"for example --internet-url http://example.com/", "--internet-url %q: want an http or https URL"},
+	drill.OptionHostPort:    {"a TCP port, 1-65535", "--host-port %s: out of range"},
+	drill.OptionLAN:         {"for example --lan 192.168.1.10:80", "--lan %q: want ADDR:PORT"},
+	drill.OptionTargetURL:   {"for example --allowed-url https://github.com/", "%q: want an http or https URL"},
+	drill.OptionUDP:         {"for example --udp 203.0.113.10:123 (not port 53: tier allowlist answers DNS itself)", "--udp %q: want ADDR:PORT"},
+}
+
 func runDrill(e *env, o *drillOptions) error {
 	if o.backend != "" {
 		if err := profiles.ValidBackend(o.backend); err != nil {
@@ -92,99 +99,70 @@ func runDrill(e *env, o *drillOptions) error {
 			return usagef("the tiers are "+policy.TierList("and"), "--expect: %s", err)
 		}
 	}
-	if u, err := url.Parse(o.internetURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("for example --internet-url http://example.com/", "--internet-url %q: want an http or https URL", o.internetURL)
+	opts := drill.BwrapOptions{
+		Expect: policy.Tier(o.expect), InternetURL: o.internetURL, HostPort: o.hostPort, LAN: o.lan,
+		AllowedURL: o.allowedURL, RebindURLs: o.rebindURLs, UDP: o.udp, Box: o.box != "",
 	}
-	if o.hostPort < 0 || o.hostPort > 65535 {
-		return usagef("a TCP port, 1-65535", "--host-port %d: out of range", o.hostPort)
+	var bad *drill.OptionError
+	if errors.As(opts.Check(), &bad) {
+		u := drillOptionUsage[bad.Option]
+		return usagef(u[0], u[1], bad.Value)
 	}
-	for _, t := range o.lan {
-		if _, err := netip.ParseAddrPort(t); err != nil {
-			return usagef("for example --lan 192.168.1.10:80", "--lan %q: want ADDR:PORT", t)
-		}
-	}
-
-	for _, u := range append([]string{o.allowedURL}, o.rebindURLs...) {
-		if pu, err := url.Parse(u); u != "" && (err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "") {
-			return usagef("for example --allowed-url https://github.com/", "%q: want an http or https URL", u)
-		}
-	}
-	if o.udp != "" {
-		if ap, err := netip.ParseAddrPort(o.udp); err != nil || ap.Port() == 53 {
-			return usagef("for example --udp 203.0.113.10:123 (not port 53: tier allowlist answers DNS itself)", "--udp %q: want ADDR:PORT", o.udp)
-		}
-	}
-
-	groups, err := drill.SelectGroups(o.groups)
+	var err error
+	opts.Groups, err = drill.SelectGroups(o.groups)
 	var unknown *drill.UnknownGroupError
 	if errors.As(err, &unknown) {
 		return usagef("the groups are "+strings.Join(drill.BwrapGroups, ", "), "--group %q: no such drill group", unknown.Name)
 	}
 
 	s := e.session(false)
-	d := &drill.Bwrap{
-		Session: s,
-		Options: drill.BwrapOptions{
-			Expect: policy.Tier(o.expect), InternetURL: o.internetURL, HostPort: o.hostPort, LAN: o.lan,
-			AllowedURL: o.allowedURL, RebindURLs: o.rebindURLs, UDP: o.udp, Box: o.box != "",
-			Groups: groups,
+	d := &drill.Bwrap{Session: s, Options: opts, Environ: e.environ(), Resolve: drill.Resolver(s,
+		func(probe []string, binds []bwrap.Mount) (*bwrap.Plan, func(), error) {
+			if o.box == "" {
+				return nil, func() {}, nil
+			}
+			if o.profile != "" || o.template != "" || o.network != "" || len(o.env) > 0 || o.backend != "" || len(o.allow) > 0 {
+				return nil, nil, usagef("drop them: a box's profile, template and tier are its stamp's", "--box cannot be combined with --profile, --template, --network, --env, --allow or --backend")
+			}
+			return e.bwrapBoxes().DrillPlan(s, o.box, probe, binds) // the box's own launch
 		},
-		Environ: e.environ(),
-		Resolve: func(probe []string, binds []bwrap.Mount) (*bwrap.Plan, func(), error) {
-			p, unlock, err := drillBox(e, s, o, probe, binds)
-			if err != nil || p != nil {
-				return p, unlock, err
-			}
-			req, err := runRequest(e, &runOptions{
-				profile: o.profile, backend: o.backend, template: o.template, network: o.network, env: o.env,
-				allow: o.allow, command: probe, isolation: o.isolation,
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-			req.Binds = binds
-			if p, err = s.Resolve(req); err != nil {
-				return nil, nil, err
-			}
-			return p, unlock, nil
-		},
-	}
+		func(probe []string) (bwrap.Request, error) {
+			return runRequest(e, &runOptions{profile: o.profile, backend: o.backend, template: o.template,
+				network: o.network, env: o.env, allow: o.allow, command: probe, isolation: o.isolation})
+		})}
 	rep, err := d.Run()
 	var allowed *drill.InternetAllowedError
-	var runner *drill.RunnerError
 	switch {
 	case errors.Is(err, drill.ErrAllowlistTargets):
 		return usagef("add --network allowlist, or --expect allowlist", "--allowed-url, --rebind-url and --udp are for the allowlist contract")
 	case errors.As(err, &allowed):
 		return usagef("give --internet-url a host the allowlist refuses (it is the 'name not allowed' probe)",
 			"--internet-url %s: %s is allowed", allowed.URL, allowed.Host)
-	case errors.As(err, &runner):
+	case errors.As(err, new(*drill.RunnerError)):
 		return withHint(err, "run 'box --check' to diagnose the sandbox")
 	case err != nil:
 		return err
 	}
-	results := rep.Results
 	if o.json {
-		err = drill.RenderJSON(e.stdout, results)
+		err = drill.RenderJSON(e.stdout, rep.Results)
 	} else {
-		err = drill.Render(e.stdout, results)
+		err = drill.Render(e.stdout, rep.Results)
 	}
 	if err != nil {
 		return err
 	}
-	what := fmt.Sprintf("profile %s, tier %s", rep.Profile, rep.Tier)
-	if o.expect != "" && policy.Tier(o.expect) != rep.Tier {
-		what += ", judged as " + o.expect
+	if drill.Failed(rep.Results) {
+		return fmt.Errorf("drill (%s): %s", rep.Scope(opts.Expect), drill.Summary(rep.Results))
 	}
-	if len(rep.LeftOut) > 0 {
-		what += ", groups left out: " + strings.Join(rep.LeftOut, ", ")
-	}
-	if len(rep.Empty) > 0 {
-		what += ", no rows here for: " + strings.Join(rep.Empty, ", ")
-	}
-	if drill.Failed(results) {
-		return fmt.Errorf("drill (%s): %s", what, drill.Summary(results))
-	}
-	fmt.Fprintf(e.stderr, "box: drill (%s): %s\n", what, drill.Summary(results))
+	fmt.Fprintf(e.stderr, "box: drill (%s): %s\n", rep.Scope(opts.Expect), drill.Summary(rep.Results))
 	return nil
+}
+
+// whileDrilling runs the drill guarded (drill.Guarded: it cleans up on Ctrl-C and a
+// closed pipe); after Ctrl-C box exits 130, as a shell's (128+SIGINT).
+func whileDrilling(run func() error) error {
+	if interrupted, err := drill.Guarded(run); !interrupted {
+		return err
+	}
+	return &exitError{130}
 }

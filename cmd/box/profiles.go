@@ -69,12 +69,8 @@ type mountJSON struct {
 
 func newProfileJSON(p *profiles.Profile) profileJSON {
 	mounts := make([]mountJSON, 0, len(p.Mounts))
-	for _, m := range p.Mounts {
-		mode := m.Mode
-		if mode == "" {
-			mode = "ro"
-		}
-		mounts = append(mounts, mountJSON{Path: m.Path, Target: m.Target, Mode: mode})
+	for _, m := range p.Mounts { // Mode is never empty: profiles.Parse fills in "ro"
+		mounts = append(mounts, mountJSON{Path: m.Path, Target: m.Target, Mode: m.Mode})
 	}
 	return profileJSON{
 		Name:            p.Name,

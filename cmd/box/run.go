@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -144,12 +145,7 @@ func runRequest(e *env, o *runOptions) (bwrap.Request, error) {
 }
 
 // outside is what the bwrap resolver is told of the operator's session.
-func (e *env) outside() bwrap.Outside {
-	return bwrap.Outside{
-		Home: e.home(), ConfigHome: e.configHome(), DataHome: e.dataHome(),
-		User: e.userName(), Environ: e.environ(), RuntimeDir: e.runtimeDir(),
-	}
-}
+func (e *env) outside() bwrap.Outside { return bwrap.OutsideOf(e.getenv, e.environ()) }
 
 func printDryRun(e *env, args []string, vars []envaudit.Var) {
 	fmt.Fprint(e.stdout, "bwrap")
@@ -162,23 +158,15 @@ func printDryRun(e *env, args []string, vars []envaudit.Var) {
 // shellQuote quotes a word for a POSIX shell (incuscmd.go prints a command line).
 var shellQuote = shellquote.Quote
 
-// portFlags reads --publish and --host-port.
+// portFlags reads --publish and --host-port (policy.ParsePorts), worded by flag.
 func portFlags(publish, hostPorts []string) ([]policy.PortMap, []uint16, error) {
-	var pub []policy.PortMap
-	for _, s := range publish {
-		m, err := policy.ParsePortMap(s)
-		if err != nil {
-			return nil, nil, usagef("for example --publish 3000, or --publish 8080:3000 (host:sandbox)", "--publish: %s", err)
-		}
-		pub = append(pub, m)
+	pub, hp, err := policy.ParsePorts(publish, hostPorts)
+	var pe *policy.PortListError
+	switch {
+	case !errors.As(err, &pe):
+		return pub, hp, err
+	case pe.Publish:
+		return nil, nil, usagef("for example --publish 3000, or --publish 8080:3000 (host:sandbox)", "--publish: %s", pe.Err)
 	}
-	var hp []uint16
-	for _, s := range hostPorts {
-		n, err := policy.ParsePort(s)
-		if err != nil {
-			return nil, nil, usagef("for example --host-port 5432 (the host's 127.0.0.1:5432, reached inside as host.box.internal:5432)", "--host-port: %s", err)
-		}
-		hp = append(hp, n)
-	}
-	return pub, hp, nil
+	return nil, nil, usagef("for example --host-port 5432 (the host's 127.0.0.1:5432, reached inside as host.box.internal:5432)", "--host-port: %s", pe.Err)
 }

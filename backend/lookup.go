@@ -1,0 +1,69 @@
+package backend
+
+// Lookup finds the backend that holds a box name, the same way on every verb: a box
+// found in the local store comes held (the verb does not look it up again); otherwise it
+// is the registry's answer once the vm side has said it has the name, and a name no
+// backend has is the NoBox refusal. The caller supplies the host facts as functions, so
+// nothing is asked that the answer does not need.
+type Lookup struct {
+	Registry Registry
+	// Remote: a remote holds vm boxes only, and answers for its names itself.
+	Remote bool
+	// Held is the local (bwrap) backend holding the box name, nil when its store has no
+	// such name, or an error for a directory that merely looks like a box.
+	Held func(name string) (Backend, error)
+	// IncusAbsent reports whether the local incusd's socket is missing, and if so
+	// whether Incus is installed (stopped) rather than never installed.
+	IncusAbsent func() (absent, installed bool)
+	// VMTaken asks incusd whether it has an instance called name.
+	VMTaken func(name string) (bool, error)
+	// NoBox is the refusal for a name no backend has; vmErr is why incusd could not
+	// be asked (nil when it answered).
+	NoBox func(name string, vmErr error) error
+}
+
+// For is the backend that holds name. Without askVM the vm backend is not asked
+// whether it has the name first: the verb's own single request answers that (box
+// info: one request, issue 26), and its not-found becomes the same refusal.
+func (l Lookup) For(name string, askVM bool) (Backend, error) {
+	b, err := l.Held(name)
+	if err == nil && b != nil {
+		return b, nil
+	}
+	if err != nil || l.Remote || ValidName(name) != nil {
+		return l.Registry.For(name) // a lookalike directory, a remote, a bad name: their own words
+	}
+	// Not a bwrap box: a vm box, or no box at all, said the same way on every verb. With
+	// Incus installed but stopped, box cannot tell: the vm verb goes on, checks its
+	// arguments and says Incus is not running.
+	if absent, installed := l.IncusAbsent(); absent && installed {
+		return l.Registry.For(name)
+	}
+	if !askVM {
+		if absent, installed := l.IncusAbsent(); absent && !installed {
+			return nil, l.NoBox(name, nil) // Incus never installed: no vm box to ask about
+		}
+		return l.Registry.For(name)
+	}
+	taken, vmErr := l.VMTaken(name)
+	if vmErr != nil || !taken {
+		return nil, l.NoBox(name, vmErr)
+	}
+	return l.Registry.For(name)
+}
+
+// Source refuses a clone's source (box new --from) that is no box, with the NoBox
+// refusal (the caller names the flag); a remote's names are the remote's to answer.
+func (l Lookup) Source(name string) error {
+	if l.Remote || ValidName(name) != nil {
+		return nil
+	}
+	if absent, installed := l.IncusAbsent(); absent && installed {
+		return nil // incusd stopped: the vm verb says so in its turn, after its usage checks
+	}
+	taken, vmErr := l.VMTaken(name)
+	if vmErr == nil && taken {
+		return nil
+	}
+	return l.NoBox(name, vmErr)
+}
