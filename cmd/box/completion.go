@@ -57,31 +57,22 @@ func registerCompletions(root *cobra.Command, e *env) {
 	fixed := func(vals ...string) cobra.CompletionFunc {
 		return cobra.FixedCompletions(vals, cobra.ShellCompDirectiveNoFileComp)
 	}
+	// described offers what list finds under the configuration home, with descriptions.
+	described := func(list func(string) ([][2]string, error)) cobra.CompletionFunc {
+		return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			got, _ := list(e.configHome()) // a broken user file completes nothing: got is nil
+			var out []cobra.Completion
+			for _, c := range got {
+				out = append(out, cobra.CompletionWithDesc(c[0], c[1]))
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		}
+	}
 	for flag, fn := range map[string]cobra.CompletionFunc{
-		"profile": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			ps, err := profiles.List(profiles.Dir(e.configHome()))
-			if err != nil {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			var out []cobra.Completion
-			for _, p := range ps {
-				out = append(out, cobra.CompletionWithDesc(p.Name, p.Description))
-			}
-			return out, cobra.ShellCompDirectiveNoFileComp
-		},
-		"template": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			ts, err := templates.List(templates.Dir(e.configHome()))
-			if err != nil {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			var out []cobra.Completion
-			for _, t := range ts {
-				out = append(out, cobra.CompletionWithDesc(t.Name, t.Description))
-			}
-			return out, cobra.ShellCompDirectiveNoFileComp
-		},
-		"network": fixed(policy.TierNames()...),
-		"backend": fixed("bwrap"),
+		"profile":  described(profiles.Choices),
+		"template": described(templates.Choices),
+		"network":  fixed(policy.TierNames()...),
+		"backend":  fixed("bwrap"),
 	} {
 		register(run, flag, fn)
 		if flag == "backend" {
