@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
@@ -25,12 +26,10 @@ func newCompletionCmd(e *env) *cobra.Command {
 			if len(args) != 1 {
 				return usagef("run 'box completion --help' for usage", "completion takes one shell: bash, zsh or fish")
 			}
-			for _, s := range completionShells {
-				if args[0] == s {
-					return nil
-				}
+			if !slices.Contains(completionShells, args[0]) {
+				return usagef("the shells are bash, zsh and fish", "no completion for shell %q", args[0])
 			}
-			return usagef("the shells are bash, zsh and fish", "no completion for shell %q", args[0])
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root := cmd.Root()
