@@ -57,3 +57,17 @@ func TestUsernsSetup(t *testing.T) {
 		t.Errorf("a dangling link: %v, %d loads", err, len(loaded))
 	}
 }
+
+// setup-host's resolvers: IPv4 addresses in order; a name or an IPv6 address is refused
+// by its text.
+func TestParseResolvers(t *testing.T) {
+	got, err := ParseResolvers([]string{"9.9.9.9", "1.1.1.1"})
+	if err != nil || len(got) != 2 || got[0].String() != "9.9.9.9" || got[1].String() != "1.1.1.1" {
+		t.Errorf("resolvers: %v %v", got, err)
+	}
+	for _, bad := range []string{"nope", "2001:db8::1"} {
+		if got, err := ParseResolvers([]string{"9.9.9.9", bad}); err == nil || got != nil || !strings.Contains(err.Error(), `"`+bad+`"`) {
+			t.Errorf("%s: %v %v", bad, got, err)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -78,13 +77,9 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 	if o.subnet == "" && !o.firewallOnly {
 		o.subnet = e.getenv(envSubnet)
 	}
-	var resolvers []netip.Addr
-	for _, r := range o.resolvers {
-		a, err := netip.ParseAddr(r)
-		if err != nil || !a.Is4() {
-			return usagef("for example --resolver 9.9.9.9", "--resolver %q: want an IPv4 address", r)
-		}
-		resolvers = append(resolvers, a)
+	resolvers, err := host.ParseResolvers(o.resolvers)
+	if err != nil {
+		return usagef("for example --resolver 9.9.9.9", "%s", err)
 	}
 	if o.gateway != "" && !o.firewallOnly {
 		return usagef("--gateway goes with --firewall-only", "--gateway without --firewall-only")
