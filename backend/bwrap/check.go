@@ -121,7 +121,7 @@ func internetChecks() []HostCheck {
 // cause (DiagnoseUserns).
 func userNSCheck(bin string) HostCheck {
 	d := DiagnoseUserns(ReadUsernsFacts(bin))
-	return HostCheck{Name: "user namespaces", Fatal: true, OK: d.OK(), Detail: d.Detail, Fix: d.Fix, Cause: d.Cause}
+	return HostCheck{Name: checkUserns, Fatal: true, OK: d.OK(), Detail: d.Detail, Fix: d.Fix, Cause: d.Cause}
 }
 
 var verRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)\.(\d+)`) })

@@ -135,3 +135,28 @@ func TestAutoFallsBack(t *testing.T) {
 		}
 	}
 }
+
+// The Landlock dry run's lines: the rules, the command, the environment's names, in
+// that order, and the mode's NOT HELD lines after them.
+func TestLandlockLines(t *testing.T) {
+	p := &Plan{
+		Spec:      Spec{Home: "/home/u", InstanceDir: "/d/inst", StateDir: ".claude", Workdir: "/w", Command: []string{"claude", "-c"}, Network: "none"},
+		Vars:      []envaudit.Var{{Name: "HOME", Value: "/home/u", Origin: "box"}, {Name: "PATH", Value: "/usr/bin", Origin: "box"}},
+		Isolation: IsolationPlan{Mode: IsolationLandlock},
+	}
+	lines := p.LandlockLines()
+	want := []string{"landlock: read-only ", "landlock: read-write /w /d/inst/.claude /d/inst/home", "landlock: devices ",
+		"landlock: network tier none (sockets: AF_UNIX only; TCP bind and connect refused)", "landlock: rlimits nproc 0, address space 0 bytes",
+		"command: claude -c", "env: HOME PATH", "isolation: landlock"}
+	if len(lines) < len(want) {
+		t.Fatalf("lines: %q", lines)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d: %q, want it to start %q", i, lines[i], w)
+		}
+	}
+	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "NOT HELD: ") }) {
+		t.Errorf("no NOT HELD line: %q", lines)
+	}
+}

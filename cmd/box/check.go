@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -23,19 +24,12 @@ func runCheck(e *env, asJSON bool) error {
 	fatal := 0
 	out := []checkJSON{}
 	for _, r := range bwrap.HostChecks() {
-		c := checkJSON{Name: r.Name, Status: "ok", Fatal: r.Fatal, Detail: r.Detail}
-		if r.Name == "user namespaces" {
-			c.Cause = r.Cause.String()
-		}
+		c := checkJSON{Name: r.Name, Status: r.Status(), Fatal: r.Fatal, Detail: r.Detail, Cause: r.CauseName()}
 		if !r.OK {
-			c.Status, c.Fix = "warn", r.Fix
-			if h := usernsHint(r.Cause); h != "" {
-				c.Fix = h
-			}
-			if r.Fatal {
-				c.Status = "fail"
-				fatal++
-			}
+			c.Fix = cmp.Or(usernsHint(r.Cause), r.Fix)
+		}
+		if c.Status == "fail" {
+			fatal++
 		}
 		out = append(out, c)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
@@ -25,12 +26,10 @@ func newCompletionCmd(e *env) *cobra.Command {
 			if len(args) != 1 {
 				return usagef("run 'box completion --help' for usage", "completion takes one shell: bash, zsh or fish")
 			}
-			for _, s := range completionShells {
-				if args[0] == s {
-					return nil
-				}
+			if !slices.Contains(completionShells, args[0]) {
+				return usagef("the shells are bash, zsh and fish", "no completion for shell %q", args[0])
 			}
-			return usagef("the shells are bash, zsh and fish", "no completion for shell %q", args[0])
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root := cmd.Root()
@@ -57,31 +56,22 @@ func registerCompletions(root *cobra.Command, e *env) {
 	fixed := func(vals ...string) cobra.CompletionFunc {
 		return cobra.FixedCompletions(vals, cobra.ShellCompDirectiveNoFileComp)
 	}
+	// described offers what list finds under the configuration home, with descriptions.
+	described := func(list func(string) ([][2]string, error)) cobra.CompletionFunc {
+		return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			got, _ := list(e.configHome()) // a broken user file completes nothing: got is nil
+			var out []cobra.Completion
+			for _, c := range got {
+				out = append(out, cobra.CompletionWithDesc(c[0], c[1]))
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		}
+	}
 	for flag, fn := range map[string]cobra.CompletionFunc{
-		"profile": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			ps, err := profiles.List(profiles.Dir(e.configHome()))
-			if err != nil {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			var out []cobra.Completion
-			for _, p := range ps {
-				out = append(out, cobra.CompletionWithDesc(p.Name, p.Description))
-			}
-			return out, cobra.ShellCompDirectiveNoFileComp
-		},
-		"template": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			ts, err := templates.List(templates.Dir(e.configHome()))
-			if err != nil {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			var out []cobra.Completion
-			for _, t := range ts {
-				out = append(out, cobra.CompletionWithDesc(t.Name, t.Description))
-			}
-			return out, cobra.ShellCompDirectiveNoFileComp
-		},
-		"network": fixed(policy.TierNames()...),
-		"backend": fixed("bwrap"),
+		"profile":  described(profiles.Choices),
+		"template": described(templates.Choices),
+		"network":  fixed(policy.TierNames()...),
+		"backend":  fixed("bwrap"),
 	} {
 		register(run, flag, fn)
 		if flag == "backend" {

@@ -3,9 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/user"
-	"strconv"
 	"text/tabwriter"
 
 	"github.com/heavy-duty/box/backend/vm"
@@ -40,22 +37,12 @@ func runDoctor(e *env, o *doctorOptions) error {
 	}
 	ctx, cancel := hostContext()
 	defer cancel()
-	if e.remoteName() == "" && host.IsUserSocket(e.localSocket()) {
-		// A granted user: their side of it (host/grantdoctor.go).
-		uc := host.LocalClient(e.localSocket())
-		checks := host.UserDoctor(ctx, uc, vm.Placement(e.getenv), currentUser())
-		uc.Close()
-		return printChecks(e, o, checks)
+	if e.remoteName() == "" && host.IsUserSocket(e.localSocket()) { // a granted user: their side of it
+		return printChecks(e, o, host.UserChecks(ctx, e.localSocket(), vm.Placement(e.getenv)))
 	}
 	g := grantHost(e)
-	c := g.Client
-	defer c.Close()
-	checks := host.Doctor(ctx, c, host.DoctorOptions{UnitDir: o.unitDir, Exe: boxExe(), Remote: c.RemoteName()})
-	checks = append(checks, host.ExposureCheck(ctx, c))
-	if c.RemoteName() == "" {
-		checks = append(checks, g.GrantChecks(ctx)...)
-	}
-	return printChecks(e, o, checks)
+	defer g.Client.Close()
+	return printChecks(e, o, g.AllChecks(ctx, host.DoctorOptions{UnitDir: o.unitDir, Exe: host.Exe()}))
 }
 
 // printChecks prints doctor's lines (or --json) and fails when any check failed.
@@ -89,12 +76,4 @@ func printChecks(e *env, o *doctorOptions, checks []host.Check) error {
 	}
 	fmt.Fprintf(e.stderr, "box: doctor: all %d checks passed\n", len(checks))
 	return nil
-}
-
-// currentUser is the name of the user running box (their uid when it has none).
-func currentUser() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return strconv.Itoa(os.Getuid())
 }

@@ -21,13 +21,9 @@ func newGrantCmd(e *env) *cobra.Command {
 		Args:    boxArgs(1, "one user"),
 		PreRunE: e.refuseRemoteArgs,
 		RunE: onLocalHost(e, func(ctx context.Context, g host.GrantHost, args []string) error {
-			limits := map[string]string{}
-			for _, l := range limitFlags {
-				k, v, err := host.ParseGrantLimit(l)
-				if err != nil {
-					return usagef("for example --limit instances=5 --limit memory=16GiB", "%s", err)
-				}
-				limits[k] = v
+			limits, err := host.ParseGrantLimits(limitFlags)
+			if err != nil {
+				return usagef("for example --limit instances=5 --limit memory=16GiB", "%s", err)
 			}
 			if noLimits && len(limitFlags) > 0 {
 				return usagef("pick one", "--limit and --no-limits exclude each other")

@@ -7,7 +7,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Every help file is some command's help or example, and no {{key}} is left unfilled.
+// Every help file is some command's help or example or a part of its man page, and no
+// {{key}} is left unfilled.
 func TestHelpTextComplete(t *testing.T) {
 	texts := map[string]bool{}
 	var walk func(*cobra.Command)
@@ -18,11 +19,14 @@ func TestHelpTextComplete(t *testing.T) {
 			}
 			texts[s] = true
 		}
+		texts[exitStatusText(c)] = true
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
 	}
-	walk(newRoot(newEnv(nil, nil, nil)))
+	e := newEnv(nil, nil, nil)
+	walk(newRoot(e))
+	texts[manBook(e).Environment], texts[manBook(e).Files] = true, true
 	files, err := helpFiles.ReadDir("help")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("help files: %v (%d)", err, len(files))

@@ -79,41 +79,37 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // boxsOwn reports whether err is box's own failure rather than a command's exit code.
 func boxsOwn(err error) bool {
+	_, cmds := commandCode(err)
+	return err != nil && !cmds
+}
+
+// commandCode is the exit code of a command box ran (nothing is printed for it).
+func commandCode(err error) (int, bool) {
 	var ex *exitError
-	var bx *backend.ExitError
-	return err != nil && !errors.As(err, &ex) && !errors.As(err, &bx)
+	var bx *backend.ExitError // box exec's, box shell's
+	switch {
+	case errors.As(err, &ex):
+		return ex.code, true
+	case errors.As(err, &bx):
+		return bx.Code, true
+	}
+	return 0, false
 }
 
 // report prints err as "box: error: ..." with its hint, and maps it to an exit code.
 func report(w io.Writer, err error) int {
 	err = cliHint(err) // hints.go
-	if err == nil {
-		return exitOK
-	}
-	var ex *exitError
-	if errors.As(err, &ex) {
-		return ex.code
-	}
-	var bx *backend.ExitError // a box command's own code (box exec, box shell)
-	if errors.As(err, &bx) {
-		return bx.Code
+	if code, ok := commandCode(err); ok || err == nil {
+		return code
 	}
 	fmt.Fprintf(w, "box: error: %s\n", termSafe(err.Error()))
-	var h interface{ Hint() string }
-	if errors.As(err, &h) && h.Hint() != "" {
-		for _, line := range strings.Split(h.Hint(), "\n") {
+	if h := errs.HintOf(err); h != "" {
+		for _, line := range strings.Split(h, "\n") {
 			fmt.Fprintf(w, "box: hint: %s\n", termSafe(line))
 		}
 	}
-	if bwrap.IsAuditError(err) {
-		return bwrap.ExitAudit
-	}
-	if ue := (*bwrap.UsernsError)(nil); errors.As(err, &ue) {
-		return bwrap.ExitStart // the sandbox could not start (setupuserns.go)
-	}
-	var ce *bwrap.CommandError
-	if errors.As(err, &ce) {
-		return ce.Code()
+	if code, ok := bwrap.ExitCode(err); ok { // an audit, a sandbox that did not start, a command not found
+		return code
 	}
 	if errs.IsUsage(err) {
 		return exitUsage

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"github.com/heavy-duty/box/host"
@@ -20,18 +18,6 @@ const groupHost = "host"
 // hostContext is cancelled by Ctrl-C and SIGTERM.
 func hostContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
-
-// boxExe is the running box binary, for the boot unit.
-func boxExe() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	if r, err := filepath.EvalSymlinks(exe); err == nil {
-		return r
-	}
-	return exe
 }
 
 // hostErr adds the hint every host verb shares when incusd (at socket sock) cannot be
@@ -91,13 +77,9 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 	if o.subnet == "" && !o.firewallOnly {
 		o.subnet = e.getenv(envSubnet)
 	}
-	var resolvers []netip.Addr
-	for _, r := range o.resolvers {
-		a, err := netip.ParseAddr(r)
-		if err != nil || !a.Is4() {
-			return usagef("for example --resolver 9.9.9.9", "--resolver %q: want an IPv4 address", r)
-		}
-		resolvers = append(resolvers, a)
+	resolvers, err := host.ParseResolvers(o.resolvers)
+	if err != nil {
+		return usagef("for example --resolver 9.9.9.9", "%s", err)
 	}
 	if o.gateway != "" && !o.firewallOnly {
 		return usagef("--gateway goes with --firewall-only", "--gateway without --firewall-only")
@@ -121,27 +103,17 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 	c := e.daemon().Admin() // vm.Daemon.Admin: the remote in force, else the local admin socket
 	defer c.Close()
 
-	var steps []host.Step
-	var err error
-	if o.firewallOnly {
-		steps, err = host.ReapplyFirewall(ctx, c, o.bridge, o.gateway)
-		var gw *host.GatewayError
-		if errors.As(err, &gw) {
-			return withHint(hostErr(c.Socket(), gw.Err), "run box setup-host first, or pass --gateway")
-		}
-	} else {
-		steps, err = host.Setup(ctx, c, host.SetupOptions{
-			Bridge: o.bridge, Subnet: o.subnet, Resolvers: resolvers, Pool: o.pool,
-			UnitDir: o.unitDir, Exe: boxExe(), Remote: c.RemoteName(),
-		})
+	steps, err := host.SetupHost(ctx, c, host.SetupRequest{FirewallOnly: o.firewallOnly, Gateway: o.gateway,
+		SetupOptions: host.SetupOptions{Bridge: o.bridge, Subnet: o.subnet, Resolvers: resolvers, Pool: o.pool,
+			UnitDir: o.unitDir, Exe: host.Exe(), Remote: c.RemoteName()}})
+	var gw *host.GatewayError
+	if errors.As(err, &gw) {
+		return withHint(hostErr(c.Socket(), gw.Err), "run box setup-host first, or pass --gateway")
 	}
-	n := map[host.Outcome]int{}
 	for _, s := range steps {
-		if s.Outcome == "" {
-			continue
+		if s.Outcome != "" {
+			fmt.Fprintln(e.stdout, s)
 		}
-		n[s.Outcome]++
-		fmt.Fprintln(e.stdout, s)
 	}
 	if err != nil {
 		if errors.Is(err, host.ErrClaimed) {
@@ -149,13 +121,12 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 		}
 		return hostErr(c.Socket(), err)
 	}
+	n := host.Tally(steps)
 	fmt.Fprintf(e.stderr, "box: setup-host: %d created, %d already right, %d changed\n", n[host.Created], n[host.Right], n[host.Changed])
 	if r := c.RemoteName(); r != "" {
 		fmt.Fprintf(e.stderr, "box: note: on remote %s the stack is built but for its host firewall: %s\n", r, host.RemoteFirewallFix(r))
-	} else if !o.firewallOnly {
-		if !host.SystemdRunning() {
-			fmt.Fprintf(e.stderr, "box: note: systemd is not running here: the boot unit is written and enabled for when it is; re-run box setup-host --firewall-only after each boot meanwhile\n")
-		}
+	} else if !o.firewallOnly && !host.SystemdRunning() {
+		fmt.Fprintf(e.stderr, "box: note: systemd is not running here: the boot unit is written and enabled for when it is; re-run box setup-host --firewall-only after each boot meanwhile\n")
 	}
 	return nil
 }

@@ -38,29 +38,21 @@ func newSetupUsernsCmd(e *env) *cobra.Command {
 
 func runSetupUserns(e *env, o *setupUsernsOptions) error {
 	u := host.UsernsOn(o.root)
-	if o.remove {
-		s, err := u.Remove()
-		if err != nil {
-			return err
+	step := u.Remove
+	if !o.remove {
+		bin := o.bwrap
+		if bin == "" {
+			var err error
+			if bin, err = bwrap.LookBwrap(); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintln(e.stdout, s)
-		return nil
-	}
-	bin := o.bwrap
-	if bin == "" {
-		var err error
-		if bin, err = bwrap.LookBwrap(); err != nil {
-			return err
+		if !filepath.IsAbs(bin) {
+			return usagef("name bwrap by its absolute path", "--bwrap: %q is not an absolute path", bin)
 		}
+		step = func() (host.Step, error) { return u.Setup(bin) }
 	}
-	if !filepath.IsAbs(bin) {
-		return usagef("name bwrap by its absolute path", "--bwrap: %q is not an absolute path", bin)
-	}
-	resolved, err := u.Resolve(bin)
-	if err != nil {
-		return err
-	}
-	s, err := u.Install(resolved)
+	s, err := step()
 	if err != nil {
 		return err
 	}

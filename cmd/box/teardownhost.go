@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
@@ -38,28 +37,19 @@ func runTeardownHost(e *env, o *teardownHostOptions) error {
 	defer cancel()
 	c := e.daemon().Admin()
 	defer c.Close()
-	if o.purgeIncus && c.Socket() != host.SystemSocket {
-		return withHint(fmt.Errorf("--purge-incus: box talks to the daemon at %s, not the system's (%s)", c.Socket(), host.SystemSocket),
-			"unset INCUS_SOCKET and INCUS_DIR to purge the system's Incus")
-	}
-	// All or nothing: --purge-incus's own precondition (no instance box did not mint) is
-	// checked before the teardown deletes a box.
-	if o.purgeIncus {
-		foreign, err := host.ForeignInstances(ctx, c)
-		if err != nil {
-			return hostErr(c.Socket(), err)
-		}
-		if len(foreign) > 0 {
-			return withHint(fmt.Errorf("--purge-incus: instances box did not mint would remain (%s); nothing was removed", strings.Join(foreign, ", ")),
-				"box never touches them: delete them with incus, or drop --purge-incus to keep Incus")
-		}
-	}
-	steps, err := host.Teardown(ctx, c, host.TeardownOptions{Force: o.force, UnitDir: o.unitDir})
+	steps, err := host.TeardownHost(ctx, c, host.TeardownRequest{PurgeIncus: o.purgeIncus,
+		TeardownOptions: host.TeardownOptions{Force: o.force, UnitDir: o.unitDir}})
 	for _, s := range steps {
 		fmt.Fprintln(e.stdout, s)
 	}
+	var sys *host.NotSystemDaemonError
+	var remain *host.ForeignInstancesError
 	var foreign *host.ForeignError
 	switch {
+	case errors.As(err, &sys):
+		return withHint(err, "unset INCUS_SOCKET and INCUS_DIR to purge the system's Incus")
+	case errors.As(err, &remain):
+		return withHint(err, "box never touches them: delete them with incus, or drop --purge-incus to keep Incus")
 	case errors.Is(err, host.ErrBoxesExist):
 		return withHint(err, "delete them first (box rm), or box teardown-host --force to delete them")
 	case errors.As(err, &foreign):
