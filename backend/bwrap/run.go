@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/internal/phase"
 	"golang.org/x/sys/unix"
 )
 
@@ -181,6 +182,7 @@ func Run(l Launch) (int, error) {
 		return 1, fmt.Errorf("start %s: %w", l.Bwrap, err)
 	}
 	defer proc.close()
+	phase.Mark("run:spawn")
 	if tty != nil {
 		ttyStarted = true
 		tty.start()
@@ -228,6 +230,7 @@ func Run(l Launch) (int, error) {
 		cmd = superviseCommand(child, proc.done)
 		defer cmd.close()
 	}
+	phase.Mark("run:release")
 	for {
 		select {
 		case s := <-sigs:
@@ -244,6 +247,7 @@ func Run(l Launch) (int, error) {
 				}
 			}
 		case <-proc.done:
+			phase.Mark("run:sandbox")
 			ws := proc.status
 			if code, ok := cmd.killedInitCode(); ok {
 				// The sandbox's pid 1 was stopped after the command ended, and box

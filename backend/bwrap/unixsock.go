@@ -275,8 +275,28 @@ func (g *sockGuard) stop() {
 	}
 }
 
+// serve receives the filter's notifications, one receiver at a time. The goroutine that
+// receives one answers it itself, after starting the next receiver: a connect box makes
+// on the sandbox's behalf may block, and no notification waits behind it, while the
+// answer takes no hop to another thread first (every launch waits on two: bwrap's own
+// netlink sends that bring up the sandbox's loopback). done closes when receiving ends.
 func (g *sockGuard) serve() {
-	defer close(g.done)
+	n, ok := g.receive()
+	if !ok {
+		close(g.done)
+		return
+	}
+	g.handlers.Add(1)
+	defer g.handlers.Done()
+	go g.serve()
+	r := g.decide(&n)
+	r.ID = n.ID
+	unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&r)))
+}
+
+// receive waits for the next notification; false once box stops serving (or the
+// listener fails).
+func (g *sockGuard) receive() (seccompNotif, bool) {
 	fds := []unix.PollFd{{Fd: int32(g.listener), Events: unix.POLLIN}, {Fd: int32(g.stopR.Fd()), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
@@ -284,26 +304,19 @@ func (g *sockGuard) serve() {
 			if err == unix.EINTR {
 				continue
 			}
-			return
+			return seccompNotif{}, false
 		}
 		if fds[1].Revents != 0 || fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 && fds[0].Revents&unix.POLLIN == 0 {
-			return
+			return seccompNotif{}, false
 		}
 		var n seccompNotif
 		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n))); e != 0 {
 			if e == unix.EINTR || e == unix.ENOENT {
 				continue // the caller died, or a signal
 			}
-			return
+			return seccompNotif{}, false
 		}
-		// A connect box makes on the sandbox's behalf may block: one goroutine each.
-		g.handlers.Add(1)
-		go func() {
-			defer g.handlers.Done()
-			r := g.decide(&n)
-			r.ID = n.ID
-			unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&r)))
-		}()
+		return n, true
 	}
 }
 

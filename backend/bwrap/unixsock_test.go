@@ -3,10 +3,15 @@ package bwrap
 import (
 	"errors"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -181,4 +186,127 @@ func TestSendControl(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// A connect box makes on the sandbox's behalf may block (a listener whose backlog is
+// full): the supervisor still answers the sandbox's other notifications meanwhile. A
+// thread under the filter starts a process (which inherits it, and waits), fills the
+// backlog of a profile-named socket, and blocks in a second connect; once box's own
+// connect is blocked too, the process connects a UDP socket (stopped, and answered by
+// box) and sends a datagram, which must arrive.
+func TestSockGuardAnswersWhileConnectBlocks(t *testing.T) {
+	if err := UnixNotifySupport(); err != nil {
+		t.Skip(err) // the live tests require it
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "full.sock")
+	lfd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Bind(lfd, &unix.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(lfd, 0); err != nil { // one pending connection; the next waits
+		t.Fatal(err)
+	}
+	lClosed := false
+	closeListener := func() {
+		if !lClosed {
+			unix.Close(lfd)
+			lClosed = true
+		}
+	}
+	defer closeListener()
+	udpSrv, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udpSrv.Close()
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goW.Close()
+	g := newSockGuard(UnixSockets{Mediate: true, Allowed: []string{path}})
+	script := "read x; echo answered > /dev/udp/127.0.0.1/" + strconv.Itoa(udpSrv.LocalAddr().(*net.UDPAddr).Port)
+	installed := make(chan error, 1)
+	ended := make(chan error, 1)
+	var child int
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with its filter
+		if err := g.install(); err != nil {
+			installed <- err
+			return
+		}
+		pid, err := syscall.ForkExec(bash, []string{"bash", "-c", script}, &syscall.ProcAttr{Files: []uintptr{goR.Fd(), 1, 2}})
+		child = pid
+		installed <- err
+		if err != nil {
+			return
+		}
+		first, _ := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		defer unix.Close(first)
+		if err := unix.Connect(first, &unix.SockaddrUnix{Name: path}); err != nil {
+			ended <- err
+			return
+		}
+		s, _ := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		defer unix.Close(s)
+		unix.Connect(s, &unix.SockaddrUnix{Name: path}) // blocks until the listener closes
+		ended <- nil
+	}()
+	if err := <-installed; err != nil {
+		t.Fatal(err)
+	}
+	goR.Close()
+	defer func() {
+		var ws syscall.WaitStatus
+		syscall.Wait4(child, &ws, 0, nil)
+	}()
+	if err := g.begin(^uint64(0)); err != nil {
+		t.Fatal(err)
+	}
+	defer g.stop()
+	// Two threads of this process in connect: the filtered one, waiting for box's answer,
+	// and box's, blocked on the full backlog.
+	deadline := time.Now().Add(time.Minute)
+	for inConnect() < 2 {
+		select {
+		case err := <-ended:
+			t.Fatalf("the second connect did not block: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("box's connect never blocked on the full backlog")
+		}
+		time.Sleep(time.Millisecond) // polls a condition: there is no event to wait on
+	}
+	goW.Write([]byte("go\n"))
+	udpSrv.SetReadDeadline(time.Now().Add(time.Minute))
+	b := make([]byte, 64)
+	n, _, err := udpSrv.ReadFrom(b)
+	if err != nil || strings.TrimSpace(string(b[:n])) != "answered" {
+		t.Errorf("the process's UDP connect and send while box's connect blocked: read %q, %v", b[:n], err)
+	}
+	closeListener()
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// inConnect counts this process's threads in connect(2).
+func inConnect() int {
+	tasks, _ := os.ReadDir("/proc/self/task")
+	n := 0
+	for _, tk := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + tk.Name() + "/syscall")
+		if err == nil && strings.HasPrefix(string(b), strconv.Itoa(unix.SYS_CONNECT)+" ") {
+			n++
+		}
+	}
+	return n
 }
