@@ -160,10 +160,6 @@ func (e *PortTakenError) Error() string {
 	return fmt.Sprintf("host port %d is in use (%s)", e.Port, e.By)
 }
 
-func (e *PortTakenError) Hint() string {
-	return "name another host port: box expose BOX PORT HOSTPORT"
-}
-
 // hostPortFree refuses a host port that a door of any box (running or not: a stopped
 // box's door opens when it starts) or a listener on this host's loopback holds. A
 // listener would be shadowed by the door, or fail it.

@@ -7,9 +7,11 @@ import (
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/heavy-duty/box/internal/errs"
+	"golang.org/x/sys/unix"
 )
 
 // cliHint gives the typed errors of the packages box calls their hints: a hint names
@@ -85,6 +87,12 @@ var hints = []func(error) (string, error){
 	as(func(e *bwrap.ExposeError) string {
 		return map[bool]string{true: "box expose " + e.Box + " --list shows what is"}[e.Unexposed]
 	}),
+	as(func(*dirbox.NotBoxError) string {
+		return "a box is stamped by 'box new' (" + dirbox.StampFile + "); look inside and move or remove the directory yourself"
+	}),
+	to[*dirbox.ExistsError]("pick another name; 'box list' shows the boxes"),
+	as(copyHint),
+	to[*vm.PortTakenError]("name another host port: box expose BOX PORT HOSTPORT"),
 	to[*vm.GoneError]("'box list' shows the boxes now"),
 	as(func(e *vm.StopError) string { return "box stop --force " + e.Name + " stops it at once" }),
 	to[*vm.OpenError]("name a file written by 'box export'"),
@@ -113,6 +121,19 @@ var hints = []func(error) (string, error){
 	to[*bwrap.AllowTierError]("add --network allowlist (or use a profile with network = \"allowlist\")"),
 	is(vm.ErrNoIncusClient, "install it (Debian 12: apt-get install -t bookworm-backports incus-client), or use the Nix package, which puts it on PATH"),
 	to[*bwrap.AllowPatternError]("for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github"),
+}
+
+// copyHint: what to do from inside the box when its own files fail a copy.
+func copyHint(e *dirbox.CopyError) string {
+	switch {
+	case errors.Is(e.Err, unix.EMFILE), errors.Is(e.Err, unix.ENFILE):
+		return "the box's home holds a directory tree deeper than box can walk within its open-file limit (ulimit -n): remove it from inside the box (box exec), or raise the limit"
+	case errors.Is(e.Err, unix.EACCES):
+		return "a file or directory in the box's home is unreadable: make it readable from inside the box (box exec NAME -- chmod -R u+rX ~)"
+	case errors.Is(e.Err, unix.ENOSPC), errors.Is(e.Err, unix.EDQUOT):
+		return "the disk is full: free space and try again (the partial copy was removed)"
+	}
+	return ""
 }
 
 // takenHint: where to look for a free name, in the words of the verb that wanted it.

@@ -9,10 +9,12 @@ import (
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
+	"golang.org/x/sys/unix"
 )
 
 // TestHints: each typed error prints the hint its package used to word, byte for byte,
@@ -114,6 +116,14 @@ func TestRefusalHints(t *testing.T) {
 		{&backend.StoppedError{Name: "a", State: "stopped"}, `box "a" is stopped`, "start it: box start a"},
 		{&vm.DoorError{Box: "a", Port: 4000}, `box "a" has no door to port 4000`, "'box expose a --list' shows them"},
 		{&vm.DoorError{Box: "a", Port: 3000, HostPort: 8080}, `box "a" already exposes port 3000 (at 127.0.0.1:8080)`, "box expose a --remove 3000 first"},
+		{&dirbox.NotBoxError{Dir: "/d/w", Why: "no stamp"}, "/d/w is not a bwrap box (no stamp): box never touches a directory it did not make", "a box is stamped by 'box new' (" + dirbox.StampFile + "); look inside and move or remove the directory yourself"},
+		{&dirbox.ExistsError{Name: "w"}, `a box named "w" already exists`, "pick another name; 'box list' shows the boxes"},
+		{&dirbox.CopyError{Err: &fs.PathError{Op: "open", Path: "/h/x", Err: unix.EMFILE}}, "open /h/x: too many open files", "the box's home holds a directory tree deeper than box can walk within its open-file limit (ulimit -n): remove it from inside the box (box exec), or raise the limit"},
+		{&dirbox.CopyError{Err: &fs.PathError{Op: "open", Path: "/h/x", Err: unix.EACCES}}, "open /h/x: permission denied", "a file or directory in the box's home is unreadable: make it readable from inside the box (box exec NAME -- chmod -R u+rX ~)"},
+		{&dirbox.CopyError{Err: &fs.PathError{Op: "write", Path: "/h/x", Err: unix.ENOSPC}}, "write /h/x: no space left on device", "the disk is full: free space and try again (the partial copy was removed)"},
+		{&dirbox.CopyError{Err: &fs.PathError{Op: "write", Path: "/h/x", Err: unix.EDQUOT}}, "write /h/x: disk quota exceeded", "the disk is full: free space and try again (the partial copy was removed)"},
+		{&dirbox.CopyError{Err: &fs.PathError{Op: "open", Path: "/h/x", Err: unix.ELOOP}}, "open /h/x: too many levels of symbolic links", ""},
+		{&vm.PortTakenError{Port: 8080, By: "something on this host listens on it"}, "host port 8080 is in use (something on this host listens on it)", "name another host port: box expose BOX PORT HOSTPORT"},
 		{host.ErrPortNameFirewall, host.ErrPortNameFirewall.Error(), "load br_netfilter (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1), or use a kernel with CONFIG_NFT_BRIDGE_META; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)"},
 	}
 	for _, c := range cases {
