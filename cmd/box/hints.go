@@ -93,6 +93,7 @@ var hints = []func(error) (string, error){
 	to[*dirbox.ExistsError]("pick another name; 'box list' shows the boxes"),
 	as(copyHint),
 	to[*vm.PortTakenError]("name another host port: box expose BOX PORT HOSTPORT"),
+	to[*vm.NotExportError]("box import reads files written by 'box export' (or 'incus export', gzip or uncompressed)"),
 	to[*vm.GoneError]("'box list' shows the boxes now"),
 	as(func(e *vm.StopError) string { return "box stop --force " + e.Name + " stops it at once" }),
 	to[*vm.OpenError]("name a file written by 'box export'"),

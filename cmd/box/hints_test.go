@@ -124,6 +124,7 @@ func TestRefusalHints(t *testing.T) {
 		{&dirbox.CopyError{Err: &fs.PathError{Op: "write", Path: "/h/x", Err: unix.EDQUOT}}, "write /h/x: disk quota exceeded", "the disk is full: free space and try again (the partial copy was removed)"},
 		{&dirbox.CopyError{Err: &fs.PathError{Op: "open", Path: "/h/x", Err: unix.ELOOP}}, "open /h/x: too many levels of symbolic links", ""},
 		{&vm.PortTakenError{Port: 8080, By: "something on this host listens on it"}, "host port 8080 is in use (something on this host listens on it)", "name another host port: box expose BOX PORT HOSTPORT"},
+		{&vm.NotExportError{File: "x.tar", Why: "bad gzip: unexpected EOF"}, "x.tar is not a box export: bad gzip: unexpected EOF", "box import reads files written by 'box export' (or 'incus export', gzip or uncompressed)"},
 		{host.ErrPortNameFirewall, host.ErrPortNameFirewall.Error(), "load br_netfilter (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1), or use a kernel with CONFIG_NFT_BRIDGE_META; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)"},
 	}
 	for _, c := range cases {

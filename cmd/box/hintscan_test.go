@@ -25,8 +25,6 @@ var hintsNamingVerbs = []string{
 	"backend/bwrap/boxes_new.go LoadTemplate: box templates",
 	"backend/bwrap/protect/place.go (*ChangedError).Hint: box run",
 	"backend/bwrap/trust.go (*WiderError).Hint: box new",
-	"backend/vm/archive.go (*NotExportError).Hint: box export",
-	"backend/vm/archive.go (*NotExportError).Hint: box import",
 	"backend/vm/archive.go (*OffStackError).Hint: box incus",
 	"backend/vm/boxes.go (*NotFoundError).Hint: box list",
 	"backend/vm/cloudinit.go (*ProvisionError).Hint: box doctor",
