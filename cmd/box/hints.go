@@ -94,6 +94,14 @@ var hints = []func(error) (string, error){
 	as(copyHint),
 	to[*vm.PortTakenError]("name another host port: box expose BOX PORT HOSTPORT"),
 	to[*vm.NotExportError]("box import reads files written by 'box export' (or 'incus export', gzip or uncompressed)"),
+	to[*vm.NotFoundError]("run 'box list' to see the boxes"),
+	as(func(e *vm.LeaseError) string {
+		return "the box is kept: check the host's network with 'box doctor'; 'box rm --force " + e.Box + "' removes it"
+	}),
+	as(provisionHint),
+	as(func(e *vm.RoleError) string {
+		return "provision the box in the template's user-data (cloud-init runcmd), or run 'sudo rig bootstrap " + e.Role + "' in 'box shell' yourself; then drop the key"
+	}),
 	to[*vm.GoneError]("'box list' shows the boxes now"),
 	as(func(e *vm.StopError) string { return "box stop --force " + e.Name + " stops it at once" }),
 	to[*vm.OpenError]("name a file written by 'box export'"),
@@ -135,6 +143,16 @@ func copyHint(e *dirbox.CopyError) string {
 		return "the disk is full: free space and try again (the partial copy was removed)"
 	}
 	return ""
+}
+
+// provisionHint: how to look into a box whose cloud-init failed, and how to remove it.
+func provisionHint(e *vm.ProvisionError) string {
+	fix := "a template's user-data is passed to cloud-init verbatim: fix it, or the host's network if packages could not be fetched ('box doctor')"
+	if e.Timeout > 0 {
+		fix = "a first launch may install many packages: try a longer --timeout"
+	}
+	return fmt.Sprintf("%s; to inspect: box start %s && box incus %s -- exec {} -- tail -50 %s; to remove: box rm --force %s",
+		fix, e.Box, e.Box, vm.CloudInitLog, e.Box)
 }
 
 // takenHint: where to look for a free name, in the words of the verb that wanted it.

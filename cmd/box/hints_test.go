@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"testing"
+	"time"
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
@@ -125,6 +126,11 @@ func TestRefusalHints(t *testing.T) {
 		{&dirbox.CopyError{Err: &fs.PathError{Op: "open", Path: "/h/x", Err: unix.ELOOP}}, "open /h/x: too many levels of symbolic links", ""},
 		{&vm.PortTakenError{Port: 8080, By: "something on this host listens on it"}, "host port 8080 is in use (something on this host listens on it)", "name another host port: box expose BOX PORT HOSTPORT"},
 		{&vm.NotExportError{File: "x.tar", Why: "bad gzip: unexpected EOF"}, "x.tar is not a box export: bad gzip: unexpected EOF", "box import reads files written by 'box export' (or 'incus export', gzip or uncompressed)"},
+		{&vm.NotFoundError{Name: "a"}, `no box named "a"`, "run 'box list' to see the boxes"},
+		{&vm.LeaseError{Box: "w", Iface: "eth0", Timeout: time.Minute}, `box "w" is running but got no IPv4 lease on eth0 within 1m0s`, "the box is kept: check the host's network with 'box doctor'; 'box rm --force w' removes it"},
+		{&vm.ProvisionError{Box: "w", Timeout: time.Minute, Stopped: true}, `cloud-init did not finish in box "w" within 1m0s: the box is incomplete, so it is not handed over; it is kept, stopped, for inspection`, "a first launch may install many packages: try a longer --timeout; to inspect: box start w && box incus w -- exec {} -- tail -50 /var/log/cloud-init-output.log; to remove: box rm --force w"},
+		{&vm.ProvisionError{Box: "w", Stopped: true}, `cloud-init failed in box "w": the box is incomplete, so it is not handed over; it is kept, stopped, for inspection`, "a template's user-data is passed to cloud-init verbatim: fix it, or the host's network if packages could not be fetched ('box doctor'); to inspect: box start w && box incus w -- exec {} -- tail -50 /var/log/cloud-init-output.log; to remove: box rm --force w"},
+		{&vm.RoleError{Template: "t", Role: "dev"}, `template "t" names a bootstrap role (BOX_BOOTSTRAP_ROLE=dev): box does not run rig roles after a mint`, "provision the box in the template's user-data (cloud-init runcmd), or run 'sudo rig bootstrap dev' in 'box shell' yourself; then drop the key"},
 		{host.ErrPortNameFirewall, host.ErrPortNameFirewall.Error(), "load br_netfilter (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1), or use a kernel with CONFIG_NFT_BRIDGE_META; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)"},
 	}
 	for _, c := range cases {
