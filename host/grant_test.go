@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/testenv"
 )
 
@@ -140,8 +139,8 @@ func TestGrantRefusesThePortNameGap(t *testing.T) {
 	c := incus.New("/nonexistent/unix.socket") // never dialled on the refusal
 	h := GrantHost{Client: c, IncusDir: "/var/lib/incus", Placement: "box-net"}
 	err := h.Grant(context.Background(), GrantRequest{User: testenv.UserName, PortName: PortNameFact{Gap: true}})
-	if !errors.Is(err, ErrPortNameFirewall) || !strings.Contains(errs.HintOf(err), "br_netfilter") {
-		t.Fatalf("grant with the gap: %v (hint %q)", err, errs.HintOf(err))
+	if !errors.Is(err, ErrPortNameFirewall) { // its hint: cmd/box's TestHints
+		t.Fatalf("grant with the gap: %v", err)
 	}
 	err = h.Grant(context.Background(), GrantRequest{User: testenv.UserName, PortName: PortNameFact{Gap: true, Accepted: true}})
 	if errors.Is(err, ErrPortNameFirewall) || err == nil {

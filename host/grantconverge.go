@@ -62,7 +62,7 @@ func (h GrantHost) Grant(ctx context.Context, r GrantRequest) error {
 		return &GrantError{Why: GrantPortNameProbe, User: g.Name, Project: g.Project(), Err: fmt.Errorf("box grant: %w", meta.Err)}
 	}
 	if meta.Gap && !meta.Accepted {
-		return errs.WithHint(ErrPortNameFirewall, "load br_netfilter (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1), or use a kernel with CONFIG_NFT_BRIDGE_META; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)")
+		return ErrPortNameFirewall // the CLI words the hint (cmd/box/hints.go)
 	}
 	if err := g.needSocket(); err != nil {
 		return err

@@ -77,7 +77,7 @@ func (be Boxes) Find(name string) (*dirbox.Box, error) {
 func (be Boxes) Lookup(name string) (*dirbox.Box, error) {
 	b, err := be.Find(name)
 	if err == nil && b == nil {
-		err = errs.WithHint(fmt.Errorf("no bwrap box named %q", name), "run 'box list' to see the boxes")
+		err = &NotFoundError{Name: name}
 	}
 	return b, err
 }
@@ -103,9 +103,9 @@ func (be Boxes) nameFree(name string) error {
 		if _, err := be.Find(name); err != nil {
 			return err // a lookalike directory: say so
 		}
-		return errs.WithHint(fmt.Errorf("a bwrap box named %q already exists", name), "pick another name; 'box list' shows the boxes")
+		return &backend.TakenError{Name: name, Err: fmt.Errorf("a bwrap box named %q already exists", name)}
 	}
-	return errs.WithHint(fmt.Errorf("an instance named %q already exists in incusd", name), "pick another name: a name is unique across both backends ('box list' shows the boxes)")
+	return &backend.TakenError{Name: name, Across: true, Err: fmt.Errorf("an instance named %q already exists in incusd", name)}
 }
 
 // note prints a verb's closing line on stderr, unless Quiet.

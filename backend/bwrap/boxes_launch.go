@@ -2,12 +2,10 @@ package bwrap
 
 import (
 	"errors"
-	"fmt"
 	"os/exec"
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
-	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/profiles"
 )
 
@@ -44,7 +42,7 @@ func (be Boxes) Plan(s *Session, b *dirbox.Box, req Request) (*Plan, error) {
 func boxErr(b *dirbox.Box, err error) error {
 	var ge *GatherError
 	if errors.As(err, &ge) {
-		return errs.WithHint(fmt.Errorf("box %s: %w", b.Name, ge.Err), "the box is bound to "+b.Workdir+"; clone it elsewhere with box new --name NAME --from "+b.Name+" --workdir DIR")
+		return &BoundError{b.Name, b.Workdir, ge.Err}
 	}
 	return err
 }

@@ -2,7 +2,6 @@ package bwrap
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -143,7 +142,7 @@ func (be Boxes) clone(r backend.MintRequest) error {
 		return err
 	}
 	if src == nil {
-		return errs.WithHint(fmt.Errorf("no bwrap box named %q", srcName), "run 'box list' to see the boxes; a vm box is cloned without --backend bwrap")
+		return &NotFoundError{Name: srcName, Clone: true}
 	}
 	st := src.Stamp
 	st.Name, st.ID, st.Created, st.Origin, st.OriginFrom = r.Name, "", time.Now().UTC(), "clone", r.From

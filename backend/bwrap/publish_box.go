@@ -10,7 +10,6 @@ import (
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
-	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
 )
 
@@ -77,8 +76,11 @@ func writeExposed(b *dirbox.Box, ms []policy.PortMap) error {
 }
 
 // ExposeError: box expose on a bwrap box cannot do what it is asked (a port already
-// exposed, a host port another exposure of the box uses, one not exposed).
-type ExposeError struct{ Box, Why string }
+// exposed, a host port another exposure of the box uses, one not exposed: Unexposed).
+type ExposeError struct {
+	Box, Why  string
+	Unexposed bool
+}
 
 func (e *ExposeError) Error() string { return fmt.Sprintf("box %s: %s", e.Box, e.Why) }
 
@@ -99,9 +101,9 @@ func (be Boxes) Expose(name string, port, hostPort uint16) error {
 	for _, m := range cur {
 		switch {
 		case m.Sandbox == port:
-			return &ExposeError{name, fmt.Sprintf("port %d is exposed already (at 127.0.0.1:%d)", port, m.Host)}
+			return &ExposeError{Box: name, Why: fmt.Sprintf("port %d is exposed already (at 127.0.0.1:%d)", port, m.Host)}
 		case m.Host == hostPort:
-			return &ExposeError{name, fmt.Sprintf("host port %d is the box's port %d's already", hostPort, m.Sandbox)}
+			return &ExposeError{Box: name, Why: fmt.Sprintf("host port %d is the box's port %d's already", hostPort, m.Sandbox)}
 		}
 	}
 	return writeExposed(b, append(cur, policy.PortMap{Host: hostPort, Sandbox: port}))
@@ -119,7 +121,7 @@ func (be Boxes) Unexpose(name string, port uint16) error {
 	}
 	i := slices.IndexFunc(cur, func(m policy.PortMap) bool { return m.Sandbox == port })
 	if i < 0 {
-		return errs.WithHint(&ExposeError{name, fmt.Sprintf("port %d is not exposed", port)}, "box expose "+name+" --list shows what is")
+		return &ExposeError{name, fmt.Sprintf("port %d is not exposed", port), true}
 	}
 	return writeExposed(b, slices.Delete(cur, i, i+1))
 }

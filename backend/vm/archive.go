@@ -55,10 +55,6 @@ func (e *NotExportError) Error() string {
 	return fmt.Sprintf("%s is not a box export: %s", e.File, e.Why)
 }
 
-func (e *NotExportError) Hint() string {
-	return "box import reads files written by 'box export' (or 'incus export', gzip or uncompressed)"
-}
-
 // maxIndex bounds the index: it is a page of YAML, never megabytes.
 const maxIndex = 4 << 20
 

@@ -7,9 +7,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/progress"
@@ -93,8 +93,7 @@ func (b Backend) ResolveAgain(ctx context.Context, c *incus.Client, before *incu
 	inst, err := b.Resolve(ctx, c, before.Name)
 	var nf *NotFoundError
 	if errors.As(err, &nf) {
-		return nil, errs.WithHint(fmt.Errorf("box %q went away while box was asking (renamed or deleted): nothing was done", before.Name),
-			"'box list' shows the boxes now")
+		return nil, &GoneError{before.Name}
 	}
 	if err != nil {
 		return nil, err
@@ -119,11 +118,7 @@ func (b Backend) NeedSnapshot(ctx context.Context, c *incus.Client, box, snap st
 		}
 		names = append(names, s.Name)
 	}
-	hint := fmt.Sprintf("box %s has no snapshots: 'box snapshot %s LABEL' takes one", box, box)
-	if len(names) > 0 {
-		hint = fmt.Sprintf("box %s has: %s", box, strings.Join(names, ", "))
-	}
-	return errs.WithHint(fmt.Errorf("box %q has no snapshot %q", box, snap), hint)
+	return &backend.NoSnapshotError{Box: box, Name: snap, Have: names}
 }
 
 // NoIncus: incusd's socket does not exist: the vm backend is not set up here.

@@ -34,7 +34,6 @@ func (e *NotBoxError) Hint() string {
 type NotFoundError struct{ Name string }
 
 func (e *NotFoundError) Error() string        { return fmt.Sprintf("no box named %q", e.Name) }
-func (e *NotFoundError) Hint() string         { return "run 'box list' to see the boxes" }
 func (e *NotFoundError) Is(target error) bool { return target == backend.ErrNotFound }
 
 // Resolve validates name, fetches the instance and enforces the tag boundary. It

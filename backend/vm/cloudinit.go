@@ -14,8 +14,8 @@ import (
 	"github.com/heavy-duty/box/backend/incus"
 )
 
-// cloudInitLog is the log whose error lines a failure report quotes.
-const cloudInitLog = "/var/log/cloud-init-output.log"
+// CloudInitLog is the log whose error lines a failure report quotes.
+const CloudInitLog = "/var/log/cloud-init-output.log"
 
 // ProvisionError is a box whose cloud-init failed or did not finish within the launch's
 // time-box. The box is kept, stopped, under its name, for inspection: a failed
@@ -42,15 +42,6 @@ func (e *ProvisionError) Error() string {
 		msg += "\n" + indent(e.Report)
 	}
 	return msg
-}
-
-func (e *ProvisionError) Hint() string {
-	fix := "a template's user-data is passed to cloud-init verbatim: fix it, or the host's network if packages could not be fetched ('box doctor')"
-	if e.Timeout > 0 {
-		fix = "a first launch may install many packages: try a longer --timeout"
-	}
-	return fmt.Sprintf("%s; to inspect: box start %s && box incus %s -- exec {} -- tail -50 %s; to remove: box rm --force %s",
-		fix, e.Box, e.Box, cloudInitLog, e.Box)
 }
 
 func indent(s string) string {
@@ -93,7 +84,7 @@ func Provision(ctx context.Context, c *incus.Client, name string, timeout time.D
 	defer cancel()
 	if pe.Timeout == 0 {
 		if lines := logTail(sctx, c, name); lines != "" {
-			pe.Report = strings.TrimSpace(pe.Report) + "\nthe end of " + cloudInitLog + ":\n" + lines
+			pe.Report = strings.TrimSpace(pe.Report) + "\nthe end of " + CloudInitLog + ":\n" + lines
 		}
 	}
 	pe.Stopped = c.Stop(sctx, name, 0, true) == nil
@@ -138,7 +129,7 @@ func cloudInitReport(s string) string {
 // command's own output is), "" when it cannot be read.
 func logTail(ctx context.Context, c *incus.Client, name string) string {
 	var out bytes.Buffer
-	if code, err := c.Exec(ctx, name, incus.Exec{Command: []string{"tail", "-n", "12", cloudInitLog}, Stdout: &out}); err != nil || code != 0 {
+	if code, err := c.Exec(ctx, name, incus.Exec{Command: []string{"tail", "-n", "12", CloudInitLog}, Stdout: &out}); err != nil || code != 0 {
 		return ""
 	}
 	return strings.TrimSpace(out.String())

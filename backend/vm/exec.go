@@ -2,7 +2,6 @@ package vm
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
-	"github.com/heavy-duty/box/internal/errs"
 )
 
 // Exec is box exec for a vm box: the command as the box's user, its exit code box's.
@@ -62,7 +60,7 @@ func (b Backend) runningBox(ctx context.Context, c *incus.Client, name string) (
 		return nil, err
 	}
 	if !inst.Running() {
-		return nil, errs.WithHint(fmt.Errorf("box %q is %s", name, strings.ToLower(inst.Status)), "start it: box start "+name)
+		return nil, &backend.StoppedError{Name: name, State: strings.ToLower(inst.Status)}
 	}
 	return inst, nil
 }

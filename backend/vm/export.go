@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/progress"
@@ -40,7 +41,7 @@ func (b Backend) Export(name, file string, instanceOnly bool, now time.Time) err
 		return err
 	}
 	if inst.Running() {
-		return errs.WithHint(fmt.Errorf("box %q is running: export wants a settled disk, stop it first", name), "box stop "+name+" && box export "+name)
+		return &backend.RunningError{Name: name, Verb: "export", Why: "export wants a settled disk, stop it first"}
 	}
 
 	// The partial file is a sibling, so the rename is atomic; it is removed on any

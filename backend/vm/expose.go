@@ -117,7 +117,7 @@ func (b Backend) Unexpose(name string, port int) error {
 			return nil
 		}
 	}
-	return errs.WithHint(fmt.Errorf("box %q has no door to port %d", name, port), "'box expose "+name+" --list' shows them")
+	return &DoorError{Box: name, Port: port}
 }
 
 // Expose opens a door from the host's loopback, hostPort, to port of the box name (a
@@ -135,8 +135,7 @@ func (b Backend) Expose(name string, port, hostPort int) error {
 	}
 	for _, x := range exp {
 		if x.Port == port {
-			return errs.WithHint(fmt.Errorf("box %q already exposes port %d (at 127.0.0.1:%d)", name, port, x.HostPort),
-				fmt.Sprintf("box expose %s --remove %d first", name, port))
+			return &DoorError{name, port, x.HostPort}
 		}
 	}
 	if err := hostPortFree(ctx, c, hostPort); err != nil {
@@ -159,10 +158,6 @@ type PortTakenError struct {
 
 func (e *PortTakenError) Error() string {
 	return fmt.Sprintf("host port %d is in use (%s)", e.Port, e.By)
-}
-
-func (e *PortTakenError) Hint() string {
-	return "name another host port: box expose BOX PORT HOSTPORT"
 }
 
 // hostPortFree refuses a host port that a door of any box (running or not: a stopped

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/progress"
@@ -57,7 +58,7 @@ func (b Backend) Import(file, name string, now time.Time, nameFree func(name str
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return errs.WithHint(fmt.Errorf("import: %w", err), "name a file written by 'box export'")
+		return &OpenError{err}
 	}
 	defer f.Close()
 	head := &recorder{r: f}
@@ -84,8 +85,8 @@ func (b Backend) Import(file, name string, now time.Time, nameFree func(name str
 	c := b.Client()
 	defer c.Close()
 	if _, _, err := c.Instance(ctx, target); err == nil {
-		return errs.WithHint(fmt.Errorf("an instance named %q already exists: nothing was imported", target),
-			fmt.Sprintf("import it under another name: box import %s --name NEW", file))
+		return &backend.TakenError{Name: target, Verb: "import", File: file,
+			Err: fmt.Errorf("an instance named %q already exists: nothing was imported", target)}
 	} else if !incus.IsNotFound(err) {
 		return b.err(err)
 	}

@@ -67,10 +67,6 @@ func (e *LeaseError) Error() string {
 	return fmt.Sprintf("box %q is running but got no IPv4 lease on %s within %s", e.Box, e.Iface, e.Timeout)
 }
 
-func (e *LeaseError) Hint() string {
-	return fmt.Sprintf("the box is kept: check the host's network with 'box doctor'; 'box rm --force %s' removes it", e.Box)
-}
-
 // Run launches l within ctx (the launch's time-box). The caller has checked that no
 // instance has the name.
 func Run(ctx context.Context, c *incus.Client, l Launch, r Reporter) (*Result, error) {

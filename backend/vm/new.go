@@ -128,7 +128,7 @@ func (b Backend) Mint(r backend.MintRequest) error {
 	defer p.Done()
 
 	if _, _, err := c.Instance(ctx, r.Name); err == nil {
-		return errs.WithHint(fmt.Errorf("an instance named %q already exists", r.Name), "pick another --name; 'box list' shows the boxes")
+		return &backend.TakenError{Name: r.Name, Verb: "new", Err: fmt.Errorf("an instance named %q already exists", r.Name)}
 	} else if !incus.IsNotFound(err) {
 		return b.err(err)
 	}
@@ -215,12 +215,10 @@ func (b Backend) PlacementPool(ctx context.Context, c *incus.Client, placement s
 	pool, err := c.RootPool(ctx, placement)
 	if err != nil {
 		if incus.IsNotFound(err) && c.RemoteName() != "" {
-			return "", errs.WithHint(fmt.Errorf("placement profile %q does not exist on remote %s", placement, c.RemoteName()),
-				"build the stack there with 'box setup-host --remote "+c.RemoteName()+"', or name an existing profile in $"+PlacementEnv)
+			return "", &PlacementError{placement, c.RemoteName()}
 		}
 		if incus.IsNotFound(err) {
-			return "", errs.WithHint(fmt.Errorf("placement profile %q does not exist in incusd", placement),
-				"set up the host with 'box setup-host', or name an existing profile in $"+PlacementEnv)
+			return "", &PlacementError{Profile: placement}
 		}
 		return "", b.err(err)
 	}

@@ -222,12 +222,6 @@ func (e *RoleError) Error() string {
 	return fmt.Sprintf("template %q names a bootstrap role (BOX_BOOTSTRAP_ROLE=%s): box does not run rig roles after a mint", e.Template, e.Role)
 }
 
-// Hint says what to do instead.
-func (e *RoleError) Hint() string {
-	return "provision the box in the template's user-data (cloud-init runcmd), or run 'sudo rig bootstrap " + e.Role +
-		"' in 'box shell' yourself; then drop the key"
-}
-
 // The rig pin tokens of upstream's user-data, resolved at mint.
 const (
 	TokenRigRepo = "@RIG_REPO@"

@@ -28,14 +28,15 @@ func TestPristinePolicy(t *testing.T) {
 	}
 }
 
-// A kept box says why it was kept and how to inspect or remove it.
+// A kept box says why it was kept; how to inspect or remove it is the CLI's hint
+// (cmd/box's TestRefusalHints).
 func TestKeptBoxErrors(t *testing.T) {
 	pe := &ProvisionError{Box: "w", Timeout: time.Minute, Stopped: true}
-	if !strings.Contains(pe.Error(), `did not finish in box "w" within 1m0s`) || !strings.Contains(pe.Hint(), "box rm --force w") {
-		t.Errorf("%v / %s", pe, pe.Hint())
+	if !strings.Contains(pe.Error(), `did not finish in box "w" within 1m0s`) {
+		t.Errorf("%v", pe)
 	}
 	le := &LeaseError{Box: "w", Iface: "eth0", Timeout: time.Minute}
-	if !strings.Contains(le.Error(), "no IPv4 lease on eth0") || !strings.Contains(le.Hint(), "box rm --force w") {
-		t.Errorf("%v / %s", le, le.Hint())
+	if !strings.Contains(le.Error(), "no IPv4 lease on eth0") {
+		t.Errorf("%v", le)
 	}
 }

@@ -3,6 +3,7 @@ package vm
 import (
 	"fmt"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/internal/errs"
 )
@@ -20,7 +21,7 @@ func (b Backend) Rename(old, nu string) error {
 	}
 	defer done()
 	if inst.Running() {
-		return errs.WithHint(fmt.Errorf("box %q is running: stop it first", old), "box stop "+old+" && box rename "+old+" "+nu)
+		return &backend.RunningError{Name: old, Verb: "rename", Why: "stop it first", Args: []string{nu}}
 	}
 	if _, _, err := c.Instance(ctx, nu); err == nil {
 		return errs.WithHint(fmt.Errorf("an instance named %q already exists", nu), "pick another name")

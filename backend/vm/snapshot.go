@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/internal/errs"
 )
@@ -19,7 +20,7 @@ func (b Backend) Snapshot(name, label string) (string, error) {
 		return "", err
 	}
 	defer done()
-	exists := errs.WithHint(fmt.Errorf("box %q already has a snapshot %q", name, label), "pick another label; 'box info "+name+"' lists them")
+	exists := &backend.SnapshotExistsError{Box: name, Name: label}
 	snaps, err := c.Snapshots(ctx, name)
 	if err != nil {
 		return "", b.err(err)

@@ -3,8 +3,6 @@ package vm
 import (
 	"fmt"
 	"time"
-
-	"github.com/heavy-duty/box/internal/errs"
 )
 
 // Stop is box stop for a vm box: a clean shutdown within timeout, or at once.
@@ -20,7 +18,7 @@ func (b Backend) Stop(name string, timeout time.Duration, force bool) error {
 	}
 	if err := c.Stop(ctx, name, timeout, force); err != nil {
 		if !force {
-			return errs.WithHint(b.err(err), "box stop --force "+name+" stops it at once")
+			return &StopError{name, b.err(err)}
 		}
 		return b.err(err)
 	}

@@ -2,11 +2,16 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/heavy-duty/box/internal/errs"
+	"golang.org/x/sys/unix"
 )
 
 // cliHint gives the typed errors of the packages box calls their hints: a hint names
@@ -20,45 +25,147 @@ func cliHint(err error) error {
 	return errs.WithHint(err, hint)
 }
 
-// hintFor is the hint for the first typed error in err's chain, and that error.
+// hintFor is the hint of the first row of hints that err's chain matches, and the typed
+// error that matched.
 func hintFor(err error) (string, error) {
-	var ce *bwrap.CheckError
-	var ge *host.GrantError
-	var env *bwrap.EnvNameError
-	var at *bwrap.AllowTierError
-	var ap *bwrap.AllowPatternError
-	var ae *bwrap.AuditError
-	var ue *bwrap.UsernsError
-	var te *bwrap.TerminalError
-	var pt *bwrap.PortsTierError
-	var pk *bwrap.PortTakenError
-	switch {
-	case errors.As(err, &te):
-		return terminalHint(te), te
-	case errors.As(err, &pt):
-		return "in tier full a server in the sandbox is on the host's own ports already; to forward only what you name, use --network none, allowlist or internet", pt
-	case errors.As(err, &pk):
-		return "another program holds that host port: publish on another one, for example --publish 8081:PORT (host:sandbox)", pk
-	case errors.As(err, &ue):
-		return usernsErrHint(ue) + "\n" + landlockOptIn, ue // setupuserns.go
-	case errors.As(err, &ae):
-		return auditHint(ae), ae
-	case errors.Is(err, bwrap.ErrRoot):
-		return "run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure", bwrap.ErrRoot
-	case errors.As(err, &ce):
-		return checkHint(ce.Need), ce
-	case errors.As(err, &ge):
-		return grantHint(ge), ge
-	case errors.As(err, &env):
-		return "--env takes a name; the value comes from your environment", env
-	case errors.As(err, &at):
-		return "add --network allowlist (or use a profile with network = \"allowlist\")", at
-	case errors.Is(err, vm.ErrNoIncusClient):
-		return "install it (Debian 12: apt-get install -t bookworm-backports incus-client), or use the Nix package, which puts it on PATH", vm.ErrNoIncusClient
-	case errors.As(err, &ap):
-		return "for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github", ap
+	for _, row := range hints {
+		if h, typed := row(err); typed != nil {
+			return h, typed
+		}
 	}
 	return "", nil
+}
+
+// as is the row of hints for the type T, to the one for T with a fixed hint, is the one
+// for the sentinel target.
+func as[T error](word func(T) string) func(error) (string, error) {
+	return func(err error) (string, error) {
+		var t T
+		if errors.As(err, &t) {
+			return word(t), t
+		}
+		return "", nil
+	}
+}
+
+func to[T error](h string) func(error) (string, error) { return as(func(T) string { return h }) }
+
+func is(target error, h string) func(error) (string, error) {
+	return func(err error) (string, error) {
+		if errors.Is(err, target) {
+			return h, target
+		}
+		return "", nil
+	}
+}
+
+// hints: the verbs' refusals come first, since some wrap another package's error.
+var hints = []func(error) (string, error){
+	as(takenHint),
+	as(func(e *backend.RunningError) string {
+		return "box stop " + e.Name + " && box " + strings.Join(append([]string{e.Verb, e.Name}, e.Args...), " ")
+	}),
+	as(func(e *backend.StoppedError) string { return "start it: box start " + e.Name }),
+	as(func(e *backend.SnapshotExistsError) string {
+		return "pick another label; 'box info " + e.Box + "' lists them"
+	}),
+	as(func(e *backend.NoSnapshotError) string {
+		if len(e.Have) == 0 {
+			return fmt.Sprintf("box %s has no snapshots: 'box snapshot %s LABEL' takes one", e.Box, e.Box)
+		}
+		return fmt.Sprintf("box %s has: %s", e.Box, strings.Join(e.Have, ", "))
+	}),
+	as(func(e *bwrap.NotFoundError) string {
+		if e.Clone {
+			return "run 'box list' to see the boxes; a vm box is cloned without --backend bwrap"
+		}
+		return "run 'box list' to see the boxes"
+	}),
+	as(func(e *bwrap.BoundError) string {
+		return "the box is bound to " + e.Workdir + "; clone it elsewhere with box new --name NAME --from " + e.Box + " --workdir DIR"
+	}),
+	as(func(e *bwrap.ExposeError) string {
+		return map[bool]string{true: "box expose " + e.Box + " --list shows what is"}[e.Unexposed]
+	}),
+	as(func(*dirbox.NotBoxError) string {
+		return "a box is stamped by 'box new' (" + dirbox.StampFile + "); look inside and move or remove the directory yourself"
+	}),
+	to[*dirbox.ExistsError]("pick another name; 'box list' shows the boxes"),
+	as(copyHint),
+	to[*vm.PortTakenError]("name another host port: box expose BOX PORT HOSTPORT"),
+	to[*vm.NotExportError]("box import reads files written by 'box export' (or 'incus export', gzip or uncompressed)"),
+	to[*vm.NotFoundError]("run 'box list' to see the boxes"),
+	as(func(e *vm.LeaseError) string {
+		return "the box is kept: check the host's network with 'box doctor'; 'box rm --force " + e.Box + "' removes it"
+	}),
+	as(provisionHint),
+	as(func(e *vm.RoleError) string {
+		return "provision the box in the template's user-data (cloud-init runcmd), or run 'sudo rig bootstrap " + e.Role + "' in 'box shell' yourself; then drop the key"
+	}),
+	to[*vm.GoneError]("'box list' shows the boxes now"),
+	as(func(e *vm.StopError) string { return "box stop --force " + e.Name + " stops it at once" }),
+	to[*vm.OpenError]("name a file written by 'box export'"),
+	as(func(e *vm.PlacementError) string {
+		if e.Remote != "" {
+			return "build the stack there with 'box setup-host --remote " + e.Remote + "', or name an existing profile in $" + vm.PlacementEnv
+		}
+		return "set up the host with 'box setup-host', or name an existing profile in $" + vm.PlacementEnv
+	}),
+	as(func(e *vm.DoorError) string {
+		if e.HostPort > 0 {
+			return fmt.Sprintf("box expose %s --remove %d first", e.Box, e.Port)
+		}
+		return "'box expose " + e.Box + " --list' shows them"
+	}),
+	is(host.ErrPortNameFirewall, "load br_netfilter (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1), or use a kernel with CONFIG_NFT_BRIDGE_META; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)"),
+	as(terminalHint),
+	to[*bwrap.PortsTierError]("in tier full a server in the sandbox is on the host's own ports already; to forward only what you name, use --network none, allowlist or internet"),
+	to[*bwrap.PortTakenError]("another program holds that host port: publish on another one, for example --publish 8081:PORT (host:sandbox)"),
+	as(func(e *bwrap.UsernsError) string { return usernsErrHint(e) + "\n" + landlockOptIn }), // setupuserns.go
+	as(auditHint),
+	is(bwrap.ErrRoot, "run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure"),
+	as(func(e *bwrap.CheckError) string { return checkHint(e.Need) }),
+	as(grantHint),
+	to[*bwrap.EnvNameError]("--env takes a name; the value comes from your environment"),
+	to[*bwrap.AllowTierError]("add --network allowlist (or use a profile with network = \"allowlist\")"),
+	is(vm.ErrNoIncusClient, "install it (Debian 12: apt-get install -t bookworm-backports incus-client), or use the Nix package, which puts it on PATH"),
+	to[*bwrap.AllowPatternError]("for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github"),
+}
+
+// copyHint: what to do from inside the box when its own files fail a copy.
+func copyHint(e *dirbox.CopyError) string {
+	switch {
+	case errors.Is(e.Err, unix.EMFILE), errors.Is(e.Err, unix.ENFILE):
+		return "the box's home holds a directory tree deeper than box can walk within its open-file limit (ulimit -n): remove it from inside the box (box exec), or raise the limit"
+	case errors.Is(e.Err, unix.EACCES):
+		return "a file or directory in the box's home is unreadable: make it readable from inside the box (box exec NAME -- chmod -R u+rX ~)"
+	case errors.Is(e.Err, unix.ENOSPC), errors.Is(e.Err, unix.EDQUOT):
+		return "the disk is full: free space and try again (the partial copy was removed)"
+	}
+	return ""
+}
+
+// provisionHint: how to look into a box whose cloud-init failed, and how to remove it.
+func provisionHint(e *vm.ProvisionError) string {
+	fix := "a template's user-data is passed to cloud-init verbatim: fix it, or the host's network if packages could not be fetched ('box doctor')"
+	if e.Timeout > 0 {
+		fix = "a first launch may install many packages: try a longer --timeout"
+	}
+	return fmt.Sprintf("%s; to inspect: box start %s && box incus %s -- exec {} -- tail -50 %s; to remove: box rm --force %s",
+		fix, e.Box, e.Box, vm.CloudInitLog, e.Box)
+}
+
+// takenHint: where to look for a free name, in the words of the verb that wanted it.
+func takenHint(e *backend.TakenError) string {
+	switch {
+	case e.File != "":
+		return "import it under another name: box import " + e.File + " --name NEW"
+	case e.Verb == "new":
+		return "pick another --name; 'box list' shows the boxes"
+	case e.Across:
+		return "pick another name: a name is unique across both backends ('box list' shows the boxes)"
+	}
+	return "pick another name; 'box list' shows the boxes"
 }
 
 // terminalHint: the fix for a sandbox terminal box could not make; without a terminal

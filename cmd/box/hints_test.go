@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"testing"
+	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
+	"golang.org/x/sys/unix"
 )
 
 // TestHints: each typed error prints the hint its package used to word, byte for byte,
@@ -79,5 +84,64 @@ func TestHints(t *testing.T) {
 	below := &bwrap.CheckError{Need: bwrap.NeedLimits, Err: errs.WithHint(base, "inner")}
 	if got := errs.HintOf(cliHint(below)); got != "run 'box --check' to see which limit mechanism holds here" {
 		t.Errorf("hint below: %q", got)
+	}
+}
+
+// TestRefusalHints: the verbs' refusals print the message their backend printed and the
+// hint it used to word, byte for byte (hints.go words it now).
+func TestRefusalHints(t *testing.T) {
+	gather := errors.New("cannot read /gone: no such file or directory")
+	cases := []struct {
+		err       error
+		msg, hint string
+	}{
+		{&bwrap.NotFoundError{Name: "nope"}, `no bwrap box named "nope"`, "run 'box list' to see the boxes"},
+		{&bwrap.NotFoundError{Name: "src", Clone: true}, `no bwrap box named "src"`, "run 'box list' to see the boxes; a vm box is cloned without --backend bwrap"},
+		{&backend.TakenError{Name: "w", Err: errors.New(`a bwrap box named "w" already exists`)}, `a bwrap box named "w" already exists`, "pick another name; 'box list' shows the boxes"},
+		{&backend.TakenError{Name: "w", Across: true, Err: errors.New(`an instance named "w" already exists in incusd`)}, `an instance named "w" already exists in incusd`, "pick another name: a name is unique across both backends ('box list' shows the boxes)"},
+		{&backend.TakenError{Name: "w", Verb: "new", Err: errors.New(`an instance named "w" already exists`)}, `an instance named "w" already exists`, "pick another --name; 'box list' shows the boxes"},
+		{&backend.TakenError{Name: "w", Verb: "import", File: "w.tar.gz", Err: errors.New(`an instance named "w" already exists: nothing was imported`)}, `an instance named "w" already exists: nothing was imported`, "import it under another name: box import w.tar.gz --name NEW"},
+		{&bwrap.ExposeError{Box: "w", Why: "port 3000 is not exposed", Unexposed: true}, "box w: port 3000 is not exposed", "box expose w --list shows what is"},
+		{&bwrap.ExposeError{Box: "w", Why: "port 3000 is exposed already (at 127.0.0.1:3000)"}, "box w: port 3000 is exposed already (at 127.0.0.1:3000)", ""},
+		{&bwrap.BoundError{Box: "w", Workdir: "/gone", Err: gather}, "box w: cannot read /gone: no such file or directory", "the box is bound to /gone; clone it elsewhere with box new --name NAME --from w --workdir DIR"},
+		{&vm.GoneError{Name: "a"}, `box "a" went away while box was asking (renamed or deleted): nothing was done`, "'box list' shows the boxes now"},
+		{&backend.NoSnapshotError{Box: "a", Name: "s"}, `box "a" has no snapshot "s"`, "box a has no snapshots: 'box snapshot a LABEL' takes one"},
+		{&backend.NoSnapshotError{Box: "a", Name: "s", Have: []string{"one", "two"}}, `box "a" has no snapshot "s"`, "box a has: one, two"},
+		{&backend.SnapshotExistsError{Box: "a", Name: "s"}, `box "a" already has a snapshot "s"`, "pick another label; 'box info a' lists them"},
+		{&vm.StopError{Name: "a", Err: errors.New("timed out")}, "timed out", "box stop --force a stops it at once"},
+		{&backend.RunningError{Name: "a", Verb: "rename", Why: "stop it first", Args: []string{"b"}}, `box "a" is running: stop it first`, "box stop a && box rename a b"},
+		{&backend.RunningError{Name: "a", Verb: "export", Why: "export wants a settled disk, stop it first"}, `box "a" is running: export wants a settled disk, stop it first`, "box stop a && box export a"},
+		{&vm.OpenError{Err: &fs.PathError{Op: "open", Path: "x.tar", Err: fs.ErrNotExist}}, "import: open x.tar: file does not exist", "name a file written by 'box export'"},
+		{&vm.PlacementError{Profile: "box-net", Remote: "lab"}, `placement profile "box-net" does not exist on remote lab`, "build the stack there with 'box setup-host --remote lab', or name an existing profile in $BOX_PLACEMENT_PROFILE"},
+		{&vm.PlacementError{Profile: "box-net"}, `placement profile "box-net" does not exist in incusd`, "set up the host with 'box setup-host', or name an existing profile in $BOX_PLACEMENT_PROFILE"},
+		{&backend.StoppedError{Name: "a", State: "stopped"}, `box "a" is stopped`, "start it: box start a"},
+		{&vm.DoorError{Box: "a", Port: 4000}, `box "a" has no door to port 4000`, "'box expose a --list' shows them"},
+		{&vm.DoorError{Box: "a", Port: 3000, HostPort: 8080}, `box "a" already exposes port 3000 (at 127.0.0.1:8080)`, "box expose a --remove 3000 first"},
+		{&dirbox.NotBoxError{Dir: "/d/w", Why: "no stamp"}, "/d/w is not a bwrap box (no stamp): box never touches a directory it did not make", "a box is stamped by 'box new' (" + dirbox.StampFile + "); look inside and move or remove the directory yourself"},
+		{&dirbox.ExistsError{Name: "w"}, `a box named "w" already exists`, "pick another name; 'box list' shows the boxes"},
+		{&dirbox.CopyError{Err: &fs.PathError{Op: "open", Path: "/h/x", Err: unix.EMFILE}}, "open /h/x: too many open files", "the box's home holds a directory tree deeper than box can walk within its open-file limit (ulimit -n): remove it from inside the box (box exec), or raise the limit"},
+		{&dirbox.CopyError{Err: &fs.PathError{Op: "open", Path: "/h/x", Err: unix.EACCES}}, "open /h/x: permission denied", "a file or directory in the box's home is unreadable: make it readable from inside the box (box exec NAME -- chmod -R u+rX ~)"},
+		{&dirbox.CopyError{Err: &fs.PathError{Op: "write", Path: "/h/x", Err: unix.ENOSPC}}, "write /h/x: no space left on device", "the disk is full: free space and try again (the partial copy was removed)"},
+		{&dirbox.CopyError{Err: &fs.PathError{Op: "write", Path: "/h/x", Err: unix.EDQUOT}}, "write /h/x: disk quota exceeded", "the disk is full: free space and try again (the partial copy was removed)"},
+		{&dirbox.CopyError{Err: &fs.PathError{Op: "open", Path: "/h/x", Err: unix.ELOOP}}, "open /h/x: too many levels of symbolic links", ""},
+		{&vm.PortTakenError{Port: 8080, By: "something on this host listens on it"}, "host port 8080 is in use (something on this host listens on it)", "name another host port: box expose BOX PORT HOSTPORT"},
+		{&vm.NotExportError{File: "x.tar", Why: "bad gzip: unexpected EOF"}, "x.tar is not a box export: bad gzip: unexpected EOF", "box import reads files written by 'box export' (or 'incus export', gzip or uncompressed)"},
+		{&vm.NotFoundError{Name: "a"}, `no box named "a"`, "run 'box list' to see the boxes"},
+		{&vm.LeaseError{Box: "w", Iface: "eth0", Timeout: time.Minute}, `box "w" is running but got no IPv4 lease on eth0 within 1m0s`, "the box is kept: check the host's network with 'box doctor'; 'box rm --force w' removes it"},
+		{&vm.ProvisionError{Box: "w", Timeout: time.Minute, Stopped: true}, `cloud-init did not finish in box "w" within 1m0s: the box is incomplete, so it is not handed over; it is kept, stopped, for inspection`, "a first launch may install many packages: try a longer --timeout; to inspect: box start w && box incus w -- exec {} -- tail -50 /var/log/cloud-init-output.log; to remove: box rm --force w"},
+		{&vm.ProvisionError{Box: "w", Stopped: true}, `cloud-init failed in box "w": the box is incomplete, so it is not handed over; it is kept, stopped, for inspection`, "a template's user-data is passed to cloud-init verbatim: fix it, or the host's network if packages could not be fetched ('box doctor'); to inspect: box start w && box incus w -- exec {} -- tail -50 /var/log/cloud-init-output.log; to remove: box rm --force w"},
+		{&vm.RoleError{Template: "t", Role: "dev"}, `template "t" names a bootstrap role (BOX_BOOTSTRAP_ROLE=dev): box does not run rig roles after a mint`, "provision the box in the template's user-data (cloud-init runcmd), or run 'sudo rig bootstrap dev' in 'box shell' yourself; then drop the key"},
+		{host.ErrPortNameFirewall, host.ErrPortNameFirewall.Error(), "load br_netfilter (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1), or use a kernel with CONFIG_NFT_BRIDGE_META; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)"},
+	}
+	for _, c := range cases {
+		var b bytes.Buffer
+		code := report(&b, c.err)
+		want := "box: error: " + c.msg + "\n"
+		if c.hint != "" {
+			want += "box: hint: " + c.hint + "\n"
+		}
+		if b.String() != want || code != exitFail {
+			t.Errorf("%T: exit %d, printed\n%s\nwant exit 1, printed\n%s", c.err, code, b.String(), want)
+		}
 	}
 }

@@ -43,6 +43,7 @@ func vmErr(e *env, err error) error {
 	if err == nil {
 		return nil
 	}
+	err = cliHint(err) // hints.go: a typed error's hint is the one it keeps
 	var h interface{ Hint() string }
 	if errors.As(err, &h) && h.Hint() != "" {
 		var u *vm.UsageError

@@ -43,24 +43,12 @@ func CopyTree(src, dst string) (CopyStats, error) {
 	return st, err
 }
 
-// CopyError is a copy that failed; its hint says what to do from inside the box when
-// the box's own files are the cause.
+// CopyError is a copy that failed; the CLI's hint says what to do from inside the box
+// when the box's own files are the cause (Err: too deep, unreadable, disk full).
 type CopyError struct{ Err error }
 
 func (e *CopyError) Error() string { return e.Err.Error() }
 func (e *CopyError) Unwrap() error { return e.Err }
-
-func (e *CopyError) Hint() string {
-	switch {
-	case errors.Is(e.Err, unix.EMFILE), errors.Is(e.Err, unix.ENFILE):
-		return "the box's home holds a directory tree deeper than box can walk within its open-file limit (ulimit -n): remove it from inside the box (box exec), or raise the limit"
-	case errors.Is(e.Err, unix.EACCES):
-		return "a file or directory in the box's home is unreadable: make it readable from inside the box (box exec NAME -- chmod -R u+rX ~)"
-	case errors.Is(e.Err, unix.ENOSPC), errors.Is(e.Err, unix.EDQUOT):
-		return "the disk is full: free space and try again (the partial copy was removed)"
-	}
-	return ""
-}
 
 func copyTree(src, dst string) (CopyStats, error) {
 	st := CopyStats{inode: map[[2]uint64]string{}}

@@ -85,16 +85,10 @@ func (e *NotBoxError) Error() string {
 	return fmt.Sprintf("%s is not a bwrap box (%s): box never touches a directory it did not make", e.Dir, e.Why)
 }
 
-// Hint says how to act on it anyway: by hand, deliberately.
-func (e *NotBoxError) Hint() string {
-	return "a box is stamped by 'box new' (" + StampFile + "); look inside and move or remove the directory yourself"
-}
-
 // ExistsError: the name is taken.
 type ExistsError struct{ Name string }
 
 func (e *ExistsError) Error() string        { return fmt.Sprintf("a box named %q already exists", e.Name) }
-func (e *ExistsError) Hint() string         { return "pick another name; 'box list' shows the boxes" }
 func (e *ExistsError) Is(target error) bool { return target == backend.ErrNameTaken }
 
 // BusyError: a lock is held (a sandbox runs in the box, or another verb works on it).

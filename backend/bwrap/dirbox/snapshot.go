@@ -2,7 +2,6 @@ package dirbox
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,47 +18,11 @@ type Snapshot struct {
 	Created time.Time `json:"created"`
 }
 
-// NoSnapshotError: the box has no snapshot of that name.
-type NoSnapshotError struct {
-	Box, Name string
-	Have      []string
-}
-
-func (e *NoSnapshotError) Error() string {
-	return fmt.Sprintf("box %q has no snapshot %q", e.Box, e.Name)
-}
-
-func (e *NoSnapshotError) Is(target error) bool { return target == backend.ErrNoSnapshot }
-
-func (e *NoSnapshotError) Hint() string {
-	if len(e.Have) == 0 {
-		return fmt.Sprintf("box %s has no snapshots: 'box snapshot %s LABEL' takes one", e.Box, e.Box)
-	}
-	return fmt.Sprintf("box %s has: %s", e.Box, joinNames(e.Have))
-}
-
-func joinNames(n []string) string {
-	s := ""
-	for i, x := range n {
-		if i > 0 {
-			s += ", "
-		}
-		s += x
-	}
-	return s
-}
-
-// SnapshotExistsError: the label is taken.
-type SnapshotExistsError struct{ Box, Name string }
-
-func (e *SnapshotExistsError) Error() string {
-	return fmt.Sprintf("box %q already has a snapshot %q", e.Box, e.Name)
-}
-func (e *SnapshotExistsError) Is(target error) bool { return target == backend.ErrSnapshotExists }
-
-func (e *SnapshotExistsError) Hint() string {
-	return "pick another label; 'box info " + e.Box + "' lists them"
-}
+// NoSnapshotError and SnapshotExistsError are the backends' shared refusals.
+type (
+	NoSnapshotError     = backend.NoSnapshotError
+	SnapshotExistsError = backend.SnapshotExistsError
+)
 
 func (b *Box) snapDir(label string) string { return filepath.Join(b.Dir, "snapshots", label) }
 
@@ -96,7 +59,7 @@ func (b *Box) snapshot(label string) (string, error) {
 		}
 		have = append(have, s.Name)
 	}
-	return "", &NoSnapshotError{b.Name, label, have}
+	return "", &NoSnapshotError{Box: b.Name, Name: label, Have: have}
 }
 
 // TakeSnapshot copies the box's state into snapshots/LABEL. A sandbox may run
@@ -107,7 +70,7 @@ func (b *Box) TakeSnapshot(label string, now time.Time) (CopyStats, error) {
 		return cs, err
 	}
 	if _, err := os.Lstat(b.snapDir(label)); err == nil {
-		return cs, &SnapshotExistsError{b.Name, label}
+		return cs, &SnapshotExistsError{Box: b.Name, Name: label}
 	}
 	unlock, err := b.Lock(false)
 	if err != nil {
@@ -132,7 +95,7 @@ func (b *Box) TakeSnapshot(label string, now time.Time) (CopyStats, error) {
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, b.snapDir(label), unix.RENAME_NOREPLACE); err != nil {
 		if errors.Is(err, unix.EEXIST) {
-			return cs, &SnapshotExistsError{b.Name, label}
+			return cs, &SnapshotExistsError{Box: b.Name, Name: label}
 		}
 		return cs, err
 	}

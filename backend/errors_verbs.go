@@ -1,0 +1,52 @@
+package backend
+
+import "fmt"
+
+// The refusals both backends' verbs share, in the backend's words; the CLI words their
+// hints (cmd/box/hints.go), since a hint names box's verbs and flags.
+
+// NoSnapshotError: box Box has no snapshot Name; Have lists those it has.
+type NoSnapshotError struct {
+	Box, Name string
+	Have      []string
+}
+
+func (e *NoSnapshotError) Error() string {
+	return fmt.Sprintf("box %q has no snapshot %q", e.Box, e.Name)
+}
+func (e *NoSnapshotError) Is(target error) bool { return target == ErrNoSnapshot }
+
+// SnapshotExistsError: box Box has a snapshot Name already.
+type SnapshotExistsError struct{ Box, Name string }
+
+func (e *SnapshotExistsError) Error() string {
+	return fmt.Sprintf("box %q already has a snapshot %q", e.Box, e.Name)
+}
+func (e *SnapshotExistsError) Is(target error) bool { return target == ErrSnapshotExists }
+
+// TakenError: the name a verb wants is taken (Err says by what). Across: by the other
+// backend; Verb: the verb that wanted it, File: the file of an import.
+type TakenError struct {
+	Name, Verb, File string
+	Across           bool
+	Err              error
+}
+
+func (e *TakenError) Error() string        { return e.Err.Error() }
+func (e *TakenError) Unwrap() error        { return e.Err }
+func (e *TakenError) Is(target error) bool { return target == ErrNameTaken }
+
+// RunningError: Verb wants box Name stopped (Args: the verb's arguments after the name);
+// Why says so.
+type RunningError struct {
+	Name, Verb, Why string
+	Args            []string
+}
+
+func (e *RunningError) Error() string        { return fmt.Sprintf("box %q is running: %s", e.Name, e.Why) }
+func (e *RunningError) Is(target error) bool { return target == ErrBusy }
+
+// StoppedError: box Name must be running, and is State (stopped, frozen, ...).
+type StoppedError struct{ Name, State string }
+
+func (e *StoppedError) Error() string { return fmt.Sprintf("box %q is %s", e.Name, e.State) }
