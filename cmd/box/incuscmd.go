@@ -10,13 +10,8 @@ import (
 )
 
 func newIncusCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "incus BOX -- ARG...",
-		Short:   "run incus on a box (tag-checked; {} stands for its name, else it is appended)",
-		GroupID: groupVM,
-		Long:    helpText("incus"),
-		Example: helpText("incus.example"),
-		Args: func(cmd *cobra.Command, args []string) error {
+	cmd := vmVerb(e, "incus BOX -- ARG...", "run incus on a box (tag-checked; {} stands for its name, else it is appended)",
+		func(cmd *cobra.Command, args []string) error {
 			_, rest, ok := splitDash(cmd, args, true)
 			if !ok {
 				return usagef("run 'box incus --help' for usage", "incus takes a box and incus arguments: box incus BOX -- ARG...")
@@ -27,8 +22,7 @@ func newIncusCmd(e *env) *cobra.Command {
 			}
 			return nil
 		},
-		ValidArgsFunction: completeBoxes(e),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		func(cmd *cobra.Command, args []string) error {
 			box, rest, _ := splitDash(cmd, args, true)
 			if b, err := bwrapBox(e, box); err != nil || b != nil {
 				return firstErr(err, func() error {
@@ -36,8 +30,7 @@ func newIncusCmd(e *env) *cobra.Command {
 				})
 			}
 			return runIncus(e, box, rest)
-		},
-	}
+		})
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }

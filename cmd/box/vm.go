@@ -177,3 +177,30 @@ func splitDash(cmd *cobra.Command, args []string, needDash bool) (box string, re
 	}
 	return box, rest, len(rest) > 0
 }
+
+// vmVerb is a box verb of the vm group named by use's first word: its help from
+// help/NAME.txt, box names completed.
+func vmVerb(e *env, use, short string, args cobra.PositionalArgs, run func(*cobra.Command, []string) error) *cobra.Command {
+	name, _, _ := strings.Cut(use, " ")
+	return &cobra.Command{Use: use, Short: short, GroupID: groupVM, Long: helpText(name), Example: helpText(name + ".example"),
+		Args: args, ValidArgsFunction: completeBoxes(e), RunE: run}
+}
+
+// onBox runs a verb's call on the backend that holds the box name.
+func onBox(e *env, name string, call func(backend.Backend) error) error {
+	be, err := backendFor(e, name)
+	if err != nil {
+		return err
+	}
+	return call(be)
+}
+
+// argRange checks that a verb got min to max arguments; what says what it takes.
+func argRange(min, max int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < min || len(args) > max {
+			return usagef("run 'box "+cmd.Name()+" --help' for usage", "%s", what)
+		}
+		return nil
+	}
+}
