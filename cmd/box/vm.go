@@ -52,7 +52,7 @@ func vmErr(e *env, err error) error {
 		return err
 	}
 	if vm.Untrusted(err) && e.remoteName() != "" {
-		return withHint(err, remoteHint(e.remoteName()))
+		return withHint(err, vm.UntrustedHint(e.remoteName()))
 	}
 	if h := e.userSocketHint(err); h != "" {
 		return withHint(err, h) // usersocket.go
