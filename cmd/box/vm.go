@@ -16,7 +16,6 @@ import (
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
-	"github.com/heavy-duty/box/internal/progress"
 	"github.com/spf13/cobra"
 )
 
@@ -78,10 +77,6 @@ func vmErr(e *env, err error) error {
 	}
 	return err
 }
-
-// newProgress is the progress line of a long vm operation on stderr: drawn on a
-// terminal only, never with --quiet.
-func newProgress(e *env) *progress.Line { return progress.New(e.stderr, e.quiet) }
 
 // note prints a verb's closing line on stderr, unless --quiet.
 func note(e *env, format string, a ...any) {
