@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -15,7 +16,7 @@ func newExportCmd(e *env) *cobra.Command {
 				return err
 			}
 			now := time.Now().UTC()
-			file := name + "-" + now.Format("20060102T150405Z") + ".tar.gz"
+			file := vm.ExportFile(name, now)
 			if len(args) == 2 {
 				file = args[1]
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/heavy-duty/box/backend"
@@ -12,7 +11,7 @@ import (
 func newSnapshotCmd(e *env) *cobra.Command {
 	return vmVerb(e, "snapshot BOX [LABEL]", "checkpoint a box (default label manual-<epoch>)", argRange(1, 2, "snapshot takes a box and an optional label"),
 		func(cmd *cobra.Command, args []string) error {
-			label := "manual-" + strconv.FormatInt(time.Now().Unix(), 10)
+			label := backend.DefaultLabel(time.Now())
 			if len(args) == 2 {
 				label = args[1]
 			}
