@@ -1,7 +1,7 @@
 package main
 
-// Shared plumbing of the vm verbs: the Incus client, errors with hints, progress, the
-// y/N question, and completion of box names.
+// Shared plumbing of the box verbs: the Incus client, errors with hints, the y/N
+// question, completion of box names, and the builders of the commands (vmVerb, onBox).
 
 import (
 	"bufio"
