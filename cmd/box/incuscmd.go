@@ -46,11 +46,7 @@ func runIncus(e *env, name string, rest []string) error {
 	if err != nil {
 		return err // hints.go: how to install it
 	}
-	q := make([]string, len(h.Args))
-	for i, a := range h.Args {
-		q[i] = shellQuote(a)
-	}
-	fmt.Fprintf(e.stderr, "box: running: incus %s   (on %s, project %s)\n", strings.Join(q, " "), h.Where, h.Project)
+	fmt.Fprintf(e.stderr, "box: running: incus %s   (on %s, project %s)\n", h.CommandLine(), h.Where, h.Project)
 	if len(h.OffStack) > 0 {
 		fmt.Fprintf(e.stderr, "box: warning: %s can move box %s off the isolation stack (profile, network, device, nic, security.*): from here the trust boundary is yours to keep\n",
 			strings.Join(h.OffStack, " "), name)
