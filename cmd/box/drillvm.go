@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -56,24 +55,12 @@ func runDrillVM(e *env, o *drillOptions) error {
 	return nil
 }
 
-// drillTemplate loads the template the drill's boxes are minted from (--template, else
-// box new's default) and checks, as box new would, that it can mint one.
+// drillTemplate is the template the drill's boxes are minted from (--template, else box
+// new's default), checked as box new would (vm.Backend.DrillTemplate).
 func drillTemplate(e *env, o *drillOptions) (*templates.Template, error) {
 	if o.image != "" {
 		return nil, usagef("name a template whose BOX_IMAGE is that image: box drill --backend vm --template NAME",
 			"--image is gone: the vm drill mints its boxes from a template, as box new does")
 	}
-	name := vm.TemplateName(o.template, nil)
-	tmpl, err := templates.Load(name, templates.Dir(e.configHome()))
-	if err != nil {
-		if errors.Is(err, templates.ErrNotFound) || templates.ValidName(name) != nil {
-			return nil, usagef("run 'box templates' to list them", "%s", err)
-		}
-		return nil, err
-	}
-	// The drill's boxes are containers (they are probed through exec either way).
-	if _, err := vm.MintPlan(vm.NewOptions{Name: "drill", Container: true}, nil, tmpl, vm.Placement(e.getenv), "", time.Now()); err != nil {
-		return nil, vmErr(e, err)
-	}
-	return tmpl, nil
+	return vmBackend{e: e}.vm().DrillTemplate(o.template, time.Now())
 }

@@ -3,37 +3,25 @@ package main
 import (
 	"time"
 
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
 func newExportCmd(e *env) *cobra.Command {
 	var instanceOnly bool
-	cmd := &cobra.Command{
-		Use:     "export BOX [FILE]",
-		Short:   "write a stopped box, snapshots included, to one file",
-		GroupID: groupVM,
-		Long:    helpText("export"),
-		Example: helpText("export.example"),
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 1 || len(args) > 2 {
-				return usagef("run 'box export --help' for usage", "export takes a box and an optional file")
-			}
-			return nil
-		},
-		ValidArgsFunction: completeBoxes(e),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := vmVerb(e, "export BOX [FILE]", "write a stopped box, snapshots included, to one file", argRange(1, 2, "export takes a box and an optional file"),
+		func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := vmOnlyVerb(e, "export", name); err != nil {
 				return err
 			}
 			now := time.Now().UTC()
-			file := name + "-" + now.Format("20060102T150405Z") + ".tar.gz"
+			file := vm.ExportFile(name, now)
 			if len(args) == 2 {
 				file = args[1]
 			}
 			return vmBackend{e: e}.vm().Export(name, file, instanceOnly, now)
-		},
-	}
+		})
 	cmd.Flags().BoolVar(&instanceOnly, "instance-only", false, "leave the snapshots out")
 	return cmd
 }

@@ -10,13 +10,8 @@ import (
 )
 
 func newIncusCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "incus BOX -- ARG...",
-		Short:   "run incus on a box (tag-checked; {} stands for its name, else it is appended)",
-		GroupID: groupVM,
-		Long:    helpText("incus"),
-		Example: helpText("incus.example"),
-		Args: func(cmd *cobra.Command, args []string) error {
+	cmd := vmVerb(e, "incus BOX -- ARG...", "run incus on a box (tag-checked; {} stands for its name, else it is appended)",
+		func(cmd *cobra.Command, args []string) error {
 			_, rest, ok := splitDash(cmd, args, true)
 			if !ok {
 				return usagef("run 'box incus --help' for usage", "incus takes a box and incus arguments: box incus BOX -- ARG...")
@@ -27,8 +22,7 @@ func newIncusCmd(e *env) *cobra.Command {
 			}
 			return nil
 		},
-		ValidArgsFunction: completeBoxes(e),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		func(cmd *cobra.Command, args []string) error {
 			box, rest, _ := splitDash(cmd, args, true)
 			if b, err := bwrapBox(e, box); err != nil || b != nil {
 				return firstErr(err, func() error {
@@ -36,8 +30,7 @@ func newIncusCmd(e *env) *cobra.Command {
 				})
 			}
 			return runIncus(e, box, rest)
-		},
-	}
+		})
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }
@@ -53,11 +46,7 @@ func runIncus(e *env, name string, rest []string) error {
 	if err != nil {
 		return err // hints.go: how to install it
 	}
-	q := make([]string, len(h.Args))
-	for i, a := range h.Args {
-		q[i] = shellQuote(a)
-	}
-	fmt.Fprintf(e.stderr, "box: running: incus %s   (on %s, project %s)\n", strings.Join(q, " "), h.Where, h.Project)
+	fmt.Fprintf(e.stderr, "box: running: incus %s   (on %s, project %s)\n", h.CommandLine(), h.Where, h.Project)
 	if len(h.OffStack) > 0 {
 		fmt.Fprintf(e.stderr, "box: warning: %s can move box %s off the isolation stack (profile, network, device, nic, security.*): from here the trust boundary is yours to keep\n",
 			strings.Join(h.OffStack, " "), name)

@@ -13,15 +13,8 @@ import (
 
 func newInfoCmd(e *env) *cobra.Command {
 	var asJSON bool
-	cmd := &cobra.Command{
-		Use:               "info BOX",
-		Short:             "show a box: state, address, template, user, provenance, snapshots",
-		GroupID:           groupVM,
-		Long:              helpText("info"),
-		Example:           helpText("info.example"),
-		Args:              boxArgs(1, "one box"),
-		ValidArgsFunction: completeBoxes(e),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := vmVerb(e, "info BOX", "show a box: state, address, template, user, provenance, snapshots", boxArgs(1, "one box"),
+		func(cmd *cobra.Command, args []string) error {
 			be, err := backendForVerb(e, args[0], false)
 			if err != nil {
 				return err
@@ -35,8 +28,7 @@ func newInfoCmd(e *env) *cobra.Command {
 				return writeJSON(e.stdout, info)
 			}
 			return printInfo(e, info)
-		},
-	}
+		})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object (fields: docs/json.md)")
 	return cmd
 }

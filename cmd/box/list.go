@@ -21,9 +21,13 @@ func newListCmd(e *env) *cobra.Command {
 		Example:    helpText("list.example"),
 		Args:       noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := allBoxes(e)
+			list, err := registry(e).List() // both backends, by name
 			if err != nil {
 				return err
+			}
+			out := make([]boxJSON, 0, len(list)) // an empty list is [] in --json, never null
+			for _, s := range list {
+				out = append(out, boxJSON(s))
 			}
 			if asJSON {
 				return writeJSON(e.stdout, out)
@@ -50,21 +54,6 @@ func newListCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of objects (fields: docs/json.md)")
 	return cmd
-}
-
-// allBoxes lists the boxes of both backends, by name (backend.Registry.List). Without
-// incusd (its socket absent: the vm backend is not set up here) the bwrap boxes are
-// listed with a warning; any other vm failure is an error.
-func allBoxes(e *env) ([]boxJSON, error) {
-	list, err := registry(e).List()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]boxJSON, 0, len(list)) // an empty list is [] in --json, never null
-	for _, s := range list {
-		out = append(out, boxJSON(s))
-	}
-	return out, nil
 }
 
 // clustered reports whether any box has a cluster member as its location.

@@ -5,10 +5,7 @@ package main
 // its client certificate (backend/vm's Daemon). This file reads which remote was asked.
 
 import (
-	"fmt"
-	"strings"
-
-	"github.com/heavy-duty/box/profiles"
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/spf13/cobra"
 )
 
@@ -115,53 +112,32 @@ func boxArgIndexes(cmd *cobra.Command, args []string) []int {
 	}
 }
 
-// remotePrefixes strips REMOTE: from a verb's box arguments (and boxFlags), in place, and sets the remote from it. Two different remotes in one
-// command, or a prefix that contradicts --remote, are usage errors: box never moves a
-// box between daemons.
+// remotePrefixes strips REMOTE: from a verb's box arguments (and boxFlags), in place,
+// and sets the remote from it (vm.RemoteArgs says which prefixes are refused).
 func (e *env) remotePrefixes(cmd *cobra.Command, args []string) error {
-	flagRemote := e.remote
-	seen := ""
-	take := func(what, v string) (string, error) {
-		r, name, ok := strings.Cut(v, ":")
-		if !ok {
-			return v, nil
-		}
-		if r == "" || name == "" {
-			return "", usagef("write REMOTE:NAME, e.g. lab:work, or --remote lab work", "%s %q: an empty remote or name", what, v)
-		}
-		switch {
-		case flagRemote != "" && r != flagRemote:
-			return "", usagef("drop the prefix or the flag", "%s %q names remote %s, but --remote is %s", what, v, r, flagRemote)
-		case seen != "" && r != seen:
-			return "", usagef("box acts on one daemon at a time; copy between remotes with incus itself", "%s %q names remote %s, another argument remote %s", what, v, r, seen)
-		}
-		seen = r
-		return name, nil
-	}
+	r := vm.RemoteArgs{Flag: e.remote}
 	for _, i := range boxArgIndexes(cmd, args) {
-		v, err := take("box", args[i])
+		v, err := r.Take("box", args[i])
 		if err != nil {
 			return err
 		}
 		args[i] = v
 	}
-	if flags := boxFlags[cmd.Name()]; flags != nil {
-		for _, name := range flags {
-			f := cmd.Flags().Lookup(name)
-			if f == nil || f.Value.String() == "" {
-				continue
-			}
-			v, err := take("--"+name, f.Value.String())
-			if err != nil {
-				return err
-			}
-			if err := f.Value.Set(v); err != nil {
-				return err
-			}
+	for _, name := range boxFlags[cmd.Name()] {
+		f := cmd.Flags().Lookup(name)
+		if f == nil || f.Value.String() == "" {
+			continue
+		}
+		v, err := r.Take("--"+name, f.Value.String())
+		if err != nil {
+			return err
+		}
+		if err := f.Value.Set(v); err != nil {
+			return err
 		}
 	}
-	if seen != "" {
-		e.remote = seen
+	if r.Seen != "" {
+		e.remote = r.Seen
 	}
 	return nil
 }
@@ -170,19 +146,3 @@ func (e *env) remotePrefixes(cmd *cobra.Command, args []string) error {
 // (vm.Daemon.Check): an unknown remote is a usage error, an unusable one fails with its
 // fix.
 func (e *env) checkRemote() error { return e.daemon().Check() }
-
-// remoteHint is the hint of an answer that the remote does not trust box's client
-// certificate.
-func remoteHint(remote string) string {
-	return fmt.Sprintf("remote %s does not trust this client certificate: add it on the server ('incus config trust add-certificate client.crt'), or re-add the remote with a trust token ('incus remote add %s TOKEN')",
-		remote, remote)
-}
-
-// bwrapNotRemote refuses a bwrap box on a remote: bwrap boxes live on this machine.
-func bwrapNotRemote(e *env, backend string) error {
-	if r := e.remoteName(); r != "" && backend == profiles.BackendBwrap {
-		return usagef("drop --remote (and BOX_REMOTE) for a bwrap box, or mint a vm box there",
-			"a bwrap box lives on this machine: --remote %s is for vm boxes", r)
-	}
-	return nil
-}

@@ -1,25 +1,12 @@
 package main
 
 import (
+	"github.com/heavy-duty/box/backend"
 	"github.com/spf13/cobra"
 )
 
 func newRenameCmd(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:               "rename OLD NEW",
-		Short:             "rename a stopped box",
-		GroupID:           groupVM,
-		Long:              helpText("rename"),
-		Example:           helpText("rename.example"),
-		Args:              boxArgs(2, "the old and the new name"),
-		ValidArgsFunction: completeBoxes(e),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			old, nu := args[0], args[1]
-			be, err := backendFor(e, old)
-			if err != nil {
-				return err
-			}
-			return be.Rename(old, nu)
-		},
-	}
+	return vmVerb(e, "rename OLD NEW", "rename a stopped box", boxArgs(2, "the old and the new name"), func(cmd *cobra.Command, args []string) error {
+		return onBox(e, args[0], func(be backend.Backend) error { return be.Rename(args[0], args[1]) })
+	})
 }

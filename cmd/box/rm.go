@@ -1,29 +1,21 @@
 package main
 
 import (
+	"github.com/heavy-duty/box/backend"
 	"github.com/spf13/cobra"
 )
 
 func newRmCmd(e *env) *cobra.Command {
 	var force bool
-	cmd := &cobra.Command{
-		Use:               "rm BOX",
-		Short:             "delete a box and its snapshots (asks first)",
-		GroupID:           groupVM,
-		Long:              helpText("rm"),
-		Example:           helpText("rm.example"),
-		Args:              boxArgs(1, "one box"),
-		ValidArgsFunction: completeBoxes(e),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			be, err := backendFor(e, name)
-			if err != nil {
-				return err
-			}
-			return be.Delete(name, force)
-		},
-	}
-	cmd.Flags().BoolVarP(&force, "force", "f", false, "do not ask")
-	cmd.Flags().BoolVarP(&force, "yes", "y", false, "the same as --force (every verb that asks takes both)")
+	cmd := vmVerb(e, "rm BOX", "delete a box and its snapshots (asks first)", boxArgs(1, "one box"), func(cmd *cobra.Command, args []string) error {
+		return onBox(e, args[0], func(be backend.Backend) error { return be.Delete(args[0], force) })
+	})
+	forceFlags(cmd, &force)
 	return cmd
+}
+
+// forceFlags are --force and --yes of a verb that asks first.
+func forceFlags(cmd *cobra.Command, force *bool) {
+	cmd.Flags().BoolVarP(force, "force", "f", false, "do not ask")
+	cmd.Flags().BoolVarP(force, "yes", "y", false, "the same as --force (every verb that asks takes both)")
 }

@@ -1,13 +1,9 @@
 package main
 
-// A granted user's box finds incus-user's socket by itself (host/usersocket.go); what
-// this file words is the hint of a user who cannot use it.
+// The local incusd's socket, whether it is there (host/noincus.go), and the hint of a
+// granted user who cannot use it (host/usersockethint.go).
 
-import (
-	"os/user"
-
-	"github.com/heavy-duty/box/host"
-)
+import "github.com/heavy-duty/box/host"
 
 // localSocket is the socket of the local daemon (host.LocalSocket of $INCUS_SOCKET and
 // $INCUS_DIR).
@@ -15,22 +11,22 @@ func (e *env) localSocket() string {
 	return host.LocalSocket(e.getenv("INCUS_SOCKET"), e.getenv("INCUS_DIR"))
 }
 
-// userSocketHint is the hint of a local socket error a user of the restricted tier
-// meets: incus-user's socket there but closed to them (no grant yet, or the new group
-// not in this login), or incus-user hanging up (a revoked grant). "" otherwise.
+// userSocketHint is host.UserSocketHint on the local socket ("" on a remote).
 func (e *env) userSocketHint(err error) string {
-	if e.remoteName() != "" || e.getenv("INCUS_SOCKET") != "" && !host.IsUserSocket(e.getenv("INCUS_SOCKET")) {
+	if e.remoteName() != "" {
 		return ""
 	}
-	name := "USER"
-	if u, err := user.Current(); err == nil {
-		name = u.Username
+	return host.UserSocketHint(e.localSocket(), e.getenv("INCUS_SOCKET"), err)
+}
+
+// noIncusError: Incus is not installed or not running here (host.NoIncusError).
+type noIncusError = host.NoIncusError
+
+// incusAbsent is a *noIncusError when the local incusd's socket is not there (a remote
+// is the remote's to answer); nothing is dialled.
+func incusAbsent(e *env) error {
+	if e.remoteName() != "" {
+		return nil
 	}
-	switch t, us := host.SocketTroubleOf(e.localSocket(), err); t {
-	case host.UserSocketClosed:
-		return "incus-user's socket " + us + " is there but not open to you: the operator gives you a project of your own with 'box grant " + name + "' (its group takes effect at your next login)"
-	case host.UserSocketHungUp:
-		return "incus-user hung up on you: your grant was revoked, or never made; ask the operator ('box grant " + name + "', 'box doctor' says which)"
-	}
-	return ""
+	return host.IncusAbsent(e.localSocket())
 }

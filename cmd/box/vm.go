@@ -1,7 +1,7 @@
 package main
 
-// Shared plumbing of the vm verbs: the Incus client, errors with hints, progress, the
-// y/N question, and completion of box names.
+// Shared plumbing of the box verbs: the Incus client, errors with hints, the y/N
+// question, completion of box names, and the builders of the commands (vmVerb, onBox).
 
 import (
 	"bufio"
@@ -16,7 +16,6 @@ import (
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
-	"github.com/heavy-duty/box/internal/progress"
 	"github.com/spf13/cobra"
 )
 
@@ -53,7 +52,7 @@ func vmErr(e *env, err error) error {
 		return err
 	}
 	if vm.Untrusted(err) && e.remoteName() != "" {
-		return withHint(err, remoteHint(e.remoteName()))
+		return withHint(err, vm.UntrustedHint(e.remoteName()))
 	}
 	if h := e.userSocketHint(err); h != "" {
 		return withHint(err, h) // usersocket.go
@@ -79,10 +78,6 @@ func vmErr(e *env, err error) error {
 	}
 	return err
 }
-
-// newProgress is the progress line of a long vm operation on stderr: drawn on a
-// terminal only, never with --quiet.
-func newProgress(e *env) *progress.Line { return progress.New(e.stderr, e.quiet) }
 
 // note prints a verb's closing line on stderr, unless --quiet.
 func note(e *env, format string, a ...any) {
@@ -177,4 +172,31 @@ func splitDash(cmd *cobra.Command, args []string, needDash bool) (box string, re
 		return "", nil, false
 	}
 	return box, rest, len(rest) > 0
+}
+
+// vmVerb is a box verb of the vm group named by use's first word: its help from
+// help/NAME.txt, box names completed.
+func vmVerb(e *env, use, short string, args cobra.PositionalArgs, run func(*cobra.Command, []string) error) *cobra.Command {
+	name, _, _ := strings.Cut(use, " ")
+	return &cobra.Command{Use: use, Short: short, GroupID: groupVM, Long: helpText(name), Example: helpText(name + ".example"),
+		Args: args, ValidArgsFunction: completeBoxes(e), RunE: run}
+}
+
+// onBox runs a verb's call on the backend that holds the box name.
+func onBox(e *env, name string, call func(backend.Backend) error) error {
+	be, err := backendFor(e, name)
+	if err != nil {
+		return err
+	}
+	return call(be)
+}
+
+// argRange checks that a verb got min to max arguments; what says what it takes.
+func argRange(min, max int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < min || len(args) > max {
+			return usagef("run 'box "+cmd.Name()+" --help' for usage", "%s", what)
+		}
+		return nil
+	}
 }

@@ -58,7 +58,11 @@ func (v vmBackend) Snapshot(name, label string) (string, error) {
 func (v vmBackend) Restore(name, snap string, force bool) error {
 	return v.vm().Restore(name, snap, force)
 }
-func (v vmBackend) List() ([]backend.Summary, error) { return v.vm().List() }
+func (v vmBackend) List() ([]backend.Summary, error)                 { return v.vm().List() }
+func (v vmBackend) Enter(name string, l backend.LaunchRequest) error { return v.vm().Enter(name, l) }
+func (v vmBackend) Exec(name string, command []string, l backend.LaunchRequest) error {
+	return v.vm().Exec(name, command, l)
+}
 func (v vmBackend) Info(name string) (backend.Info, error) {
 	i, err := v.vm().Info(name)
 	return i, noBoxFor(v.e, name, err)

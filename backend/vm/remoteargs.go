@@ -1,0 +1,42 @@
+package vm
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/heavy-duty/box/internal/errs"
+)
+
+// RemoteArgs reads the REMOTE: prefixes of one command's box names. Two different
+// remotes in one command, or a prefix that contradicts --remote (Flag), are usage
+// errors: box never moves a box between daemons.
+type RemoteArgs struct {
+	Flag string // --remote, "" when not given
+	Seen string // the remote the prefixes named so far
+}
+
+// Take strips REMOTE: from v (what names it in an error) and notes the remote.
+func (r *RemoteArgs) Take(what, v string) (string, error) {
+	remote, name, ok := strings.Cut(v, ":")
+	if !ok {
+		return v, nil
+	}
+	if remote == "" || name == "" {
+		return "", errs.Usage("write REMOTE:NAME, e.g. lab:work, or --remote lab work", "%s %q: an empty remote or name", what, v)
+	}
+	switch {
+	case r.Flag != "" && remote != r.Flag:
+		return "", errs.Usage("drop the prefix or the flag", "%s %q names remote %s, but --remote is %s", what, v, remote, r.Flag)
+	case r.Seen != "" && remote != r.Seen:
+		return "", errs.Usage("box acts on one daemon at a time; copy between remotes with incus itself", "%s %q names remote %s, another argument remote %s", what, v, remote, r.Seen)
+	}
+	r.Seen = remote
+	return name, nil
+}
+
+// UntrustedHint is the hint of an answer that remote does not trust box's client
+// certificate.
+func UntrustedHint(remote string) string {
+	return fmt.Sprintf("remote %s does not trust this client certificate: add it on the server ('incus config trust add-certificate client.crt'), or re-add the remote with a trust token ('incus remote add %s TOKEN')",
+		remote, remote)
+}
