@@ -145,6 +145,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	}
 	defer release()
 	facts := Gather(p.Spec.Home, os.Getuid(), environ)
+	facts.GitCommon = GitCommon(p.Spec.Workdir)
 	// An abstract socket of the drill's own, in box's network namespace (the host's):
 	// the abstract row always has one that answers, whatever the host listens on.
 	if name, stop, err := abstractMarker(hex.EncodeToString(nonce)); err == nil {
@@ -209,7 +210,11 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	}
 	code, rep, err := s.Supervise(p, pr)
 	stillChanged := kernel.tty.changed()
-	if !forgetPlants(p.Spec.Workdir, hex.EncodeToString(nonce), rep) {
+	roots := []string{p.Spec.Workdir}
+	if facts.GitCommon != "" {
+		roots = append(roots, filepath.Join(facts.GitCommon, "worktrees"))
+	}
+	if !forgetPlants(roots, hex.EncodeToString(nonce), rep) {
 		stderr.Write(audit.Bytes()) // something besides the drill's own plants
 	}
 	if err != nil {
@@ -313,18 +318,27 @@ func bwrapLimits(s bwrap.Spec) Limits {
 }
 
 // forgetPlants removes from the quarantine what the audit moved aside of the drill's own
-// plants (every one lies under WORKDIR/.box-drill-*NONCE*; Settle removes the rest of
+// plants (every one lies under ROOT/.box-drill-*NONCE* for one of roots: the working
+// directory, and the common git directory's worktrees/; Settle removes the rest of
 // them), and the quarantine directory when nothing else is in it. It reports whether the
 // audit found only those.
-func forgetPlants(workdir, nonce string, rep *postrun.Report) bool {
+func forgetPlants(roots []string, nonce string, rep *postrun.Report) bool {
 	if rep == nil {
+		return false
+	}
+	own := func(p string) bool {
+		for _, root := range roots {
+			rel, err := filepath.Rel(root, p)
+			top, _, _ := strings.Cut(rel, "/")
+			if err == nil && strings.HasPrefix(top, ".box-drill-") && strings.Contains(top, nonce) {
+				return true
+			}
+		}
 		return false
 	}
 	only := rep.Incomplete == ""
 	for _, f := range rep.Findings {
-		rel, err := filepath.Rel(workdir, f.Path)
-		top, _, _ := strings.Cut(rel, "/")
-		if err != nil || f.Error != "" || !strings.HasPrefix(top, ".box-drill-") || !strings.Contains(top, nonce) {
+		if f.Error != "" || !own(f.Path) {
 			only = false
 			continue
 		}

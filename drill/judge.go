@@ -83,6 +83,9 @@ func verdict(pr Probe, o Observation) (Status, string) {
 	if pr.Kind == KindPlant && pr.AuditOnly {
 		seen = o.OnHost // landing inside is allowed: the host must not run it
 	}
+	if pr.Kind == KindWorktreeGitdir {
+		seen = o.OnHost // planted or refused inside: only the host's git decides
+	}
 	if pr.Kind == KindWrite {
 		switch {
 		case pr.Want == Open:
@@ -209,6 +212,9 @@ func Settle(p Plan, obs []Observation) []Observation {
 		}
 		if i, ok := idx[pr.ID]; ok && pr.Kind == KindHiddenRepo && len(pr.Targets) == 2 {
 			obs[i] = settleHiddenRepo(pr, obs[i])
+		}
+		if i, ok := idx[pr.ID]; ok && pr.Kind == KindWorktreeGitdir && len(pr.Targets) == 3 && pr.Skip == "" {
+			obs[i] = settleWorktreeGitdir(pr, obs[i])
 		}
 	}
 	for _, pr := range p.Probes {

@@ -181,6 +181,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probePlantRepo(pr.Targets)
 	case KindHiddenRepo:
 		o.Seen, o.Detail, err = probeHiddenRepo(pr.Targets)
+	case KindWorktreeGitdir:
+		o.Seen, o.Detail, err = probeWorktreeGitdir(pr.Targets)
 	case KindSSHAgent:
 		o.Seen, o.Detail, err = r.probeSSHAgent(pr.Targets) // sshagent.go
 	default:

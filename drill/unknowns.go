@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 )
 
 // KindHiddenRepo: like KindHostExec, with the planted repository's top made mode 111.
@@ -63,4 +65,114 @@ func settleHiddenRepo(pr Probe, o Observation) Observation {
 		o.Detail += "; could not remove it from the host: " + err.Error()
 	}
 	return o
+}
+
+// KindWorktreeGitdir: a linked worktree's gitdir pointer planted in the working
+// directory's common git directory, naming a directory outside the sandbox.
+const KindWorktreeGitdir Kind = "host-exec-worktree-gitdir"
+
+// worktreeGitdirProbe is the row for the working directory's repository: inside, a
+// worktrees/NAME whose gitdir names a directory beside the working directory; outside,
+// after the audit, the operator's git worktree repair, which would write a .git file
+// there (that directory becomes a work tree of the sandbox's repository). Where the
+// working directory is a linked worktree, the common git directory lies outside the
+// tree the audit walks (field test, session 10).
+func worktreeGitdirProbe(in Input, name string) Probe {
+	p := Probe{ID: "host-exec:worktree-gitdir", Group: "host-exec", Name: "worktrees/NAME/gitdir naming a directory outside, host git worktree repair",
+		Kind: KindWorktreeGitdir, Want: Blocked, Expected: "no .git written outside",
+		Targets: []string{filepath.Join(in.Facts.GitCommon, "worktrees", name), filepath.Join(filepath.Dir(in.Workdir), name+"-victim"), in.Workdir}}
+	switch {
+	case in.Facts.Git == "":
+		p.Skip = "git not installed on the host"
+	case in.Facts.GitCommon == "":
+		p.Skip = "the working directory is not a repository's top"
+	}
+	return p
+}
+
+// probeWorktreeGitdir (inside) makes worktrees/NAME in the common git directory, a
+// linked worktree's git directory whose gitdir names targets[1]/.git. A write refused
+// is the sandbox held (not seen); any other failure is an error.
+func probeWorktreeGitdir(targets []string) (bool, string, error) {
+	if len(targets) != 3 {
+		return false, "", errors.New("worktree-gitdir probe without its three targets")
+	}
+	d := targets[0]
+	if err := os.Mkdir(d, 0o755); err != nil {
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, os.ErrNotExist) {
+			return false, "not planted (" + errName(err) + ")", nil
+		}
+		return false, "", err
+	}
+	for n, c := range map[string]string{"HEAD": "ref: refs/heads/main\n", "commondir": "../..\n", "gitdir": filepath.Join(targets[1], ".git") + "\n"} {
+		if err := os.WriteFile(filepath.Join(d, n), []byte(c), 0o644); err != nil {
+			return false, "", err
+		}
+	}
+	return true, "planted " + d, nil
+}
+
+// settleWorktreeGitdir (outside) makes the victim directory, runs the operator's git
+// worktree repair in the working directory, looks for the .git file it would write, and
+// removes it all. A victim it cannot make is an error: the repair would prove nothing.
+func settleWorktreeGitdir(pr Probe, o Observation) Observation {
+	plant, victim, wd := pr.Targets[0], pr.Targets[1], pr.Targets[2]
+	defer os.RemoveAll(plant)
+	if !o.Seen || o.Err != "" {
+		return o
+	}
+	if err := os.Mkdir(victim, 0o700); err != nil {
+		o.Err = "the victim directory outside: " + err.Error()
+		return o
+	}
+	defer os.RemoveAll(victim)
+	cmd := exec.Command("git", "-c", "safe.directory=*", "worktree", "repair")
+	cmd.Dir = wd
+	cmd.Run() // its exit status is not the question; what it wrote is
+	if _, err := os.Lstat(filepath.Join(victim, ".git")); err == nil {
+		o.OnHost = true
+		o.Detail += "; the host's git worktree repair WROTE " + filepath.Join(victim, ".git")
+	} else {
+		o.Detail += "; the host's git worktree repair wrote nothing outside"
+	}
+	return o
+}
+
+// GitCommon is the common git directory of the repository whose top is wd ("" when wd
+// has no .git): the .git directory itself, or for a linked worktree or submodule the
+// directory its pointer and commondir lead to. It only reads.
+func GitCommon(wd string) string {
+	dot := filepath.Join(wd, ".git")
+	fi, err := os.Lstat(dot)
+	if err != nil {
+		return ""
+	}
+	gd := dot
+	if fi.Mode().IsRegular() {
+		b, err := os.ReadFile(dot)
+		if err != nil {
+			return ""
+		}
+		p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+		if !ok {
+			return ""
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(wd, p)
+		}
+		gd = p
+	} else if !fi.IsDir() {
+		return ""
+	}
+	if b, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+		c := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gd, c)
+		}
+		gd = c
+	}
+	if r, err := filepath.EvalSymlinks(gd); err == nil {
+		gd = r
+	}
+	return filepath.Clean(gd)
 }

@@ -138,6 +138,44 @@ echo ` + victim + `/.git > $d/gitdir`)
 	}
 }
 
+// The same pointer planted from a linked worktree (field test, session 10): box runs in
+// the worktree, its main repository lies outside the working directory, and the common
+// git directory the sandbox writes holds worktrees/. Before, the audit listed worktrees/
+// only in a git directory its walk found, so a worktrees/NAME made in the common
+// directory was never seen, and the host's git worktree repair wrote victim/.git: the
+// victim (here a directory in the home) became a work tree of the sandbox's repository.
+func TestSandboxPostRunAuditWorktreeGitdirFromLinkedWorktree(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	main := filepath.Join(filepath.Dir(w.proj), "main")
+	w.write(filepath.Join(main, "README"), "main\n")
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "README"}, {"commit", "-q", "-m", "one"},
+		{"worktree", "add", "-q", "-b", "wt", "../wt"}} {
+		if out, err := w.hostGit(main, args...); err != nil {
+			t.Fatal(args, err, out)
+		}
+	}
+	w.proj = filepath.Join(filepath.Dir(w.proj), "wt")
+	victim := filepath.Join(w.home, "victim")
+	w.write(filepath.Join(victim, "keep"), "the user's\n")
+	r := w.sh(`set -e; c=$(git rev-parse --git-common-dir); d=$c/worktrees/evil; mkdir -p $d
+echo ref: refs/heads/main > $d/HEAD; echo ../.. > $d/commondir; echo ` + victim + `/.git > $d/gitdir`)
+	t.Logf("exit %d\n%s", r.code, r.stderr)
+	if r.code != 0 || !strings.Contains(r.stderr, ".git/worktrees/evil/gitdir") {
+		t.Errorf("exit %d, want 0 and the gitdir pointer found:\n%s", r.code, r.stderr)
+	}
+	out, _ := w.hostGit(main, "worktree", "repair")
+	t.Logf("host git worktree repair: %s", out)
+	if _, err := os.Lstat(filepath.Join(victim, ".git")); err == nil {
+		t.Errorf("the host's git worktree repair wrote %s/.git", victim)
+	}
+	// The worktree's own work is no finding: a commit and a branch inside.
+	r = w.sh(`git -c user.name=a -c user.email=a@x commit -q --allow-empty -m two && git branch -q side`)
+	if r.code != 0 || strings.Contains(r.stderr, "box: audit") {
+		t.Errorf("a commit in the linked worktree: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
 // Breach 5: a sparse file in a new .git on a tmpfs project: the quarantine (on the home's
 // disk) keeps its holes; past the copy bound, it is renamed aside where it is.
 func TestSandboxPostRunAuditQuarantineSparse(t *testing.T) {

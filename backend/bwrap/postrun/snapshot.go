@@ -539,13 +539,28 @@ func (t *taker) repoKind(dot, kind string) {
 	if r.Kind == RepoDir || r.Kind == RepoBare || r.Kind == RepoGitdir {
 		t.gitdirs(filepath.Join(r.Gitdir, "modules"), 0)
 		if r.Kind != RepoGitdir || filepath.Base(filepath.Dir(r.Gitdir)) != "worktrees" {
-			if ws, err := t.readDir(filepath.Join(r.Gitdir, "worktrees")); err == nil {
-				for _, w := range ws {
-					if w.IsDir() {
-						t.repoKind(filepath.Join(r.Gitdir, "worktrees", w.Name()), RepoGitdir)
-					}
-				}
-			}
+			t.worktrees(r.Gitdir)
+		}
+	}
+	// The common directory's too, when it is not this git directory: a linked worktree
+	// (the working directory itself, its main repository outside the tree) reaches it
+	// through commondir, the sandbox writes it, and a worktrees/NAME/gitdir made there
+	// makes the host's git worktree repair write a .git file wherever it names.
+	if r.Common != "" && r.Common != r.Gitdir && !DisableCommonScan {
+		t.gitdirs(filepath.Join(r.Common, "modules"), 0)
+		t.worktrees(r.Common)
+	}
+}
+
+// worktrees takes the linked worktrees' git directories under gd/worktrees.
+func (t *taker) worktrees(gd string) {
+	ws, err := t.readDir(filepath.Join(gd, "worktrees"))
+	if err != nil {
+		return
+	}
+	for _, w := range ws {
+		if w.IsDir() {
+			t.repoKind(filepath.Join(gd, "worktrees", w.Name()), RepoGitdir)
 		}
 	}
 }
