@@ -210,11 +210,12 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	}
 	code, rep, err := s.Supervise(p, pr)
 	stillChanged := kernel.tty.changed()
-	roots := []string{p.Spec.Workdir}
+	roots, todo := []string{p.Spec.Workdir}, ""
 	if facts.GitCommon != "" {
 		roots = append(roots, filepath.Join(facts.GitCommon, "worktrees"))
+		todo = filepath.Join(facts.GitCommon, "rebase-merge", "git-rebase-todo")
 	}
-	if !forgetPlants(roots, hex.EncodeToString(nonce), rep) {
+	if !forgetPlants(roots, todo, hex.EncodeToString(nonce), rep) {
 		stderr.Write(audit.Bytes()) // something besides the drill's own plants
 	}
 	if err != nil {
@@ -320,13 +321,23 @@ func bwrapLimits(s bwrap.Spec) Limits {
 // forgetPlants removes from the quarantine what the audit moved aside of the drill's own
 // plants (every one lies under ROOT/.box-drill-*NONCE* for one of roots: the working
 // directory, and the common git directory's worktrees/; Settle removes the rest of
-// them), and the quarantine directory when nothing else is in it. It reports whether the
-// audit found only those.
-func forgetPlants(roots []string, nonce string, rep *postrun.Report) bool {
+// them; and the todo list the main-rebase row plants at the fixed path todo, when every
+// copy the audit kept holds the nonce), and the quarantine directory when nothing else is
+// in it. It reports whether the audit found only those.
+func forgetPlants(roots []string, todo, nonce string, rep *postrun.Report) bool {
 	if rep == nil {
 		return false
 	}
-	own := func(p string) bool {
+	own := func(f postrun.Finding) bool {
+		if todo != "" && f.Path == todo && len(f.Kept) > 0 {
+			for _, k := range f.Kept {
+				if b, err := os.ReadFile(k); err != nil || !strings.Contains(string(b), nonce) {
+					return false
+				}
+			}
+			return true
+		}
+		p := f.Path
 		for _, root := range roots {
 			rel, err := filepath.Rel(root, p)
 			top, _, _ := strings.Cut(rel, "/")
@@ -338,7 +349,7 @@ func forgetPlants(roots []string, nonce string, rep *postrun.Report) bool {
 	}
 	only := rep.Incomplete == ""
 	for _, f := range rep.Findings {
-		if f.Error != "" || !own(f.Path) {
+		if f.Error != "" || !own(f) {
 			only = false
 			continue
 		}

@@ -44,13 +44,18 @@ func TestDrillHiddenRepo(t *testing.T) {
 	}
 }
 
-const worktreeGitdirRow = "host-exec:worktree-gitdir"
+const (
+	worktreeGitdirRow = "host-exec:worktree-gitdir"
+	mainRebaseRow     = "host-exec:main-rebase-todo"
+)
 
 // The drill run in a linked worktree (field test, session 10): the sandbox plants
 // worktrees/NAME/gitdir in the common git directory, which lies outside the working
 // directory; the audit moves the pointer aside and the operator's git worktree repair
 // writes nothing outside (PASS). With the audit's listing of the common directory off in
-// a test build, the repair writes a .git file beside the working directory (BREACH).
+// a test build, the repair writes a .git file beside the working directory (BREACH). The
+// same for a stopped rebase planted in the common directory: the host's git status names
+// its exec line as the next command of the git rebase --continue it tells you to run.
 func TestDrillWorktreeGitdir(t *testing.T) {
 	testenv.RequireTool(t, "git")
 	for _, off := range []bool{false, true} {
@@ -74,8 +79,13 @@ func TestDrillWorktreeGitdir(t *testing.T) {
 		}
 		r := w.drill(l, "--network", "none", "--group", "host-exec")
 		t.Logf("box drill, common scan off %v (exit %d): %s %q", off, r.code, r.rows[worktreeGitdirRow].Status, r.rows[worktreeGitdirRow].Observed)
+		t.Logf("%s: %s %q", mainRebaseRow, r.rows[mainRebaseRow].Status, r.rows[mainRebaseRow].Observed)
 		r.want(t, worktreeGitdirRow, want)
+		r.want(t, mainRebaseRow, want)
 		r.want(t, hostExecRow, drill.Pass)
+		if _, err := os.Lstat(filepath.Join(main, ".git", "rebase-merge")); err == nil {
+			t.Error("the planted rebase-merge is left in the main repository")
+		}
 		left, _ := filepath.Glob(filepath.Join(main, ".git", "worktrees", ".box-drill-*"))
 		beside, _ := filepath.Glob(filepath.Join(filepath.Dir(w.proj), ".box-drill-*"))
 		if len(left)+len(beside) != 0 {

@@ -445,6 +445,7 @@ func BuildPlan(in Input) (Plan, error) {
 	add(he)
 	add(hiddenRepoProbe(in, name))     // drill/unknowns.go
 	add(worktreeGitdirProbe(in, name)) // drill/unknowns.go
+	add(mainRebaseProbe(in, name))     // drill/unknowns.go
 
 	// Network, by the contract of in.Expect.
 	inetWant, localWant, why := contract(in.Expect)

@@ -183,6 +183,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeHiddenRepo(pr.Targets)
 	case KindWorktreeGitdir:
 		o.Seen, o.Detail, err = probeWorktreeGitdir(pr.Targets)
+	case KindMainRebase:
+		o.Seen, o.Detail, err = probeMainRebase(pr.Targets)
 	case KindSSHAgent:
 		o.Seen, o.Detail, err = r.probeSSHAgent(pr.Targets) // sshagent.go
 	default:

@@ -176,3 +176,68 @@ func GitCommon(wd string) string {
 	}
 	return filepath.Clean(gd)
 }
+
+// KindMainRebase: a stopped interactive rebase planted in the working directory's common
+// git directory, its todo list an exec line.
+const KindMainRebase Kind = "host-exec-main-rebase"
+
+// mainRebaseProbe is the row for the main worktree's rebase state: inside,
+// rebase-merge/ in the common git directory (the main worktree's own, outside the working
+// directory when it is a linked worktree) with an exec line as the next command; outside,
+// after the audit, the operator's git status, which names that line as what git rebase
+// --continue (which it tells you to run) runs next. Nothing is continued: the drill
+// never rebases your repository.
+func mainRebaseProbe(in Input, name string) Probe {
+	p := Probe{ID: "host-exec:main-rebase-todo", Group: "host-exec", Name: "stopped rebase with an exec line in the common git directory, host git status",
+		Kind: KindMainRebase, Want: Blocked, Expected: "no exec line for the host's git rebase --continue",
+		Targets: []string{filepath.Join(in.Facts.GitCommon, "rebase-merge"), "exec echo " + name, in.Workdir}}
+	switch {
+	case in.Facts.Git == "":
+		p.Skip = "git not installed on the host"
+	case in.Facts.GitCommon == "":
+		p.Skip = "the working directory is not a repository's top"
+	}
+	return p
+}
+
+// probeMainRebase (inside) makes rebase-merge/ with an interactive rebase's todo list. A
+// rebase of the operator's in progress there is left alone (an error: nothing proven).
+func probeMainRebase(targets []string) (bool, string, error) {
+	if len(targets) != 3 {
+		return false, "", errors.New("main-rebase probe without its three targets")
+	}
+	d := targets[0]
+	if err := os.Mkdir(d, 0o755); err != nil {
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, os.ErrNotExist) {
+			return false, "not planted (" + errName(err) + ")", nil
+		}
+		return false, "", err // EEXIST: a rebase in progress, not the drill's to touch
+	}
+	for n, c := range map[string]string{"interactive": "", "git-rebase-todo": targets[1] + "\n"} {
+		if err := os.WriteFile(filepath.Join(d, n), []byte(c), 0o644); err != nil {
+			return false, "", err
+		}
+	}
+	return true, "planted " + d, nil
+}
+
+// settleMainRebase (outside) runs the operator's git status on the common git directory
+// and looks for the planted exec line among the commands it says come next; then removes
+// the plant.
+func settleMainRebase(pr Probe, o Observation) Observation {
+	d, line, wd := pr.Targets[0], pr.Targets[1], pr.Targets[2]
+	if !o.Seen || o.Err != "" {
+		return o
+	}
+	defer os.RemoveAll(d)
+	cmd := exec.Command("git", "-c", "safe.directory=*", "--git-dir="+filepath.Dir(d), "status")
+	cmd.Dir = wd
+	out, _ := cmd.Output()
+	if strings.Contains(string(out), line) {
+		o.OnHost = true
+		o.Detail += "; the host's git status names the planted exec line as the next command of git rebase --continue"
+	} else {
+		o.Detail += "; the host's git status shows no planted exec line"
+	}
+	return o
+}
