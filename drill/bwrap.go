@@ -209,7 +209,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		s.Stderr = kernel.tty.slave
 	}
 	code, rep, err := s.Supervise(p, pr)
-	stillChanged := kernel.tty.changed()
+	stillChanged, stillExclusive := kernel.tty.changed()
 	roots, todo := []string{p.Spec.Workdir}, ""
 	if facts.GitCommon != "" {
 		roots = append(roots, filepath.Join(facts.GitCommon, "worktrees"))
@@ -226,6 +226,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		return nil, &RunnerError{code}
 	}
 	obs = SettleTerminal(obs, stillChanged)
+	obs = SettleTermExclusive(obs, stillExclusive)
 	if kernel.tty != nil {
 		obs = SettleTermStrings(obs, kernel.tty.seen.Bytes(), hex.EncodeToString(nonce)) // terminal.go
 	}

@@ -155,6 +155,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail = probeSockets(pr.Targets)
 	case KindTraceInit:
 		o.Seen, o.Detail, err = probeTraceInit()
+	case KindTermExcl:
+		o.Seen, o.Detail, err = probeTermExclusive()
 	case KindTerminal:
 		o.Seen, o.Detail, err = probeTerminal()
 	case KindHostTTY:
