@@ -51,9 +51,10 @@ const (
 
 // The drill run in a linked worktree (field test, session 10): the sandbox plants
 // worktrees/NAME/gitdir in the common git directory, which lies outside the working
-// directory; the audit moves the pointer aside and the operator's git worktree repair
-// writes nothing outside (PASS). With the audit's listing of the common directory off in
-// a test build, the repair writes a .git file beside the working directory (BREACH). The
+// directory; the audit moves the pointer aside and the operator's git lists no worktree
+// outside (PASS). With the audit's listing of the common directory off in a test build,
+// it lists the directory beside the working directory, where its git worktree repair
+// would write a .git file (BREACH). The
 // same for a stopped rebase planted in the common directory: the host's git status names
 // its exec line as the next command of the git rebase --continue it tells you to run.
 func TestDrillWorktreeGitdir(t *testing.T) {

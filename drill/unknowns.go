@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -73,13 +74,14 @@ const KindWorktreeGitdir Kind = "host-exec-worktree-gitdir"
 
 // worktreeGitdirProbe is the row for the working directory's repository: inside, a
 // worktrees/NAME whose gitdir names a directory beside the working directory; outside,
-// after the audit, the operator's git worktree repair, which would write a .git file
-// there (that directory becomes a work tree of the sandbox's repository). Where the
+// after the audit, whether the operator's git lists that directory as a worktree (its
+// git worktree repair would then write a .git file there: the directory a work tree of
+// the sandbox's repository). Where the
 // working directory is a linked worktree, the common git directory lies outside the
 // tree the audit walks (field test, session 10).
 func worktreeGitdirProbe(in Input, name string) Probe {
 	p := Probe{ID: "host-exec:worktree-gitdir", Group: "host-exec", Name: "worktrees/NAME/gitdir naming a directory outside, host git worktree repair",
-		Kind: KindWorktreeGitdir, Want: Blocked, Expected: "no .git written outside",
+		Kind: KindWorktreeGitdir, Want: Blocked, Expected: "no worktree outside for the host's git",
 		Targets: []string{filepath.Join(in.Facts.GitCommon, "worktrees", name), filepath.Join(filepath.Dir(in.Workdir), name+"-victim"), in.Workdir}}
 	switch {
 	case in.Facts.Git == "":
@@ -112,28 +114,27 @@ func probeWorktreeGitdir(targets []string) (bool, string, error) {
 	return true, "planted " + d, nil
 }
 
-// settleWorktreeGitdir (outside) makes the victim directory, runs the operator's git
-// worktree repair in the working directory, looks for the .git file it would write, and
-// removes it all. A victim it cannot make is an error: the repair would prove nothing.
+// settleWorktreeGitdir (outside) asks the operator's git in the working directory which
+// worktrees it knows: the victim listed is the pointer obeyed, and git worktree repair
+// would write victim/.git (the drill never runs repair: it rewrites every worktree's
+// links in your repository). Then it removes the plant.
 func settleWorktreeGitdir(pr Probe, o Observation) Observation {
 	plant, victim, wd := pr.Targets[0], pr.Targets[1], pr.Targets[2]
 	defer os.RemoveAll(plant)
 	if !o.Seen || o.Err != "" {
 		return o
 	}
-	if err := os.Mkdir(victim, 0o700); err != nil {
-		o.Err = "the victim directory outside: " + err.Error()
-		return o
-	}
-	defer os.RemoveAll(victim)
-	cmd := exec.Command("git", "-c", "safe.directory=*", "worktree", "repair")
+	cmd := exec.Command("git", "-c", "safe.directory=*", "worktree", "list", "--porcelain")
 	cmd.Dir = wd
-	cmd.Run() // its exit status is not the question; what it wrote is
-	if _, err := os.Lstat(filepath.Join(victim, ".git")); err == nil {
+	out, err := cmd.Output()
+	switch {
+	case err != nil:
+		o.Err = "git worktree list: " + err.Error()
+	case slices.Contains(strings.Split(string(out), "\n"), "worktree "+victim):
 		o.OnHost = true
-		o.Detail += "; the host's git worktree repair WROTE " + filepath.Join(victim, ".git")
-	} else {
-		o.Detail += "; the host's git worktree repair wrote nothing outside"
+		o.Detail += "; the host's git lists " + victim + " as a worktree: git worktree repair would write its .git"
+	default:
+		o.Detail += "; the host's git lists no worktree outside"
 	}
 	return o
 }
