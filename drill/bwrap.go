@@ -145,6 +145,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	}
 	defer release()
 	facts := Gather(p.Spec.Home, os.Getuid(), environ)
+	facts.GitCommon = GitCommon(p.Spec.Workdir)
 	// An abstract socket of the drill's own, in box's network namespace (the host's):
 	// the abstract row always has one that answers, whatever the host listens on.
 	if name, stop, err := abstractMarker(hex.EncodeToString(nonce)); err == nil {
@@ -208,8 +209,13 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		s.Stderr = kernel.tty.slave
 	}
 	code, rep, err := s.Supervise(p, pr)
-	stillChanged := kernel.tty.changed()
-	if !forgetPlants(p.Spec.Workdir, hex.EncodeToString(nonce), rep) {
+	stillChanged, stillExclusive := kernel.tty.changed()
+	roots, todo := []string{p.Spec.Workdir}, ""
+	if facts.GitCommon != "" {
+		roots = append(roots, filepath.Join(facts.GitCommon, "worktrees"))
+		todo = filepath.Join(facts.GitCommon, "rebase-merge", "git-rebase-todo")
+	}
+	if !forgetPlants(roots, todo, hex.EncodeToString(nonce), rep) {
 		stderr.Write(audit.Bytes()) // something besides the drill's own plants
 	}
 	if err != nil {
@@ -220,6 +226,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		return nil, &RunnerError{code}
 	}
 	obs = SettleTerminal(obs, stillChanged)
+	obs = SettleTermExclusive(obs, stillExclusive)
 	if kernel.tty != nil {
 		obs = SettleTermStrings(obs, kernel.tty.seen.Bytes(), hex.EncodeToString(nonce)) // terminal.go
 	}
@@ -313,18 +320,37 @@ func bwrapLimits(s bwrap.Spec) Limits {
 }
 
 // forgetPlants removes from the quarantine what the audit moved aside of the drill's own
-// plants (every one lies under WORKDIR/.box-drill-*NONCE*; Settle removes the rest of
-// them), and the quarantine directory when nothing else is in it. It reports whether the
-// audit found only those.
-func forgetPlants(workdir, nonce string, rep *postrun.Report) bool {
+// plants (every one lies under ROOT/.box-drill-*NONCE* for one of roots: the working
+// directory, and the common git directory's worktrees/; Settle removes the rest of
+// them; and the todo list the main-rebase row plants at the fixed path todo, when every
+// copy the audit kept holds the nonce), and the quarantine directory when nothing else is
+// in it. It reports whether the audit found only those.
+func forgetPlants(roots []string, todo, nonce string, rep *postrun.Report) bool {
 	if rep == nil {
+		return false
+	}
+	own := func(f postrun.Finding) bool {
+		if todo != "" && f.Path == todo && len(f.Kept) > 0 {
+			for _, k := range f.Kept {
+				if b, err := os.ReadFile(k); err != nil || !strings.Contains(string(b), nonce) {
+					return false
+				}
+			}
+			return true
+		}
+		p := f.Path
+		for _, root := range roots {
+			rel, err := filepath.Rel(root, p)
+			top, _, _ := strings.Cut(rel, "/")
+			if err == nil && strings.HasPrefix(top, ".box-drill-") && strings.Contains(top, nonce) {
+				return true
+			}
+		}
 		return false
 	}
 	only := rep.Incomplete == ""
 	for _, f := range rep.Findings {
-		rel, err := filepath.Rel(workdir, f.Path)
-		top, _, _ := strings.Cut(rel, "/")
-		if err != nil || f.Error != "" || !strings.HasPrefix(top, ".box-drill-") || !strings.Contains(top, nonce) {
+		if f.Error != "" || !own(f) {
 			only = false
 			continue
 		}

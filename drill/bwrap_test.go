@@ -69,24 +69,24 @@ func TestForgetPlants(t *testing.T) {
 	os.MkdirAll(q, 0o755)
 	os.WriteFile(kept, nil, 0o644)
 	own := postrun.Finding{Path: filepath.Join(wd, ".box-drill-fixture-abc123", ".git", "hooks", "pre-commit"), Kept: []string{kept}}
-	if forgetPlants(wd, "abc123", nil) {
+	if forgetPlants([]string{wd}, "", "abc123", nil) {
 		t.Error("no report: forgotten")
 	}
 	other := &postrun.Report{Quarantine: q, Findings: []postrun.Finding{own, {Path: filepath.Join(wd, ".git", "hooks", "x")}}}
-	if forgetPlants(wd, "abc123", other) {
+	if forgetPlants([]string{wd}, "", "abc123", other) {
 		t.Error("a finding of the operator's: forgotten")
 	}
 	if _, err := os.Stat(q); err != nil {
 		t.Errorf("the quarantine went with another finding in it: %v", err)
 	}
 	os.WriteFile(kept, nil, 0o644)
-	if !forgetPlants(wd, "abc123", &postrun.Report{Quarantine: q, Findings: []postrun.Finding{own}}) {
+	if !forgetPlants([]string{wd}, "", "abc123", &postrun.Report{Quarantine: q, Findings: []postrun.Finding{own}}) {
 		t.Error("only the drill's plants: not forgotten")
 	}
 	if _, err := os.Stat(q); !os.IsNotExist(err) {
 		t.Errorf("the quarantine stays: %v", err)
 	}
-	if forgetPlants(wd, "abc123", &postrun.Report{Incomplete: "files", Findings: []postrun.Finding{own}}) {
+	if forgetPlants([]string{wd}, "", "abc123", &postrun.Report{Incomplete: "files", Findings: []postrun.Finding{own}}) {
 		t.Error("an incomplete audit: forgotten")
 	}
 }

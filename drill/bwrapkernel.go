@@ -42,16 +42,17 @@ func (t *bwrapTTY) Write(b []byte) (int, error) {
 
 // changed reports whether the terminal's modes differ from before the launch, and ends
 // the terminal (its output has been copied to the drill's stderr).
-func (t *bwrapTTY) changed() bool {
+func (t *bwrapTTY) changed() (changed, exclusive bool) {
 	if t == nil {
-		return false
+		return false, false
 	}
 	now, err := unix.IoctlGetTermios(int(t.slave.Fd()), unix.TCGETS)
 	excl, xerr := unix.IoctlGetInt(int(t.slave.Fd()), unix.TIOCGEXCL)
 	t.slave.Close()
 	t.drained.Wait()
 	t.master.Close()
-	return err != nil || *now != t.before || xerr != nil || excl != 0 // a new pty is not exclusive
+	exclusive = xerr != nil || excl != 0 // a new pty is not exclusive
+	return err != nil || *now != t.before || exclusive, exclusive
 }
 
 // bwrapKernel leaks an fd on the operator's home (not close-on-exec, as a leaky

@@ -7,7 +7,9 @@ package drill_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/heavy-duty/box/drill"
@@ -32,6 +34,63 @@ func TestDrillHiddenRepo(t *testing.T) {
 		r.want(t, hostExecRow, drill.Pass) // the audit itself is on
 		if ents, _ := filepath.Glob(filepath.Join(w.proj, ".box-drill-*")); len(ents) != 0 {
 			t.Errorf("left in the project: %v", ents)
+		}
+		if !off {
+			_, qdir := auditDirs(w)
+			if q, _ := os.ReadDir(qdir); len(q) != 0 {
+				t.Errorf("left in the quarantine: %v", q)
+			}
+		}
+	}
+}
+
+const (
+	worktreeGitdirRow = "host-exec:worktree-gitdir"
+	mainRebaseRow     = "host-exec:main-rebase-todo"
+)
+
+// The drill run in a linked worktree (field test, session 10): the sandbox plants
+// worktrees/NAME/gitdir in the common git directory, which lies outside the working
+// directory; the audit moves the pointer aside and the operator's git lists no worktree
+// outside (PASS). With the audit's listing of the common directory off in a test build,
+// it lists the directory beside the working directory, where its git worktree repair
+// would write a .git file (BREACH). The
+// same for a stopped rebase planted in the common directory: the host's git status names
+// its exec line as the next command of the git rebase --continue it tells you to run.
+func TestDrillWorktreeGitdir(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	for _, off := range []bool{false, true} {
+		w, l := labWorld(t)
+		main := filepath.Join(filepath.Dir(w.proj), "main")
+		w.write(filepath.Join(main, "README"), "main\n")
+		for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "README"}, {"commit", "-q", "-m", "one"},
+			{"worktree", "add", "-q", "-b", "wt", "../wt"}} {
+			c := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@x"}, args...)...)
+			c.Dir, c.Env = main, w.env
+			c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Fatal(args, err, string(out))
+			}
+		}
+		w.proj = filepath.Join(filepath.Dir(w.proj), "wt")
+		want := drill.Pass
+		if off {
+			w.withProtectionOff(t, "audit-common")
+			want = drill.Breach
+		}
+		r := w.drill(l, "--network", "none", "--group", "host-exec")
+		t.Logf("box drill, common scan off %v (exit %d): %s %q", off, r.code, r.rows[worktreeGitdirRow].Status, r.rows[worktreeGitdirRow].Observed)
+		t.Logf("%s: %s %q", mainRebaseRow, r.rows[mainRebaseRow].Status, r.rows[mainRebaseRow].Observed)
+		r.want(t, worktreeGitdirRow, want)
+		r.want(t, mainRebaseRow, want)
+		r.want(t, hostExecRow, drill.Pass)
+		if _, err := os.Lstat(filepath.Join(main, ".git", "rebase-merge")); err == nil {
+			t.Error("the planted rebase-merge is left in the main repository")
+		}
+		left, _ := filepath.Glob(filepath.Join(main, ".git", "worktrees", ".box-drill-*"))
+		beside, _ := filepath.Glob(filepath.Join(filepath.Dir(w.proj), ".box-drill-*"))
+		if len(left)+len(beside) != 0 {
+			t.Errorf("left on the host: %v %v", left, beside)
 		}
 		if !off {
 			_, qdir := auditDirs(w)

@@ -77,11 +77,14 @@ func Judge(p Plan, obs []Observation) []Result {
 
 func verdict(pr Probe, o Observation) (Status, string) {
 	seen, detail := o.Seen, o.Detail
-	if pr.Kind == KindTerminal || pr.Kind == KindTermStrings {
+	if pr.Kind == KindTerminal || pr.Kind == KindTermStrings || pr.Kind == KindTermExcl {
 		seen = o.OnHost // only the outside sees what box put back, or passed on
 	}
 	if pr.Kind == KindPlant && pr.AuditOnly {
 		seen = o.OnHost // landing inside is allowed: the host must not run it
+	}
+	if pr.Kind == KindWorktreeGitdir || pr.Kind == KindMainRebase {
+		seen = o.OnHost // planted or refused inside: only the host's git decides
 	}
 	if pr.Kind == KindWrite {
 		switch {
@@ -209,6 +212,12 @@ func Settle(p Plan, obs []Observation) []Observation {
 		}
 		if i, ok := idx[pr.ID]; ok && pr.Kind == KindHiddenRepo && len(pr.Targets) == 2 {
 			obs[i] = settleHiddenRepo(pr, obs[i])
+		}
+		if i, ok := idx[pr.ID]; ok && pr.Kind == KindWorktreeGitdir && len(pr.Targets) == 3 && pr.Skip == "" {
+			obs[i] = settleWorktreeGitdir(pr, obs[i])
+		}
+		if i, ok := idx[pr.ID]; ok && pr.Kind == KindMainRebase && len(pr.Targets) == 3 && pr.Skip == "" {
+			obs[i] = settleMainRebase(pr, obs[i])
 		}
 	}
 	for _, pr := range p.Probes {

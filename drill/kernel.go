@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -16,14 +17,15 @@ import (
 // The kernel surface's probes: what the sandboxed command can make the kernel do beyond
 // its namespaces.
 const (
-	KindFD        Kind = "fd"         // the fd the drill leaked (Targets[0]: "FD DEV:INO") open inside = seen
-	KindKeyring   Kind = "keyring"    // the session keyring is the host's (Targets[0]: its serial) = seen
-	KindSeccomp   Kind = "seccomp"    // no seccomp filter on the probe, or one that refuses nothing = seen
-	KindSyscall   Kind = "syscall"    // any syscall of Targets not refused (EPERM; clone3 ENOSYS) = seen
-	KindSocket    Kind = "socket"     // any socket of Targets (socketTargets names) creatable = seen
-	KindTraceInit Kind = "trace-init" // the sandbox's pid 1 can be ptrace-attached (and is left stopped) = seen
-	KindTerminal  Kind = "terminal"   // inside: fd 2's modes changed; seen = still changed after (SettleTerminal)
-	KindSysVShm   Kind = "sysv-shm"   // the operator's segment Targets[0] ("ID MARKER") attached and read = seen
+	KindFD        Kind = "fd"                 // the fd the drill leaked (Targets[0]: "FD DEV:INO") open inside = seen
+	KindKeyring   Kind = "keyring"            // the session keyring is the host's (Targets[0]: its serial) = seen
+	KindSeccomp   Kind = "seccomp"            // no seccomp filter on the probe, or one that refuses nothing = seen
+	KindSyscall   Kind = "syscall"            // any syscall of Targets not refused (EPERM; clone3 ENOSYS) = seen
+	KindSocket    Kind = "socket"             // any socket of Targets (socketTargets names) creatable = seen
+	KindTraceInit Kind = "trace-init"         // the sandbox's pid 1 can be ptrace-attached (and is left stopped) = seen
+	KindTerminal  Kind = "terminal"           // inside: fd 2's modes changed; seen = still changed after (SettleTerminal)
+	KindTermExcl  Kind = "terminal-exclusive" // inside: TIOCEXCL on fd 2; seen = still exclusive after (SettleTermExclusive)
+	KindSysVShm   Kind = "sysv-shm"           // the operator's segment Targets[0] ("ID MARKER") attached and read = seen
 )
 
 // Kernel is what BuildPlan needs for the kernel group.
@@ -243,6 +245,12 @@ func kernelProbes(in Input) []Probe {
 		term.Skip = "no terminal to test with"
 	}
 	add(term)
+	excl := Probe{ID: "kernel:tty-exclusive", Group: "kernel", Name: "the terminal's exclusive flag (TIOCEXCL) after the sandbox",
+		Kind: KindTermExcl, Want: Blocked, Expected: "not exclusive after"}
+	if !k.Terminal {
+		excl.Skip = "no terminal to test with"
+	}
+	add(excl)
 	add(hostTTYProbe(k))
 	add(termStringsProbe(k, in.Nonce))
 	return out
@@ -369,10 +377,43 @@ func probeTerminal() (bool, string, error) {
 		return false, "", err
 	}
 	// Exclusive mode: not a termios mode, and every later open of the terminal fails.
-	if err := unix.IoctlSetInt(2, unix.TIOCEXCL, 0); err != nil {
+	// box's filter refuses it (EPERM); whether the terminal is left exclusive is seen
+	// outside either way.
+	if err := unix.IoctlSetInt(2, unix.TIOCEXCL, 0); errors.Is(err, unix.EPERM) {
+		return false, "echo and canonical mode turned off inside; exclusive mode refused (EPERM)", nil
+	} else if err != nil {
 		return false, "", fmt.Errorf("TIOCEXCL: %v", err)
 	}
 	return false, "echo and canonical mode turned off and exclusive mode on inside", nil
+}
+
+// probeTermExclusive sets the exclusive flag on stderr's terminal, as a hostile command
+// would on a terminal it shares with the operator (the Landlock mode): every later open
+// of it by the operator's programs fails with EBUSY. Whether it outlived the run is seen
+// outside.
+func probeTermExclusive() (bool, string, error) {
+	if _, err := unix.IoctlGetTermios(2, unix.TCGETS); err != nil {
+		return false, "", fmt.Errorf("stderr is not a terminal: %v", err)
+	}
+	if err := unix.IoctlSetInt(2, unix.TIOCEXCL, 0); err != nil {
+		return false, "TIOCEXCL refused (" + err.Error() + ")", nil
+	}
+	return false, "TIOCEXCL set inside", nil
+}
+
+// SettleTermExclusive records, outside, whether the drill's terminal was left exclusive.
+func SettleTermExclusive(obs []Observation, exclusive bool) []Observation {
+	for i := range obs {
+		if obs[i].ID == "kernel:tty-exclusive" && obs[i].Err == "" {
+			obs[i].OnHost = exclusive
+			if exclusive {
+				obs[i].Detail += "; STILL EXCLUSIVE after box exited: every open of the terminal fails"
+			} else {
+				obs[i].Detail += "; not exclusive after"
+			}
+		}
+	}
+	return obs
 }
 
 // SettleTerminal records, outside, whether the terminal's modes were still changed once

@@ -151,6 +151,7 @@ type Facts struct {
 	Listening    []int           // TCP ports listening on a wildcard or a host address
 	Setuid       string          // a setuid-root binary in a system directory ("" none)
 	Git          string          // git on the host's PATH ("" none): the protect group runs it
+	GitCommon    string          // the working directory's common git directory ("" none: GitCommon)
 	OuterCmdline string
 	// Sockets are the refused socket families and protocols the operator can open here;
 	// SessionKeyring is the operator's session keyring serial (0: none).
@@ -442,7 +443,9 @@ func BuildPlan(in Input) (Plan, error) {
 		he.Skip = "git not installed on the host"
 	}
 	add(he)
-	add(hiddenRepoProbe(in, name)) // drill/unknowns.go
+	add(hiddenRepoProbe(in, name))     // drill/unknowns.go
+	add(worktreeGitdirProbe(in, name)) // drill/unknowns.go
+	add(mainRebaseProbe(in, name))     // drill/unknowns.go
 
 	// Network, by the contract of in.Expect.
 	inetWant, localWant, why := contract(in.Expect)

@@ -155,6 +155,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail = probeSockets(pr.Targets)
 	case KindTraceInit:
 		o.Seen, o.Detail, err = probeTraceInit()
+	case KindTermExcl:
+		o.Seen, o.Detail, err = probeTermExclusive()
 	case KindTerminal:
 		o.Seen, o.Detail, err = probeTerminal()
 	case KindHostTTY:
@@ -181,6 +183,10 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probePlantRepo(pr.Targets)
 	case KindHiddenRepo:
 		o.Seen, o.Detail, err = probeHiddenRepo(pr.Targets)
+	case KindWorktreeGitdir:
+		o.Seen, o.Detail, err = probeWorktreeGitdir(pr.Targets)
+	case KindMainRebase:
+		o.Seen, o.Detail, err = probeMainRebase(pr.Targets)
 	case KindSSHAgent:
 		o.Seen, o.Detail, err = r.probeSSHAgent(pr.Targets) // sshagent.go
 	default:

@@ -68,6 +68,7 @@ const (
 const (
 	tiocsti   = 0x5412
 	tioclinux = 0x541c
+	tiocexcl  = 0x540c
 	perLinux  = 0x0000
 	perQuery  = 0xffffffff // personality(0xffffffff) reads the persona
 )
@@ -109,8 +110,8 @@ var SyscallGroups = []SyscallGroup{
 		Rules:   []SyscallRule{{Syscall: "clone", Tests: []SyscallTest{{Arg: 0, Op: SyscallAnyBit, Values: []uint32{cloneNew}}}}}},
 	{Name: "clone3", Errno: unix.ENOSYS, Why: "clone3 passes its flags in memory the filter cannot read; ENOSYS makes glibc fall back to clone, whose flags it checks",
 		Refused: []string{"clone3"}},
-	{Name: "tty", Why: "TIOCSTI types into the terminal box runs in (commands run after box exits); TIOCLINUX does the same on a virtual console",
-		Rules: []SyscallRule{{Syscall: "ioctl", Tests: []SyscallTest{{Arg: 1, Op: SyscallIn, Values: []uint32{tiocsti, tioclinux}}}}}},
+	{Name: "tty", Why: "TIOCSTI types into the terminal box runs in (commands run after box exits); TIOCLINUX does the same on a virtual console; TIOCEXCL on a terminal the Landlock mode shares leaves it exclusive after box exits (every open of it by you fails)",
+		Rules: []SyscallRule{{Syscall: "ioctl", Tests: []SyscallTest{{Arg: 1, Op: SyscallIn, Values: []uint32{tiocsti, tioclinux, tiocexcl}}}}}},
 	{Name: "modules", Why: "loading and unloading kernel modules",
 		Refused: []string{"init_module", "finit_module", "delete_module", "create_module", "query_module", "get_kernel_syms"}},
 	{Name: "kexec", Why: "replacing the running kernel",

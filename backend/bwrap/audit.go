@@ -108,6 +108,7 @@ func RecoverAudits(workdir, dataHome string) ([]*postrun.Report, error) {
 	pdir, qdir := AuditDirs(dataHome)
 	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
 	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
+	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
 	ents, err := os.ReadDir(pdir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -159,6 +160,7 @@ func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit,
 	a = &Audit{in: in, quarantine: qdir}
 	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
 	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
+	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return nil, fmt.Errorf("post-run audit: %w", err)
 	}
@@ -236,6 +238,11 @@ const ProtAuditModes = "audit-modes"
 // through (postrun.DisableLinkGuards), so the drill's link-out row can be shown to catch
 // its absence.
 const ProtAuditLinks = "audit-links"
+
+// ProtAuditCommon names the audit's listing of a linked worktree's common git directory
+// (postrun.DisableCommonScan), so the drill's worktree-gitdir row can be shown to catch
+// its absence.
+const ProtAuditCommon = "audit-common"
 
 // ProtAuditConcurrent names the audit's use of the tree's baseline by runs that start
 // while others run (switched off only in a test build, to show the breach).

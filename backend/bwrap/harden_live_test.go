@@ -198,3 +198,63 @@ func TestLandlockHardenDrillRows(t *testing.T) {
 		t.Errorf("the breaches did not fail the drill: exit %d", code)
 	}
 }
+
+// The Landlock mode shares box's terminal, and the command set its exclusive flag
+// (TIOCEXCL; field test, session 10): after the run every open of that terminal by your
+// own programs failed with EBUSY (a new shell's /dev/tty, ssh's and sudo's password
+// prompts, tmux), until a `TIOCNXCL` or a new terminal. The tty group of box's syscall
+// filter now refuses it, as it refuses TIOCSTI.
+func TestLandlockTerminalExclusive(t *testing.T) {
+	testenv.RequireTool(t, "perl")
+	w := landlockWorld(t)
+	m, s := boxtest.OpenPty(t)
+	defer m.Close()
+	defer s.Close()
+	boxtest.Must(t, s.Chown(w.UID, w.GID))
+	screen := boxtest.WatchPTY(m)
+	c := w.Cmd("run", "-p", "ll", "-y", "-q", "--isolation", "landlock", "--", "perl", "-e",
+		`print ioctl(STDOUT, 0x540C, 0) ? "EXCL-SET\n" : "EXCL-REFUSED $!\n"; print "DONE-PROBES\n"`)
+	c.Stdin, c.Stdout, c.Stderr = s, s, s
+	boxtest.Must(t, c.Start())
+	screen.WaitFor(t, 0, "DONE-PROBES", 2*time.Minute)
+	if err := c.Wait(); err != nil {
+		t.Errorf("box run: %v", err)
+	}
+	t.Logf("on the terminal:\n%s", screen.String())
+	excl, err := unix.IoctlGetInt(int(s.Fd()), unix.TIOCGEXCL)
+	boxtest.Must(t, err)
+	if excl != 0 {
+		t.Errorf("after the Landlock run your terminal is left exclusive: every open of it by you fails (EBUSY)")
+	}
+}
+
+// The drill's kernel:tty-exclusive row in the Landlock mode: the command shares
+// box's terminal, and the filter refuses the exclusive flag, so the drill's terminal is
+// not left exclusive (PASS); with box's syscall filter off (a test build), the flag
+// outlives the run (BREACH).
+func TestLandlockDrillTerminalRow(t *testing.T) {
+	w := landlockWorld(t)
+	row := func() drill.Result {
+		r := w.Run("drill", "-p", "ll", "--isolation", "landlock", "--group", "kernel", "--json")
+		var rs []drill.Result
+		if err := json.Unmarshal([]byte(r.Stdout), &rs); err != nil {
+			t.Fatalf("box drill --json: %v (exit %d)\n%s", err, r.Code, r.Stderr)
+		}
+		for _, x := range rs {
+			if x.ID == "kernel:tty-exclusive" {
+				return x
+			}
+		}
+		t.Fatalf("no kernel:tty-exclusive row:\n%s", r.Stdout)
+		return drill.Result{}
+	}
+	if got := row(); got.Status != drill.Pass {
+		t.Errorf("kernel:tty-exclusive: %s %s", got.Status, got.Observed)
+	}
+	w.WithProtectionOff(t, bwrap.ProtSeccomp)
+	if got := row(); got.Status != drill.Breach {
+		t.Errorf("filter off: kernel:tty-exclusive: %s %s", got.Status, got.Observed)
+	} else {
+		t.Logf("filter off: %s %s", got.Status, got.Observed)
+	}
+}

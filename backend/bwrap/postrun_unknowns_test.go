@@ -138,6 +138,44 @@ echo ` + victim + `/.git > $d/gitdir`)
 	}
 }
 
+// The same pointer planted from a linked worktree (field test, session 10): box runs in
+// the worktree, its main repository lies outside the working directory, and the common
+// git directory the sandbox writes holds worktrees/. Before, the audit listed worktrees/
+// only in a git directory its walk found, so a worktrees/NAME made in the common
+// directory was never seen, and the host's git worktree repair wrote victim/.git: the
+// victim (here a directory in the home) became a work tree of the sandbox's repository.
+func TestSandboxPostRunAuditWorktreeGitdirFromLinkedWorktree(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	main := filepath.Join(filepath.Dir(w.proj), "main")
+	w.write(filepath.Join(main, "README"), "main\n")
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "README"}, {"commit", "-q", "-m", "one"},
+		{"worktree", "add", "-q", "-b", "wt", "../wt"}} {
+		if out, err := w.hostGit(main, args...); err != nil {
+			t.Fatal(args, err, out)
+		}
+	}
+	w.proj = filepath.Join(filepath.Dir(w.proj), "wt")
+	victim := filepath.Join(w.home, "victim")
+	w.write(filepath.Join(victim, "keep"), "the user's\n")
+	r := w.sh(`set -e; c=$(git rev-parse --git-common-dir); d=$c/worktrees/evil; mkdir -p $d
+echo ref: refs/heads/main > $d/HEAD; echo ../.. > $d/commondir; echo ` + victim + `/.git > $d/gitdir`)
+	t.Logf("exit %d\n%s", r.code, r.stderr)
+	if r.code != 0 || !strings.Contains(r.stderr, ".git/worktrees/evil/gitdir") {
+		t.Errorf("exit %d, want 0 and the gitdir pointer found:\n%s", r.code, r.stderr)
+	}
+	out, _ := w.hostGit(main, "worktree", "repair")
+	t.Logf("host git worktree repair: %s", out)
+	if _, err := os.Lstat(filepath.Join(victim, ".git")); err == nil {
+		t.Errorf("the host's git worktree repair wrote %s/.git", victim)
+	}
+	// The worktree's own work is no finding: a commit and a branch inside.
+	r = w.sh(`git -c user.name=a -c user.email=a@x commit -q --allow-empty -m two && git branch -q side`)
+	if r.code != 0 || strings.Contains(r.stderr, "box: audit") {
+		t.Errorf("a commit in the linked worktree: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
 // Breach 5: a sparse file in a new .git on a tmpfs project: the quarantine (on the home's
 // disk) keeps its holes; past the copy bound, it is renamed aside where it is.
 func TestSandboxPostRunAuditQuarantineSparse(t *testing.T) {
@@ -228,4 +266,70 @@ func TestSandboxPostRunAuditCannotFinish(t *testing.T) {
 	if w.hostRan(filepath.Join(x, "sub", "evil")) {
 		t.Errorf("the host's git status ran the planted core.fsmonitor")
 	}
+}
+
+// linkedWorktree makes a repository at home/src/main with three commits and
+// extensions.worktreeConfig, adds the linked worktree home/src/wt, and points w at it:
+// the main worktree's git directory (the common one) lies outside the working directory.
+func linkedWorktree(t *testing.T, w *world) (main string) {
+	t.Helper()
+	main = filepath.Join(filepath.Dir(w.proj), "main")
+	w.write(filepath.Join(main, "README"), "main\n")
+	steps := [][]string{{"init", "-q", "-b", "main"}}
+	for _, n := range []string{"1", "2", "3"} {
+		steps = append(steps, []string{"commit", "-q", "--allow-empty", "-m", n})
+	}
+	steps = append(steps, []string{"config", "extensions.worktreeConfig", "true"}, []string{"worktree", "add", "-q", "-b", "wt", "../wt"})
+	for _, args := range steps {
+		if out, err := w.hostGit(main, args...); err != nil {
+			t.Fatal(args, err, out)
+		}
+	}
+	w.proj = filepath.Join(filepath.Dir(w.proj), "wt")
+	return main
+}
+
+// From a linked worktree the sandbox writes the main worktree's own state in the common
+// git directory (field test, session 10): a stopped rebase whose todo holds an exec line
+// (the host's git status in the main worktree says to run git rebase --continue, which
+// runs it), and, where the common directory's config.worktree is not bound read-only
+// (the Landlock mode), a core.fsmonitor in it (the host's git status runs it). Before,
+// the audit guarded these only in the worktree's own git directory.
+func TestSandboxPostRunAuditMainWorktreeStateFromLinkedWorktree(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	t.Run("rebase-todo", func(t *testing.T) {
+		w := newWorld(t)
+		main := linkedWorktree(t, w)
+		mark := filepath.Join(w.markerDir(), "rebase")
+		r := w.sh(`set -e; c=$(git rev-parse --git-common-dir); g=$(git rev-parse --git-dir)
+GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git -c user.name=a -c user.email=a@x rebase -q -i HEAD~2
+cp -r $g/rebase-merge $c/rebase-merge; git rebase --abort
+echo refs/heads/main > $c/rebase-merge/head-name
+echo "exec echo RAN > ` + mark + `" > $c/rebase-merge/git-rebase-todo`)
+		t.Logf("exit %d\n%s", r.code, r.stderr)
+		if r.code != 0 || !strings.Contains(r.stderr, "main/.git/rebase-merge/git-rebase-todo") {
+			t.Errorf("exit %d, want 0 and the main worktree's todo list found:\n%s", r.code, r.stderr)
+		}
+		out, _ := w.hostGit(main, "rebase", "--continue")
+		t.Logf("host git rebase --continue: %s", out)
+		if _, err := os.Lstat(mark); err == nil {
+			t.Errorf("the host's git rebase --continue in the main worktree ran the planted exec line")
+		}
+	})
+	t.Run("config.worktree", func(t *testing.T) {
+		p := landlockWorld(t)
+		w := &world{t: p.T, box: p.Box, uid: p.UID, gid: p.GID, home: p.Home, proj: p.Proj, env: p.Env}
+		main := linkedWorktree(t, w)
+		mark := filepath.Join(w.markerDir(), "fsmonitor")
+		r := w.sh(`set -e; c=$(git rev-parse --git-common-dir)
+printf '[core]\n\tfsmonitor = "echo RAN > `+mark+`; false"\n' >> $c/config.worktree`, "-p", "ll", "--isolation", "landlock")
+		t.Logf("exit %d\n%s", r.code, r.stderr)
+		if r.code != 0 || !strings.Contains(r.stderr, "main/.git/config.worktree: added core.fsmonitor") {
+			t.Errorf("exit %d, want 0 and the main worktree's config.worktree found:\n%s", r.code, r.stderr)
+		}
+		w.hostGit(main, "status")
+		if _, err := os.Lstat(mark); err == nil {
+			t.Errorf("the host's git status in the main worktree ran the planted core.fsmonitor")
+		}
+	})
 }

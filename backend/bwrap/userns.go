@@ -100,9 +100,13 @@ func DiagnoseUserns(f UsernsFacts) UsernsDiagnosis {
 			Detail: "unprivileged user namespaces are disabled: kernel.unprivileged_userns_clone=0",
 			Fix:    "as root: sysctl -w kernel.unprivileged_userns_clone=1"}
 	case errno == syscall.ENOSPC:
+		// The limit may be an enclosing user namespace's, which this one cannot read: a
+		// sandbox or runner that made it and forbade nesting (bwrap --disable-userns
+		// leaves this namespace's own sysctl at its default).
 		return UsernsDiagnosis{Cause: UsernsMaxZero,
-			Detail: "no user namespace left to create: the count allowed by user.max_user_namespaces=" + orUnknown(f.MaxUserNS) + " is used up",
-			Fix:    "as root: raise user.max_user_namespaces (sysctl -w user.max_user_namespaces=15000)"}
+			Detail: "no user namespace left to create (ENOSPC): the count allowed by user.max_user_namespaces=" + orUnknown(f.MaxUserNS) +
+				" is used up, or an enclosing user namespace's limit is (a container, runner or sandbox around box that forbids nesting, such as bwrap --disable-userns)",
+			Fix: "as root where the limit is set: raise user.max_user_namespaces (sysctl -w user.max_user_namespaces=15000); an enclosing namespace's limit cannot be raised from inside it: run box outside it"}
 	case f.AppArmorRestrict == "1":
 		return apparmorCase(f)
 	case errno == syscall.EPERM:

@@ -38,6 +38,11 @@ func TestDiagnoseUserns(t *testing.T) {
 			TrialRan: true, TrialErr: trialFailed, TrialStderr: noPerm}, UsernsMaxZero, []string{"user.max_user_namespaces=0"}, "sysctl -w user.max_user_namespaces="},
 		{"count used up", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "3", Unshare: &fs.PathError{Err: syscall.ENOSPC},
 			TrialRan: true, TrialErr: trialFailed}, UsernsMaxZero, []string{"user.max_user_namespaces=3 is used up"}, "raise user.max_user_namespaces"},
+		// Field test (session 10): box in a user namespace made by bwrap --disable-userns,
+		// as a CI runner's sandbox does; this namespace's own limit is the default, the
+		// enclosing one's is used up and cannot be raised from inside.
+		{"count used up in an enclosing namespace", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "2147483647", Unshare: &fs.PathError{Err: syscall.ENOSPC},
+			TrialRan: true, TrialErr: trialFailed}, UsernsMaxZero, []string{"or an enclosing user namespace's limit", "--disable-userns"}, "cannot be raised from inside"},
 		{"Debian's unprivileged_userns_clone=0", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", UnprivClone: "0", Unshare: eperm,
 			TrialRan: true, TrialErr: trialFailed, TrialStderr: noPerm}, UsernsCloneOff, []string{"kernel.unprivileged_userns_clone=0"}, "unprivileged_userns_clone=1"},
 		{"container: seccomp refuses CLONE_NEWUSER", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", SeccompMode: "2", Unshare: eperm,

@@ -29,6 +29,12 @@ var DisableModeRepair bool
 // set in box itself.
 var DisableLinkGuards bool
 
+// DisableCommonScan switches off the listing of a common git directory's worktrees/ and
+// modules/ when it is not the repository's own git directory (a linked worktree's), so
+// the drill's worktree-gitdir row can be shown to catch its absence. Only a test build
+// sets it.
+var DisableCommonScan bool
+
 // access is the modes the audit changed, to put back.
 type access struct {
 	saved []savedMode

@@ -487,6 +487,12 @@ func (t *taker) repoKind(dot, kind string) {
 		files = append(files, filepath.Join(r.Gitdir, "config"))
 	}
 	files = append(files, filepath.Join(r.Gitdir, "config.worktree"))
+	if r.Common != r.Gitdir && !DisableCommonScan {
+		// The main worktree's own: git there reads it (extensions.worktreeConfig), and
+		// the sandbox in a linked worktree can write it where it is not bound read-only
+		// (the Landlock mode).
+		files = append(files, filepath.Join(r.Common, "config.worktree"))
+	}
 	for _, f := range files {
 		t.config(r, f, nil)
 	}
@@ -523,29 +529,54 @@ func (t *taker) repoKind(dot, kind string) {
 	// A rebase stopped in the sandbox (a conflict, a break) is carried on by the host's
 	// git rebase --continue, which runs the todo list's exec lines.
 	if r.Gitdir != "" {
-		t.guardTodo(filepath.Join(r.Gitdir, "rebase-merge", "git-rebase-todo"),
-			"git rebase --continue (git status tells you to run it) runs the todo list's exec lines through the shell", TodoExecs)
-		// The merge strategy a stopped rebase or cherry-pick carries on with: git runs
-		// git-merge-NAME, and a NAME with a slash is a path from the work tree.
-		t.guardTodo(filepath.Join(r.Gitdir, "rebase-merge", "strategy"),
-			"git rebase --continue runs git-merge-STRATEGY (a strategy with a slash is a program in the work tree)", StrategyExecs)
-		t.guardTodo(filepath.Join(r.Gitdir, "sequencer", "opts"),
-			"git cherry-pick/revert --continue runs git-merge-STRATEGY for the options' strategy", SequencerOptsExec)
-		t.guardTodo(filepath.Join(r.Gitdir, "sequencer", "todo"),
-			"git cherry-pick/revert --continue carries on with the sequencer's todo list, exec lines included", TodoExecs)
+		t.todos(r.Gitdir)
 	}
 	// The git directories of its submodules and linked worktrees, wherever their work
 	// trees are.
 	if r.Kind == RepoDir || r.Kind == RepoBare || r.Kind == RepoGitdir {
 		t.gitdirs(filepath.Join(r.Gitdir, "modules"), 0)
 		if r.Kind != RepoGitdir || filepath.Base(filepath.Dir(r.Gitdir)) != "worktrees" {
-			if ws, err := t.readDir(filepath.Join(r.Gitdir, "worktrees")); err == nil {
-				for _, w := range ws {
-					if w.IsDir() {
-						t.repoKind(filepath.Join(r.Gitdir, "worktrees", w.Name()), RepoGitdir)
-					}
-				}
-			}
+			t.worktrees(r.Gitdir)
+		}
+	}
+	// The common directory's too, when it is not this git directory: a linked worktree
+	// (the working directory itself, its main repository outside the tree) reaches it
+	// through commondir, the sandbox writes it, and a worktrees/NAME/gitdir made there
+	// makes the host's git worktree repair write a .git file wherever it names.
+	// The common directory is the main worktree's git directory too: a rebase or
+	// cherry-pick left stopped there is carried on by the host's git in the main worktree.
+	if r.Common != "" && r.Common != r.Gitdir && !DisableCommonScan {
+		t.gitdirs(filepath.Join(r.Common, "modules"), 0)
+		t.worktrees(r.Common)
+		t.todos(r.Common)
+	}
+}
+
+// todos guards a git directory's stopped rebase and sequencer state: the host's git
+// rebase (cherry-pick, revert) --continue, which git status tells you to run, runs the
+// todo list's exec lines and the strategy it names.
+func (t *taker) todos(gd string) {
+	t.guardTodo(filepath.Join(gd, "rebase-merge", "git-rebase-todo"),
+		"git rebase --continue (git status tells you to run it) runs the todo list's exec lines through the shell", TodoExecs)
+	// The merge strategy a stopped rebase or cherry-pick carries on with: git runs
+	// git-merge-NAME, and a NAME with a slash is a path from the work tree.
+	t.guardTodo(filepath.Join(gd, "rebase-merge", "strategy"),
+		"git rebase --continue runs git-merge-STRATEGY (a strategy with a slash is a program in the work tree)", StrategyExecs)
+	t.guardTodo(filepath.Join(gd, "sequencer", "opts"),
+		"git cherry-pick/revert --continue runs git-merge-STRATEGY for the options' strategy", SequencerOptsExec)
+	t.guardTodo(filepath.Join(gd, "sequencer", "todo"),
+		"git cherry-pick/revert --continue carries on with the sequencer's todo list, exec lines included", TodoExecs)
+}
+
+// worktrees takes the linked worktrees' git directories under gd/worktrees.
+func (t *taker) worktrees(gd string) {
+	ws, err := t.readDir(filepath.Join(gd, "worktrees"))
+	if err != nil {
+		return
+	}
+	for _, w := range ws {
+		if w.IsDir() {
+			t.repoKind(filepath.Join(gd, "worktrees", w.Name()), RepoGitdir)
 		}
 	}
 }
