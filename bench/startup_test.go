@@ -22,7 +22,9 @@ import (
 // BenchmarkStartup: box run -y -q -- true over bare bwrap given box's own argv (the same
 // mounts, seccomp filter and namespaces: "box/bare", goal at most 1.5) and over
 // firejail --quiet --noprofile true ("box/firejail", goal at most 1), in a plain
-// directory and in a repository holding 50 nested repositories.
+// directory and in a repository holding 50 nested repositories. With $BOX_BENCH_BASELINE
+// naming another box binary (e.g. main's, built as setup builds it), it runs in the same
+// loop too: "box/baseline" is this tree's box over it.
 func BenchmarkStartup(b *testing.B) {
 	for _, tree := range []string{"plain", "repos=50"} {
 		b.Run(tree, func(b *testing.B) {
@@ -34,7 +36,8 @@ func BenchmarkStartup(b *testing.B) {
 			if firejail == "" {
 				b.Log("firejail is not installed: box/firejail not measured")
 			}
-			var tBox, tBare, tFj time.Duration
+			baseline := os.Getenv("BOX_BENCH_BASELINE")
+			var tBox, tBare, tFj, tBase time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
@@ -49,11 +52,22 @@ func BenchmarkStartup(b *testing.B) {
 						b.Fatalf("firejail: %v\n%s", err, out)
 					}
 				}
+				t3 := time.Now()
+				if baseline != "" {
+					if out, err := r.cmd(baseline, "run", "-y", "-q", "--", "true").CombinedOutput(); err != nil {
+						b.Fatalf("baseline box run: %v\n%s", err, out)
+					}
+				}
 				tBare += t1.Sub(t0)
 				tBox += t2.Sub(t1)
-				tFj += time.Since(t2)
+				tFj += t3.Sub(t2)
+				tBase += time.Since(t3)
 			}
 			b.ReportMetric(float64(tBox)/float64(tBare), "box/bare")
+			if baseline != "" {
+				b.ReportMetric(float64(tBox)/float64(tBase), "box/baseline")
+				b.ReportMetric(float64(tBase.Microseconds())/float64(b.N), "baseline-µs/op")
+			}
 			if firejail != "" {
 				b.ReportMetric(float64(tBox)/float64(tFj), "box/firejail")
 				b.ReportMetric(float64(tFj.Microseconds())/float64(b.N), "firejail-µs/op")

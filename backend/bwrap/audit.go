@@ -17,6 +17,7 @@ import (
 
 	"github.com/heavy-duty/box/backend/bwrap/postrun"
 	"github.com/heavy-duty/box/backend/bwrap/protect"
+	"github.com/heavy-duty/box/internal/phase"
 	"github.com/heavy-duty/box/policy"
 )
 
@@ -175,12 +176,14 @@ func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit,
 			}
 		}()
 	}
+	phase.Mark("audit:lock")
 	a.before = postrun.Take(in)
+	phase.Mark("audit:take")
 	var b []byte // a.before as JSON, marshalled once
 	switch {
 	case a.tree == nil || protectionOff(ProtAuditConcurrent):
 	case a.tree.Alone():
-		if b, err = json.Marshal(a.before); err != nil {
+		if b, err = a.before.JSON(); err != nil {
 			return nil, err
 		}
 		if err := postrun.WriteBaselineJSON(a.tree.Baseline(), b); err != nil {
@@ -193,6 +196,7 @@ func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit,
 		}
 		a.before = postrun.Joined(base, a.before)
 	}
+	phase.Mark("audit:baseline")
 	if a.tree != nil {
 		if err := settleTreeReach(a.tree, lock, in.Workdir, reach); err != nil { // trust_tree.go
 			return nil, err
@@ -202,7 +206,7 @@ func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit,
 		}
 	}
 	if b == nil {
-		if b, err = json.Marshal(a.before); err != nil {
+		if b, err = a.before.JSON(); err != nil {
 			return nil, err
 		}
 	}

@@ -20,15 +20,14 @@ import (
 // WriteBaseline writes s to path atomically (a new file beside it, then a rename), never
 // through a link.
 func WriteBaseline(path string, s *Snapshot) error {
-	b, err := json.Marshal(s)
+	b, err := s.JSON()
 	if err != nil {
 		return err
 	}
 	return WriteBaselineJSON(path, b)
 }
 
-// WriteBaselineJSON is WriteBaseline of a snapshot already marshalled (json.Marshal of
-// it): the launch keeps the same bytes as its pending snapshot, and a snapshot of a big
+// WriteBaselineJSON is WriteBaseline of a snapshot already marshalled (Snapshot.JSON): the launch keeps the same bytes as its pending snapshot, and a snapshot of a big
 // tree is not marshalled twice.
 func WriteBaselineJSON(path string, b []byte) error {
 	id := make([]byte, 6)

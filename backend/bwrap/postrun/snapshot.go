@@ -160,13 +160,13 @@ type Loc struct {
 
 // File is a protected file's state.
 type File struct {
-	Kind string `json:"kind"` // "file", "dir", "link", "other"; "" absent
-	Mode uint32 `json:"mode"`
-	Size int64  `json:"size"`
+	Kind string `json:"kind,omitempty"` // "file", "dir", "link", "other"; "" absent
+	Mode uint32 `json:"mode,omitempty"`
+	Size int64  `json:"size,omitempty"`
 	// Ino and the change time (which no process can set back) tell a changed file
 	// without reading it: any write, chmod or replacement moves them.
-	Ino   uint64 `json:"ino"`
-	Ctime int64  `json:"ctime_ns"`
+	Ino   uint64 `json:"ino,omitempty"`
+	Ctime int64  `json:"ctime_ns,omitempty"`
 	Link  string `json:"link,omitempty"`
 	Runs  string `json:"runs,omitempty"`
 	// Hook: under a hooks directory, where git runs only exact hook names (a *.sample

@@ -1,0 +1,123 @@
+package postrun
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// A snapshot written to disk leaves out its guards recorded absent and reads back as it
+// was: the same Files (what the audit and a joining run's baseline compare with).
+func TestSnapshotJSONRoundTrip(t *testing.T) {
+	wd, in := aheadTree(t)
+	s := Take(in)
+	b, err := s.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	absent := filepath.Join(wd, ".vscode", "tasks.json")
+	if f, ok := s.Files[absent]; !ok || f.Kind != "" {
+		t.Fatalf("%s not recorded absent: %+v", absent, f)
+	}
+	if bytes.Contains(b, []byte(`"`+absent+`":`)) || !bytes.Contains(b, []byte(`"guards_absent":true`)) {
+		t.Errorf("the absent guard is written in files:\n%s", b)
+	}
+	var back Snapshot
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Files) != len(s.Files) {
+		t.Errorf("%d files read back, %d taken", len(back.Files), len(s.Files))
+	}
+	for p, f := range s.Files {
+		f.content = nil // kept in memory only
+		if g := back.Files[p]; !reflect.DeepEqual(g, f) {
+			t.Errorf("%s: read back %+v, taken %+v", p, g, f)
+		}
+	}
+	// A guard whose path has no entry (its directory resolved elsewhere): the full form,
+	// so reading back adds nothing.
+	delete(s.Files, absent)
+	b, _ = s.JSON()
+	if bytes.Contains(b, []byte(`"guards_absent"`)) {
+		t.Error("compact form written though a guard has no entry")
+	}
+	back = Snapshot{}
+	json.Unmarshal(b, &back)
+	if _, ok := back.Files[absent]; ok {
+		t.Error("an entry read back that was not taken")
+	}
+}
+
+// onlyRuns looks at every field of File: an entry it leaves out must read back whole.
+// A field added to File without onlyRuns knowing fails here.
+func TestSnapshotJSONFields(t *testing.T) {
+	ft := reflect.TypeOf(File{})
+	for i := range ft.NumField() {
+		f := File{Runs: "r"}
+		v := reflect.ValueOf(&f).Elem().Field(i)
+		if ft.Field(i).Name == "Runs" {
+			continue
+		}
+		switch v.Kind() {
+		case reflect.String:
+			reflect.NewAt(v.Type(), v.Addr().UnsafePointer()).Elem().SetString("x")
+		case reflect.Bool:
+			reflect.NewAt(v.Type(), v.Addr().UnsafePointer()).Elem().SetBool(true)
+		case reflect.Int64, reflect.Int:
+			v.SetInt(1)
+		case reflect.Uint32, reflect.Uint64:
+			v.SetUint(1)
+		case reflect.Slice:
+			reflect.NewAt(v.Type(), v.Addr().UnsafePointer()).Elem().Set(reflect.MakeSlice(v.Type(), 0, 0))
+		default:
+			t.Fatalf("File.%s: a %s this test cannot set", ft.Field(i).Name, v.Kind())
+		}
+		if f.onlyRuns("r") {
+			t.Errorf("File.%s set, yet onlyRuns says the entry is only its guard's text", ft.Field(i).Name)
+		}
+	}
+}
+
+// aheadTree is a working directory with repositories of every kind the walk finds (a
+// .git directory, a .git file, a bare-looking directory, one with a commondir) among
+// some hundreds of plain directories, and protected paths present and absent.
+func aheadTree(t *testing.T) (string, Input) {
+	wd := t.TempDir()
+	mk := func(p, content string) {
+		t.Helper()
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		for j := range 10 {
+			os.MkdirAll(filepath.Join(wd, "deps", fmt.Sprintf("d%d", i), fmt.Sprintf("e%d", j)), 0o755)
+		}
+	}
+	mk(filepath.Join(wd, ".git", "config"), "[core]\n\tfsmonitor = ./run-me\n")
+	mk(filepath.Join(wd, ".git", "HEAD"), "ref: refs/heads/main\n")
+	mk(filepath.Join(wd, "deps", "d3", "e1", ".git", "config"), "[core]\n\thooksPath = .hooks\n")
+	mk(filepath.Join(wd, "deps", "d3", "e1", ".hooks", "pre-commit"), "#!/bin/sh\n")
+	mk(filepath.Join(wd, "deps", "d4", ".git"), "gitdir: ../../.git/modules/d4\n")
+	mk(filepath.Join(wd, ".git", "modules", "d4", "HEAD"), "ref: refs/heads/main\n")
+	mk(filepath.Join(wd, ".git", "modules", "d4", "config"), "[diff \"x\"]\n\texternal = sh -c id\n")
+	for _, d := range []string{"objects", "refs"} {
+		os.MkdirAll(filepath.Join(wd, "deps", "d5", "bare", d), 0o755)
+	}
+	mk(filepath.Join(wd, "deps", "d5", "bare", "HEAD"), "ref: refs/heads/main\n")
+	mk(filepath.Join(wd, "deps", "d6", "wt", "HEAD"), "ref: refs/heads/main\n")
+	mk(filepath.Join(wd, "deps", "d6", "wt", "commondir"), "../../../.git\n")
+	mk(filepath.Join(wd, ".envrc"), "export A=1\n")
+	in := Input{Workdir: wd, Protected: []Guard{
+		{Path: filepath.Join(wd, ".envrc"), Runs: "direnv"},
+		{Path: filepath.Join(wd, ".vscode", "tasks.json"), Runs: "vscode"},
+		{Path: filepath.Join(wd, "deps", "d3", "e1", ".envrc"), Runs: "direnv"},
+	}}
+	return wd, in
+}
