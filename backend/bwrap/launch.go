@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +47,9 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
 			return pr, fmt.Errorf("internet tier: listing the host's addresses: %w", err)
 		}
+		if pr.Net.HostNets, err = hostNets(); err != nil {
+			return pr, fmt.Errorf("internet tier: %w", err)
+		}
 	}
 	if p.Spec.Network.Proxied() {
 		// No uplink: the proxy dials from box's own netns and never to the host's
@@ -53,9 +57,26 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
 			return pr, fmt.Errorf("allowlist tier: listing the host's addresses: %w", err)
 		}
+		if pr.Net.HostNets, err = hostNets(); err != nil {
+			return pr, fmt.Errorf("allowlist tier: %w", err)
+		}
 	}
 	pr.Args, err = Args(p.Spec, p.Host)
 	return pr, err
+}
+
+// ProtHostLAN is the tiers' rejection of the host's own subnets (inet.HostNets): a test
+// build can switch it off (BOX_UNSAFE_OFF=host-lan), so the drill shows a LAN numbered in
+// public space reached.
+const ProtHostLAN = "host-lan"
+
+// hostNets are the subnets the internet and allowlist tiers reject besides the blocked
+// ranges: the host's own, its LAN however numbered.
+func hostNets() ([]netip.Prefix, error) {
+	if protectionOff(ProtHostLAN) {
+		return nil, nil
+	}
+	return inet.HostNets()
 }
 
 // RefuseRoot: user namespaces do not take root's file ownership away, so as root the

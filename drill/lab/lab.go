@@ -8,7 +8,9 @@
 //	  |  wan0 203.0.113.1/24, masquerade
 //	router (br0 192.168.77.1/24, metadata 169.254.169.254: HTTP)
 //	  |  br0                                  |  br0
-//	host (eth0 192.168.77.2/24 + 198.51.100.2/24,   lanhost (192.168.77.10: HTTP secret)
+//	host (eth0 192.168.77.2/24 + 198.51.100.2/24,   lanhost (192.168.77.10 and, a LAN
+//	                                                  in public space, 198.51.100.10:
+//	                                                  HTTP secret)
 //	      :8080 host secret on all addresses,
 //	      @boxlab-host-secret abstract socket)
 //
@@ -50,14 +52,17 @@ const (
 
 // Fixed addresses and names of the lab (documentation and private ranges only).
 var (
-	HostPrivate  = netip.MustParseAddr("192.168.77.2")
-	HostPublic   = netip.MustParseAddr("198.51.100.2")
-	RouterLAN    = netip.MustParseAddr("192.168.77.1")
-	RouterWAN    = netip.MustParseAddr("203.0.113.1")
-	Internet     = netip.MustParseAddr("203.0.113.10")
-	LANHost      = netip.MustParseAddr("192.168.77.10")
-	Metadata     = netip.MustParseAddr("169.254.169.254")
-	InternetName = "example.test"
+	HostPrivate = netip.MustParseAddr("192.168.77.2")
+	HostPublic  = netip.MustParseAddr("198.51.100.2")
+	RouterLAN   = netip.MustParseAddr("192.168.77.1")
+	RouterWAN   = netip.MustParseAddr("203.0.113.1")
+	Internet    = netip.MustParseAddr("203.0.113.10")
+	LANHost     = netip.MustParseAddr("192.168.77.10")
+	// LANHostPublic is the LAN host on the host's public subnet (198.51.100.0/24): a
+	// neighbour in no private range, as on a campus or a hosting provider's shared subnet.
+	LANHostPublic = netip.MustParseAddr("198.51.100.10")
+	Metadata      = netip.MustParseAddr("169.254.169.254")
+	InternetName  = "example.test"
 )
 
 // Ports and bodies of the lab's services. Secret bodies must never be read from a box.
@@ -200,6 +205,7 @@ func (l *Lab) build(ctx context.Context) error {
 		{"ip", "-n", r, "link", "add", "lan0", "type", "veth", "peer", "name", "eth0", "netns", lan},
 		{"ip", "-n", r, "link", "set", "lan0", "master", "br0", "up"},
 		{"ip", "-n", lan, "addr", "add", LANHost.String() + "/24", "dev", "eth0"},
+		{"ip", "-n", lan, "addr", "add", LANHostPublic.String() + "/24", "dev", "eth0"},
 		{"ip", "-n", lan, "link", "set", "eth0", "up"},
 		{"ip", "-n", lan, "route", "add", "default", "via", RouterLAN.String()},
 
@@ -248,6 +254,7 @@ func (l *Lab) services(ctx context.Context) error {
 		role, addr, body string
 	}{
 		{RoleLANHost, netip.AddrPortFrom(LANHost, HTTPPort).String(), LANBody},
+		{RoleLANHost, netip.AddrPortFrom(LANHostPublic, HTTPPort).String(), LANBody},
 		{RoleRouter, netip.AddrPortFrom(Metadata, HTTPPort).String(), MetadataBody},
 		{RoleHost, ":" + strconv.Itoa(HostPort), HostBody}, // every address, v4 and v6
 	}

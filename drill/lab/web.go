@@ -28,6 +28,8 @@ import (
 var (
 	InternetNames = []string{InternetName, "allowed.test", "api.allowed.test", "denied.test"}
 	LANName       = "lan.test"
+	// LANPublicName answers LANHostPublic: rebinding into the host's public subnet.
+	LANPublicName = "publan.test"
 	MetadataName  = "metadata.test"
 )
 
@@ -43,7 +45,7 @@ func hostRecords() []string {
 	for _, n := range InternetNames {
 		out = append(out, "--host-record="+n+","+Internet.String())
 	}
-	return append(out, "--host-record="+LANName+","+LANHost.String(), "--host-record="+MetadataName+","+Metadata.String())
+	return append(out, "--host-record="+LANName+","+LANHost.String(), "--host-record="+LANPublicName+","+LANHostPublic.String(), "--host-record="+MetadataName+","+Metadata.String())
 }
 
 // serveInternet runs the fake internet: "/" answers InternetBody on every name, "/bytes?n=N"

@@ -31,6 +31,8 @@ type AllowOptions struct {
 	// HostAddrs are never dialled (pass HostAddrs()); Blocked ranges neither (nil: Blocked).
 	HostAddrs []netip.Addr
 	Blocked   []netip.Prefix
+	// HostNets are never dialled (pass HostNets()).
+	HostNets []netip.Prefix
 	// Lookup and Dial as in Proxy (nil: the host's resolver, a plain dialer).
 	Lookup func(ctx context.Context, name string) ([]netip.Addr, error)
 	Dial   func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
@@ -120,7 +122,7 @@ func AttachAllow(ctx context.Context, childPid int, opts AllowOptions) (s *Allow
 		blocked = Blocked
 	}
 	s = &AllowSession{ln: ln, pc: pc, Proxy: &Proxy{
-		Allow: opts.Allow, Log: opts.Log, Blocked: blocked, HostAddrs: opts.HostAddrs,
+		Allow: opts.Allow, Log: opts.Log, Blocked: blocked, HostAddrs: opts.HostAddrs, HostNets: opts.HostNets,
 		Lookup: opts.Lookup, Dial: opts.Dial, SSH: opts.SSH, SSHAnyAddress: opts.SSHAnyAddress,
 	}}
 	s.wg.Add(2)

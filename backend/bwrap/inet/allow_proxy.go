@@ -30,6 +30,9 @@ type Proxy struct {
 	// resolves to (DNS rebinding).
 	Blocked   []netip.Prefix
 	HostAddrs []netip.Addr
+	// HostNets are the host's own subnets (its LAN, however numbered): never dialled
+	// either.
+	HostNets []netip.Prefix
 	// Lookup resolves a name to IPv4 addresses (nil: the host's resolver).
 	Lookup func(ctx context.Context, name string) ([]netip.Addr, error)
 	// Dial connects to an address (nil: a net.Dialer with a 10 s timeout).
@@ -246,6 +249,11 @@ func (p *Proxy) blocked(a netip.Addr) string {
 	}
 	if slices.Contains(p.HostAddrs, a) {
 		return "the host's own address"
+	}
+	for _, n := range p.HostNets {
+		if n.Contains(a) {
+			return "the host's LAN " + n.String()
+		}
 	}
 	return ""
 }

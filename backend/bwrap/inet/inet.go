@@ -62,6 +62,9 @@ type Options struct {
 	// HostAddrs are the addresses the host owns at launch: each is rejected (those inside
 	// a Blocked range already are). Pass HostAddrs().
 	HostAddrs []netip.Addr
+	// HostNets are the host's own IPv4 subnets at launch (its LAN, however numbered):
+	// each is rejected (those inside a Blocked range already are). Pass HostNets().
+	HostNets []netip.Prefix
 }
 
 // Resolve returns opts with a concrete Helper and the programs' paths, or an error that
