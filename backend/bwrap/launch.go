@@ -50,6 +50,7 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 		if pr.Net.HostNets, err = hostNets(); err != nil {
 			return pr, fmt.Errorf("internet tier: %w", err)
 		}
+		pr.Net.UnsafeResolverTCP = protectionOff(ProtResolverTCP)
 	}
 	if p.Spec.Network.Proxied() {
 		// No uplink: the proxy dials from box's own netns and never to the host's
@@ -69,6 +70,11 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 // build can switch it off (BOX_UNSAFE_OFF=host-lan), so the drill shows a LAN numbered in
 // public space reached.
 const ProtHostLAN = "host-lan"
+
+// ProtResolverTCP is the internet tier's refusal of TCP to pasta's resolver address
+// (inet.Options.UnsafeResolverTCP): a test build can switch it off
+// (BOX_UNSAFE_OFF=resolver-tcp), so the drill shows 169.254.1.1:53 reached over TCP.
+const ProtResolverTCP = "resolver-tcp"
 
 // hostNets are the subnets the internet and allowlist tiers reject besides the blocked
 // ranges: the host's own, its LAN however numbered.

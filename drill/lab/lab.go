@@ -6,7 +6,8 @@
 //
 //	inet (203.0.113.10: HTTP, HTTPS (the lab's CA), UDP echo, DNS for *.test: see web.go)
 //	  |  wan0 203.0.113.1/24, masquerade
-//	router (br0 192.168.77.1/24, metadata 169.254.169.254: HTTP)
+//	router (br0 192.168.77.1/24, metadata 169.254.169.254: HTTP, 169.254.1.1: HTTP on
+//	        port 53)
 //	  |  br0                                  |  br0
 //	host (eth0 192.168.77.2/24 + 198.51.100.2/24,   lanhost (192.168.77.10 and, a LAN
 //	                                                  in public space, 198.51.100.10:
@@ -62,7 +63,10 @@ var (
 	// neighbour in no private range, as on a campus or a hosting provider's shared subnet.
 	LANHostPublic = netip.MustParseAddr("198.51.100.10")
 	Metadata      = netip.MustParseAddr("169.254.169.254")
-	InternetName  = "example.test"
+	// LinkLocalDNS is pasta's DNS address (inet.PastaResolver), also a link-local host
+	// the router answers TCP on (port 53): what a helper that does not map TCP reaches.
+	LinkLocalDNS = netip.MustParseAddr("169.254.1.1")
+	InternetName = "example.test"
 )
 
 // Ports and bodies of the lab's services. Secret bodies must never be read from a box.
@@ -194,6 +198,7 @@ func (l *Lab) build(ctx context.Context) error {
 		{"ip", "-n", r, "addr", "add", RouterLAN.String() + "/24", "dev", "br0"},
 		{"ip", "-n", r, "link", "set", "br0", "up"},
 		{"ip", "-n", r, "addr", "add", Metadata.String() + "/32", "dev", "lo"},
+		{"ip", "-n", r, "addr", "add", LinkLocalDNS.String() + "/32", "dev", "lo"},
 
 		{"ip", "-n", r, "link", "add", "host0", "type", "veth", "peer", "name", "eth0", "netns", h},
 		{"ip", "-n", r, "link", "set", "host0", "master", "br0", "up"},
@@ -256,6 +261,7 @@ func (l *Lab) services(ctx context.Context) error {
 		{RoleLANHost, netip.AddrPortFrom(LANHost, HTTPPort).String(), LANBody},
 		{RoleLANHost, netip.AddrPortFrom(LANHostPublic, HTTPPort).String(), LANBody},
 		{RoleRouter, netip.AddrPortFrom(Metadata, HTTPPort).String(), MetadataBody},
+		{RoleRouter, netip.AddrPortFrom(LinkLocalDNS, 53).String(), MetadataBody},
 		{RoleHost, ":" + strconv.Itoa(HostPort), HostBody}, // every address, v4 and v6
 	}
 	for _, s := range serve {

@@ -55,7 +55,7 @@ type Ruleset struct {
 //
 // In order: loopback is accepted (the sandbox's own lo, not the host's); IPv6 is rejected
 // (the helpers run IPv4 only, this makes it hold even if one did not); DNS to the tier's
-// resolver (udp and tcp 53 only, the one exception) is accepted; Blocked ranges, the
+// resolver (udp 53, and tcp 53 where the helper maps it: the one exception) is accepted; Blocked ranges, the
 // host's own subnets (its LAN, however numbered) and every host address are rejected; the
 // rest (the public internet) is accepted.
 func Plan(opts Options) Ruleset {
@@ -64,7 +64,7 @@ func Plan(opts Options) Ruleset {
 	add(Rule{OifLo: true, Verdict: Accept})
 	add(Rule{IPv6: true, Verdict: Reject})
 	if r := ResolverAddr(opts.Helper); r.IsValid() {
-		for _, p := range []string{"udp", "tcp"} {
+		for _, p := range resolverProtos(opts) {
 			add(Rule{Daddr: netip.PrefixFrom(r, 32), Proto: p, Dport: 53, Verdict: Accept})
 		}
 	}
@@ -75,6 +75,18 @@ func Plan(opts Options) Ruleset {
 		add(Rule{Daddr: a, Verdict: Reject})
 	}
 	return rs
+}
+
+// resolverProtos are the protocols the filter lets reach the tier's resolver address on
+// port 53: those the helper maps to the host's resolver. slirp4netns maps UDP and TCP;
+// pasta (measured, Debian 12's) maps only UDP, and sends TCP to 169.254.1.1:53 out to
+// that link-local address on the host's network (review finding, session 10), so its
+// TCP stays rejected: a client falls back to nothing, where it reached a LAN host before.
+func resolverProtos(opts Options) []string {
+	if opts.Helper == Pasta && !opts.UnsafeResolverTCP {
+		return []string{"udp"}
+	}
+	return []string{"udp", "tcp"}
 }
 
 // hostBlocks returns the host's IPv4 subnets and addresses not already inside a Blocked
