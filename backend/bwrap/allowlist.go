@@ -143,6 +143,7 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 		s, err := inet.AttachAllow(ctx, pid, inet.AllowOptions{
 			Allow: inet.NewAllowlist(ps), Log: lg, HostAddrs: pr.Net.HostAddrs, HostNets: pr.Net.HostNets,
 			SSH: p.sshByName(), SSHAnyAddress: protectionOff(ProtSSHAllowlist),
+			SearchLookup: protectionOff(ProtResolverSearch),
 		})
 		if err != nil {
 			for _, c := range closers {

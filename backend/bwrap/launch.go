@@ -76,6 +76,11 @@ const ProtHostLAN = "host-lan"
 // (BOX_UNSAFE_OFF=resolver-tcp), so the drill shows 169.254.1.1:53 reached over TCP.
 const ProtResolverTCP = "resolver-tcp"
 
+// ProtResolverSearch is the allowlist proxy's rooted lookup (the host's search list
+// never applies): a test build can switch it off (BOX_UNSAFE_OFF=resolver-search), so the
+// drill shows a name the search list completes dialled.
+const ProtResolverSearch = "resolver-search"
+
 // hostNets are the subnets the internet and allowlist tiers reject besides the blocked
 // ranges: the host's own, its LAN however numbered.
 func hostNets() ([]netip.Prefix, error) {

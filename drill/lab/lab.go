@@ -66,6 +66,10 @@ var (
 	// LinkLocalDNS is pasta's DNS address (inet.PastaResolver), also a link-local host
 	// the router answers TCP on (port 53): what a helper that does not map TCP reaches.
 	LinkLocalDNS = netip.MustParseAddr("169.254.1.1")
+	// SearchHost is another host of the fake internet, named only under the search
+	// domain SearchDomain (SearchName.SearchDomain): what a resolver that applies the
+	// search list to an allowed name reaches.
+	SearchHost   = netip.MustParseAddr("203.0.113.66")
 	InternetName = "example.test"
 )
 
@@ -79,6 +83,7 @@ const (
 	HostBody        = "boxlab: HOST SECRET\n"
 	MetadataBody    = "boxlab: METADATA SECRET\n"
 	HostAbstractMsg = "boxlab: HOST ABSTRACT SECRET\n"
+	SearchBody      = "boxlab: SEARCH DOMAIN SECRET\n"
 )
 
 const prefix = "boxlab-"
@@ -218,6 +223,7 @@ func (l *Lab) build(ctx context.Context) error {
 		{"ip", "-n", r, "addr", "add", RouterWAN.String() + "/24", "dev", "wan0"},
 		{"ip", "-n", r, "link", "set", "wan0", "up"},
 		{"ip", "-n", in, "addr", "add", Internet.String() + "/24", "dev", "eth0"},
+		{"ip", "-n", in, "addr", "add", SearchHost.String() + "/24", "dev", "eth0"},
 		{"ip", "-n", in, "link", "set", "eth0", "up"},
 
 		{"ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"},
@@ -260,6 +266,7 @@ func (l *Lab) services(ctx context.Context) error {
 	}{
 		{RoleLANHost, netip.AddrPortFrom(LANHost, HTTPPort).String(), LANBody},
 		{RoleLANHost, netip.AddrPortFrom(LANHostPublic, HTTPPort).String(), LANBody},
+		{RoleInet, netip.AddrPortFrom(SearchHost, HTTPPort).String(), SearchBody},
 		{RoleRouter, netip.AddrPortFrom(Metadata, HTTPPort).String(), MetadataBody},
 		{RoleRouter, netip.AddrPortFrom(LinkLocalDNS, 53).String(), MetadataBody},
 		{RoleHost, ":" + strconv.Itoa(HostPort), HostBody}, // every address, v4 and v6

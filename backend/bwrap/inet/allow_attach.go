@@ -39,6 +39,8 @@ type AllowOptions struct {
 	// SSH and SSHAnyAddress as in Proxy.
 	SSH           []SSHHost
 	SSHAnyAddress bool
+	// SearchLookup as in Proxy (test builds only).
+	SearchLookup bool
 }
 
 // AllowResolvConf is the /etc/resolv.conf of an allowlist sandbox: box's DNS on loopback.
@@ -123,7 +125,7 @@ func AttachAllow(ctx context.Context, childPid int, opts AllowOptions) (s *Allow
 	}
 	s = &AllowSession{ln: ln, pc: pc, Proxy: &Proxy{
 		Allow: opts.Allow, Log: opts.Log, Blocked: blocked, HostAddrs: opts.HostAddrs, HostNets: opts.HostNets,
-		Lookup: opts.Lookup, Dial: opts.Dial, SSH: opts.SSH, SSHAnyAddress: opts.SSHAnyAddress,
+		Lookup: opts.Lookup, Dial: opts.Dial, SSH: opts.SSH, SSHAnyAddress: opts.SSHAnyAddress, SearchLookup: opts.SearchLookup,
 	}}
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.Proxy.Serve(ln) }()
