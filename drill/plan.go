@@ -581,7 +581,7 @@ func allowlistProbes(in Input, tag string) []Probe {
 		pr("internet", "allowed name (HTTP GET)", KindHTTP, allowed, Open, "reachable", allowedSkip),
 		pr("denied-name", "name not allowed (HTTP GET)", KindHTTP, []string{in.InternetURL}, Blocked, "refused", ""),
 		pr("by-address", "same host by address, no name", KindHTTP, byAddr, Blocked, "refused", noAddr),
-		pr("rebind", "allowed name resolving to a private address", KindHTTP, in.RebindURLs, Blocked, "refused", rebindSkip),
+		pr("rebind", "allowed name resolving off the internet", KindHTTP, in.RebindURLs, Blocked, "refused", rebindSkip),
 		pr("udp", "UDP out (not DNS)", KindUDP, udp, Blocked, "dropped", udpSkip),
 		pr("icmp", "ICMP echo out", KindICMP, icmp, Blocked, "dropped", noAddr),
 	}
