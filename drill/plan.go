@@ -521,7 +521,10 @@ func BuildPlan(in Input) (Plan, error) {
 	netProbe("host", "host's own addresses", hostAddrs, probePorts(hostPorts), nil, "no non-loopback address on host")
 	add(Probe{ID: "net:sandbox-gateway", Group: "network", Name: "sandbox's gateway (host loopback)" + tag, Kind: KindGateway,
 		Ports: probePorts(hostPorts), Want: localWant, Expected: word(localWant, "unreachable")})
-	netProbe("metadata", "cloud metadata 169.254.169.254", []netip.Addr{netip.MustParseAddr("169.254.169.254")}, []int{80}, nil, "")
+	// 169.254.1.1:53 over TCP: pasta's DNS address, which it maps to the host's resolver
+	// for UDP only; TCP there goes to the link-local address itself.
+	netProbe("metadata", "link-local: metadata 169.254.169.254, 169.254.1.1 TCP 53", []netip.Addr{netip.MustParseAddr("169.254.169.254")}, []int{80},
+		[]string{"169.254.1.1:53"}, "")
 	abWant := localWant
 	if in.AbstractScoped {
 		abWant = Blocked
@@ -581,7 +584,7 @@ func allowlistProbes(in Input, tag string) []Probe {
 		pr("internet", "allowed name (HTTP GET)", KindHTTP, allowed, Open, "reachable", allowedSkip),
 		pr("denied-name", "name not allowed (HTTP GET)", KindHTTP, []string{in.InternetURL}, Blocked, "refused", ""),
 		pr("by-address", "same host by address, no name", KindHTTP, byAddr, Blocked, "refused", noAddr),
-		pr("rebind", "allowed name resolving to a private address", KindHTTP, in.RebindURLs, Blocked, "refused", rebindSkip),
+		pr("rebind", "allowed name resolving off the internet", KindHTTP, in.RebindURLs, Blocked, "refused", rebindSkip),
 		pr("udp", "UDP out (not DNS)", KindUDP, udp, Blocked, "dropped", udpSkip),
 		pr("icmp", "ICMP echo out", KindICMP, icmp, Blocked, "dropped", noAddr),
 	}

@@ -141,8 +141,9 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		s, err := inet.AttachAllow(ctx, pid, inet.AllowOptions{
-			Allow: inet.NewAllowlist(ps), Log: lg, HostAddrs: pr.Net.HostAddrs,
+			Allow: inet.NewAllowlist(ps), Log: lg, HostAddrs: pr.Net.HostAddrs, HostNets: pr.Net.HostNets,
 			SSH: p.sshByName(), SSHAnyAddress: protectionOff(ProtSSHAllowlist),
+			SearchLookup: protectionOff(ProtResolverSearch),
 		})
 		if err != nil {
 			for _, c := range closers {

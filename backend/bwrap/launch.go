@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +47,10 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
 			return pr, fmt.Errorf("internet tier: listing the host's addresses: %w", err)
 		}
+		if pr.Net.HostNets, err = hostNets(); err != nil {
+			return pr, fmt.Errorf("internet tier: %w", err)
+		}
+		pr.Net.UnsafeResolverTCP = protectionOff(ProtResolverTCP)
 	}
 	if p.Spec.Network.Proxied() {
 		// No uplink: the proxy dials from box's own netns and never to the host's
@@ -53,9 +58,36 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 		if pr.Net.HostAddrs, err = inet.HostAddrs(); err != nil {
 			return pr, fmt.Errorf("allowlist tier: listing the host's addresses: %w", err)
 		}
+		if pr.Net.HostNets, err = hostNets(); err != nil {
+			return pr, fmt.Errorf("allowlist tier: %w", err)
+		}
 	}
 	pr.Args, err = Args(p.Spec, p.Host)
 	return pr, err
+}
+
+// ProtHostLAN is the tiers' rejection of the host's own subnets (inet.HostNets): a test
+// build can switch it off (BOX_UNSAFE_OFF=host-lan), so the drill shows a LAN numbered in
+// public space reached.
+const ProtHostLAN = "host-lan"
+
+// ProtResolverTCP is the internet tier's refusal of TCP to pasta's resolver address
+// (inet.Options.UnsafeResolverTCP): a test build can switch it off
+// (BOX_UNSAFE_OFF=resolver-tcp), so the drill shows 169.254.1.1:53 reached over TCP.
+const ProtResolverTCP = "resolver-tcp"
+
+// ProtResolverSearch is the allowlist proxy's rooted lookup (the host's search list
+// never applies): a test build can switch it off (BOX_UNSAFE_OFF=resolver-search), so the
+// drill shows a name the search list completes dialled.
+const ProtResolverSearch = "resolver-search"
+
+// hostNets are the subnets the internet and allowlist tiers reject besides the blocked
+// ranges: the host's own, its LAN however numbered.
+func hostNets() ([]netip.Prefix, error) {
+	if protectionOff(ProtHostLAN) {
+		return nil, nil
+	}
+	return inet.HostNets()
 }
 
 // RefuseRoot: user namespaces do not take root's file ownership away, so as root the

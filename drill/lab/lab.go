@@ -6,9 +6,12 @@
 //
 //	inet (203.0.113.10: HTTP, HTTPS (the lab's CA), UDP echo, DNS for *.test: see web.go)
 //	  |  wan0 203.0.113.1/24, masquerade
-//	router (br0 192.168.77.1/24, metadata 169.254.169.254: HTTP)
+//	router (br0 192.168.77.1/24, metadata 169.254.169.254: HTTP, 169.254.1.1: HTTP on
+//	        port 53)
 //	  |  br0                                  |  br0
-//	host (eth0 192.168.77.2/24 + 198.51.100.2/24,   lanhost (192.168.77.10: HTTP secret)
+//	host (eth0 192.168.77.2/24 + 198.51.100.2/24,   lanhost (192.168.77.10 and, a LAN
+//	                                                  in public space, 198.51.100.10:
+//	                                                  HTTP secret)
 //	      :8080 host secret on all addresses,
 //	      @boxlab-host-secret abstract socket)
 //
@@ -50,13 +53,23 @@ const (
 
 // Fixed addresses and names of the lab (documentation and private ranges only).
 var (
-	HostPrivate  = netip.MustParseAddr("192.168.77.2")
-	HostPublic   = netip.MustParseAddr("198.51.100.2")
-	RouterLAN    = netip.MustParseAddr("192.168.77.1")
-	RouterWAN    = netip.MustParseAddr("203.0.113.1")
-	Internet     = netip.MustParseAddr("203.0.113.10")
-	LANHost      = netip.MustParseAddr("192.168.77.10")
-	Metadata     = netip.MustParseAddr("169.254.169.254")
+	HostPrivate = netip.MustParseAddr("192.168.77.2")
+	HostPublic  = netip.MustParseAddr("198.51.100.2")
+	RouterLAN   = netip.MustParseAddr("192.168.77.1")
+	RouterWAN   = netip.MustParseAddr("203.0.113.1")
+	Internet    = netip.MustParseAddr("203.0.113.10")
+	LANHost     = netip.MustParseAddr("192.168.77.10")
+	// LANHostPublic is the LAN host on the host's public subnet (198.51.100.0/24): a
+	// neighbour in no private range, as on a campus or a hosting provider's shared subnet.
+	LANHostPublic = netip.MustParseAddr("198.51.100.10")
+	Metadata      = netip.MustParseAddr("169.254.169.254")
+	// LinkLocalDNS is pasta's DNS address (inet.PastaResolver), also a link-local host
+	// the router answers TCP on (port 53): what a helper that does not map TCP reaches.
+	LinkLocalDNS = netip.MustParseAddr("169.254.1.1")
+	// SearchHost is another host of the fake internet, named only under the search
+	// domain SearchDomain (SearchName.SearchDomain): what a resolver that applies the
+	// search list to an allowed name reaches.
+	SearchHost   = netip.MustParseAddr("203.0.113.66")
 	InternetName = "example.test"
 )
 
@@ -70,6 +83,7 @@ const (
 	HostBody        = "boxlab: HOST SECRET\n"
 	MetadataBody    = "boxlab: METADATA SECRET\n"
 	HostAbstractMsg = "boxlab: HOST ABSTRACT SECRET\n"
+	SearchBody      = "boxlab: SEARCH DOMAIN SECRET\n"
 )
 
 const prefix = "boxlab-"
@@ -189,6 +203,7 @@ func (l *Lab) build(ctx context.Context) error {
 		{"ip", "-n", r, "addr", "add", RouterLAN.String() + "/24", "dev", "br0"},
 		{"ip", "-n", r, "link", "set", "br0", "up"},
 		{"ip", "-n", r, "addr", "add", Metadata.String() + "/32", "dev", "lo"},
+		{"ip", "-n", r, "addr", "add", LinkLocalDNS.String() + "/32", "dev", "lo"},
 
 		{"ip", "-n", r, "link", "add", "host0", "type", "veth", "peer", "name", "eth0", "netns", h},
 		{"ip", "-n", r, "link", "set", "host0", "master", "br0", "up"},
@@ -200,6 +215,7 @@ func (l *Lab) build(ctx context.Context) error {
 		{"ip", "-n", r, "link", "add", "lan0", "type", "veth", "peer", "name", "eth0", "netns", lan},
 		{"ip", "-n", r, "link", "set", "lan0", "master", "br0", "up"},
 		{"ip", "-n", lan, "addr", "add", LANHost.String() + "/24", "dev", "eth0"},
+		{"ip", "-n", lan, "addr", "add", LANHostPublic.String() + "/24", "dev", "eth0"},
 		{"ip", "-n", lan, "link", "set", "eth0", "up"},
 		{"ip", "-n", lan, "route", "add", "default", "via", RouterLAN.String()},
 
@@ -207,6 +223,7 @@ func (l *Lab) build(ctx context.Context) error {
 		{"ip", "-n", r, "addr", "add", RouterWAN.String() + "/24", "dev", "wan0"},
 		{"ip", "-n", r, "link", "set", "wan0", "up"},
 		{"ip", "-n", in, "addr", "add", Internet.String() + "/24", "dev", "eth0"},
+		{"ip", "-n", in, "addr", "add", SearchHost.String() + "/24", "dev", "eth0"},
 		{"ip", "-n", in, "link", "set", "eth0", "up"},
 
 		{"ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"},
@@ -248,7 +265,10 @@ func (l *Lab) services(ctx context.Context) error {
 		role, addr, body string
 	}{
 		{RoleLANHost, netip.AddrPortFrom(LANHost, HTTPPort).String(), LANBody},
+		{RoleLANHost, netip.AddrPortFrom(LANHostPublic, HTTPPort).String(), LANBody},
+		{RoleInet, netip.AddrPortFrom(SearchHost, HTTPPort).String(), SearchBody},
 		{RoleRouter, netip.AddrPortFrom(Metadata, HTTPPort).String(), MetadataBody},
+		{RoleRouter, netip.AddrPortFrom(LinkLocalDNS, 53).String(), MetadataBody},
 		{RoleHost, ":" + strconv.Itoa(HostPort), HostBody}, // every address, v4 and v6
 	}
 	for _, s := range serve {

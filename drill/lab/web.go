@@ -28,7 +28,13 @@ import (
 var (
 	InternetNames = []string{InternetName, "allowed.test", "api.allowed.test", "denied.test"}
 	LANName       = "lan.test"
+	// LANPublicName answers LANHostPublic: rebinding into the host's public subnet.
+	LANPublicName = "publan.test"
 	MetadataName  = "metadata.test"
+	// SearchName is a name under allowed.test that does not exist; SearchName +"."+
+	// SearchDomain does, as SearchHost.
+	SearchName   = "nx.allowed.test"
+	SearchDomain = "corp.test"
 )
 
 // Ports of the fake internet besides HTTP.
@@ -43,7 +49,8 @@ func hostRecords() []string {
 	for _, n := range InternetNames {
 		out = append(out, "--host-record="+n+","+Internet.String())
 	}
-	return append(out, "--host-record="+LANName+","+LANHost.String(), "--host-record="+MetadataName+","+Metadata.String())
+	return append(out, "--host-record="+LANName+","+LANHost.String(), "--host-record="+LANPublicName+","+LANHostPublic.String(),
+		"--host-record="+SearchName+"."+SearchDomain+","+SearchHost.String(), "--host-record="+MetadataName+","+Metadata.String())
 }
 
 // serveInternet runs the fake internet: "/" answers InternetBody on every name, "/bytes?n=N"

@@ -31,12 +31,16 @@ type AllowOptions struct {
 	// HostAddrs are never dialled (pass HostAddrs()); Blocked ranges neither (nil: Blocked).
 	HostAddrs []netip.Addr
 	Blocked   []netip.Prefix
+	// HostNets are never dialled (pass HostNets()).
+	HostNets []netip.Prefix
 	// Lookup and Dial as in Proxy (nil: the host's resolver, a plain dialer).
 	Lookup func(ctx context.Context, name string) ([]netip.Addr, error)
 	Dial   func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 	// SSH and SSHAnyAddress as in Proxy.
 	SSH           []SSHHost
 	SSHAnyAddress bool
+	// SearchLookup as in Proxy (test builds only).
+	SearchLookup bool
 }
 
 // AllowResolvConf is the /etc/resolv.conf of an allowlist sandbox: box's DNS on loopback.
@@ -120,8 +124,8 @@ func AttachAllow(ctx context.Context, childPid int, opts AllowOptions) (s *Allow
 		blocked = Blocked
 	}
 	s = &AllowSession{ln: ln, pc: pc, Proxy: &Proxy{
-		Allow: opts.Allow, Log: opts.Log, Blocked: blocked, HostAddrs: opts.HostAddrs,
-		Lookup: opts.Lookup, Dial: opts.Dial, SSH: opts.SSH, SSHAnyAddress: opts.SSHAnyAddress,
+		Allow: opts.Allow, Log: opts.Log, Blocked: blocked, HostAddrs: opts.HostAddrs, HostNets: opts.HostNets,
+		Lookup: opts.Lookup, Dial: opts.Dial, SSH: opts.SSH, SSHAnyAddress: opts.SSHAnyAddress, SearchLookup: opts.SearchLookup,
 	}}
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.Proxy.Serve(ln) }()

@@ -30,6 +30,9 @@ type Proxy struct {
 	// resolves to (DNS rebinding).
 	Blocked   []netip.Prefix
 	HostAddrs []netip.Addr
+	// HostNets are the host's own subnets (its LAN, however numbered): never dialled
+	// either.
+	HostNets []netip.Prefix
 	// Lookup resolves a name to IPv4 addresses (nil: the host's resolver).
 	Lookup func(ctx context.Context, name string) ([]netip.Addr, error)
 	// Dial connects to an address (nil: a net.Dialer with a 10 s timeout).
@@ -37,6 +40,10 @@ type Proxy struct {
 	// SSH are the run's SSH hosts (allow_ssh.go): admitted on the address DNS answered
 	// for the name only.
 	SSH []SSHHost
+	// SearchLookup resolves names as the host's resolver configuration says, search
+	// list included: test builds only (BOX_UNSAFE_OFF=resolver-search), to show the
+	// drill's BREACH.
+	SearchLookup bool
 	// SSHAnyAddress widens that admission to any address on an SSH host's port: test
 	// builds only (BOX_UNSAFE_OFF=ssh-allowlist), to show the drill's BREACH.
 	SSHAnyAddress bool
@@ -247,12 +254,25 @@ func (p *Proxy) blocked(a netip.Addr) string {
 	if slices.Contains(p.HostAddrs, a) {
 		return "the host's own address"
 	}
+	for _, n := range p.HostNets {
+		if n.Contains(a) {
+			return "the host's LAN " + n.String()
+		}
+	}
 	return ""
 }
 
 func (p *Proxy) lookup(ctx context.Context, name string) ([]netip.Addr, error) {
 	if p.Lookup != nil {
 		return p.Lookup(ctx, name)
+	}
+	if !p.SearchLookup {
+		// Rooted: the host's search list never applies. Without the dot, a name the
+		// allowlist allows by a wildcard (zz.github.com) that does not exist was tried
+		// again as zz.github.com.SEARCH-DOMAIN, and a LAN resolver's answer for that
+		// name, another host, was dialled as if it were the allowed name (review
+		// finding, session 10).
+		name += "."
 	}
 	return net.DefaultResolver.LookupNetIP(ctx, "ip4", name)
 }

@@ -1,9 +1,11 @@
 package inet
 
 import (
+	"context"
 	"crypto/tls"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +170,40 @@ func TestLogBounded(t *testing.T) {
 	}
 	if lg.Refused() != MaxLogLines+50 {
 		t.Errorf("counted %d", lg.Refused())
+	}
+}
+
+// An allowed name that resolves into the host's own subnet (a LAN numbered in public
+// space) is never dialled, though the address is in no blocked range (review finding,
+// session 10); another public address is.
+func TestProxyRefusesHostSubnet(t *testing.T) {
+	var dialled []netip.AddrPort
+	p := &Proxy{
+		Allow: NewAllowlist(mustAllow(t, "allowed.test", "lan.test")), Log: NewLog(), Blocked: Blocked,
+		HostAddrs: []netip.Addr{netip.MustParseAddr("198.51.100.2")},
+		HostNets:  []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")},
+		Lookup: func(_ context.Context, name string) ([]netip.Addr, error) {
+			if name == "lan.test" {
+				return []netip.Addr{netip.MustParseAddr("198.51.100.10")}, nil
+			}
+			return []netip.Addr{netip.MustParseAddr("203.0.113.10")}, nil
+		},
+		Dial: func(_ context.Context, ap netip.AddrPort) (net.Conn, error) {
+			dialled = append(dialled, ap)
+			a, b := net.Pipe()
+			b.Close()
+			return a, nil
+		},
+	}
+	for _, name := range []string{"lan.test", "allowed.test"} {
+		d := Decision{Name: name}
+		up := p.connect(&d, 80)
+		if up != nil {
+			up.Close()
+		}
+		t.Logf("%s: dialled %q, reason %q", name, d.Dialed, d.Reason)
+	}
+	if want := []netip.AddrPort{netip.MustParseAddrPort("203.0.113.10:80")}; !slices.Equal(dialled, want) {
+		t.Errorf("dialled %v, want only %v", dialled, want)
 	}
 }

@@ -38,6 +38,50 @@ func HostAddrs() ([]netip.Addr, error) {
 	return slices.Compact(out), nil
 }
 
+// HostNets returns the IPv4 subnets of the host's interfaces (this process's network
+// namespace) at the time of the call, masked, sorted and unique: the host's LAN however it
+// is numbered. A LAN in public address space (a campus, a hosting provider's shared
+// subnet, a cloud network of public addresses) is outside every private range, so the
+// tiers reject these subnets as well as the ranges (review finding, session 10: the
+// internet tier reached a neighbour at 198.51.100.10 on the host's 198.51.100.0/24).
+func HostNets() ([]netip.Prefix, error) {
+	ifAddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("list host subnets: %w", err)
+	}
+	var out []netip.Prefix
+	for _, a := range ifAddrs {
+		n, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(n.IP)
+		ones, bits := n.Mask.Size()
+		if !ok || bits == 0 {
+			continue
+		}
+		ip = ip.Unmap()
+		if !ip.Is4() {
+			continue
+		}
+		if bits == 128 { // an IPv4 address with a 16-byte mask
+			ones -= 96
+		}
+		if p, err := ip.Prefix(ones); err == nil {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, comparePrefix)
+	return slices.Compact(out), nil
+}
+
+func comparePrefix(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
+}
+
 // Problem is one reason the internet tier cannot run here, with its fix.
 type Problem struct {
 	What string // what was checked

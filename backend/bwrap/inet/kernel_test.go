@@ -35,7 +35,7 @@ func TestApplyKernelGolden(t *testing.T) {
 	name, f := scratchNetns(t)
 	nft := testenv.RequireTool(t, "nft")
 	for _, h := range []Helper{Pasta, Slirp4netns} {
-		rs := Plan(Options{Helper: h, HostAddrs: laptop})
+		rs := Plan(Options{Helper: h, HostAddrs: laptop, HostNets: laptopNets})
 		for i := 0; i < 2; i++ {
 			c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
 			if err != nil {

@@ -55,39 +55,66 @@ type Ruleset struct {
 //
 // In order: loopback is accepted (the sandbox's own lo, not the host's); IPv6 is rejected
 // (the helpers run IPv4 only, this makes it hold even if one did not); DNS to the tier's
-// resolver (udp and tcp 53 only, the one exception) is accepted; Blocked ranges and every
-// host address are rejected; the rest (the public internet) is accepted.
+// resolver (udp 53, and tcp 53 where the helper maps it: the one exception) is accepted; Blocked ranges, the
+// host's own subnets (its LAN, however numbered) and every host address are rejected; the
+// rest (the public internet) is accepted.
 func Plan(opts Options) Ruleset {
 	rs := Ruleset{Table: TableName, Chain: ChainName}
 	add := func(r Rule) { rs.Rules = append(rs.Rules, r) }
 	add(Rule{OifLo: true, Verdict: Accept})
 	add(Rule{IPv6: true, Verdict: Reject})
 	if r := ResolverAddr(opts.Helper); r.IsValid() {
-		for _, p := range []string{"udp", "tcp"} {
+		for _, p := range resolverProtos(opts) {
 			add(Rule{Daddr: netip.PrefixFrom(r, 32), Proto: p, Dport: 53, Verdict: Accept})
 		}
 	}
 	for _, p := range Blocked {
 		add(Rule{Daddr: p, Verdict: Reject})
 	}
-	for _, a := range hostBlocks(opts.HostAddrs) {
+	for _, a := range hostBlocks(opts.HostAddrs, opts.HostNets) {
 		add(Rule{Daddr: a, Verdict: Reject})
 	}
 	return rs
 }
 
-// hostBlocks returns the host's IPv4 addresses not already inside a Blocked range,
-// sorted and deduplicated (IPv6 is rejected wholesale).
-func hostBlocks(addrs []netip.Addr) []netip.Prefix {
+// resolverProtos are the protocols the filter lets reach the tier's resolver address on
+// port 53: those the helper maps to the host's resolver. slirp4netns maps UDP and TCP;
+// pasta (measured, Debian 12's) maps only UDP, and sends TCP to 169.254.1.1:53 out to
+// that link-local address on the host's network (review finding, session 10), so its
+// TCP stays rejected: a client falls back to nothing, where it reached a LAN host before.
+func resolverProtos(opts Options) []string {
+	if opts.Helper == Pasta && !opts.UnsafeResolverTCP {
+		return []string{"udp"}
+	}
+	return []string{"udp", "tcp"}
+}
+
+// hostBlocks returns the host's IPv4 subnets and addresses not already inside a Blocked
+// range (an address not inside one of the subnets either), sorted and deduplicated
+// (IPv6 is rejected wholesale).
+func hostBlocks(addrs []netip.Addr, nets []netip.Prefix) []netip.Prefix {
 	var out []netip.Prefix
+	inside := func(a netip.Prefix) bool {
+		return slices.ContainsFunc(Blocked, func(p netip.Prefix) bool { return p.Overlaps(a) && p.Bits() <= a.Bits() })
+	}
+	for _, n := range nets {
+		n = n.Masked()
+		if n.IsValid() && n.Addr().Is4() && !inside(n) {
+			out = append(out, n)
+		}
+	}
 	for _, a := range addrs {
 		a = a.Unmap()
-		if !a.Is4() || slices.ContainsFunc(Blocked, func(p netip.Prefix) bool { return p.Contains(a) }) {
+		if !a.Is4() {
 			continue
 		}
-		out = append(out, netip.PrefixFrom(a, 32))
+		p := netip.PrefixFrom(a, 32)
+		if inside(p) || slices.ContainsFunc(out, func(n netip.Prefix) bool { return n.Contains(a) }) {
+			continue
+		}
+		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) })
+	slices.SortFunc(out, comparePrefix)
 	return slices.Compact(out)
 }
 

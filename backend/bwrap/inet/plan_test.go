@@ -44,11 +44,40 @@ var laptop = []netip.Addr{
 	netip.MustParseAddr("198.51.100.2"),
 }
 
+// The laptop's subnets: its public address's /24 (a LAN in public space) becomes a rule
+// and covers that address; the private and loopback ones are already blocked; a
+// subnet of 10.0.0.0/8 is too.
+var laptopNets = []netip.Prefix{
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("192.168.77.0/24"),
+	netip.MustParsePrefix("10.1.0.0/16"),
+	netip.MustParsePrefix("203.0.113.7/32"),
+}
+
 func TestPlanGolden(t *testing.T) {
 	for _, h := range []Helper{Pasta, Slirp4netns} {
 		t.Run(string(h), func(t *testing.T) {
-			golden(t, "plan-"+string(h)+".nft", Plan(Options{Helper: h, HostAddrs: laptop}).String())
+			golden(t, "plan-"+string(h)+".nft", Plan(Options{Helper: h, HostAddrs: laptop, HostNets: laptopNets}).String())
 		})
+	}
+}
+
+// A LAN numbered in public space is the host's subnet, not a private range: the plan
+// rejects every address of it, not only the host's own (review finding, session 10).
+func TestPlanRejectsHostSubnets(t *testing.T) {
+	rs := Plan(Options{Helper: Pasta, HostAddrs: laptop, HostNets: laptopNets})
+	neighbour := netip.MustParseAddr("198.51.100.10")
+	if !slices.ContainsFunc(rs.Rules, func(r Rule) bool { return r.Verdict == Reject && r.Daddr.Contains(neighbour) }) {
+		t.Errorf("neighbour %v on the host's 198.51.100.0/24 not rejected:\n%s", neighbour, rs)
+	}
+	for _, r := range rs.Rules {
+		if r.Daddr == netip.MustParsePrefix("198.51.100.2/32") || r.Daddr == netip.MustParsePrefix("10.1.0.0/16") {
+			t.Errorf("redundant rule %s (inside a subnet or a blocked range)", r)
+		}
+	}
+	if got := hostBlocks(nil, []netip.Prefix{netip.MustParsePrefix("198.51.100.77/24")}); len(got) != 1 || got[0] != netip.MustParsePrefix("198.51.100.0/24") {
+		t.Errorf("an unmasked subnet: %v, want 198.51.100.0/24", got)
 	}
 }
 
