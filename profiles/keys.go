@@ -22,28 +22,54 @@ const (
 type honour int
 
 const (
-	honoured  honour = iota
-	refused          // an error naming the key, the file and the backend
-	otherForm        // a template key describing the box for the other backend: allowed, unused
+	undecided honour = iota // a hole in a table: refused, and TestKeyTablesComplete fails
+	honoured
+	refused   // an error naming the key, the file and the backend
+	otherForm // a template key describing the box for the other backend: allowed, unused
 )
+
+// The uses as indexes of a keyRule's arrays: arrays, not maps, so that the key tables
+// below are static data rather than ninety maps every box start-up builds (issue 24).
+const (
+	iRun = iota
+	iBox
+	iVM
+	nUses
+)
+
+// index is use's slot in a keyRule; false for a use box does not know.
+func (u Use) index() (int, bool) {
+	switch u {
+	case UseRun:
+		return iRun, true
+	case UseBox:
+		return iBox, true
+	case UseVM:
+		return iVM, true
+	}
+	return 0, false
+}
 
 // keyRule is one key and what each use does with it; why says, for a refusal, what to
 // do instead.
 type keyRule struct {
 	key string
-	by  map[Use]honour
-	why map[Use]string
+	by  [nUses]honour
+	why [nUses]string
 }
 
-func all(h honour) map[Use]honour { return map[Use]honour{UseRun: h, UseBox: h, UseVM: h} }
+// refuses: the use at index u refuses the key, or the table has no decision for it.
+func (r keyRule) refuses(u int) bool { return r.by[u] == refused || r.by[u] == undecided }
+
+func all(h honour) [nUses]honour { return [nUses]honour{iRun: h, iBox: h, iVM: h} }
 
 func bwrapOnly(vmWhy string) keyRule {
-	return keyRule{by: map[Use]honour{UseRun: honoured, UseBox: honoured, UseVM: refused}, why: map[Use]string{UseVM: vmWhy}}
+	return keyRule{by: [nUses]honour{iRun: honoured, iBox: honoured, iVM: refused}, why: [nUses]string{iVM: vmWhy}}
 }
 
 func vmOnly(bwrapWhy string) keyRule {
-	return keyRule{by: map[Use]honour{UseRun: refused, UseBox: refused, UseVM: honoured},
-		why: map[Use]string{UseRun: bwrapWhy, UseBox: bwrapWhy}}
+	return keyRule{by: [nUses]honour{iRun: refused, iBox: refused, iVM: honoured},
+		why: [nUses]string{iRun: bwrapWhy, iBox: bwrapWhy}}
 }
 
 func named(k string, r keyRule) keyRule { r.key = k; return r }
@@ -56,13 +82,13 @@ var ProfileKeys = []keyRule{
 	named("template", keyRule{by: all(honoured)}),
 	// A vm box's network is the box bridge: the public internet only. "none" would need
 	// a per-box ACL that is not built: refused rather than ignored.
-	named("network", keyRule{by: map[Use]honour{UseRun: honoured, UseBox: honoured, UseVM: refused}, why: map[Use]string{UseVM: `a vm box always has the box bridge's network (the public internet only); remove network, or set network = "internet"`}}),
+	named("network", keyRule{by: [nUses]honour{iRun: honoured, iBox: honoured, iVM: refused}, why: [nUses]string{iVM: `a vm box always has the box bridge's network (the public internet only); remove network, or set network = "internet"`}}),
 	named("env", bwrapOnly("box exec and box shell pass no host variables into a vm box; set them inside the box")),
 	named("mounts", bwrapOnly("a vm box mounts nothing of the host; copy files in (for example: tar -c . | box exec BOX -- tar -x)")),
 	named("tools", bwrapOnly("a vm box's tools come from its image and the template's user-data")),
 	named("command", bwrapOnly("box shell opens the vm box user's login shell; run a command with box exec BOX -- COMMAND")),
-	named("auth_passthrough", keyRule{by: map[Use]honour{UseRun: honoured, UseBox: refused, UseVM: refused},
-		why: map[Use]string{UseBox: "a bwrap box keeps its own login: log in inside it", UseVM: "a vm box is creds-free: log in inside it"}}),
+	named("auth_passthrough", keyRule{by: [nUses]honour{iRun: honoured, iBox: refused, iVM: refused},
+		why: [nUses]string{iBox: "a bwrap box keeps its own login: log in inside it", iVM: "a vm box is creds-free: log in inside it"}}),
 	// Nix packages and the PATH shape a bwrap sandbox (Validate refuses them in a vm
 	// profile already, at parse time).
 	named("packages", bwrapOnly("a vm box installs its tools itself: use the template's cloud-init")),
@@ -99,19 +125,19 @@ var TemplateKeys = []keyRule{
 	named("require_vm", vmOnly("a bwrap sandbox is not a virtual machine; use a vm profile (box new --backend vm)")),
 	// autostart: box new sets boot.autostart. bootstrap_role: box runs no rig role after
 	// a mint; for vm the mint plan refuses it by name (boxes.RoleError, one refusal).
-	named("autostart", keyRule{by: map[Use]honour{UseRun: refused, UseBox: refused, UseVM: honoured}, why: map[Use]string{
-		UseRun: "a bwrap sandbox runs only while its command does", UseBox: "a bwrap box runs only while box shell or box exec does"}}),
-	named("bootstrap_role", keyRule{by: map[Use]honour{UseRun: refused, UseBox: refused, UseVM: honoured}, why: map[Use]string{
-		UseRun: "a bwrap sandbox has no bootstrap", UseBox: "a bwrap box has no bootstrap"}}),
+	named("autostart", keyRule{by: [nUses]honour{iRun: refused, iBox: refused, iVM: honoured}, why: [nUses]string{
+		iRun: "a bwrap sandbox runs only while its command does", iBox: "a bwrap box runs only while box shell or box exec does"}}),
+	named("bootstrap_role", keyRule{by: [nUses]honour{iRun: refused, iBox: refused, iVM: honoured}, why: [nUses]string{
+		iRun: "a bwrap sandbox has no bootstrap", iBox: "a bwrap box has no bootstrap"}}),
 	named("tools", bwrapForm()), named("command", bwrapForm()), named("notes", bwrapForm()), named("agent", bwrapForm()),
 }
 
 func vmForm() keyRule {
-	return keyRule{by: map[Use]honour{UseRun: otherForm, UseBox: otherForm, UseVM: honoured}}
+	return keyRule{by: [nUses]honour{iRun: otherForm, iBox: otherForm, iVM: honoured}}
 }
 
 func bwrapForm() keyRule {
-	return keyRule{by: map[Use]honour{UseRun: honoured, UseBox: honoured, UseVM: otherForm}}
+	return keyRule{by: [nUses]honour{iRun: honoured, iBox: honoured, iVM: otherForm}}
 }
 
 // profileSet reports whether p sets key (to something other than its default).
@@ -183,23 +209,35 @@ func (e *KeyError) Error() string {
 // Hint says what to do instead.
 func (e *KeyError) Hint() string { return e.Why + "; or remove " + e.Key + " from " + e.File }
 
+// UnknownUseError: CheckKeys was asked about a use it has no column for; it refuses
+// rather than honour every key.
+type UnknownUseError struct{ Use Use }
+
+func (e *UnknownUseError) Error() string {
+	return fmt.Sprintf("no key rules for the use %q", string(e.Use))
+}
+
 // CheckKeys refuses any key of p or t (either may be nil) that use does not honour.
 func CheckKeys(use Use, p *Profile, t *templates.Template) error {
+	u, ok := use.index()
+	if !ok {
+		return &UnknownUseError{Use: use}
+	}
 	if p != nil {
 		for _, r := range ProfileKeys {
-			if r.by[use] == refused && profileSet(p, r.key) && !vmInternet(use, p, r.key) {
-				return &KeyError{Key: r.key, File: profileFile(p), Backend: string(use), Why: r.why[use]}
+			if r.refuses(u) && profileSet(p, r.key) && !vmInternet(use, p, r.key) {
+				return &KeyError{Key: r.key, File: profileFile(p), Backend: string(use), Why: r.why[u]}
 			}
 		}
 	}
 	if t != nil {
 		for _, r := range TemplateKeys {
-			if r.by[use] == refused && templateSet(t, r.key) {
+			if r.refuses(u) && templateSet(t, r.key) {
 				key := r.key
 				if strings.HasSuffix(t.File, templates.ManifestEnv) {
 					key = "BOX_" + strings.ToUpper(key)
 				}
-				return &KeyError{Key: key, File: templateFile(t), Backend: string(use), Why: r.why[use]}
+				return &KeyError{Key: key, File: templateFile(t), Backend: string(use), Why: r.why[u]}
 			}
 		}
 	}

@@ -111,12 +111,16 @@ func TestKeyTablesComplete(t *testing.T) {
 				t.Errorf("%s key %s is not in the table", what, k)
 				continue
 			}
-			for _, u := range []Use{UseRun, UseBox, UseVM} {
-				if _, ok := r.by[u]; !ok {
-					t.Errorf("%s key %s: no decision for %s", what, k, u)
+			for _, use := range []Use{UseRun, UseBox, UseVM} {
+				u, ok := use.index()
+				if !ok {
+					t.Fatalf("use %s has no index", use)
+				}
+				if r.by[u] == undecided {
+					t.Errorf("%s key %s: no decision for %s", what, k, use)
 				}
 				if r.by[u] == refused && r.why[u] == "" {
-					t.Errorf("%s key %s: refused by %s without a reason", what, k, u)
+					t.Errorf("%s key %s: refused by %s without a reason", what, k, use)
 				}
 			}
 		}
@@ -126,4 +130,24 @@ func TestKeyTablesComplete(t *testing.T) {
 	}
 	check("profile", ProfileKeys, profileKeys)
 	check("template", TemplateKeys, templateKeys)
+}
+
+// A use without a column in the tables is refused, not given every key; a hole in a
+// table (no decision) refuses the key rather than honour it.
+func TestCheckKeysFailsClosed(t *testing.T) {
+	p, err := Parse("p", "/cfg/p.toml", []byte(`description = "d"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ue *UnknownUseError
+	if err := CheckKeys(Use("bwrap-ish"), p, nil); !errors.As(err, &ue) || ue.Use != "bwrap-ish" {
+		t.Errorf("unknown use: err = %v, want an UnknownUseError", err)
+	}
+	if err := CheckKeys(Use("bwrap-ish"), nil, nil); !errors.As(err, &ue) {
+		t.Errorf("unknown use, nothing to check: err = %v, want an UnknownUseError", err)
+	}
+	hole := keyRule{key: "description", by: [nUses]honour{iRun: honoured, iVM: honoured}}
+	if hole.refuses(iRun) || !hole.refuses(iBox) || hole.refuses(iVM) {
+		t.Errorf("a rule with no decision for %s must refuse there and only there: %+v", UseBox, hole)
+	}
 }
