@@ -50,3 +50,12 @@ func (e *RunningError) Is(target error) bool { return target == ErrBusy }
 type StoppedError struct{ Name, State string }
 
 func (e *StoppedError) Error() string { return fmt.Sprintf("box %q is %s", e.Name, e.State) }
+
+// PortArgError: What (a port argument of box expose on Box) is not a port.
+type PortArgError struct {
+	Box, What string
+	Err       error
+}
+
+func (e *PortArgError) Error() string { return e.What + ": " + e.Err.Error() }
+func (e *PortArgError) Unwrap() error { return e.Err }

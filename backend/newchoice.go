@@ -72,7 +72,7 @@ func (c NewChoice) Bwrap() (bool, error) {
 			return false, err
 		}
 		if taken {
-			return false, errs.WithHint(fmt.Errorf("a bwrap box named %q already exists", c.Name), "pick another --name: a name is unique across both backends ('box list' shows the boxes)")
+			return false, &TakenError{Name: c.Name, Verb: "new", Across: true, Err: fmt.Errorf("a bwrap box named %q already exists", c.Name)}
 		}
 	}
 	return false, nil

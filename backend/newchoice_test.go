@@ -28,7 +28,7 @@ func TestNewChoice(t *testing.T) {
 	for _, tc := range []struct {
 		c     NewChoice
 		bwrap bool
-		err   string // "usage", "hint", "other", or ""
+		err   string // "usage", "taken", "other", or ""
 	}{
 		{NewChoice{Name: "x"}, false, ""},
 		{NewChoice{Name: "x", Backend: "bwrap"}, true, ""},
@@ -41,7 +41,7 @@ func TestNewChoice(t *testing.T) {
 		{NewChoice{Name: "x", From: "nobox", Backend: "bwrap"}, true, ""},
 		{NewChoice{Name: "x", From: "vmbox", Profile: "bp"}, false, ""},
 		{NewChoice{Name: "x", From: "nobox"}, false, "other"},
-		{NewChoice{Name: "bw"}, false, "hint"},
+		{NewChoice{Name: "bw"}, false, "taken"}, // the CLI words its hint (across backends)
 		{NewChoice{Name: "bw", Remote: "lab"}, false, ""},
 		{NewChoice{Name: "x", Backend: "bwrap", Remote: "lab"}, false, "usage"},
 		{NewChoice{Name: "x", Profile: "bp", Remote: "lab"}, true, "usage"},
@@ -52,8 +52,8 @@ func TestNewChoice(t *testing.T) {
 		case err == nil:
 		case errs.IsUsage(err):
 			got = "usage"
-		case errs.HintOf(err) != "":
-			got = "hint"
+		case errors.As(err, new(*TakenError)):
+			got = "taken"
 		default:
 			got = "other"
 		}

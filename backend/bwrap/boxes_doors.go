@@ -12,7 +12,7 @@ func (be Boxes) Doors(name string) backend.Doors {
 		Port: func(what, s string) (int, error) {
 			p, err := policy.ParsePort(s)
 			if err != nil {
-				return 0, errs.Usage("for example: box expose "+name+" 3000", "%s: %s", what, err)
+				return 0, errs.Usage("", "%w", &backend.PortArgError{Box: name, What: what, Err: err})
 			}
 			return int(p), nil
 		},

@@ -6,7 +6,7 @@ import "testing"
 // user-namespace check names a cause, also when it passed.
 func TestHostCheckStatus(t *testing.T) {
 	for _, c := range []struct {
-		check        HostCheck
+		check       HostCheck
 		status, why string
 	}{
 		{HostCheck{Name: "bwrap", OK: true, Fatal: true}, "ok", ""},

@@ -15,7 +15,7 @@ func (b Backend) DrillTemplate(name string, now time.Time) (*templates.Template,
 	tmpl, err := templates.Load(name, templates.Dir(b.ConfigHome))
 	if err != nil {
 		if errors.Is(err, templates.ErrNotFound) || templates.ValidName(name) != nil {
-			return nil, errs.Usage("run 'box templates' to list them", "%s", err)
+			return nil, errs.Usage("", "%w", &TemplateError{err})
 		}
 		return nil, err
 	}
@@ -25,3 +25,9 @@ func (b Backend) DrillTemplate(name string, now time.Time) (*templates.Template,
 	}
 	return tmpl, nil
 }
+
+// TemplateError: the vm drill's template is not one box has (or not a template's name).
+type TemplateError struct{ Err error }
+
+func (e *TemplateError) Error() string { return e.Err.Error() }
+func (e *TemplateError) Unwrap() error { return e.Err }

@@ -24,7 +24,14 @@ func TmuxSession(box string, args []string) (string, error) {
 	case len(args) > 1:
 		return "", fmt.Errorf("tmux takes one session, got %d", len(args))
 	case !charclass.Match(args[0], sessionFirst, sessionRest, 64):
-		return "", errs.Usage("for example: box tmux "+box+" run-1", "session name %q: want letters, digits, '-' and '_'", args[0])
+		return "", errs.Usage("", "%w", &SessionNameError{Box: box, Name: args[0]})
 	}
 	return args[0], nil
+}
+
+// SessionNameError: Name is not a tmux session name box takes (for box tmux on Box).
+type SessionNameError struct{ Box, Name string }
+
+func (e *SessionNameError) Error() string {
+	return fmt.Sprintf("session name %q: want letters, digits, '-' and '_'", e.Name)
 }

@@ -62,6 +62,9 @@ func is(target error, h string) func(error) (string, error) {
 // hints: the verbs' refusals come first, since some wrap another package's error.
 var hints = []func(error) (string, error){
 	as(takenHint),
+	as(func(e *backend.PortArgError) string { return "for example: box expose " + e.Box + " 3000" }),
+	as(func(e *vm.SessionNameError) string { return "for example: box tmux " + e.Box + " run-1" }),
+	to[*vm.TemplateError]("run 'box templates' to list them"),
 	as(func(e *backend.RunningError) string {
 		return "box stop " + e.Name + " && box " + strings.Join(append([]string{e.Verb, e.Name}, e.Args...), " ")
 	}),
@@ -160,6 +163,8 @@ func takenHint(e *backend.TakenError) string {
 	switch {
 	case e.File != "":
 		return "import it under another name: box import " + e.File + " --name NEW"
+	case e.Verb == "new" && e.Across:
+		return "pick another --name: a name is unique across both backends ('box list' shows the boxes)"
 	case e.Verb == "new":
 		return "pick another --name; 'box list' shows the boxes"
 	case e.Across:

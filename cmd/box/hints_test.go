@@ -100,6 +100,10 @@ func TestRefusalHints(t *testing.T) {
 		{&backend.TakenError{Name: "w", Err: errors.New(`a bwrap box named "w" already exists`)}, `a bwrap box named "w" already exists`, "pick another name; 'box list' shows the boxes"},
 		{&backend.TakenError{Name: "w", Across: true, Err: errors.New(`an instance named "w" already exists in incusd`)}, `an instance named "w" already exists in incusd`, "pick another name: a name is unique across both backends ('box list' shows the boxes)"},
 		{&backend.TakenError{Name: "w", Verb: "new", Err: errors.New(`an instance named "w" already exists`)}, `an instance named "w" already exists`, "pick another --name; 'box list' shows the boxes"},
+		{&backend.TakenError{Name: "w", Verb: "new", Across: true, Err: errors.New(`a bwrap box named "w" already exists`)}, `a bwrap box named "w" already exists`, "pick another --name: a name is unique across both backends ('box list' shows the boxes)"},
+		{errs.Usage("", "%w", &backend.PortArgError{Box: "w", What: "port", Err: errors.New(`"x" is not a port`)}), `port: "x" is not a port`, "for example: box expose w 3000"},
+		{errs.Usage("", "%w", &vm.SessionNameError{Box: "w", Name: "a b"}), `session name "a b": want letters, digits, '-' and '_'`, "for example: box tmux w run-1"},
+		{errs.Usage("", "%w", &vm.TemplateError{Err: errors.New(`no template "nope"`)}), `no template "nope"`, "run 'box templates' to list them"},
 		{&backend.TakenError{Name: "w", Verb: "import", File: "w.tar.gz", Err: errors.New(`an instance named "w" already exists: nothing was imported`)}, `an instance named "w" already exists: nothing was imported`, "import it under another name: box import w.tar.gz --name NEW"},
 		{&bwrap.ExposeError{Box: "w", Why: "port 3000 is not exposed", Unexposed: true}, "box w: port 3000 is not exposed", "box expose w --list shows what is"},
 		{&bwrap.ExposeError{Box: "w", Why: "port 3000 is exposed already (at 127.0.0.1:3000)"}, "box w: port 3000 is exposed already (at 127.0.0.1:3000)", ""},
@@ -140,8 +144,12 @@ func TestRefusalHints(t *testing.T) {
 		if c.hint != "" {
 			want += "box: hint: " + c.hint + "\n"
 		}
-		if b.String() != want || code != exitFail {
-			t.Errorf("%T: exit %d, printed\n%s\nwant exit 1, printed\n%s", c.err, code, b.String(), want)
+		wantCode := exitFail
+		if errs.IsUsage(c.err) {
+			wantCode = exitUsage
+		}
+		if b.String() != want || code != wantCode {
+			t.Errorf("%T: exit %d, printed\n%s\nwant exit %d, printed\n%s", c.err, code, b.String(), wantCode, want)
 		}
 	}
 }
