@@ -42,6 +42,8 @@ type Backend struct {
 	Stdin io.Reader
 }
 
+var _ backend.Backend = Backend{}
+
 // SignalContext is a verb's context as the CLI makes it: Ctrl-C and SIGTERM cancel it
 // (operations in flight are cancelled in incusd too).
 func SignalContext() (context.Context, context.CancelFunc) {

@@ -3,8 +3,7 @@ package main
 // The box verbs dispatch on the backend interface (package backend). A verb on a box
 // asks backendFor which backend holds the name (a bwrap box's directory, else incusd)
 // and calls its method; box list asks every backend. The bwrap one is bwrap.Boxes (built
-// in bwrapbox.go); vmBackend's methods are in the verbs' own files, its launch sequence
-// in backend/vm.
+// in bwrapbox.go), the vm one vm.Backend (built in vm.go).
 
 import (
 	"fmt"
@@ -20,9 +19,9 @@ import (
 // only, else a bwrap box's name is found first (a directory lookup, no daemon asked).
 func registry(e *env) backend.Registry {
 	if e.remoteName() != "" {
-		return backend.NewRegistry(vmBackend{e: e})
+		return backend.NewRegistry(e.vmBackend())
 	}
-	return backend.NewRegistry(e.bwrapBoxes(), vmBackend{e: e})
+	return backend.NewRegistry(e.bwrapBoxes(), e.vmBackend())
 }
 
 // backendFor is the backend that holds the box name (backend.Lookup), the vm backend
@@ -54,7 +53,7 @@ func (e *env) lookup() backend.Lookup {
 			absent, ok := incusAbsent(e).(*noIncusError)
 			return ok, ok && absent.Installed
 		},
-		VMTaken: vmBackend{e: e}.Taken,
+		VMTaken: e.vmBackend().Taken,
 		NoBox:   func(name string, vmErr error) error { return noBox(e, name, vmErr) },
 	}
 }
@@ -72,9 +71,6 @@ func (e *env) boxStore() dirbox.Store { return dirbox.Store{Root: dirbox.Root(e.
 // the name (the verb goes on with the vm backend), and an error for a directory that
 // merely looks like a box: box never touches it, and never hands its name to incusd.
 func bwrapBox(e *env, name string) (*dirbox.Box, error) { return e.bwrapBoxes().Find(name) }
-
-// Taken reports whether incusd has an instance called name (vm.Backend.Taken).
-func (v vmBackend) Taken(name string) (bool, error) { return v.vm().Taken(name) }
 
 // firstErr is err, else what then returns.
 func firstErr(err error, then func() error) error {

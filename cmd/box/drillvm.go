@@ -62,5 +62,5 @@ func drillTemplate(e *env, o *drillOptions) (*templates.Template, error) {
 		return nil, usagef("name a template whose BOX_IMAGE is that image: box drill --backend vm --template NAME",
 			"--image is gone: the vm drill mints its boxes from a template, as box new does")
 	}
-	return vmBackend{e: e}.vm().DrillTemplate(o.template, time.Now())
+	return e.vmBackend().DrillTemplate(o.template, time.Now())
 }

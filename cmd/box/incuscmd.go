@@ -38,7 +38,7 @@ func newIncusCmd(e *env) *cobra.Command {
 // runIncus runs the incus client on a box, pinned to the daemon and project its tag was
 // checked on (backend/vm builds the command); its exit code is box's.
 func runIncus(e *env, name string, rest []string) error {
-	h, err := vmBackend{e: e}.vm().Incus(name, rest)
+	h, err := e.vmBackend().Incus(name, rest)
 	if err != nil {
 		return err
 	}

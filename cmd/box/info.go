@@ -20,6 +20,7 @@ func newInfoCmd(e *env) *cobra.Command {
 				return err
 			}
 			bi, err := be.Info(args[0])
+			err = noBoxFor(e, args[0], err) // vm.go
 			info := infoJSONOf(bi)
 			switch {
 			case err != nil:

@@ -32,9 +32,28 @@ func (e *env) daemon() vm.Daemon {
 		Getenv: e.getenv, Home: e.home(), Local: host.LocalClientOf(e.localSocket())}
 }
 
-// vmContext is the context of one vm verb: Ctrl-C and SIGTERM cancel it (operations in
-// flight are cancelled in incusd too).
-func vmContext() (context.Context, context.CancelFunc) { return vm.SignalContext() }
+// vmBackend is the vm backend (vm.Backend, which implements backend.Backend) talking
+// and writing where this env does; a verb's context is cancelled by Ctrl-C and SIGTERM
+// (operations in flight are cancelled in incusd too).
+func (e *env) vmBackend() vm.Backend {
+	return vm.Backend{
+		Client: e.daemon().Client, Context: vm.SignalContext,
+		Getenv: e.getenv, Socket: e.socketPath(), ConfigHome: e.configHome(),
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Quiet: e.quiet,
+		Err: func(err error) error { return vmErr(e, err) },
+		Ask: func(force bool, question, refused string) error { return ask(e, force, question, refused) },
+	}
+}
+
+// noBoxFor turns the vm backend's not-found for name into the refusal every verb gives
+// (closest names: asked only now, when the name matched nothing).
+func noBoxFor(e *env, name string, err error) error {
+	var nf *vm.NotFoundError
+	if errors.As(err, &nf) && nf.Name == name {
+		return noBox(e, name, nil)
+	}
+	return err
+}
 
 // vmErr gives an error from the vm backend its hint: names are usage errors, a missing
 // daemon says how to find out why, the tag boundary explains itself.
