@@ -106,16 +106,6 @@ func vmOnlyVerb(e *env, verb, name string) error {
 	return usagef(hint, "box %s is a bwrap box: box %s is for vm boxes", name, verb)
 }
 
-// bwrapNameFree refuses to import a vm box under a bwrap box's name: a name is unique
-// across both backends.
-func bwrapNameFree(e *env, name, file string) error {
-	if taken, err := e.bwrapBoxes().Taken(name); err != nil || !taken {
-		return err
-	}
-	return withHint(fmt.Errorf("a bwrap box named %q already exists: nothing was imported", name),
-		fmt.Sprintf("import it under another name: box import %s --name NEW", file))
-}
-
 // mintRequest is box new's request: its options and the flags given.
 func mintRequest(o *newOptions, given []string) backend.MintRequest {
 	return backend.MintRequest{
@@ -124,13 +114,6 @@ func mintRequest(o *newOptions, given []string) backend.MintRequest {
 		Timeout: o.timeout, Backend: o.backend, Network: o.network, Workdir: o.workdir,
 		SSHHosts: o.sshHosts, Given: given,
 	}
-}
-
-// newOptionsOf is the request as box new's code takes it.
-func newOptionsOf(r backend.MintRequest) *newOptions {
-	o := &newOptions{profile: r.Profile, from: r.From, timeout: r.Timeout, backend: r.Backend, network: r.Network, workdir: r.Workdir}
-	o.Name, o.Template, o.CPU, o.Memory, o.Disk, o.VM, o.Container = r.Name, r.Template, r.CPU, r.Memory, r.Disk, r.VM, r.Container
-	return o
 }
 
 // flagsAfterBox lets a verb whose command follows -- (box exec) take its flags after
