@@ -12,7 +12,7 @@ import (
 // runDrillVM is box drill --backend vm (drill.VMDrill): the stack row by row, then two
 // boxes probed live.
 func runDrillVM(e *env, o *drillOptions) error {
-	ctx, cancel := hostContext()
+	ctx, cancel := vm.SignalContext() // Ctrl-C and SIGTERM cancel it
 	defer cancel()
 	g := grantHost(e) // the admin client (vm.Daemon.Admin), and the grants the drill probes
 	defer g.Client.Close()
