@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/heavy-duty/box/internal/errs"
@@ -67,11 +66,4 @@ func BoxFlags(verb string) []string {
 		return []string{"name"}
 	}
 	return nil
-}
-
-// UntrustedHint is the hint of an answer that remote does not trust box's client
-// certificate.
-func UntrustedHint(remote string) string {
-	return fmt.Sprintf("remote %s does not trust this client certificate: add it on the server ('incus config trust add-certificate client.crt'), or re-add the remote with a trust token ('incus remote add %s TOKEN')",
-		remote, remote)
 }

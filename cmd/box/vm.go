@@ -5,12 +5,9 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/heavy-duty/box/backend"
@@ -70,25 +67,23 @@ func vmErr(e *env, err error) error {
 		}
 		return err
 	}
-	if vm.Untrusted(err) && e.remoteName() != "" {
-		return withHint(err, vm.UntrustedHint(e.remoteName()))
+	if r := e.remoteName(); vm.Untrusted(err) && r != "" {
+		return withHint(err, fmt.Sprintf("remote %s does not trust this client certificate: add it on the server ('incus config trust add-certificate client.crt'), or re-add the remote with a trust token ('incus remote add %s TOKEN')", r, r))
 	}
 	if h := e.userSocketHint(err); h != "" {
 		return withHint(err, h) // usersocket.go
 	}
-	if errors.Is(err, syscall.ENOENT) {
+	if vm.NoIncus(err) {
 		if absent := incusAbsent(e); absent != nil {
 			return absent // one line: not installed or not running, and what to do
 		}
 	}
-	var op *net.OpError
-	if errors.As(err, &op) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+	switch vm.FailureOf(err) {
+	case vm.Unreached:
 		return withHint(err, fmt.Sprintf("is incusd running? 'box doctor' checks the host; INCUS_SOCKET or INCUS_DIR choose the socket (now %s)", e.socketPath()))
-	}
-	if errors.Is(err, syscall.EACCES) {
+	case vm.Denied:
 		return withHint(err, "your user may not use incusd's socket: run as root or as a member of the incus-admin group")
-	}
-	if errors.Is(err, context.Canceled) {
+	case vm.Interrupted:
 		return errors.New("interrupted")
 	}
 	var bad *backend.NameError
