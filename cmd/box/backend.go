@@ -1,7 +1,7 @@
 package main
 
 // The box verbs dispatch on the backend interface (package backend). A verb on a box
-// asks backendFor which backend holds the name (a bwrap box's directory, else incusd)
+// asks e.lookup() which backend holds the name (a bwrap box's directory, else incusd)
 // and calls its method; box list asks every backend. The bwrap one is bwrap.Boxes (built
 // in bwrapbox.go), the vm one vm.Backend (built in vm.go).
 
@@ -22,18 +22,6 @@ func registry(e *env) backend.Registry {
 		return backend.NewRegistry(e.vmBackend())
 	}
 	return backend.NewRegistry(e.bwrapBoxes(), e.vmBackend())
-}
-
-// backendFor is the backend that holds the box name (backend.Lookup), the vm backend
-// asked first whether it has the name.
-func backendFor(e *env, name string) (backend.Backend, error) {
-	return backendForVerb(e, name, true)
-}
-
-// backendForVerb is backendFor; without askVM the verb's own single request asks the
-// vm backend (box info).
-func backendForVerb(e *env, name string, askVM bool) (backend.Backend, error) {
-	return e.lookup().For(name, askVM)
 }
 
 // lookup is backend.Lookup on e's backends and host: the bwrap box comes held.
@@ -71,14 +59,6 @@ func (e *env) boxStore() dirbox.Store { return dirbox.Store{Root: dirbox.Root(e.
 // the name (the verb goes on with the vm backend), and an error for a directory that
 // merely looks like a box: box never touches it, and never hands its name to incusd.
 func bwrapBox(e *env, name string) (*dirbox.Box, error) { return e.bwrapBoxes().Find(name) }
-
-// firstErr is err, else what then returns.
-func firstErr(err error, then func() error) error {
-	if err != nil {
-		return err
-	}
-	return then()
-}
 
 // register adds the launch flags to a verb that enters a box.
 func (l *launchFlags) register(cmd *cobra.Command) {

@@ -19,13 +19,10 @@ import (
 // groupVM is the help group of the vm verbs.
 const groupVM = "vm"
 
-// socketPath resolves incusd's socket as the incus CLI does, from box's environment.
-func (e *env) socketPath() string { return e.localSocket() }
-
 // daemon is the incusd the vm verbs act on: the local socket, or the remote in force
 // (remote.go). Nothing is dialled until a verb asks.
 func (e *env) daemon() vm.Daemon {
-	return vm.Daemon{Remote: e.remoteName(), Target: e.target, Socket: e.socketPath(),
+	return vm.Daemon{Remote: e.remoteName(), Target: e.target, Socket: e.localSocket(),
 		Getenv: e.getenv, Home: e.home(), Local: host.LocalClientOf(e.localSocket())}
 }
 
@@ -35,7 +32,7 @@ func (e *env) daemon() vm.Daemon {
 func (e *env) vmBackend() vm.Backend {
 	return vm.Backend{
 		Client: e.daemon().Client, Context: vm.SignalContext,
-		Getenv: e.getenv, Socket: e.socketPath(), ConfigHome: e.configHome(),
+		Getenv: e.getenv, Socket: e.localSocket(), ConfigHome: e.configHome(),
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Quiet: e.quiet,
 		Err: func(err error) error { return vmErr(e, err) },
 		Ask: func(force bool, question, refused string) error { return ask(e, force, question, refused) },
@@ -80,7 +77,7 @@ func vmErr(e *env, err error) error {
 	}
 	switch vm.FailureOf(err) {
 	case vm.Unreached:
-		return withHint(err, fmt.Sprintf("is incusd running? 'box doctor' checks the host; INCUS_SOCKET or INCUS_DIR choose the socket (now %s)", e.socketPath()))
+		return withHint(err, fmt.Sprintf("is incusd running? 'box doctor' checks the host; INCUS_SOCKET or INCUS_DIR choose the socket (now %s)", e.localSocket()))
 	case vm.Denied:
 		return withHint(err, "your user may not use incusd's socket: run as root or as a member of the incus-admin group")
 	case vm.Interrupted:
@@ -198,7 +195,7 @@ func vmVerb(e *env, use, short string, args cobra.PositionalArgs, run func(*cobr
 
 // onBox runs a verb's call on the backend that holds the box name.
 func onBox(e *env, name string, call func(backend.Backend) error) error {
-	be, err := backendFor(e, name)
+	be, err := e.lookup().For(name, true) // the vm backend asked first whether it has the name
 	if err != nil {
 		return err
 	}
