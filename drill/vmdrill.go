@@ -7,6 +7,7 @@ package drill
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -35,6 +36,22 @@ func HostPorts(port int) []int {
 		return []int{port}
 	}
 	return HostListening()
+}
+
+// Check refuses a malformed LAN target (ADDR:PORT, the address a name or an IP; the
+// CLI words it with its flag).
+func (d VMDrill) Check() error {
+	for _, t := range d.LAN {
+		if _, _, err := net.SplitHostPort(t); err != nil {
+			return &OptionError{OptionLAN, t}
+		}
+	}
+	return nil
+}
+
+// Scope is what the report's closing line says was drilled.
+func (d VMDrill) Scope() string {
+	return "vm, template " + d.Template + " (image " + d.Image + "), host ports " + fmt.Sprint(d.HostPorts)
 }
 
 // Run runs the drill. The verbs row runs this very binary, as a user would, against the

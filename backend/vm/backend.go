@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -41,6 +42,8 @@ type Backend struct {
 	// a terminal there).
 	Stdin io.Reader
 }
+
+var _ backend.Backend = Backend{}
 
 // SignalContext is a verb's context as the CLI makes it: Ctrl-C and SIGTERM cancel it
 // (operations in flight are cancelled in incusd too).
@@ -123,6 +126,31 @@ func (b Backend) NeedSnapshot(ctx context.Context, c *incus.Client, box, snap st
 
 // NoIncus: incusd's socket does not exist: the vm backend is not set up here.
 func NoIncus(err error) bool { return errors.Is(err, syscall.ENOENT) }
+
+// Failure is how asking incusd failed, for the CLI to word (FailureOf).
+type Failure int
+
+const (
+	NotTransport Failure = iota // incusd answered (or the error is not about reaching it)
+	Unreached                   // no socket, connection refused, or another network error
+	Denied                      // the socket refused this user (EACCES)
+	Interrupted                 // the verb's context was cancelled (Ctrl-C, SIGTERM)
+)
+
+// FailureOf classifies err, in this order: a network error, a missing socket or a refused
+// connection is Unreached; then EACCES is Denied; then a cancelled context Interrupted.
+func FailureOf(err error) Failure {
+	var op *net.OpError
+	switch {
+	case errors.As(err, &op), errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
+		return Unreached
+	case errors.Is(err, syscall.EACCES):
+		return Denied
+	case errors.Is(err, context.Canceled):
+		return Interrupted
+	}
+	return NotTransport
+}
 
 // Taken reports whether incusd has an instance called name (a box or not). No incusd
 // at all (its socket absent) means no vm boxes; any other failure is an error, since a

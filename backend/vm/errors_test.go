@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,5 +137,29 @@ func TestSnapshotTakenMeanwhile(t *testing.T) {
 	var apiErr *incus.Error
 	if errors.As(err, &apiErr) {
 		t.Errorf("incusd's text leaks: %v", apiErr)
+	}
+}
+
+// How asking incusd failed, classified for the CLI: a network error or a missing or
+// refusing socket is Unreached (before EACCES: a dial refused by permissions is still a
+// dial), EACCES Denied, a cancelled context Interrupted, anything else not a transport
+// failure.
+func TestFailureOf(t *testing.T) {
+	dial := func(err error) error { return &net.OpError{Op: "dial", Net: "unix", Err: err} }
+	for _, tc := range []struct {
+		err  error
+		want Failure
+	}{
+		{fmt.Errorf("get: %w", &os.PathError{Op: "dial", Path: "/x", Err: syscall.ENOENT}), Unreached},
+		{fmt.Errorf("get: %w", syscall.ECONNREFUSED), Unreached},
+		{dial(syscall.EACCES), Unreached},
+		{fmt.Errorf("get: %w", syscall.EACCES), Denied},
+		{fmt.Errorf("wait: %w", context.Canceled), Interrupted},
+		{errors.New("not found"), NotTransport},
+		{nil, NotTransport},
+	} {
+		if got := FailureOf(tc.err); got != tc.want {
+			t.Errorf("%v: %d, want %d", tc.err, got, tc.want)
+		}
 	}
 }

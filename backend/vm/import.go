@@ -45,9 +45,16 @@ func (o *onEOF) Read(p []byte) (int, error) {
 }
 
 // Import is box import: the box exported to file, under name ("" keeps the exported
-// box's), settled on this host and started. nameFree refuses a name another backend
-// holds (a name is unique across backends); it is asked before anything is uploaded.
-func (b Backend) Import(file, name string, now time.Time, nameFree func(name string) error) error {
+// box's), settled on this host and started. bwrapTaken says whether a bwrap box holds a
+// name (a name is unique across backends); it is asked before anything is uploaded.
+func (b Backend) Import(file, name string, now time.Time, bwrapTaken func(name string) (bool, error)) error {
+	nameFree := func(name string) error {
+		if taken, err := bwrapTaken(name); err != nil || !taken {
+			return err
+		}
+		return &backend.TakenError{Name: name, Verb: "import", File: file,
+			Err: fmt.Errorf("a bwrap box named %q already exists: nothing was imported", name)}
+	}
 	if name != "" {
 		if err := incus.ValidateName(name); err != nil {
 			return b.err(err)

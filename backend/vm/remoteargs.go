@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/heavy-duty/box/internal/errs"
@@ -34,9 +33,37 @@ func (r *RemoteArgs) Take(what, v string) (string, error) {
 	return name, nil
 }
 
-// UntrustedHint is the hint of an answer that remote does not trust box's client
-// certificate.
-func UntrustedHint(remote string) string {
-	return fmt.Sprintf("remote %s does not trust this client certificate: add it on the server ('incus config trust add-certificate client.crt'), or re-add the remote with a trust token ('incus remote add %s TOKEN')",
-		remote, remote)
+// Args strips REMOTE: from verb's arguments that name boxes, in place: the first n
+// (those before a "--"; both of rename's, the first of any other verb's, none of list's,
+// new's or import's, whose boxes are flags). Files, labels, ports and commands are never
+// rewritten.
+func (r *RemoteArgs) Args(verb string, args []string, n int) error {
+	n = min(n, len(args))
+	switch verb {
+	case "list", "new", "import":
+		n = 0
+	case "rename":
+		n = min(n, 2)
+	default:
+		n = min(n, 1)
+	}
+	for i := range n {
+		v, err := r.Take("box", args[i])
+		if err != nil {
+			return err
+		}
+		args[i] = v
+	}
+	return nil
+}
+
+// BoxFlags are verb's flags that name boxes, and so may carry a REMOTE: prefix.
+func BoxFlags(verb string) []string {
+	switch verb {
+	case "new":
+		return []string{"name", "from"}
+	case "import":
+		return []string{"name"}
+	}
+	return nil
 }

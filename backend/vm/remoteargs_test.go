@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/heavy-duty/box/internal/errs"
@@ -55,5 +56,39 @@ func TestTmuxSession(t *testing.T) {
 		if _, err := TmuxSession("w", []string{bad}); !errs.IsUsage(err) {
 			t.Errorf("%q: %v, want a usage error", bad, err)
 		}
+	}
+}
+
+// Only box names lose their prefix: both of rename's, the first argument of the other
+// verbs on a box, none of list's, new's or import's (a file), nothing after "--".
+func TestRemoteArgsOnlyBoxNames(t *testing.T) {
+	for _, tc := range []struct {
+		verb string
+		args []string
+		n    int // arguments before "--"
+		want string
+	}{
+		{"exec", []string{"lab:work", "echo", "a:b"}, 1, "work echo a:b"},
+		{"exec", []string{"lab:work"}, 0, "lab:work"},
+		{"rename", []string{"lab:a", "lab:b"}, 2, "a b"},
+		{"export", []string{"lab:work", "out:file.tar"}, 2, "work out:file.tar"},
+		{"snapshot", []string{"lab:work", "x:y"}, 2, "work x:y"},
+		{"import", []string{"lab:file.tar"}, 1, "lab:file.tar"},
+		{"new", []string{"lab:x"}, 1, "lab:x"},
+		{"list", []string{"lab:x"}, 1, "lab:x"},
+		{"info", nil, 0, ""},
+	} {
+		r := RemoteArgs{}
+		if err := r.Args(tc.verb, tc.args, tc.n); err != nil {
+			t.Errorf("%s %v: %v", tc.verb, tc.args, err)
+		} else if got := strings.Join(tc.args, " "); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.verb, got, tc.want)
+		}
+	}
+	if f := BoxFlags("new"); strings.Join(f, " ") != "name from" {
+		t.Errorf("new's box flags: %v", f)
+	}
+	if f := BoxFlags("import"); strings.Join(f, " ") != "name" {
+		t.Errorf("import's box flags: %v", f)
 	}
 }

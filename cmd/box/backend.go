@@ -1,10 +1,9 @@
 package main
 
 // The box verbs dispatch on the backend interface (package backend). A verb on a box
-// asks backendFor which backend holds the name (a bwrap box's directory, else incusd)
+// asks e.lookup() which backend holds the name (a bwrap box's directory, else incusd)
 // and calls its method; box list asks every backend. The bwrap one is bwrap.Boxes (built
-// in bwrapbox.go); vmBackend's methods are in the verbs' own files, its launch sequence
-// in backend/vm.
+// in bwrapbox.go), the vm one vm.Backend (built in vm.go).
 
 import (
 	"fmt"
@@ -20,21 +19,9 @@ import (
 // only, else a bwrap box's name is found first (a directory lookup, no daemon asked).
 func registry(e *env) backend.Registry {
 	if e.remoteName() != "" {
-		return backend.NewRegistry(vmBackend{e: e})
+		return backend.NewRegistry(e.vmBackend())
 	}
-	return backend.NewRegistry(e.bwrapBoxes(), vmBackend{e: e})
-}
-
-// backendFor is the backend that holds the box name (backend.Lookup), the vm backend
-// asked first whether it has the name.
-func backendFor(e *env, name string) (backend.Backend, error) {
-	return backendForVerb(e, name, true)
-}
-
-// backendForVerb is backendFor; without askVM the verb's own single request asks the
-// vm backend (box info).
-func backendForVerb(e *env, name string, askVM bool) (backend.Backend, error) {
-	return e.lookup().For(name, askVM)
+	return backend.NewRegistry(e.bwrapBoxes(), e.vmBackend())
 }
 
 // lookup is backend.Lookup on e's backends and host: the bwrap box comes held.
@@ -54,7 +41,7 @@ func (e *env) lookup() backend.Lookup {
 			absent, ok := incusAbsent(e).(*noIncusError)
 			return ok, ok && absent.Installed
 		},
-		VMTaken: vmBackend{e: e}.Taken,
+		VMTaken: e.vmBackend().Taken,
 		NoBox:   func(name string, vmErr error) error { return noBox(e, name, vmErr) },
 	}
 }
@@ -72,17 +59,6 @@ func (e *env) boxStore() dirbox.Store { return dirbox.Store{Root: dirbox.Root(e.
 // the name (the verb goes on with the vm backend), and an error for a directory that
 // merely looks like a box: box never touches it, and never hands its name to incusd.
 func bwrapBox(e *env, name string) (*dirbox.Box, error) { return e.bwrapBoxes().Find(name) }
-
-// Taken reports whether incusd has an instance called name (vm.Backend.Taken).
-func (v vmBackend) Taken(name string) (bool, error) { return v.vm().Taken(name) }
-
-// firstErr is err, else what then returns.
-func firstErr(err error, then func() error) error {
-	if err != nil {
-		return err
-	}
-	return then()
-}
 
 // register adds the launch flags to a verb that enters a box.
 func (l *launchFlags) register(cmd *cobra.Command) {
@@ -110,16 +86,6 @@ func vmOnlyVerb(e *env, verb, name string) error {
 	return usagef(hint, "box %s is a bwrap box: box %s is for vm boxes", name, verb)
 }
 
-// bwrapNameFree refuses to import a vm box under a bwrap box's name: a name is unique
-// across both backends.
-func bwrapNameFree(e *env, name, file string) error {
-	if taken, err := e.bwrapBoxes().Taken(name); err != nil || !taken {
-		return err
-	}
-	return withHint(fmt.Errorf("a bwrap box named %q already exists: nothing was imported", name),
-		fmt.Sprintf("import it under another name: box import %s --name NEW", file))
-}
-
 // mintRequest is box new's request: its options and the flags given.
 func mintRequest(o *newOptions, given []string) backend.MintRequest {
 	return backend.MintRequest{
@@ -128,13 +94,6 @@ func mintRequest(o *newOptions, given []string) backend.MintRequest {
 		Timeout: o.timeout, Backend: o.backend, Network: o.network, Workdir: o.workdir,
 		SSHHosts: o.sshHosts, Given: given,
 	}
-}
-
-// newOptionsOf is the request as box new's code takes it.
-func newOptionsOf(r backend.MintRequest) *newOptions {
-	o := &newOptions{profile: r.Profile, from: r.From, timeout: r.Timeout, backend: r.Backend, network: r.Network, workdir: r.Workdir}
-	o.Name, o.Template, o.CPU, o.Memory, o.Disk, o.VM, o.Container = r.Name, r.Template, r.CPU, r.Memory, r.Disk, r.VM, r.Container
-	return o
 }
 
 // flagsAfterBox lets a verb whose command follows -- (box exec) take its flags after

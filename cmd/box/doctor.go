@@ -35,7 +35,7 @@ func runDoctor(e *env, o *doctorOptions) error {
 	if err := incusAbsent(e); err != nil {
 		return err
 	}
-	ctx, cancel := hostContext()
+	ctx, cancel := vm.SignalContext() // Ctrl-C and SIGTERM cancel it
 	defer cancel()
 	if e.remoteName() == "" && host.IsUserSocket(e.localSocket()) { // a granted user: their side of it
 		return printChecks(e, o, host.UserChecks(ctx, e.localSocket(), vm.Placement(e.getenv)))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -103,10 +104,8 @@ func runDrill(e *env, o *drillOptions) error {
 		Expect: policy.Tier(o.expect), InternetURL: o.internetURL, HostPort: o.hostPort, LAN: o.lan,
 		AllowedURL: o.allowedURL, RebindURLs: o.rebindURLs, UDP: o.udp, Box: o.box != "",
 	}
-	var bad *drill.OptionError
-	if errors.As(opts.Check(), &bad) {
-		u := drillOptionUsage[bad.Option]
-		return usagef(u[0], u[1], bad.Value)
+	if err := drillOptionErr(opts.Check()); err != nil {
+		return err
 	}
 	var err error
 	opts.Groups, err = drill.SelectGroups(o.groups)
@@ -143,18 +142,36 @@ func runDrill(e *env, o *drillOptions) error {
 	case err != nil:
 		return err
 	}
-	if o.json {
-		err = drill.RenderJSON(e.stdout, rep.Results)
-	} else {
-		err = drill.Render(e.stdout, rep.Results)
-	}
-	if err != nil {
+	return drillReport(e, o.json, rep.Results, rep.Scope(opts.Expect), nil, func(err error) error { return err })
+}
+
+// drillOptionErr words a malformed drill option (drill.OptionError) by its flag.
+func drillOptionErr(err error) error {
+	var bad *drill.OptionError
+	if !errors.As(err, &bad) {
 		return err
 	}
-	if drill.Failed(rep.Results) {
-		return fmt.Errorf("drill (%s): %s", rep.Scope(opts.Expect), drill.Summary(rep.Results))
+	u := drillOptionUsage[bad.Option]
+	return usagef(u[0], u[1], bad.Value)
+}
+
+// drillReport prints the rows (--json: a JSON array), then fails when a row failed; its
+// closing line names the scope. An error of the run that still gave rows (wrapped by
+// wrap, as is a failure to print) comes after the rows.
+func drillReport(e *env, asJSON bool, results []drill.Result, scope string, runErr error, wrap func(error) error) error {
+	var err error
+	if asJSON {
+		err = drill.RenderJSON(e.stdout, results)
+	} else {
+		err = drill.Render(e.stdout, results)
 	}
-	fmt.Fprintf(e.stderr, "box: drill (%s): %s\n", rep.Scope(opts.Expect), drill.Summary(rep.Results))
+	if err = cmp.Or(runErr, err); err != nil {
+		return wrap(err)
+	}
+	if drill.Failed(results) {
+		return fmt.Errorf("drill (%s): %s", scope, drill.Summary(results))
+	}
+	fmt.Fprintf(e.stderr, "box: drill (%s): %s\n", scope, drill.Summary(results))
 	return nil
 }
 

@@ -24,4 +24,10 @@ func TestDrillBackendVM(t *testing.T) {
 			t.Errorf("%q: exit %d, want 2: %s", args, code, e.String())
 		}
 	}
+	// The vm drill's LAN targets may be names, but not without a port (drill.VMDrill.Check).
+	e.Reset()
+	code = Main([]string{"drill", "--backend", "vm", "--lan", "nope"}, strings.NewReader(""), &o, &e)
+	if want := "box: error: --lan \"nope\": want ADDR:PORT\nbox: hint: for example --lan 192.168.1.10:80\n"; code != 2 || e.String() != want {
+		t.Errorf("--backend vm --lan nope: exit %d:\n%s\nwant exit 2:\n%s", code, e.String(), want)
+	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/heavy-duty/box/backend/vm"
@@ -10,49 +9,29 @@ import (
 	"github.com/heavy-duty/box/templates"
 )
 
-// runDrillVM is box drill --backend vm: the stack row by row, then two boxes probed live.
+// runDrillVM is box drill --backend vm (drill.VMDrill): the stack row by row, then two
+// boxes probed live.
 func runDrillVM(e *env, o *drillOptions) error {
-	ctx, cancel := hostContext()
+	ctx, cancel := vm.SignalContext() // Ctrl-C and SIGTERM cancel it
 	defer cancel()
 	g := grantHost(e) // the admin client (vm.Daemon.Admin), and the grants the drill probes
-	c := g.Client
-	defer c.Close()
-	ports := drill.HostPorts(o.hostPort)
-	for _, t := range o.lan {
-		if _, _, err := net.SplitHostPort(t); err != nil {
-			return usagef("for example --lan 192.168.1.10:80", "--lan %q: want ADDR:PORT", t)
-		}
+	defer g.Client.Close()
+	d := drill.VMDrill{Grants: g, Environ: e.environ(), UnitDir: o.unitDir, InternetURL: o.internetURL,
+		Placement: vm.Placement(e.getenv), HostPorts: drill.HostPorts(o.hostPort), LAN: o.lan,
+		Logf: func(f string, a ...any) { fmt.Fprintf(e.stderr, "box: "+f+"\n", a...) }}
+	if err := drillOptionErr(d.Check()); err != nil {
+		return err
 	}
 	tmpl, err := drillTemplate(e, o)
 	if err != nil {
 		return err
 	}
-	results, err := drill.VMDrill{ // drill/vmdrill.go
-		Grants: g, Template: tmpl.Name, Image: tmpl.Image, Environ: e.environ(),
-		UnitDir: o.unitDir, InternetURL: o.internetURL, Placement: vm.Placement(e.getenv),
-		HostPorts: ports, LAN: o.lan,
-		Logf: func(f string, a ...any) { fmt.Fprintf(e.stderr, "box: "+f+"\n", a...) },
-	}.Run(ctx)
+	d.Template, d.Image = tmpl.Name, tmpl.Image
+	results, err := d.Run(ctx)
 	if err != nil && len(results) == 0 {
-		return hostErr(c.Socket(), err)
+		return hostErr(g.Client.Socket(), err)
 	}
-	if o.json {
-		err2 := drill.RenderJSON(e.stdout, results)
-		if err == nil {
-			err = err2
-		}
-	} else if err2 := drill.Render(e.stdout, results); err == nil {
-		err = err2
-	}
-	if err != nil {
-		return hostErr(c.Socket(), err)
-	}
-	what := "vm, template " + tmpl.Name + " (image " + tmpl.Image + "), host ports " + fmt.Sprint(ports)
-	if drill.Failed(results) {
-		return fmt.Errorf("drill (%s): %s", what, drill.Summary(results))
-	}
-	fmt.Fprintf(e.stderr, "box: drill (%s): %s\n", what, drill.Summary(results))
-	return nil
+	return drillReport(e, o.json, results, d.Scope(), err, func(err error) error { return hostErr(g.Client.Socket(), err) })
 }
 
 // drillTemplate is the template the drill's boxes are minted from (--template, else box
@@ -62,5 +41,5 @@ func drillTemplate(e *env, o *drillOptions) (*templates.Template, error) {
 		return nil, usagef("name a template whose BOX_IMAGE is that image: box drill --backend vm --template NAME",
 			"--image is gone: the vm drill mints its boxes from a template, as box new does")
 	}
-	return vmBackend{e: e}.vm().DrillTemplate(o.template, time.Now())
+	return e.vmBackend().DrillTemplate(o.template, time.Now())
 }

@@ -20,7 +20,7 @@ func newExportCmd(e *env) *cobra.Command {
 			if len(args) == 2 {
 				file = args[1]
 			}
-			return vmBackend{e: e}.vm().Export(name, file, instanceOnly, now)
+			return e.vmBackend().Export(name, file, instanceOnly, now)
 		})
 	cmd.Flags().BoolVar(&instanceOnly, "instance-only", false, "leave the snapshots out")
 	return cmd

@@ -33,7 +33,7 @@ func newExposeCmd(e *env) *cobra.Command {
 			} else if err := backend.ValidName(name); err != nil {
 				return vmErr(e, err)
 			} else {
-				doors = vmBackend{e: e}.vm().Doors(name) // backend/vm/doors.go
+				doors = e.vmBackend().Doors(name) // backend/vm/doors.go
 			}
 			r.Ports = args[1:]
 			exp, err := doors.Run(r)

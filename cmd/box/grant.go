@@ -58,7 +58,7 @@ func (e *env) refuseRemoteArgs(cmd *cobra.Command, _ []string) error { return e.
 // cancelled on Ctrl-C.
 func onLocalHost(e *env, f func(ctx context.Context, g host.GrantHost, args []string) error) func(*cobra.Command, []string) error {
 	return func(_ *cobra.Command, args []string) error {
-		ctx, cancel := hostContext()
+		ctx, cancel := vm.SignalContext() // Ctrl-C and SIGTERM cancel it
 		defer cancel()
 		g := grantHost(e)
 		defer g.Client.Close()

@@ -10,8 +10,7 @@ func newImportCmd(e *env) *cobra.Command {
 	var name string
 	cmd := vmVerb(e, "import FILE [--name NAME]", "bring back a box from an export, onto this host's stack", argRange(1, 1, "import takes one file"),
 		func(cmd *cobra.Command, args []string) error {
-			return vmBackend{e: e}.vm().Import(args[0], name, time.Now(),
-				func(n string) error { return bwrapNameFree(e, n, args[0]) })
+			return e.vmBackend().Import(args[0], name, time.Now(), e.bwrapBoxes().Taken)
 		})
 	cmd.ValidArgsFunction = nil // a file, not a box
 	cmd.Flags().StringVar(&name, "name", "", "the imported box's name (default: the exported box's)")

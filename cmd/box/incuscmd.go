@@ -24,10 +24,10 @@ func newIncusCmd(e *env) *cobra.Command {
 		},
 		func(cmd *cobra.Command, args []string) error {
 			box, rest, _ := splitDash(cmd, args, true)
-			if b, err := bwrapBox(e, box); err != nil || b != nil {
-				return firstErr(err, func() error {
-					return usagef("box shell, box exec, box snapshot... work on it", "box %s is a bwrap box: box incus is for vm boxes", box)
-				})
+			if b, err := bwrapBox(e, box); err != nil {
+				return err
+			} else if b != nil {
+				return usagef("box shell, box exec, box snapshot... work on it", "box %s is a bwrap box: box incus is for vm boxes", box)
 			}
 			return runIncus(e, box, rest)
 		})
@@ -38,7 +38,7 @@ func newIncusCmd(e *env) *cobra.Command {
 // runIncus runs the incus client on a box, pinned to the daemon and project its tag was
 // checked on (backend/vm builds the command); its exit code is box's.
 func runIncus(e *env, name string, rest []string) error {
-	h, err := vmBackend{e: e}.vm().Incus(name, rest)
+	h, err := e.vmBackend().Incus(name, rest)
 	if err != nil {
 		return err
 	}

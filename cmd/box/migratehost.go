@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
 )
@@ -37,7 +38,7 @@ func runMigrateHost(e *env, o *migrateHostOptions) error {
 	if o.box == "" {
 		return usagef("for example box migrate-host --box work", "--box is required")
 	}
-	ctx, cancel := hostContext()
+	ctx, cancel := vm.SignalContext() // Ctrl-C and SIGTERM cancel it
 	defer cancel()
 	c := e.daemon().Admin()
 	defer c.Close()

@@ -43,11 +43,13 @@ func newNewCmdWith(e *env, mintF func(backend.MintRequest) error) *cobra.Command
 			if err != nil {
 				return err
 			}
-			var be backend.Backend = vmBackend{e: e, mint: mintF}
-			if bwrap {
-				be = e.bwrapBoxes()
+			switch {
+			case bwrap:
+				return e.bwrapBoxes().Mint(mintRequest(o, given))
+			case mintF != nil:
+				return mintF(mintRequest(o, given))
 			}
-			return be.Mint(mintRequest(o, given))
+			return e.vmBackend().Mint(mintRequest(o, given))
 		},
 	}
 	newBackendFlags(cmd, o)

@@ -17,7 +17,7 @@ func noBox(e *env, name string, vmErr error) error {
 			names = append(names, b.Name)
 		}
 	}
-	if v := (vmBackend{e: e}).vm(); vmErr == nil && exists(v.Socket) {
+	if v := e.vmBackend(); vmErr == nil && exists(v.Socket) {
 		v.Quiet = true // its warnings are for box list
 		if sums, err := v.List(); err == nil {
 			for _, s := range sums {

@@ -92,38 +92,19 @@ func (e *env) remoteName() string {
 	return e.getenv("BOX_REMOTE")
 }
 
-// boxFlags are the flags that name boxes (and so may carry a REMOTE: prefix).
-var boxFlags = map[string][]string{"new": {"name", "from"}, "import": {"name"}}
-
-// boxArgIndexes are the positions of a verb's arguments that name boxes (and so may
-// carry a REMOTE: prefix). Files, labels, ports and commands are never rewritten.
-func boxArgIndexes(cmd *cobra.Command, args []string) []int {
-	n := len(args)
-	if d := cmd.ArgsLenAtDash(); d >= 0 && d < n {
-		n = d
-	}
-	switch cmd.Name() {
-	case "list", "new", "import":
-		return nil
-	case "rename":
-		return []int{0, 1}[:min(2, n)]
-	default:
-		return []int{0}[:min(1, n)]
-	}
-}
-
-// remotePrefixes strips REMOTE: from a verb's box arguments (and boxFlags), in place,
-// and sets the remote from it (vm.RemoteArgs says which prefixes are refused).
+// remotePrefixes strips REMOTE: from a verb's box arguments and box-naming flags, in
+// place, and sets the remote from it (vm.RemoteArgs: which are box names, which
+// prefixes are refused).
 func (e *env) remotePrefixes(cmd *cobra.Command, args []string) error {
 	r := vm.RemoteArgs{Flag: e.remote}
-	for _, i := range boxArgIndexes(cmd, args) {
-		v, err := r.Take("box", args[i])
-		if err != nil {
-			return err
-		}
-		args[i] = v
+	n := len(args)
+	if d := cmd.ArgsLenAtDash(); d >= 0 {
+		n = d
 	}
-	for _, name := range boxFlags[cmd.Name()] {
+	if err := r.Args(cmd.Name(), args, n); err != nil {
+		return err
+	}
+	for _, name := range vm.BoxFlags(cmd.Name()) {
 		f := cmd.Flags().Lookup(name)
 		if f == nil || f.Value.String() == "" {
 			continue

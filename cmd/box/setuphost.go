@@ -1,24 +1,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
 )
 
 // groupHost is the help group of the host-stack verbs.
 const groupHost = "host"
-
-// hostContext is cancelled by Ctrl-C and SIGTERM.
-func hostContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
 
 // hostErr adds the hint every host verb shares when incusd (at socket sock) cannot be
 // reached.
@@ -98,7 +91,7 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 	if err := incusAbsent(e); err != nil {
 		return err
 	}
-	ctx, cancel := hostContext()
+	ctx, cancel := vm.SignalContext() // Ctrl-C and SIGTERM cancel it
 	defer cancel()
 	c := e.daemon().Admin() // vm.Daemon.Admin: the remote in force, else the local admin socket
 	defer c.Close()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/spf13/cobra"
 )
@@ -33,7 +34,7 @@ func newTeardownHostCmd(e *env) *cobra.Command {
 }
 
 func runTeardownHost(e *env, o *teardownHostOptions) error {
-	ctx, cancel := hostContext()
+	ctx, cancel := vm.SignalContext() // Ctrl-C and SIGTERM cancel it
 	defer cancel()
 	c := e.daemon().Admin()
 	defer c.Close()

@@ -16,7 +16,7 @@ func newTmuxCmd(e *env) *cobra.Command {
 		},
 		func(cmd *cobra.Command, args []string) error {
 			session, _ := vm.TmuxSession(args[0], args[1:])
-			return vmBackend{e: e}.vm().Tmux(args[0], session)
+			return e.vmBackend().Tmux(args[0], session)
 		})
 	cmd.Long = helpText("tmux", "{{session}}", vm.DefaultTmuxSession)
 	return cmd

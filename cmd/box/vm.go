@@ -5,12 +5,9 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/heavy-duty/box/backend"
@@ -22,19 +19,35 @@ import (
 // groupVM is the help group of the vm verbs.
 const groupVM = "vm"
 
-// socketPath resolves incusd's socket as the incus CLI does, from box's environment.
-func (e *env) socketPath() string { return e.localSocket() }
-
 // daemon is the incusd the vm verbs act on: the local socket, or the remote in force
 // (remote.go). Nothing is dialled until a verb asks.
 func (e *env) daemon() vm.Daemon {
-	return vm.Daemon{Remote: e.remoteName(), Target: e.target, Socket: e.socketPath(),
+	return vm.Daemon{Remote: e.remoteName(), Target: e.target, Socket: e.localSocket(),
 		Getenv: e.getenv, Home: e.home(), Local: host.LocalClientOf(e.localSocket())}
 }
 
-// vmContext is the context of one vm verb: Ctrl-C and SIGTERM cancel it (operations in
-// flight are cancelled in incusd too).
-func vmContext() (context.Context, context.CancelFunc) { return vm.SignalContext() }
+// vmBackend is the vm backend (vm.Backend, which implements backend.Backend) talking
+// and writing where this env does; a verb's context is cancelled by Ctrl-C and SIGTERM
+// (operations in flight are cancelled in incusd too).
+func (e *env) vmBackend() vm.Backend {
+	return vm.Backend{
+		Client: e.daemon().Client, Context: vm.SignalContext,
+		Getenv: e.getenv, Socket: e.localSocket(), ConfigHome: e.configHome(),
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Quiet: e.quiet,
+		Err: func(err error) error { return vmErr(e, err) },
+		Ask: func(force bool, question, refused string) error { return ask(e, force, question, refused) },
+	}
+}
+
+// noBoxFor turns the vm backend's not-found for name into the refusal every verb gives
+// (closest names: asked only now, when the name matched nothing).
+func noBoxFor(e *env, name string, err error) error {
+	var nf *vm.NotFoundError
+	if errors.As(err, &nf) && nf.Name == name {
+		return noBox(e, name, nil)
+	}
+	return err
+}
 
 // vmErr gives an error from the vm backend its hint: names are usage errors, a missing
 // daemon says how to find out why, the tag boundary explains itself.
@@ -51,25 +64,23 @@ func vmErr(e *env, err error) error {
 		}
 		return err
 	}
-	if vm.Untrusted(err) && e.remoteName() != "" {
-		return withHint(err, vm.UntrustedHint(e.remoteName()))
+	if r := e.remoteName(); vm.Untrusted(err) && r != "" {
+		return withHint(err, fmt.Sprintf("remote %s does not trust this client certificate: add it on the server ('incus config trust add-certificate client.crt'), or re-add the remote with a trust token ('incus remote add %s TOKEN')", r, r))
 	}
 	if h := e.userSocketHint(err); h != "" {
 		return withHint(err, h) // usersocket.go
 	}
-	if errors.Is(err, syscall.ENOENT) {
+	if vm.NoIncus(err) {
 		if absent := incusAbsent(e); absent != nil {
 			return absent // one line: not installed or not running, and what to do
 		}
 	}
-	var op *net.OpError
-	if errors.As(err, &op) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-		return withHint(err, fmt.Sprintf("is incusd running? 'box doctor' checks the host; INCUS_SOCKET or INCUS_DIR choose the socket (now %s)", e.socketPath()))
-	}
-	if errors.Is(err, syscall.EACCES) {
+	switch vm.FailureOf(err) {
+	case vm.Unreached:
+		return withHint(err, fmt.Sprintf("is incusd running? 'box doctor' checks the host; INCUS_SOCKET or INCUS_DIR choose the socket (now %s)", e.localSocket()))
+	case vm.Denied:
 		return withHint(err, "your user may not use incusd's socket: run as root or as a member of the incus-admin group")
-	}
-	if errors.Is(err, context.Canceled) {
+	case vm.Interrupted:
 		return errors.New("interrupted")
 	}
 	var bad *backend.NameError
@@ -184,7 +195,7 @@ func vmVerb(e *env, use, short string, args cobra.PositionalArgs, run func(*cobr
 
 // onBox runs a verb's call on the backend that holds the box name.
 func onBox(e *env, name string, call func(backend.Backend) error) error {
-	be, err := backendFor(e, name)
+	be, err := e.lookup().For(name, true) // the vm backend asked first whether it has the name
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func planArgv(t *testing.T, args ...string) (*vm.NewPlan, error) {
 	var perr error
 	e := newEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
 	cmd := newNewCmdWith(e, func(r backend.MintRequest) error {
-		plan, perr = vmBackend{e: e}.vm().Plan(r, goldenTime)
+		plan, perr = e.vmBackend().Plan(r, goldenTime)
 		return perr
 	})
 	cmd.SetArgs(args)

@@ -229,7 +229,7 @@ func TestCloudInitWaitsForTheVMAgent(t *testing.T) {
 	e := newEnv(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	err := vm.Provision(ctx, e.daemon().Client(), "vm1", 3*time.Second, vmBackend{e: e}.vm().Reporter(nil))
+	err := vm.Provision(ctx, e.daemon().Client(), "vm1", 3*time.Second, e.vmBackend().Reporter(nil))
 	var pe *vm.ProvisionError
 	if !errors.As(err, &pe) || pe.Timeout == 0 || !pe.Stopped {
 		t.Fatalf("err = %v (%T), want a time-out refusal with the box stopped", err, err)
