@@ -48,6 +48,7 @@ func Gather(home string, uid int, environ []string) Facts {
 	}
 	f.Sockets = HostSockets()
 	f.SessionKeyring = SessionKeyring()
+	f.UserKeyring = UserKeyring()
 	return f
 }
 

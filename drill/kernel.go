@@ -18,7 +18,7 @@ import (
 // its namespaces.
 const (
 	KindFD        Kind = "fd"                 // the fd the drill leaked (Targets[0]: "FD DEV:INO") open inside = seen
-	KindKeyring   Kind = "keyring"            // the session keyring is the host's (Targets[0]: its serial) = seen
+	KindKeyring   Kind = "keyring"            // the session or user keyring is the host's (Targets: their serials, 0 none) = seen
 	KindSeccomp   Kind = "seccomp"            // no seccomp filter on the probe, or one that refuses nothing = seen
 	KindSyscall   Kind = "syscall"            // any syscall of Targets not refused (EPERM; clone3 ENOSYS) = seen
 	KindSocket    Kind = "socket"             // any socket of Targets (socketTargets names) creatable = seen
@@ -135,6 +135,18 @@ func SessionKeyring() int {
 	return id
 }
 
+// UserKeyring is the serial of the caller's user keyring (0: no keyring support). The
+// kernel makes it on a first lookup, as any keyctl of the user's would; it holds nothing.
+// Per user namespace: a sandbox without one of its own (the Landlock mode) reaches the
+// operator's, and the persistent keyring beside it.
+func UserKeyring() int {
+	id, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_USER_KEYRING, false)
+	if err != nil {
+		return 0
+	}
+	return id
+}
+
 // drillRow maps the filter's groups to the drill's rows: groups the kernel's own
 // capability checks refuse first (module loading, kexec, syslog under dmesg_restrict;
 // on aarch64 the obsolete ones do not exist) share the "host" row, whose
@@ -156,12 +168,12 @@ func kernelProbes(in Input) []Probe {
 		fd.Skip = "no fd leaked to test with"
 	}
 	add(fd)
-	kr := Probe{ID: "kernel:keyring", Group: "kernel", Name: "session keyring", Kind: KindKeyring, Want: Blocked,
-		Expected: "a fresh one (and keyctl refused)"}
-	if in.Facts.SessionKeyring != 0 {
-		kr.Targets = []string{strconv.Itoa(in.Facts.SessionKeyring)}
+	kr := Probe{ID: "kernel:keyring", Group: "kernel", Name: "session and user keyrings", Kind: KindKeyring, Want: Blocked,
+		Expected: "fresh ones (and keyctl refused)"}
+	if in.Facts.SessionKeyring != 0 || in.Facts.UserKeyring != 0 {
+		kr.Targets = []string{strconv.Itoa(in.Facts.SessionKeyring), strconv.Itoa(in.Facts.UserKeyring)}
 	} else {
-		kr.Skip = "no session keyring on host"
+		kr.Skip = "no keyring on host"
 	}
 	add(kr)
 	shm := Probe{ID: "kernel:sysv-shm", Group: "kernel", Name: "System V shared memory of yours", Kind: KindSysVShm,
@@ -279,15 +291,23 @@ func probeFD(targets []string) (bool, string, error) {
 	return true, d, nil
 }
 
+// probeKeyring asks for the session keyring and the user keyring (keyctl, as a Kerberos
+// tool would): either being the host's (targets: their serials) is seen. A keyring found
+// is the way to every key in it that the user may read.
 func probeKeyring(targets []string) (bool, string) {
-	id, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, false)
-	if err != nil {
-		return false, "keyctl refused: " + errnoName(err)
+	var own []string
+	for i, spec := range []int{unix.KEY_SPEC_SESSION_KEYRING, unix.KEY_SPEC_USER_KEYRING} {
+		name := [...]string{"session", "user"}[i]
+		id, err := unix.KeyctlGetKeyringID(spec, false)
+		if err != nil {
+			return false, "keyctl refused: " + errnoName(err)
+		}
+		if i < len(targets) && targets[i] != "0" && strconv.Itoa(id) == targets[i] {
+			return true, "the host's " + name + " keyring (" + targets[i] + ")"
+		}
+		own = append(own, name+" "+strconv.Itoa(id))
 	}
-	if len(targets) == 1 && strconv.Itoa(id) == targets[0] {
-		return true, "the host's session keyring (" + targets[0] + ")"
-	}
-	return false, "a keyring of its own (" + strconv.Itoa(id) + ")"
+	return false, "keyrings of its own (" + strings.Join(own, ", ") + ")"
 }
 
 // probeSeccomp: a filter is loaded and it refuses unshare(0), a no-op the kernel itself

@@ -14,7 +14,7 @@ func TestKernelPlan(t *testing.T) {
 	in := input()
 	in.Kernel = Kernel{LeakedFD: 100, LeakedDev: 1, LeakedIno: 2, OptedOut: []string{"ptrace"}, Terminal: true, ShmID: 7, ShmMarker: "m"}
 	in.Facts.Sockets = []string{"AF_VSOCK", "NETLINK_SOCK_DIAG"}
-	in.Facts.SessionKeyring = 1234
+	in.Facts.SessionKeyring, in.Facts.UserKeyring = 1234, 5678
 	p, err := BuildPlan(in)
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +22,7 @@ func TestKernelPlan(t *testing.T) {
 	if fd := probe(t, p, "kernel:fds"); !slices.Equal(fd.Targets, []string{"100 1:2"}) || fd.Skip != "" {
 		t.Errorf("fd row %+v", fd)
 	}
-	if kr := probe(t, p, "kernel:keyring"); !slices.Equal(kr.Targets, []string{"1234"}) {
+	if kr := probe(t, p, "kernel:keyring"); !slices.Equal(kr.Targets, []string{"1234", "5678"}) {
 		t.Errorf("keyring row %+v", kr)
 	}
 	if r := probe(t, p, "kernel:sysv-shm"); !slices.Equal(r.Targets, []string{"7 m"}) || r.Skip != "" {
@@ -68,7 +68,7 @@ func TestKernelPlan(t *testing.T) {
 	}
 
 	in.Kernel = Kernel{}
-	in.Facts.SessionKeyring = 0
+	in.Facts.SessionKeyring, in.Facts.UserKeyring = 0, 0
 	p, _ = BuildPlan(in)
 	for _, id := range []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:terminal", "kernel:terminal-strings"} {
 		if probe(t, p, id).Skip == "" {

@@ -154,9 +154,11 @@ type Facts struct {
 	GitCommon    string          // the working directory's common git directory ("" none: GitCommon)
 	OuterCmdline string
 	// Sockets are the refused socket families and protocols the operator can open here;
-	// SessionKeyring is the operator's session keyring serial (0: none).
+	// SessionKeyring and UserKeyring are the operator's session and user keyrings'
+	// serials (0: none).
 	Sockets        []string
 	SessionKeyring int
+	UserKeyring    int
 	// InternetAddr is the address InternetURL's host resolves to on the host (invalid:
 	// unknown): tier allowlist's connection by address, UDP and ICMP target it.
 	InternetAddr netip.Addr

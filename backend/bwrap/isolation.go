@@ -78,6 +78,11 @@ func (p *Plan) resolveIsolation(r Request) error {
 	return nil
 }
 
+// ProtLandlockKeyring, in a test build (BOX_UNSAFE_OFF=landlock-keyring), lets the
+// Landlock mode take a profile's syscalls = ["keyring"], which it refuses: with no user
+// namespace the user and persistent keyrings keyctl reaches are the operator's.
+const ProtLandlockKeyring = "landlock-keyring"
+
 // landlockRefusals: each setting the Landlock mode cannot give is an error, never dropped.
 func (p *Plan) landlockRefusals(prof *profiles.Profile) error {
 	if t := p.Spec.Network; t != policy.NetNone {
@@ -97,6 +102,9 @@ func (p *Plan) landlockRefusals(prof *profiles.Profile) error {
 	}
 	if p.Spec.SSHDir != "" {
 		return &IsolationError{"ssh (box's ssh-agent filter)", "its socket is a bind"}
+	}
+	if slices.Contains(p.Policy.SyscallsAllowed, "keyring") && !protectionOff(ProtLandlockKeyring) {
+		return &IsolationError{`syscalls = ["keyring"]`, "without a user namespace the user keyring and the persistent keyring keyctl reaches are your own (Kerberos KEYRING:persistent caches, tokens)"}
 	}
 	if abi := LandlockABI(); abi < landlockModeABI {
 		return &LandlockABIError{Have: abi, Need: landlockModeABI}

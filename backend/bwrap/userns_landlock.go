@@ -34,6 +34,7 @@ var LandlockNotHeld = []string{
 	"a home of its own: the home is unreadable, not replaced",
 	"network tiers internet and allowlist: they need a network namespace",
 	"cgroup limits: rlimits only (RLIMIT_NPROC counts all your processes)",
+	"a /proc/keys of its own: it lists your keys' descriptions (a Kerberos principal, a cache's name) and sizes; their contents stay out of reach (keyctl refused, and the opt-in refused in this mode)",
 	"a terminal of its own: the command shares box's terminal (its stdio and /dev/tty), and what it writes reaches it unfiltered (clipboard writes, kitty's remote control, DECUDK); your other terminals are out of reach",
 }
 
@@ -349,6 +350,14 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 	}
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, domain and all
+		// A fresh session keyring, as for bwrap (spawn): the command would inherit box's,
+		// the operator's. The filter refuses keyctl anyway; this is the layer under it.
+		if !protectionOff(ProtKeyring) {
+			if err := joinNewSessionKeyring(); err != nil {
+				ch <- started{err: err}
+				return
+			}
+		}
 		if err := p.restrictLandlock(abi, socks); err != nil {
 			ch <- started{err: err}
 			return
