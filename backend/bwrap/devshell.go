@@ -228,7 +228,7 @@ func EvalDevShell(ctx context.Context, nix, installable, workdir, home string, e
 		}
 		if files := guard.exposed(resolved(dir), workdir); len(files) > 0 {
 			return nil, errs.WithHint(&DevShellWritableError{Installable: installable, Files: files},
-				"review them, then keep them read-only inside: protect_add = [\""+files[0]+"\"] (or their directory) in a profile of your own; or keep the flake outside the working directory")
+				"review them, then keep them read-only in every profile you run here: protect_add = [\""+files[0]+"\"] (or their directory; a default.toml of your own overrides the built-in default); or keep the flake outside the working directory")
 		}
 	}
 	if nix == "" {
