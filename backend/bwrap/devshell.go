@@ -375,6 +375,11 @@ func gatherDevShell(r Request, o Outside, f *Facts) error {
 		return fmt.Errorf("profile %q: %w", r.Profile.Name, err)
 	}
 	guard := DevShellGuard{Writable: append([]string{f.Workdir}, f.BoxDirs...), ReadOnly: pset.ReadOnly()}
+	for _, m := range r.Profile.Mounts {
+		if mf, ok := f.Mounts[ExpandHome(m.Path, f.Home)]; ok && m.RW() && mf.Err == nil {
+			guard.Writable = append(guard.Writable, mf.Real) // the profile's read-write mounts
+		}
+	}
 	nix, _ := exec.LookPath("nix")
 	d, err := EvalDevShell(context.Background(), nix, DevShellInstallable(setting, f.Workdir), f.Workdir, o.Home, o.Environ, guard)
 	if err != nil {
