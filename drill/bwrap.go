@@ -175,7 +175,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		InternetURL: o.InternetURL, HostPort: o.HostPort, LANTargets: o.LAN,
 		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
 		Limits:  bwrapLimits(p.Spec),
-		Fixture: fixture, Dropped: p.Protect.Dropped,
+		Fixture: fixture, Dropped: p.Protect.Dropped, ReadOnly: p.Protect.ReadOnly(),
 		AgentState: agentState, AgentStateInside: agentInside,
 		AbstractScoped: p.Spec.ScopeAbstract,
 	}

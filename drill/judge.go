@@ -106,7 +106,7 @@ func verdict(pr Probe, o Observation) (Status, string) {
 			detail += "; REACHED THE HOST"
 		}
 	}
-	if pr.Kind == KindHostExec || pr.Kind == KindHiddenRepo {
+	if pr.Kind == KindHostExec || pr.Kind == KindHiddenRepo || pr.Kind == KindDevShellImport {
 		if !o.Seen {
 			return Error, "could not plant: " + detail
 		}
@@ -218,6 +218,9 @@ func Settle(p Plan, obs []Observation) []Observation {
 		}
 		if i, ok := idx[pr.ID]; ok && pr.Kind == KindMainRebase && len(pr.Targets) == 3 && pr.Skip == "" {
 			obs[i] = settleMainRebase(pr, obs[i])
+		}
+		if i, ok := idx[pr.ID]; ok && pr.Kind == KindDevShellImport && len(pr.Targets) >= 4 && pr.Skip == "" {
+			obs[i] = settleDevShellImport(pr, obs[i])
 		}
 	}
 	for _, pr := range p.Probes {

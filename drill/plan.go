@@ -190,6 +190,8 @@ type Input struct {
 	// and AgentStateInside where the sandbox writes it ("": none; the link-out row skips).
 	AgentState, AgentStateInside string
 	Dropped                      []string
+	// ReadOnly are the protected set's read-only paths (the dev shell row's guard).
+	ReadOnly []string
 	// NixDaemon: the profile opted in to the host's nix-daemon (nix = "daemon").
 	NixDaemon bool
 	// NixStore: the sandbox has a store of the project's own over the host's (nix =
@@ -448,6 +450,7 @@ func BuildPlan(in Input) (Plan, error) {
 	add(hiddenRepoProbe(in, name))     // drill/unknowns.go
 	add(worktreeGitdirProbe(in, name)) // drill/unknowns.go
 	add(mainRebaseProbe(in, name))     // drill/unknowns.go
+	add(devShellImportProbe(in))       // drill/devshell_import.go
 
 	// Network, by the contract of in.Expect.
 	inetWant, localWant, why := contract(in.Expect)

@@ -187,6 +187,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeWorktreeGitdir(pr.Targets)
 	case KindMainRebase:
 		o.Seen, o.Detail, err = probeMainRebase(pr.Targets)
+	case KindDevShellImport:
+		o.Seen, o.Detail, err = probeDevShellImport(pr.Targets)
 	case KindSSHAgent:
 		o.Seen, o.Detail, err = r.probeSSHAgent(pr.Targets) // sshagent.go
 	default:

@@ -84,6 +84,9 @@ type Fixture struct {
 	// HpHooks is the directory Hp's core.hooksPath names, HpInclude the file its config
 	// includes.
 	HpHooks, HpInclude string
+	// Shell is a project (a nested repository) whose protected flake.nix imports
+	// nix/shell.nix; Secret a file of the operator's, in Markers (devshell_import.go).
+	Shell, Secret string
 	// Orig is each protected file's content as the fixture made it.
 	Orig map[string]string
 }
@@ -100,11 +103,17 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 	f.Hp = filepath.Join(f.Repo, "hp")
 	f.HpGit = filepath.Join(f.Dir, "gitdirs", "hp")
 	f.Wt = filepath.Join(f.Repo, "wt")
+	f.Shell = filepath.Join(f.Dir, "devshell")
 	m, err := os.MkdirTemp("", "box-drill-markers-")
 	if err != nil {
 		return nil, err
 	}
 	f.Markers = m
+	f.Secret = filepath.Join(m, "box-drill-secret-"+nonce)
+	if err := os.WriteFile(f.Secret, []byte("box drill secret "+nonce+"\n"), 0o600); err != nil {
+		os.RemoveAll(m)
+		return nil, err
+	}
 	if err := os.MkdirAll(f.Dir, 0o755); err == nil {
 		err = f.writeOwner()
 	}
@@ -119,9 +128,11 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 		filepath.Join(wtGit, "HEAD"):                      "ref: refs/heads/wt\n",
 		filepath.Join(wtGit, "commondir"):                 "../..\n",
 		filepath.Join(wtGit, "gitdir"):                    filepath.Join(f.Wt, ".git") + "\n",
+		filepath.Join(f.Shell, "flake.nix"):               fixtureFlake,
+		filepath.Join(f.Shell, "nix", "shell.nix"):        fixtureShell,
 	}
 	var dirs []string
-	for _, g := range []string{f.RepoGit, f.HpGit, filepath.Join(f.Nested, ".git")} {
+	for _, g := range []string{f.RepoGit, f.HpGit, filepath.Join(f.Nested, ".git"), filepath.Join(f.Shell, ".git")} {
 		files[filepath.Join(g, "HEAD")] = "ref: refs/heads/main\n"
 		files[filepath.Join(g, "config")] = fixtureConfig
 		dirs = append(dirs, filepath.Join(g, "hooks"), filepath.Join(g, "objects"), filepath.Join(g, "refs", "heads"))

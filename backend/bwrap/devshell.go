@@ -19,9 +19,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/profiles"
@@ -131,10 +133,82 @@ func devShellKey(installable, workdir string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// ProtDevShell refuses to evaluate a dev shell whose flake holds .nix files the sandbox
+// can write (switched off only in a test build, so the drill can show the breach).
+const ProtDevShell = "devshell-writable"
+
+// DevShellGuard is what the sandbox can write (the working directory, box's own
+// directories) and, of that, what it cannot (the protected set's read-only paths).
+type DevShellGuard struct {
+	Writable, ReadOnly []string
+}
+
+// DevShellWritableError: the flake a dev shell is evaluated from holds files the host's
+// Nix evaluates (.nix files, flake.lock) that the sandbox can write, or that box could
+// not list. A narrower run may have planted code there: a nix/shell.nix the protected
+// flake.nix imports, fetching file:///home/you/.ssh/id_ed25519 into the world-readable
+// store (hostile review, session 11). Nothing was evaluated.
+type DevShellWritableError struct {
+	Installable string
+	Files       []string // relative to Workdir where they lie in it
+}
+
+func (e *DevShellWritableError) Error() string {
+	return fmt.Sprintf("devshell %s: the host's Nix would evaluate, as you, %s, which the sandbox can write (a run may have changed it)", e.Installable, strings.Join(e.Files, ", "))
+}
+
+func (e *DevShellWritableError) Unwrap() error { return ErrDevShell }
+
+// exposed lists what in the flake directory dir the host's Nix may evaluate (.nix files
+// and flake.lock, whatever their type) and the sandbox can write, and every directory
+// there box cannot list (an unknown: what it holds is not known to be safe).
+func (g DevShellGuard) exposed(dir, workdir string) []string {
+	in := func(p string, dirs []string) bool {
+		for _, d := range dirs {
+			if within(p, d) {
+				return true
+			}
+		}
+		return false
+	}
+	writable := func(p string) bool { return in(p, g.Writable) && !in(p, g.ReadOnly) }
+	var out []string
+	name := func(p, why string) {
+		if r, err := filepath.Rel(workdir, p); err == nil && within(p, workdir) {
+			p = r
+		}
+		out = append(out, p+why)
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if writable(p) {
+				name(p, " (cannot be listed)")
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if in(p, g.ReadOnly) {
+				return filepath.SkipDir
+			}
+			// Outside what the sandbox writes, and holding none of it.
+			if !in(p, g.Writable) && !slices.ContainsFunc(g.Writable, func(w string) bool { return within(w, p) }) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if (strings.HasSuffix(d.Name(), ".nix") || d.Name() == "flake.lock") && writable(p) {
+			name(p, "")
+		}
+		return nil
+	})
+	return out
+}
+
 // EvalDevShell returns the dev shell installable names, from the cache when its key is
 // unchanged and its store paths are still there, else evaluated by nix on the host (in
-// workdir, with the operator's environment: it is the host's Nix, as the operator).
-func EvalDevShell(ctx context.Context, nix, installable, workdir, home string, environ []string) (*DevShell, error) {
+// workdir, with the operator's environment: it is the host's Nix, as the operator). A
+// local flake is evaluated only when guard finds nothing in it the sandbox can write.
+func EvalDevShell(ctx context.Context, nix, installable, workdir, home string, environ []string, guard DevShellGuard) (*DevShell, error) {
 	key, err := devShellKey(installable, workdir)
 	if err != nil {
 		return nil, err
@@ -145,6 +219,16 @@ func EvalDevShell(ctx context.Context, nix, installable, workdir, home string, e
 		if json.Unmarshal(b, &d) == nil && d.Key == key && d.Installable == installable && pathsExist(d.Path) {
 			d.Cached = true
 			return &d, nil
+		}
+	}
+	// Before Nix reads anything: what it would evaluate must be the operator's.
+	if dir, local := profiles.InstallablePath(installable); local && !protectionOff(ProtDevShell) {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(workdir, dir)
+		}
+		if files := guard.exposed(resolved(dir), workdir); len(files) > 0 {
+			return nil, errs.WithHint(&DevShellWritableError{Installable: installable, Files: files},
+				"review them, then keep them read-only in every profile you run here: protect_add = [\""+files[0]+"\"] (or their directory; a default.toml of your own overrides the built-in default); or keep the flake outside the working directory")
 		}
 	}
 	if nix == "" {
@@ -281,8 +365,23 @@ func gatherDevShell(r Request, o Outside, f *Facts) error {
 	if err := profiles.ValidDevShell(setting); err != nil {
 		return errs.Usage("name a dev shell: --devshell, --devshell=path:.#default", "%v", err)
 	}
+	if checkWorkdir(*f) != nil {
+		return nil // Resolve refuses the launch: nothing is evaluated
+	}
+	// What the sandbox will be able to write, and what of it the protected set keeps
+	// read-only (Resolve builds the same set again for the launch).
+	pset, err := protect.Build(f.Tree, protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop})
+	if err != nil {
+		return fmt.Errorf("profile %q: %w", r.Profile.Name, err)
+	}
+	guard := DevShellGuard{Writable: append([]string{f.Workdir}, f.BoxDirs...), ReadOnly: pset.ReadOnly()}
+	for _, m := range r.Profile.Mounts {
+		if mf, ok := f.Mounts[ExpandHome(m.Path, f.Home)]; ok && m.RW() && mf.Err == nil {
+			guard.Writable = append(guard.Writable, mf.Real) // the profile's read-write mounts
+		}
+	}
 	nix, _ := exec.LookPath("nix")
-	d, err := EvalDevShell(context.Background(), nix, DevShellInstallable(setting, f.Workdir), f.Workdir, o.Home, o.Environ)
+	d, err := EvalDevShell(context.Background(), nix, DevShellInstallable(setting, f.Workdir), f.Workdir, o.Home, o.Environ, guard)
 	if err != nil {
 		return err
 	}

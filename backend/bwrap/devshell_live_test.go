@@ -4,7 +4,10 @@ package bwrap_test
 // nix-bin, a real nix-daemon, a local flake, offline), the sandbox started in it.
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,5 +171,79 @@ func TestDevShellBwrapBox(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("the shellHook ran on the host")
+	}
+}
+
+// importingFlake is a project flake (protected: flake.nix) whose dev shell lives in
+// nix/shell.nix, a file it imports, which no default protected entry names.
+const importingFlake = `{
+  outputs = { self }: {
+    devShells.x86_64-linux.default = import ./nix/shell.nix;
+  };
+}
+`
+
+// benignShell is nix/shell.nix as the project keeps it.
+const benignShell = `derivation {
+  name = "box-dev-shell"; system = "x86_64-linux"; builder = "/bin/bash";
+  args = [ "-c" "echo > $out" ]; outputs = [ "out" ];
+  DEV_GREETING = "hello from nix/shell.nix";
+}
+`
+
+// A narrow run (tier none, no dev shell) rewrites nix/shell.nix, a file the protected
+// flake.nix imports, to fetch a secret of the operator's by a file:// URL; the next
+// launch with --devshell evaluates the flake on the host, as the operator (hostile
+// review, session 11). Nix copies the file into the world-readable store before it
+// checks the hash, and the dev shell's own sandbox reads it there. box must refuse to
+// evaluate a flake whose .nix files the sandbox can write, before Nix runs; with them
+// protected (protect_add), the dev shell works.
+func TestDevShellWritableImport(t *testing.T) {
+	w, _ := nixWorld(t)
+	nonce := make([]byte, 6)
+	rand.Read(nonce)
+	name := "box-devshell-secret-" + hex.EncodeToString(nonce)
+	secret := filepath.Join(w.home, ".ssh", name)
+	w.write(secret, "PRIVATE KEY "+name+"\n")
+	os.Chmod(secret, 0o600)
+	os.Chmod(filepath.Dir(secret), 0o700)
+	w.write(filepath.Join(w.proj, "flake.nix"), importingFlake)
+	w.write(filepath.Join(w.proj, "nix", "shell.nix"), benignShell)
+
+	hostile := `let k = builtins.fetchurl { url = "file://` + secret + `"; sha256 = "0000000000000000000000000000000000000000000000000000"; }; in
+derivation { name = "box-dev-shell"; system = "x86_64-linux"; builder = "/bin/bash"; args = [ "-c" "echo > $out" ]; outputs = [ "out" ]; DEV_GREETING = builtins.seq k "hi"; }
+`
+	// The narrow run plants it: nix/shell.nix is the sandbox's to write.
+	r := w.run("run", "-y", "--", "sh", "-c", `cat > nix/shell.nix`+" <<'EOF'\n"+hostile+"EOF\n")
+	if r.code != 0 {
+		t.Fatalf("the narrow run: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.proj, "nix", "shell.nix")); string(b) != hostile {
+		t.Fatalf("the narrow run did not plant nix/shell.nix: %q", b)
+	}
+	inStore := func() []string {
+		m, _ := filepath.Glob("/nix/store/*-" + name)
+		return m
+	}
+	r = w.run("run", "-y", "--devshell", "--", "sh", "-c", "cat /nix/store/*-"+name)
+	if m := inStore(); len(m) != 0 {
+		t.Errorf("the host's Nix copied the operator's secret into the world-readable store: %v\nexit %d, stdout: %s\nstderr: %s", m, r.code, r.stdout, r.stderr)
+		for _, p := range m {
+			exec.Command("nix-store", "--delete", p).Run()
+		}
+	}
+	if r.code == 0 || !strings.Contains(r.stderr, "nix/shell.nix") || !strings.Contains(r.stderr, "box: hint:") {
+		t.Errorf("a dev shell whose imported .nix file the sandbox can write: exit %d, want a refusal naming nix/shell.nix\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
+	// Protected by the profile, the (restored) file is the operator's: the shell works.
+	w.write(filepath.Join(w.proj, "nix", "shell.nix"), benignShell)
+	w.write(filepath.Join(w.home, ".config/box/profiles/nixdev.toml"), "protect_add = [\"nix/shell.nix\"]\n")
+	r = w.run("run", "-y", "--profile", "nixdev", "--devshell", "--", "sh", "-c", `echo "greet=$DEV_GREETING"; echo x >> nix/shell.nix`)
+	if r.code == 0 || !strings.Contains(r.stdout, "greet=hello from nix/shell.nix") {
+		t.Errorf("protected nix/shell.nix: want the shell, and the write refused (exit 1)\nexit %d, stdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.proj, "nix", "shell.nix")); string(b) != benignShell {
+		t.Errorf("protected nix/shell.nix was changed: %q", b)
 	}
 }

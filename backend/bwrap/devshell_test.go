@@ -60,7 +60,7 @@ func TestDevShellMerge(t *testing.T) {
 // A directory without a flake says so, typed; nix is not run.
 func TestDevShellNoFlake(t *testing.T) {
 	dir := t.TempDir()
-	_, err := EvalDevShell(t.Context(), "/nonexistent/nix", DevShellInstallable("true", dir), dir, dir, nil)
+	_, err := EvalDevShell(t.Context(), "/nonexistent/nix", DevShellInstallable("true", dir), dir, dir, nil, DevShellGuard{})
 	var de *DevShellError
 	if !errors.As(err, &de) || !de.NoFlake || !errors.Is(err, ErrDevShell) {
 		t.Fatalf("err: %v", err)
@@ -74,5 +74,33 @@ func TestDevShellNoFlake(t *testing.T) {
 	k3, _ := devShellKey("path:.#default", dir)
 	if k1 == k2 || k2 != k3 {
 		t.Errorf("keys: %s %s %s", k1, k2, k3)
+	}
+}
+
+// The guard lists the flake's .nix files and flake.lock the sandbox can write (whatever
+// their type); protected ones and files outside
+// what the sandbox writes are not listed. Nix is never run when it lists any.
+func TestDevShellGuard(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"flake.nix", "flake.lock", "nix/shell.nix", "nix/README", "vendor/x/default.nix", ".hidden/y.nix"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
+		os.WriteFile(filepath.Join(dir, f), []byte("{}"), 0o644)
+	}
+	os.Symlink("/etc/passwd", filepath.Join(dir, "nix", "link.nix"))
+	g := DevShellGuard{Writable: []string{dir}, ReadOnly: []string{filepath.Join(dir, "flake.nix"), filepath.Join(dir, "flake.lock"), filepath.Join(dir, "vendor")}}
+	got := g.exposed(dir, dir)
+	want := []string{".hidden/y.nix", "nix/link.nix", "nix/shell.nix"}
+	if !slices.Equal(got, want) {
+		t.Errorf("exposed: %v, want %v", got, want)
+	}
+	// Nothing writable: nothing listed.
+	if got := (DevShellGuard{Writable: []string{filepath.Join(dir, "elsewhere")}}).exposed(dir, dir); len(got) != 0 {
+		t.Errorf("outside what the sandbox writes: %v", got)
+	}
+	// The evaluation is refused, typed, before nix (which does not exist) runs.
+	_, err := EvalDevShell(t.Context(), "/nonexistent/nix", "path:.#default", dir, t.TempDir(), nil, g)
+	var we *DevShellWritableError
+	if !errors.As(err, &we) || !errors.Is(err, ErrDevShell) || !slices.Equal(we.Files, want) {
+		t.Fatalf("err: %v", err)
 	}
 }

@@ -1,0 +1,41 @@
+package drill_test
+
+// The drill's dev shell import row (hostile review, session 11): the sandbox rewrites
+// nix/shell.nix, which the fixture's protected flake.nix imports; outside, the dev shell
+// evaluation box run --devshell would do refuses to hand it to the host's Nix (PASS).
+// With that switched off in a test build, the host's Nix evaluates it and copies the
+// operator's secret into the world-readable store (BREACH).
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/internal/testenv"
+)
+
+const devShellImportRow = "host-exec:devshell-import"
+
+func TestDrillDevShellImport(t *testing.T) {
+	testenv.NixDaemon(t)
+	for _, off := range []bool{false, true} {
+		w, l := labWorld(t)
+		want := drill.Pass
+		if off {
+			w.withProtectionOff(t, "devshell-writable")
+			want = drill.Breach
+		}
+		r := w.drill(l, "--network", "none", "--group", "host-exec")
+		row := r.rows[devShellImportRow]
+		t.Logf("box drill, guard off %v (exit %d): %s %q", off, r.code, row.Status, row.Observed)
+		r.want(t, devShellImportRow, want)
+		r.want(t, hostExecRow, drill.Pass)
+		if off && !strings.Contains(row.Observed, "world-readable store") {
+			t.Errorf("guard off: the secret did not reach the store: %q", row.Observed)
+		}
+		if left, _ := filepath.Glob(filepath.Join(w.proj, ".box-drill-*")); len(left) != 0 {
+			t.Errorf("left in the project: %v", left)
+		}
+	}
+}
