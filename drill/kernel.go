@@ -253,6 +253,7 @@ func kernelProbes(in Input) []Probe {
 	add(excl)
 	add(hostTTYProbe(k))
 	add(termStringsProbe(k, in.Nonce))
+	add(sendZerocopyProbe())
 	return out
 }
 

@@ -189,6 +189,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeMainRebase(pr.Targets)
 	case KindSSHAgent:
 		o.Seen, o.Detail, err = r.probeSSHAgent(pr.Targets) // sshagent.go
+	case KindSendZerocopy:
+		o.Seen, o.Detail, err = probeSendZerocopy() // zerocopy.go
 	default:
 		o.Seen, o.Detail, err = r.probePorts(pr) // publish.go; else an unknown kind
 	}

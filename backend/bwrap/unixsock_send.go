@@ -22,6 +22,11 @@ import (
 // one: the race this closes).
 const ProtSocketSends = "socket-sends"
 
+// ProtSocketZerocopy: box refuses a zero-copy send (a test build can switch it off: the
+// caller's MSG_ZEROCOPY is then passed on, and the kernel sends from box's buffer after
+// the call, when box has freed and reused it).
+const ProtSocketZerocopy = "socket-zerocopy"
+
 const (
 	// sendCopyMax bounds what box copies for one send: a datagram (or seqpacket record)
 	// larger is refused with EMSGSIZE, a stream send is cut there (a short count, as a
@@ -289,6 +294,22 @@ func (c *sendCall) target(m *outMsg) unix.Errno {
 // sends with MSG_DONTWAIT and waits for the socket, the caller's end or box's own); a
 // blocking stream send goes on until all is sent, as the kernel's does.
 func (c *sendCall) do(m *outMsg, flags int) (uintptr, unix.Errno) {
+	if !protectionOff(ProtSocketZerocopy) {
+		// The send is made from box's copy, which box frees when the call returns. With
+		// MSG_ZEROCOPY on a socket with SO_ZEROCOPY the kernel pins those pages and sends
+		// from them later (past the peer's window, on a retransmission): box's heap,
+		// reused by then, reached the sandbox's receiver (a hostile review's finding,
+		// session 11). Where the socket asks for it, the send is refused with ENOBUFS, the
+		// kernel's own answer when it cannot make a zero-copy send (a program falls back
+		// to a copying one); elsewhere the kernel ignores the flag, and box drops it, so
+		// another thread turning SO_ZEROCOPY on meanwhile changes nothing.
+		if flags&unix.MSG_ZEROCOPY != 0 {
+			if on, err := unix.GetsockoptInt(c.sock, unix.SOL_SOCKET, unix.SO_ZEROCOPY); err != nil || on != 0 {
+				return 0, unix.ENOBUFS
+			}
+		}
+		flags &^= unix.MSG_ZEROCOPY
+	}
 	blocking := flags&unix.MSG_DONTWAIT == 0
 	if blocking {
 		if fl, err := unix.FcntlInt(uintptr(c.sock), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
