@@ -254,6 +254,7 @@ func kernelProbes(in Input) []Probe {
 	add(hostTTYProbe(k))
 	add(termStringsProbe(k, in.Nonce))
 	add(sendZerocopyProbe())
+	add(netlinkAdminProbe())
 	return out
 }
 

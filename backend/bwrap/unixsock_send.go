@@ -27,6 +27,35 @@ const ProtSocketSends = "socket-sends"
 // the call, when box has freed and reused it).
 const ProtSocketZerocopy = "socket-zerocopy"
 
+// ProtSocketNetlink: box never lends its capabilities over the sandbox's network
+// namespace to a netlink send or connect it makes (a test build can switch it off).
+const ProtSocketNetlink = "socket-netlink"
+
+// netlinkName is what box sends with in place of the address a netlink send names. The
+// kernel checks an rtnetlink change (an address, a route, a link's name or state)
+// against the capability of the task that makes the send, box, whenever the send names
+// an address (NETLINK_SKB_DST), and box's uid owns the user namespace that owns the
+// sandbox's network namespace: box holds CAP_NET_ADMIN there. A sandbox's `ip link set
+// lo down` went through (a hostile review's finding, session 11): renaming the
+// internet tier's tap to "lo" would take its traffic past the filter's `oifname "lo"
+// accept`. So the kernel's own address (port 0, no group) is dropped, and the kernel
+// then checks the socket's opener, the sandbox, as for its own send; another port or a
+// group (which needs CAP_NET_ADMIN for a NETLINK_ROUTE socket) is EPERM, the kernel's
+// answer to the sandbox. A name the kernel refuses (too short, another family) passes
+// as it is, to be refused.
+func netlinkName(name []byte) ([]byte, unix.Errno) {
+	if protectionOff(ProtSocketNetlink) {
+		return name, 0
+	}
+	if len(name) < unix.SizeofSockaddrNetlink || binary.NativeEndian.Uint16(name) != unix.AF_NETLINK {
+		return name, 0
+	}
+	if binary.NativeEndian.Uint32(name[4:]) != 0 || binary.NativeEndian.Uint32(name[8:]) != 0 {
+		return nil, unix.EPERM
+	}
+	return nil, 0
+}
+
 const (
 	// sendCopyMax bounds what box copies for one send: a datagram (or seqpacket record)
 	// larger is refused with EMSGSIZE, a stream send is cut there (a short count, as a
@@ -276,6 +305,14 @@ func plainControl(level, typ int32) bool {
 // /proc/self/fd/N of the socket file it decided on. Other families' addresses and the
 // unix ones that name no file pass as box copied them.
 func (c *sendCall) target(m *outMsg) unix.Errno {
+	if c.domain == unix.AF_NETLINK && len(m.name) > 0 {
+		name, e := netlinkName(m.name)
+		if e != 0 {
+			return e
+		}
+		m.name = name
+		return 0
+	}
 	if c.domain != unix.AF_UNIX || len(m.name) == 0 {
 		return 0
 	}
