@@ -30,6 +30,10 @@ const zcSize = 256 << 10
 // probeSendZerocopy: seen when a byte arrives that the send did not carry.
 func probeSendZerocopy() (bool, string, error) {
 	ls, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		// No TCP at all (the Landlock mode's filter at tier none): no send to make.
+		return false, "no TCP socket can be made (" + errnoName(err) + ")", nil
+	}
 	if err != nil {
 		return false, "", fmt.Errorf("socket: %w", err)
 	}
