@@ -265,6 +265,8 @@ func kernelProbes(in Input) []Probe {
 	add(excl)
 	add(hostTTYProbe(k))
 	add(termStringsProbe(k, in.Nonce))
+	add(sendZerocopyProbe())
+	add(netlinkAdminProbe())
 	return out
 }
 

@@ -191,6 +191,10 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeDevShellImport(pr.Targets)
 	case KindSSHAgent:
 		o.Seen, o.Detail, err = r.probeSSHAgent(pr.Targets) // sshagent.go
+	case KindSendZerocopy:
+		o.Seen, o.Detail, err = probeSendZerocopy() // zerocopy.go
+	case KindNetlinkAdmin:
+		o.Seen, o.Detail, err = probeNetlinkAdmin() // netlink.go
 	default:
 		o.Seen, o.Detail, err = r.probePorts(pr) // publish.go; else an unknown kind
 	}

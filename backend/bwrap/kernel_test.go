@@ -443,7 +443,7 @@ func TestKernelTerminalRestored(t *testing.T) {
 func TestDrillKernel(t *testing.T) {
 	w, l := labWorld(t)
 	const groups = "kernel,syscalls"
-	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "kernel:terminal-strings", "socket:vsock", "socket:netlink", "socket:allowed"}
+	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "kernel:terminal-strings", "kernel:send-zerocopy", "kernel:netlink-admin", "socket:vsock", "socket:netlink", "socket:allowed"}
 	var syscallRows []string
 	r := w.drill(l, "--group", groups)
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)
@@ -470,6 +470,10 @@ func TestDrillKernel(t *testing.T) {
 		// The relay on, its filter off: the DCS and kitty's file read reach the terminal.
 		{"terminal-filter", "terminal", "", []string{"kernel:terminal-strings"}},
 		{"sysv", "sysv", "", []string{"kernel:sysv-shm"}}, // the host's IPC namespace: the drill's segment read
+		// box's sends pass the caller's MSG_ZEROCOPY on: its freed buffer is sent later.
+		{"zerocopy", "socket-zerocopy", "", []string{"kernel:send-zerocopy"}},
+		// box's netlink sends name the kernel's address: checked against box's CAP_NET_ADMIN.
+		{"netlink", "socket-netlink", "", []string{"kernel:netlink-admin"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w.t = t

@@ -384,7 +384,7 @@ func (g *sockGuard) decide(n *seccompNotif) seccompResp {
 			// This socket cannot reach a unix one, but continuing would let a racing
 			// thread put a unix socket at the same fd number first: box connects this
 			// very socket, with its own copy of the address.
-			return g.connectOther(n, tid, sock, uintptr(a[1]), int(a[2]))
+			return g.connectOther(n, tid, sock, domain, uintptr(a[1]), int(a[2]))
 		}
 		return g.connect(n, tid, sock, uintptr(a[1]), int(a[2]))
 	default: // sendto with an address, sendmsg, sendmmsg
@@ -404,7 +404,7 @@ func (g *sockGuard) decide(n *seccompNotif) seccompResp {
 }
 
 // connectOther makes a connect of a socket that is not AF_UNIX on the caller's behalf.
-func (g *sockGuard) connectOther(n *seccompNotif, tid, sock int, addr uintptr, size int) seccompResp {
+func (g *sockGuard) connectOther(n *seccompNotif, tid, sock, domain int, addr uintptr, size int) seccompResp {
 	if size < 0 || size > unix.SizeofSockaddrAny {
 		return fail(unix.EINVAL) // the kernel's own answer for such a length
 	}
@@ -413,6 +413,14 @@ func (g *sockGuard) connectOther(n *seccompNotif, tid, sock int, addr uintptr, s
 		var err error
 		if buf, err = readMem(tid, addr, size); err != nil || !g.valid(n) {
 			return fail(unix.EFAULT)
+		}
+	}
+	if domain == unix.AF_NETLINK && len(buf) > 0 {
+		// A netlink connect to another port or a group is checked against box's
+		// CAP_NET_ADMIN over the sandbox's namespace (netlinkName); the kernel's own
+		// address needs none and is made as asked.
+		if _, e := netlinkName(buf); e != 0 {
+			return fail(e)
 		}
 	}
 	p := unsafe.Pointer(nil)

@@ -22,6 +22,40 @@ import (
 // one: the race this closes).
 const ProtSocketSends = "socket-sends"
 
+// ProtSocketZerocopy: box refuses a zero-copy send (a test build can switch it off: the
+// caller's MSG_ZEROCOPY is then passed on, and the kernel sends from box's buffer after
+// the call, when box has freed and reused it).
+const ProtSocketZerocopy = "socket-zerocopy"
+
+// ProtSocketNetlink: box never lends its capabilities over the sandbox's network
+// namespace to a netlink send or connect it makes (a test build can switch it off).
+const ProtSocketNetlink = "socket-netlink"
+
+// netlinkName is what box sends with in place of the address a netlink send names. The
+// kernel checks an rtnetlink change (an address, a route, a link's name or state)
+// against the capability of the task that makes the send, box, whenever the send names
+// an address (NETLINK_SKB_DST), and box's uid owns the user namespace that owns the
+// sandbox's network namespace: box holds CAP_NET_ADMIN there. A sandbox's `ip link set
+// lo down` went through (a hostile review's finding, session 11): renaming the
+// internet tier's tap to "lo" would take its traffic past the filter's `oifname "lo"
+// accept`. So the kernel's own address (port 0, no group) is dropped, and the kernel
+// then checks the socket's opener, the sandbox, as for its own send; another port or a
+// group (which needs CAP_NET_ADMIN for a NETLINK_ROUTE socket) is EPERM, the kernel's
+// answer to the sandbox. A name the kernel refuses (too short, another family) passes
+// as it is, to be refused.
+func netlinkName(name []byte) ([]byte, unix.Errno) {
+	if protectionOff(ProtSocketNetlink) {
+		return name, 0
+	}
+	if len(name) < unix.SizeofSockaddrNetlink || binary.NativeEndian.Uint16(name) != unix.AF_NETLINK {
+		return name, 0
+	}
+	if binary.NativeEndian.Uint32(name[4:]) != 0 || binary.NativeEndian.Uint32(name[8:]) != 0 {
+		return nil, unix.EPERM
+	}
+	return nil, 0
+}
+
 const (
 	// sendCopyMax bounds what box copies for one send: a datagram (or seqpacket record)
 	// larger is refused with EMSGSIZE, a stream send is cut there (a short count, as a
@@ -271,6 +305,14 @@ func plainControl(level, typ int32) bool {
 // /proc/self/fd/N of the socket file it decided on. Other families' addresses and the
 // unix ones that name no file pass as box copied them.
 func (c *sendCall) target(m *outMsg) unix.Errno {
+	if c.domain == unix.AF_NETLINK && len(m.name) > 0 {
+		name, e := netlinkName(m.name)
+		if e != 0 {
+			return e
+		}
+		m.name = name
+		return 0
+	}
 	if c.domain != unix.AF_UNIX || len(m.name) == 0 {
 		return 0
 	}
@@ -289,6 +331,22 @@ func (c *sendCall) target(m *outMsg) unix.Errno {
 // sends with MSG_DONTWAIT and waits for the socket, the caller's end or box's own); a
 // blocking stream send goes on until all is sent, as the kernel's does.
 func (c *sendCall) do(m *outMsg, flags int) (uintptr, unix.Errno) {
+	if !protectionOff(ProtSocketZerocopy) {
+		// The send is made from box's copy, which box frees when the call returns. With
+		// MSG_ZEROCOPY on a socket with SO_ZEROCOPY the kernel pins those pages and sends
+		// from them later (past the peer's window, on a retransmission): box's heap,
+		// reused by then, reached the sandbox's receiver (a hostile review's finding,
+		// session 11). Where the socket asks for it, the send is refused with ENOBUFS, the
+		// kernel's own answer when it cannot make a zero-copy send (a program falls back
+		// to a copying one); elsewhere the kernel ignores the flag, and box drops it, so
+		// another thread turning SO_ZEROCOPY on meanwhile changes nothing.
+		if flags&unix.MSG_ZEROCOPY != 0 {
+			if on, err := unix.GetsockoptInt(c.sock, unix.SOL_SOCKET, unix.SO_ZEROCOPY); err != nil || on != 0 {
+				return 0, unix.ENOBUFS
+			}
+		}
+		flags &^= unix.MSG_ZEROCOPY
+	}
 	blocking := flags&unix.MSG_DONTWAIT == 0
 	if blocking {
 		if fl, err := unix.FcntlInt(uintptr(c.sock), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
