@@ -112,12 +112,29 @@ func TestVMImportCraftedMembersLive(t *testing.T) {
 		// process memory a start would restore (CRIU, or QEMU's migration stream) on
 		// this host.
 		file := filepath.Join(dir, "stateful.tar")
-		editExport(t, clean, file, nil, []crafted{reg("backup/container/state/inventory.img", "x")}, func(doc map[string]any) {
-			doc["container"].(map[string]any)["stateful"] = true
+		editExport(t, clean, file, nil, []crafted{reg("backup/container/state/inventory.img", "x")}, func(m string, doc map[string]any) {
+			if m == "backup/container/backup.yaml" {
+				doc["container"].(map[string]any)["stateful"] = true
+			}
 		})
 		r.fails(t, 1, []string{"saved running state", "never gives a box"}, "import", file, "--name", "stateful")
 		if r.exists("stateful") {
 			t.Error("stateful was left")
+		}
+	})
+
+	t.Run("an export of optimized storage is refused before the upload", func(t *testing.T) {
+		// box export never asks for the storage driver's own send streams, which
+		// incusd would replay on the host with btrfs receive or zfs receive.
+		file := filepath.Join(dir, "optimized.tar")
+		editExport(t, clean, file, nil, nil, func(m string, doc map[string]any) {
+			if m == "backup/index.yaml" {
+				doc["optimized"] = true
+			}
+		})
+		r.fails(t, 1, []string{"the export sets optimized storage", "never gives a box"}, "import", file, "--name", "optimized")
+		if r.exists("optimized") {
+			t.Error("optimized was created")
 		}
 	})
 
@@ -140,9 +157,9 @@ func craftExport(t *testing.T, in, out string, templates map[string]string, memb
 	editExport(t, in, out, templates, members, nil)
 }
 
-// editExport is craftExport that also applies edit to the instance's backup.yaml (the
-// file incusd creates the instance from).
-func editExport(t *testing.T, in, out string, templates map[string]string, members []crafted, edit func(doc map[string]any)) {
+// editExport is craftExport that also applies edit to backup/index.yaml (what box reads
+// first) and the instance's backup.yaml (what incusd creates the instance from).
+func editExport(t *testing.T, in, out string, templates map[string]string, members []crafted, edit func(member string, doc map[string]any)) {
 	t.Helper()
 	src, err := os.Open(in)
 	if err != nil {
@@ -167,12 +184,12 @@ func editExport(t *testing.T, in, out string, templates map[string]string, membe
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.TrimPrefix(h.Name, "./") == "backup/container/backup.yaml" && edit != nil {
+		if m := strings.TrimPrefix(h.Name, "./"); (m == "backup/container/backup.yaml" || m == "backup/index.yaml") && edit != nil {
 			var doc map[string]any
 			if err := yaml.Unmarshal(b, &doc); err != nil {
 				t.Fatal(err)
 			}
-			edit(doc)
+			edit(m, doc)
 			if b, err = yaml.Marshal(doc); err != nil {
 				t.Fatal(err)
 			}
