@@ -26,7 +26,8 @@ import (
 // invariant), then two boxes minted on the placement profile and probed live from inside
 // box A (through the Incus exec API, with the tools of the image: curl, nc, ping,
 // getent, ip) and from the host; and an instance box did not mint, aimed at by every
-// box verb (verbs.go). All of them are deleted at the end.
+// box verb (verbs.go); an export crafted to write on the host, handed to box import
+// (importrow.go). All of them are deleted at the end.
 
 // VMOptions tune the vm drill.
 type VMOptions struct {
@@ -308,6 +309,16 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 		verbsRow = UntaggedVerbs(vctx, UntaggedOptions{Client: c, Image: o.Image, Profile: prof, Run: o.Verbs, Logf: logf})
 	}()
 
+	// The import row mints, exports and imports its own box, alongside too.
+	var importRow Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ictx, cancel := context.WithTimeout(ctx, 8*time.Minute)
+		defer cancel()
+		importRow = CraftedImport(ictx, CraftedImportOptions{Client: c, Mint: o.Mint, Run: o.Verbs, Logf: logf})
+	}()
+
 	// Probes run concurrently: most blocked ones wait out a timeout.
 	rows := make([]Result, len(probes))
 	sem := make(chan struct{}, 16)
@@ -336,7 +347,7 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 	seen, detail, err := claim.run(cctx)
 	ccancel()
 	rows = append(rows, claim.judge(seen, detail, err))
-	return append(append(append(results, rows...), doorRows...), verbsRow), nil
+	return append(append(append(results, rows...), doorRows...), verbsRow, importRow), nil
 }
 
 // arpClaim does what a box's root does to take a sibling's traffic: it puts the

@@ -30,6 +30,10 @@ type BackupIndex struct {
 	Backend   string   `yaml:"backend"`
 	Pool      string   `yaml:"pool"`
 	Snapshots []string `yaml:"snapshots"`
+	// Optimized: the volumes are the storage driver's own send streams (btrfs, zfs),
+	// which incusd replays on the host with the driver's tools. box export never asks
+	// for them.
+	Optimized bool `yaml:"optimized"`
 	Config    struct {
 		Instance *BackupConfig  `yaml:"container"` // "container" for VMs too
 		Snaps    []BackupConfig `yaml:"snapshots"`
@@ -175,6 +179,9 @@ func CheckIndex(idx *BackupIndex) error {
 	inst := idx.Config.Instance
 	if !incus.IsBox(incus.Instance{Config: inst.Config}) {
 		return &NotBoxExportError{Name: idx.Name}
+	}
+	if idx.Optimized {
+		return &OffStackError{"export", "optimized storage (a storage driver's send stream, replayed on the host)"}
 	}
 	if err := CheckShape("instance", inst.Config, inst.Devices); err != nil {
 		return err

@@ -106,6 +106,7 @@ func TestCheckIndexRefuses(t *testing.T) {
 		"own nic":     strings.Replace(indexYAML, "    profiles: [box-net]", "      eth1: {type: nic, nictype: macvlan, parent: eth0}\n    profiles: [box-net]", 1),
 		"root source": strings.Replace(indexYAML, "pool: default, size: 20GiB}", "pool: default, source: /srv}", 1),
 		"snapshot":    strings.Replace(indexYAML, "    devices: {}\n", "    devices:\n      host: {type: disk, source: /, path: /h}\n", 1),
+		"optimized":   "optimized: true\n" + indexYAML,
 	} {
 		if err := CheckIndex(read(y)); !errors.As(err, &off) {
 			t.Errorf("%s: %v, want OffStackError", name, err)

@@ -106,10 +106,23 @@ func (b Backend) Import(file, name string, now time.Time, bwrapTaken func(name s
 	p := b.progress()
 	defer p.Done()
 	cnt := p.Count("uploading " + file)
-	body := &onEOF{r: io.TeeReader(io.MultiReader(bytes.NewReader(head.buf.Bytes()), f), cnt),
+	var whole io.Reader = io.MultiReader(bytes.NewReader(head.buf.Bytes()), f)
+	var scan *checkedReader
+	if !protectionOff("import-members") {
+		scan = newCheckedReader(whole, file)
+		whole = scan
+	}
+	body := &onEOF{r: io.TeeReader(whole, cnt),
 		f: func() { p.Step("incusd is unpacking %s (%s)", target, progress.Size(cnt.N())) }}
 	// From here on a failure must not leave a half box behind.
-	if err := c.ImportBackup(ctx, body, target, pool); err != nil {
+	err = c.ImportBackup(ctx, body, target, pool)
+	if scan != nil {
+		if refused := scan.Refused(); refused != nil {
+			Discard(c, target) // incusd received no whole export: normally nothing to discard
+			return b.importErr(target, refused)
+		}
+	}
+	if err != nil {
 		Discard(c, target)
 		return b.importErr(target, err)
 	}
@@ -146,11 +159,19 @@ func settleImport(ctx context.Context, c *incus.Client, name, placement string, 
 	if err := CheckShape("instance", inst.Config, inst.Devices); err != nil {
 		return err
 	}
+	// box never stops or snapshots a box statefully: saved state is process memory that
+	// a start (or a restore) would load on this host, through CRIU or QEMU.
+	if inst.Stateful {
+		return &OffStackError{"instance", "a saved running state (stateful)"}
+	}
 	snaps, err := c.Snapshots(ctx, name)
 	if err != nil {
 		return err
 	}
 	for _, s := range snaps {
+		if s.Stateful {
+			return &OffStackError{"snapshot " + s.Name, "a saved running state (stateful)"}
+		}
 		if err := CheckShape("snapshot "+s.Name, s.Config, s.Devices); err != nil {
 			return err
 		}
