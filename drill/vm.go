@@ -341,7 +341,7 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 		name:    "box → the host: claim the other box's address " + ipB + " (ARP from it to the gateway)",
 		targets: []string{ipB}, want: Blocked, expected: "the host's ARP entry stays the other box's",
 		run: func(ctx context.Context) (bool, string, error) {
-			return arpClaim(ctx, c, a, ipB, gwAddr, br, "/proc/net/arp")
+			return arpClaim(ctx, c, a, b, ipB, gwAddr, br, "/proc/net/arp")
 		}}
 	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
 	seen, detail, err := claim.run(cctx)
@@ -356,41 +356,132 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 // host's addresses updates the sender's entry). Seen when the host's ARP table (arpPath,
 // of the namespace the drill runs in: the host's) names A's MAC for ipB on the bridge:
 // the host then sends A what is B's (the replies of B's connections, B's DNS answers).
-// A waits out the host's neighbour lock time (1 s) between tries, as an attacker would.
-func arpClaim(ctx context.Context, c *incus.Client, a, ipB, gw, br, arpPath string) (bool, string, error) {
-	st, err := c.State(ctx, a)
-	if err != nil {
-		return false, "", err
-	}
-	mac := strings.ToLower(st.Network["eth0"].Hwaddr)
-	if mac == "" {
-		return false, "", fmt.Errorf("box %s: eth0 has no MAC address in its state", a)
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _, _ = execSh(dctx, c, a, "ip addr del "+ipB+"/32 dev eth0")
-	}()
-	var entry string
-	for range 3 {
-		if _, _, err := execSh(ctx, c, a, "ip addr add "+ipB+"/32 dev eth0 2>/dev/null; sleep 1.1; ip neigh flush dev eth0; ping -n -c1 -W1 -I "+ipB+" "+gw+" >/dev/null 2>&1; true"); err != nil {
-			return false, "", err
-		}
-		entries, err := ARPEntries(arpPath)
+//
+// A blocked claim leaves no trace of its own, so the probe proves it was made and judged
+// (claim.judge): first B asks the gateway itself, so the host's entry for ipB names B's
+// MAC (without that, an entry that is absent after the claim says nothing); then each try
+// reads A's own entry for the gateway: a request that went out from ipB and was dropped
+// leaves it unanswered, while one from A's own address (other traffic of A's racing the
+// claim) gets an answer and tests nothing. A waits out the host's neighbour lock time
+// (1 s) between tries, as an attacker would.
+func arpClaim(ctx context.Context, c *incus.Client, a, b, ipB, gw, br, arpPath string) (bool, string, error) {
+	var macs [2]string
+	for i, n := range []string{a, b} {
+		st, err := c.State(ctx, n)
 		if err != nil {
 			return false, "", err
 		}
-		entry = "none"
-		for _, e := range entries {
-			if e.Addr == ipB && e.Device == br {
-				entry = e.MAC
-			}
-		}
-		if entry == mac {
-			return true, fmt.Sprintf("the host's ARP entry for %s names box %s's MAC %s: the host sends it the other box's traffic", ipB, a, mac), nil
+		if macs[i] = strings.ToLower(st.Network["eth0"].Hwaddr); macs[i] == "" {
+			return false, "", fmt.Errorf("box %s: eth0 has no MAC address in its state", n)
 		}
 	}
-	return false, fmt.Sprintf("the host's ARP entry for %s: %s (box %s is %s)", ipB, entry, a, mac), nil
+	cl := claim{ipB: ipB, macA: macs[0], macB: macs[1], a: a, b: b}
+	hostEntry := func() (string, error) {
+		entries, err := ARPEntries(arpPath)
+		if err != nil {
+			return "", err
+		}
+		for _, e := range entries {
+			if e.Addr == ipB && e.Device == br {
+				return e.MAC, nil
+			}
+		}
+		return "none", nil
+	}
+	for range 3 {
+		if _, _, err := execSh(ctx, c, b, "ip neigh flush dev eth0; ping -n -c1 -W1 "+gw+" >/dev/null 2>&1; true"); err != nil {
+			return false, "", err
+		}
+		e, err := hostEntry()
+		if err != nil {
+			return false, "", err
+		}
+		if cl.before = e; e == cl.macB {
+			break
+		}
+	}
+	if cl.before == cl.macB {
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, _, _ = execSh(dctx, c, a, "ip addr del "+ipB+"/32 dev eth0")
+		}()
+		_, out, err := execSh(ctx, c, a, "ip addr add "+ipB+"/32 dev eth0 2>&1; ip -4 -o addr show dev eth0")
+		if err != nil {
+			return false, "", err
+		}
+		cl.added = strings.Contains(out, " "+ipB+"/32 ")
+	}
+	for cl.ready() && len(cl.tries) < 3 {
+		_, out, err := execSh(ctx, c, a, "sleep 1.1; ip neigh flush dev eth0; ping -n -c1 -W1 -I "+ipB+" "+gw+" >/dev/null 2>&1; ip neigh show "+gw+" dev eth0")
+		if err != nil {
+			return false, "", err
+		}
+		e, err := hostEntry()
+		if err != nil {
+			return false, "", err
+		}
+		cl.tries = append(cl.tries, claimTry{gwEntry: strings.TrimSpace(out), host: e})
+		if e == cl.macA {
+			break
+		}
+	}
+	return cl.judge()
+}
+
+// claim is what the ARP claim probe saw: the host's entry for B's address before the
+// claim, whether A took the address, and each try.
+type claim struct {
+	ipB, macA, macB, a, b string
+	before                string // the host's entry for ipB after B asked the gateway
+	added                 bool   // ipB is on A's eth0
+	tries                 []claimTry
+}
+
+type claimTry struct {
+	gwEntry string // A's neighbour entry for the gateway after its request from ipB (ip neigh show)
+	host    string // the host's entry for ipB after it: a MAC or "none"
+}
+
+func (cl claim) ready() bool { return cl.before == cl.macB && cl.added }
+
+// unanswered: A asked for the gateway and got no answer (its entry is not resolved).
+func (t claimTry) unanswered() bool {
+	f := strings.Fields(t.gwEntry)
+	if len(f) == 0 {
+		return false // no entry: A never asked
+	}
+	switch f[len(f)-1] {
+	case "INCOMPLETE", "FAILED":
+		return true
+	}
+	return false
+}
+
+// judge: a BREACH when the host's entry for ipB named A's MAC after a try; a PASS only
+// when the claim was made and held off: the entry named B's MAC before it, and after a
+// try in which A's request from ipB went unanswered it still did. Anything else is an
+// error (the row's ERROR): the probe did not get to test, and says what it saw.
+func (cl claim) judge() (bool, string, error) {
+	for _, t := range cl.tries {
+		if t.host == cl.macA {
+			return true, fmt.Sprintf("the host's ARP entry for %s names box %s's MAC %s: the host sends it the other box's traffic", cl.ipB, cl.a, cl.macA), nil
+		}
+	}
+	if cl.before != cl.macB {
+		return false, "", fmt.Errorf("the claim was not made: the host's ARP entry for %s is %s after box %s asked the gateway itself, want its MAC %s", cl.ipB, cl.before, cl.b, cl.macB)
+	}
+	if !cl.added {
+		return false, "", fmt.Errorf("the claim was not made: %s is not on box %s's eth0 after ip addr add", cl.ipB, cl.a)
+	}
+	var seen []string
+	for _, t := range cl.tries {
+		if t.unanswered() && t.host == cl.macB {
+			return false, fmt.Sprintf("the host's ARP entry for %s stays box %s's MAC %s; box %s's request from it went unanswered (%s)", cl.ipB, cl.b, cl.macB, cl.a, t.gwEntry), nil
+		}
+		seen = append(seen, fmt.Sprintf("A's gateway entry %q, the host's entry %s", t.gwEntry, t.host))
+	}
+	return false, "", fmt.Errorf("the claim was not judged: no try had box %s's request from %s unanswered with the host's entry still %s's MAC %s (%s)", cl.a, cl.ipB, cl.b, cl.macB, strings.Join(seen, "; "))
 }
 
 // ARPEntry is one line of /proc/net/arp.

@@ -70,3 +70,42 @@ func TestARPEntries(t *testing.T) {
 		t.Error("an unreadable table: no error")
 	}
 }
+
+// The ARP claim row passes only when the claim was made and held off: the host's entry
+// for B's address named B's MAC before it, A's request from B's address went unanswered,
+// and the entry still names B. A host with no entry at all (the row that passed in CI
+// with "none") or a try A's own traffic answered is an ERROR: the probe did not test.
+func TestClaimJudge(t *testing.T) {
+	const macA, macB = "10:66:6a:00:00:0a", "10:66:6a:00:00:0b"
+	base := claim{ipB: "10.88.0.45", macA: macA, macB: macB, a: "drill-x-a", b: "drill-x-b", before: macB, added: true}
+	dropped := claimTry{gwEntry: "10.88.0.1 INCOMPLETE", host: macB}
+	for _, c := range []struct {
+		name string
+		mod  func(*claim)
+		want Status
+	}{
+		{"held off", func(cl *claim) { cl.tries = []claimTry{dropped, dropped, dropped} }, Pass},
+		{"held off, FAILED", func(cl *claim) { cl.tries = []claimTry{{gwEntry: "10.88.0.1 FAILED", host: macB}} }, Pass},
+		{"claimed", func(cl *claim) { cl.tries = []claimTry{{gwEntry: "10.88.0.1 lladdr 10:66:6a:00:00:01 REACHABLE", host: macA}} }, Breach},
+		{"claimed on the last try", func(cl *claim) { cl.tries = []claimTry{dropped, dropped, {host: macA}} }, Breach},
+		{"no entry before the claim", func(cl *claim) { cl.before = "none"; cl.tries = nil }, Error},
+		{"a stale box's MAC before the claim", func(cl *claim) { cl.before = "10:66:6a:00:00:99"; cl.tries = nil }, Error},
+		{"the address not on A", func(cl *claim) { cl.added = false; cl.tries = nil }, Error},
+		{"the entry gone after the claim", func(cl *claim) {
+			cl.tries = []claimTry{{gwEntry: "10.88.0.1 INCOMPLETE", host: "none"}, {gwEntry: "10.88.0.1 FAILED", host: "none"}}
+		}, Error},
+		{"A's requests answered (its own address raced the claim)", func(cl *claim) {
+			cl.tries = []claimTry{{gwEntry: "10.88.0.1 lladdr 10:66:6a:00:00:01 REACHABLE", host: macB}}
+		}, Error},
+		{"A never asked", func(cl *claim) { cl.tries = []claimTry{{gwEntry: "", host: macB}} }, Error},
+		{"no try", func(cl *claim) { cl.tries = nil }, Error},
+	} {
+		cl := base
+		c.mod(&cl)
+		p := vmProbe{id: "sibling:arp-claim", want: Blocked}
+		seen, detail, err := cl.judge()
+		if r := p.judge(seen, detail, err); r.Status != c.want {
+			t.Errorf("%s: %s (%s), want %s", c.name, r.Status, r.Observed, c.want)
+		}
+	}
+}

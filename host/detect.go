@@ -49,8 +49,12 @@ func DetectBridgeMeta() (bool, error) {
 // NewNetNS returns a handle on a fresh, empty network namespace. The namespace lives as
 // long as the handle (and whatever is moved into it); close it to let it go.
 //
-// The namespace is made on a dedicated OS thread that is never unlocked, so Go retires
-// the thread instead of handing it, switched, to other goroutines.
+// The namespace is made on a locked OS thread that goes back to the namespace it came
+// from before it is unlocked. Leaving it switched and locked is not enough: the
+// goroutine may run on the main thread, which Go parks instead of retiring, and the
+// main thread is the one /proc/self/net reads through (a parked one in an empty
+// namespace emptied the vm drill's /proc/net/arp and /proc/net/route). If going back
+// fails, the thread stays locked and the error is returned.
 func NewNetNS() (*os.File, error) {
 	type result struct {
 		f   *os.File
@@ -58,13 +62,29 @@ func NewNetNS() (*os.File, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // deliberately never unlocked
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: fmt.Errorf("open own network namespace: %w", err)}
+			return
+		}
+		defer orig.Close()
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread() // unshare failed: the thread is where it was
 			ch <- result{err: fmt.Errorf("unshare network namespace: %w", err)}
 			return
 		}
-		f, err := os.Open("/proc/thread-self/ns/net")
-		ch <- result{f, err}
+		f, ferr := os.Open("/proc/thread-self/ns/net")
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+			if f != nil {
+				f.Close()
+			}
+			ch <- result{err: fmt.Errorf("return to own network namespace: %w", err)} // still locked
+			return
+		}
+		runtime.UnlockOSThread()
+		ch <- result{f, ferr}
 	}()
 	r := <-ch
 	return r.f, r.err

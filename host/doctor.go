@@ -112,20 +112,23 @@ func Doctor(ctx context.Context, c *incus.Client, o DoctorOptions) []Check {
 	case gwErr != nil:
 		add(CheckACL, false, "cannot plan the ACL without the bridge's address", setup)
 	default:
-		hostAddrs := LocalAddrs()
+		var facts HostFacts
 		if o.Remote != "" {
-			if hostAddrs, _, err = RemoteFacts(ctx, c, br); err != nil {
-				add(CheckACL, false, err.Error(), setup)
-				break
-			}
+			facts, _, err = RemoteFacts(ctx, c, br)
+		} else {
+			facts, err = LocalFacts()
 		}
-		plan, err := PlanStack(Stack{Bridge: br, Gateway: gw, Resolvers: PublicResolvers, HostAddrs: hostAddrs, Pool: o.Pool})
+		if err != nil {
+			add(CheckACL, false, err.Error(), setup)
+			break
+		}
+		plan, err := PlanStack(Stack{Bridge: br, Gateway: gw, Resolvers: PublicResolvers, HostAddrs: facts.Addrs, HostNets: facts.Nets, Pool: o.Pool})
 		if err != nil {
 			add(CheckACL, false, err.Error(), setup)
 			break
 		}
 		d := ACLDiff(plan.ACL, *acl)
-		detail := fmt.Sprintf("%s: %d egress drops (private ranges, siblings %s, host addresses)", ACLName, len(plan.ACL.Egress), gw.Masked())
+		detail := fmt.Sprintf("%s: %d egress drops (private ranges, siblings %s, host subnets and addresses)", ACLName, len(plan.ACL.Egress), gw.Masked())
 		if len(d) > 0 {
 			detail = strings.Join(d, "; ")
 		}

@@ -175,7 +175,7 @@ func TestHostStack(t *testing.T) {
 		// Seed 001's isolation test, among the rows.
 		for _, id := range []string{"sibling:icmp", "sibling:getent", "sibling:getent-incus", "net:internet-http",
 			"net:internet-dns", "ipv6:bridge", "sibling:tcp", "sibling:gateway-dns", "sibling:ipv6-link-local",
-			"host:gateway:8080", "host:public:198.51.100.2:8080", "lan:192.168.77.10:80", "lan:metadata",
+			"host:gateway:8080", "host:public:198.51.100.2:8080", "lan:192.168.77.10:80", "lan:198.51.100.10:80", "lan:metadata",
 			"host-to-box:tcp", "ipv6:box", "verbs:untagged", "door:loopback", "door:host-addresses", "sibling:arp-claim"} {
 			r, ok := rs[id]
 			if !ok {
@@ -204,6 +204,22 @@ func TestHostStack(t *testing.T) {
 			a.Egress = keep
 			must(t, c.UpdateNetworkACL(ctx, *a))
 		}, host.CheckACL, []string{"stack:acl-rules", "lan:192.168.77.10:80"}, []string{"lan:192.168.77.10:80"}},
+		// The host's own subnet, numbered in public space (no private range covers the
+		// neighbour 198.51.100.10): only the host-subnet drop keeps a box off it.
+		{"the ACL's host-subnet drop", func(t *testing.T) {
+			a, _ := c.NetworkACLByName(ctx, host.ACLName)
+			var keep []incus.ACLRule
+			for _, r := range a.Egress {
+				if !strings.HasPrefix(r.Description, host.RuleHostNet) {
+					keep = append(keep, r)
+				}
+			}
+			if len(keep) == len(a.Egress) {
+				t.Fatalf("no host-subnet drop to remove: %+v", a.Egress)
+			}
+			a.Egress = keep
+			must(t, c.UpdateNetworkACL(ctx, *a))
+		}, host.CheckACL, []string{"stack:acl-rules", "lan:198.51.100.10:80"}, []string{"lan:198.51.100.10:80"}},
 		{"the ACL's sibling drop", func(t *testing.T) {
 			a, _ := c.NetworkACLByName(ctx, host.ACLName)
 			var keep []incus.ACLRule
@@ -290,7 +306,7 @@ func TestHostStack(t *testing.T) {
 					t.Errorf("drill row %s: %q (%s), want BREACH or FAIL", id, r.Status, r.Observed)
 				}
 			}
-			for _, id := range []string{"sibling:getent", "sibling:getent-incus", "sibling:gateway-dns", "lan:192.168.77.10:80", "ipv6:box"} {
+			for _, id := range []string{"sibling:getent", "sibling:getent-incus", "sibling:gateway-dns", "lan:192.168.77.10:80", "lan:198.51.100.10:80", "ipv6:box"} {
 				t.Logf("row %s: %s (%s)", id, rs[id].Status, rs[id].Observed)
 			}
 			// setup-host repairs it, reporting the change; doctor passes again.

@@ -6,13 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/google/nftables"
+	netlab "github.com/heavy-duty/box/drill/lab"
 	"github.com/heavy-duty/box/internal/testenv"
-	"golang.org/x/sys/unix"
 )
 
 // requireKernel gates a test that needs root, a real kernel and the tools used to build
@@ -61,19 +60,9 @@ func nsExec(ns *os.File, args ...string) (string, error) {
 }
 
 // inNS runs fn on an OS thread switched into ns; sockets fn opens live in ns. The thread
-// is never unlocked, so Go retires it rather than reuse it elsewhere.
-func inNS(ns *os.File, fn func() error) error {
-	ch := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // deliberately never unlocked
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- fmt.Errorf("setns: %w", err)
-			return
-		}
-		ch <- fn()
-	}()
-	return <-ch
-}
+// goes back before it is unlocked (netlab.InNetns): left switched it could be the main
+// thread, which Go parks rather than retires (TestNewNetNSLeavesTheProcessWhereItWas).
+func inNS(ns *os.File, fn func() error) error { return netlab.InNetns(nsPath(ns), fn) }
 
 func nftConn(t *testing.T, ns *os.File) *nftables.Conn {
 	t.Helper()
@@ -121,4 +110,41 @@ func listBox(t *testing.T, ns *os.File) string {
 	t.Helper()
 	return normalise(nsRun(t, ns, "nft", "list", "table", "bridge", TableName) +
 		nsRun(t, ns, "nft", "list", "table", "inet", TableName))
+}
+
+// NewNetNS's goroutine may run on the main thread, which Go cannot retire: when a
+// goroutine locked to it ends, the runtime parks the thread for good. Left in the new
+// namespace, that thread is the one /proc/self/net reads through, so the whole
+// process's /proc/net/arp and /proc/net/route read the empty namespace: the vm drill's
+// sibling:arp-claim saw no ARP entry at all ("none", a PASS with the filter on, a
+// missed BREACH with it off) and its default-gateway row vanished. The process must
+// stay where it was, however many namespaces it made and from which goroutines.
+func TestNewNetNSLeavesTheProcessWhereItWas(t *testing.T) {
+	requireKernel(t)
+	leader := func() string {
+		s, err := os.Readlink("/proc/self/ns/net") // the main thread's
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := leader()
+	for i := range 200 {
+		// From a fresh goroutine each time, as the drill's checks call it: whichever
+		// thread runs it, the main one included, must come back.
+		errc := make(chan error, 1)
+		go func() {
+			f, err := NewNetNS()
+			if err == nil {
+				f.Close()
+			}
+			errc <- err
+		}()
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		if got := leader(); got != before {
+			t.Fatalf("after %d namespaces the main thread is in %s, not %s: /proc/net now reads the empty namespace", i+1, got, before)
+		}
+	}
 }

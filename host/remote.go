@@ -21,22 +21,22 @@ func RemoteFirewallFix(remote string) string {
 
 // RemoteFacts reads through the API what setup-host otherwise reads of this machine:
 // the remote host's addresses (where it listens, and its unmanaged networks' state:
-// Incus lists physical interfaces, not veths), for the ACL's host-address drops and the
-// subnets they claim.
-func RemoteFacts(ctx context.Context, c *incus.Client, bridge string) ([]netip.Addr, []Claim, error) {
+// Incus lists physical interfaces, not veths) and those networks' subnets, for the
+// ACL's host-address and host-subnet drops, and the subnets they claim.
+func RemoteFacts(ctx context.Context, c *incus.Client, bridge string) (HostFacts, []Claim, error) {
+	var f HostFacts
 	ns, err := c.Networks(ctx)
 	if err != nil {
-		return nil, nil, err
+		return f, nil, err
 	}
-	var addrs []netip.Addr
 	var claims []Claim
 	srv, err := c.Server(ctx)
 	if err != nil {
-		return nil, nil, err
+		return f, nil, err
 	}
 	for _, hp := range srv.Environment.Addresses {
 		if ap, err := netip.ParseAddrPort(hp); err == nil {
-			addrs = append(addrs, ap.Addr())
+			f.Addrs = append(f.Addrs, ap.Addr())
 		}
 	}
 	for _, n := range ns {
@@ -45,22 +45,26 @@ func RemoteFacts(ctx context.Context, c *incus.Client, bridge string) ([]netip.A
 		}
 		as, err := c.NetworkAddresses(ctx, n.Name)
 		if err != nil {
-			return nil, nil, err
+			return f, nil, err
 		}
 		for _, a := range as {
 			ip, err := netip.ParseAddr(a.Address)
 			if err != nil {
 				continue
 			}
-			addrs = append(addrs, ip)
-			bits, err := strconv.Atoi(a.Netmask)
-			if err != nil || !ip.Is4() || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
+			f.Addrs = append(f.Addrs, ip)
+			if !ip.Is4() || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
 				continue
 			}
-			if p, err := ip.Prefix(bits); err == nil {
-				claims = append(claims, Claim{p, fmt.Sprintf("the remote's interface %s (%s/%d)", n.Name, ip, bits)})
+			// An unreadable netmask would leave that LAN out of the ACL: said, not skipped.
+			bits, err := strconv.Atoi(a.Netmask)
+			p, perr := ip.Prefix(bits)
+			if err != nil || perr != nil {
+				return f, nil, fmt.Errorf("the remote's interface %s: address %s has netmask %q, not a prefix length", n.Name, ip, a.Netmask)
 			}
+			claims = append(claims, Claim{p, fmt.Sprintf("the remote's interface %s (%s/%d)", n.Name, ip, bits)})
+			f.Nets = append(f.Nets, HostNet{Prefix: netip.PrefixFrom(ip, bits), Iface: n.Name})
 		}
 	}
-	return addrs, claims, nil
+	return f, claims, nil
 }

@@ -95,13 +95,16 @@ func Setup(ctx context.Context, c *incus.Client, o SetupOptions) ([]Step, error)
 	case existing.Type != "bridge" || !existing.Managed:
 		return steps, fmt.Errorf("network %s exists but is not a managed bridge (type %s): rename or remove it", br, existing.Type)
 	}
-	hostAddrs, claims := LocalAddrs(), func() ([]Claim, error) { return Claims(br) }
+	var facts HostFacts
+	claims := func() ([]Claim, error) { return Claims(br) }
 	if o.Remote != "" {
-		addrs, rc, err := RemoteFacts(ctx, c, br)
+		rf, rc, err := RemoteFacts(ctx, c, br)
 		if err != nil {
 			return steps, err
 		}
-		hostAddrs, claims = addrs, func() ([]Claim, error) { return rc, nil }
+		facts, claims = rf, func() ([]Claim, error) { return rc, nil }
+	} else if facts, err = LocalFacts(); err != nil {
+		return steps, err
 	}
 	gw, err := chooseGateway(ctx, c, br, existing, o.Subnet, claims)
 	if err != nil {
@@ -117,7 +120,7 @@ func Setup(ctx context.Context, c *incus.Client, o SetupOptions) ([]Step, error)
 	if len(resolvers) == 0 {
 		resolvers = PublicResolvers
 	}
-	plan, err := PlanStack(Stack{Bridge: br, Gateway: gw, Resolvers: resolvers, HostAddrs: hostAddrs, Pool: o.Pool})
+	plan, err := PlanStack(Stack{Bridge: br, Gateway: gw, Resolvers: resolvers, HostAddrs: facts.Addrs, HostNets: facts.Nets, Pool: o.Pool})
 	if err != nil {
 		return steps, err
 	}
@@ -207,6 +210,36 @@ func NetworkClaims(ctx context.Context, c *incus.Client, bridge string) ([]Claim
 		}
 		if p, err := netip.ParsePrefix(n.Config["ipv4.address"]); err == nil {
 			out = append(out, Claim{p.Masked(), fmt.Sprintf("the Incus network %s (%s)", n.Name, p)})
+		}
+	}
+	return out, nil
+}
+
+// LocalFacts returns the addresses and subnets of this network namespace's interfaces.
+func LocalFacts() (HostFacts, error) {
+	nets, err := LocalNets()
+	return HostFacts{Addrs: LocalAddrs(), Nets: nets}, err
+}
+
+// LocalNets returns the subnets of this network namespace's interfaces, each with its
+// interface's name. An interface it cannot read is an error: its LAN would be left open.
+func LocalNets() ([]HostNet, error) {
+	var out []HostNet
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("list the host's interfaces: %w", err)
+	}
+	for _, ifc := range ifs {
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			return nil, fmt.Errorf("the host's interface %s: %w", ifc.Name, err)
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				if p, ok := ipnetPrefix(n); ok {
+					out = append(out, HostNet{Prefix: p, Iface: ifc.Name})
+				}
+			}
 		}
 	}
 	return out, nil

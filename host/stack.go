@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
 )
 
@@ -55,9 +56,13 @@ type Stack struct {
 	// Resolvers are the upstream DNS servers the bridge's dnsmasq forwards to.
 	Resolvers []netip.Addr
 	// HostAddrs are the host's own addresses; the non-private IPv4 ones get an ACL drop
-	// (a private one is in a dropped range already).
+	// (a private one is in a dropped range already, a host subnet's one in that subnet).
 	HostAddrs []netip.Addr
-	Pool      string // storage pool of the root disk, default DefaultPool
+	// HostNets are the host's interfaces' subnets: the non-private IPv4 ones get an ACL
+	// drop, for a LAN numbered in public space (a campus, a hosting provider's shared
+	// subnet) is in no private range. The bridge's own is left to the sibling drop.
+	HostNets []HostNet
+	Pool     string // storage pool of the root disk, default DefaultPool
 }
 
 func (s Stack) bridge() string { return orDefault(s.Bridge, BridgeName) }
@@ -76,6 +81,59 @@ type StackPlan struct {
 	Network incus.Network
 	ACL     incus.NetworkACL
 	Profile incus.Profile
+}
+
+// HostNet is the subnet of one of the host's interfaces: its LAN, however numbered.
+type HostNet struct {
+	Prefix netip.Prefix // as configured (198.51.100.2/24); planned masked
+	Iface  string       // the interface (or, through the API, the network) it is on
+}
+
+// HostFacts are what the ACL is planned from about the host: its addresses and its
+// interfaces' subnets, read here (LocalFacts) or through the API (RemoteFacts).
+type HostFacts struct {
+	Addrs []netip.Addr
+	Nets  []HostNet
+}
+
+// MinHostNetBits is the shortest host subnet the ACL drops. A public subnet wider than
+// a /8 on an interface is refused, not dropped: dropping it would cut the boxes off that
+// share of the internet (a /1 is half of it), and leaving it open would leave the LAN.
+const MinHostNetBits = 8
+
+// ErrWideHostNet is wrapped by PlanStack's error for a public host subnet shorter than
+// MinHostNetBits.
+var ErrWideHostNet = errors.New("host subnet too wide for the boxes' ACL to drop")
+
+// PublicHostNets returns the masked non-private IPv4 subnets among nets, sorted and
+// unique, leaving out those on the bridge br or equal to its subnet (the sibling drop's).
+// A public one shorter than MinHostNetBits is an error naming its interface.
+func PublicHostNets(nets []HostNet, br string, subnet netip.Prefix) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, n := range nets {
+		a := n.Prefix.Addr().Unmap() // the configured address: a /0's masked one is 0.0.0.0
+		p := netip.PrefixFrom(a, n.Prefix.Bits()).Masked()
+		if !p.IsValid() || !a.Is4() || a.IsLoopback() || a.IsUnspecified() || n.Iface == br || p == subnet || insidePrivate(p) {
+			continue
+		}
+		if p.Bits() < MinHostNetBits {
+			return nil, errs.WithHint(fmt.Errorf("%s on %s: %w (a /%d; the shortest dropped is /%d)", n.Prefix, n.Iface, ErrWideHostNet, p.Bits(), MinHostNetBits),
+				"give "+n.Iface+" its real subnet's prefix length: dropping "+p.String()+" would cut the boxes off that share of the internet, not dropping it would leave them the host's LAN")
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	return slices.Compact(out), nil
+}
+
+// insidePrivate reports whether all of p lies in one of PrivateRanges.
+func insidePrivate(p netip.Prefix) bool {
+	return slices.ContainsFunc(PrivateRanges, func(r netip.Prefix) bool { return r.Bits() <= p.Bits() && r.Contains(p.Addr()) })
 }
 
 // PublicHostAddrs returns the non-private IPv4 addresses among addrs, sorted and unique.
@@ -108,6 +166,7 @@ const (
 	RulePrivate = "private range "
 	RuleSibling = "siblings: the bridge's own subnet"
 	RuleHost    = "host address "
+	RuleHostNet = "host subnet "
 )
 
 // PlanStack plans the bridge, the ACL and the placement profile. It is pure.
@@ -116,8 +175,10 @@ const (
 //     dnsmasq ignoring client names (no sibling can be named), the ACL attached with
 //     default ingress drop and default egress allow (what the ACL drops is dropped);
 //   - the ACL: egress drops to every private range, to the bridge's own subnet (the
-//     sibling drop, derived from the gateway, never written), and to each non-private
-//     host address; Incus's own chains keep DHCP and DNS to the gateway working;
+//     sibling drop, derived from the gateway, never written), to each non-private host
+//     subnet (the host's LAN however numbered; one wider than /8 is refused) and to each
+//     non-private host address outside those; Incus's own chains keep DHCP and DNS to
+//     the gateway working;
 //   - the profile: the NIC on the bridge with port isolation, and the root disk; nothing
 //     else, so no template and no profile key can move a box off the stack.
 func PlanStack(s Stack) (StackPlan, error) {
@@ -137,6 +198,10 @@ func PlanStack(s Stack) (StackPlan, error) {
 		}
 	}
 	subnet := s.Gateway.Masked()
+	hostNets, err := PublicHostNets(s.HostNets, br, subnet)
+	if err != nil {
+		return StackPlan{}, err
+	}
 
 	network := incus.Network{
 		Name:        br,
@@ -162,8 +227,13 @@ func PlanStack(s Stack) (StackPlan, error) {
 		egress = append(egress, drop(p.String(), RulePrivate+p.String()))
 	}
 	egress = append(egress, drop(subnet.String(), RuleSibling))
+	for _, p := range hostNets {
+		egress = append(egress, drop(p.String(), RuleHostNet+p.String()))
+	}
 	for _, a := range PublicHostAddrs(s.HostAddrs) {
-		egress = append(egress, drop(a.String()+"/32", RuleHost+a.String()))
+		if !slices.ContainsFunc(hostNets, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			egress = append(egress, drop(a.String()+"/32", RuleHost+a.String()))
+		}
 	}
 	acl := incus.NetworkACL{
 		Name:        ACLName,

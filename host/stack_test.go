@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,7 +17,77 @@ var stackInput = Stack{
 	Gateway:   netip.MustParsePrefix("10.88.0.1/24"),
 	Resolvers: []netip.Addr{netip.MustParseAddr("203.0.113.10")},
 	HostAddrs: []netip.Addr{netip.MustParseAddr("192.168.77.2"), netip.MustParseAddr("198.51.100.2"),
-		netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("2001:db8::2"), netip.MustParseAddr("10.88.0.1")},
+		netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("2001:db8::2"), netip.MustParseAddr("10.88.0.1"),
+		netip.MustParseAddr("203.0.113.99")}, // a listen address with no subnet known (a remote's)
+	HostNets: []HostNet{
+		{netip.MustParsePrefix("192.168.77.2/24"), "eth0"}, {netip.MustParsePrefix("198.51.100.2/24"), "eth0"},
+		{netip.MustParsePrefix("127.0.0.1/8"), "lo"}, {netip.MustParsePrefix("2001:db8::2/64"), "eth0"},
+		{netip.MustParsePrefix("10.88.0.1/24"), "boxnet"}, {netip.MustParsePrefix("198.51.100.7/24"), "eth1"},
+	},
+}
+
+// dropped reports the descriptions of the ACL's egress drops covering a.
+func dropped(acl incus.NetworkACL, a string) []string {
+	var out []string
+	for _, r := range acl.Egress {
+		if p, err := netip.ParsePrefix(r.Destination); err == nil && r.Action == "drop" && p.Contains(netip.MustParseAddr(a)) {
+			out = append(out, r.Description)
+		}
+	}
+	return out
+}
+
+// TestPlanStackHostSubnets: a neighbour on the host's own public subnet (a LAN numbered
+// in public space: campus, hosting provider) is dropped, not only the host's address;
+// the internet, the gateway (sibling drop only, which Incus's chains let DHCP/DNS past)
+// and the bridge's own subnet keep their rules.
+func TestPlanStackHostSubnets(t *testing.T) {
+	p, err := PlanStack(stackInput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"198.51.100.10", "198.51.100.2", "198.51.100.254", "203.0.113.99"} {
+		if len(dropped(p.ACL, a)) == 0 {
+			t.Errorf("%s (the host's LAN or address) is not dropped: %+v", a, p.ACL.Egress)
+		}
+	}
+	if d := dropped(p.ACL, "198.51.100.10"); len(d) != 1 || d[0] != RuleHostNet+"198.51.100.0/24" {
+		t.Errorf("198.51.100.10 dropped by %q, want the one host-subnet rule", d)
+	}
+	for _, a := range []string{"203.0.113.10", "198.51.101.1", "1.1.1.1"} {
+		if d := dropped(p.ACL, a); len(d) != 0 {
+			t.Errorf("the internet's %s is dropped by %q", a, d)
+		}
+	}
+	if d := dropped(p.ACL, "10.88.0.1"); len(d) != 2 || d[1] != RuleSibling {
+		t.Errorf("the gateway is dropped by %q, want the private range and the sibling drop only", d)
+	}
+
+	// A /8 of public space is the shortest dropped; anything wider is refused by name.
+	in := stackInput
+	in.HostNets = append(slices.Clone(stackInput.HostNets), HostNet{netip.MustParsePrefix("44.1.2.3/8"), "ampr0"})
+	if p, err := PlanStack(in); err != nil || len(dropped(p.ACL, "44.200.0.1")) != 1 {
+		t.Errorf("a public /8: %v", err)
+	}
+	for _, wide := range []string{"198.51.100.2/7", "128.0.0.1/1", "0.0.0.1/0"} {
+		in.HostNets = append(slices.Clone(stackInput.HostNets), HostNet{netip.MustParsePrefix(wide), "wan9"})
+		_, err := PlanStack(in)
+		if !errors.Is(err, ErrWideHostNet) || !strings.Contains(err.Error(), "wan9") {
+			t.Errorf("host subnet %s: err %v, want ErrWideHostNet naming wan9", wide, err)
+		}
+	}
+	// Wide but private (or loopback): in a dropped range already, nothing refused.
+	in.HostNets = []HostNet{{netip.MustParsePrefix("10.1.2.3/8"), "eth2"}, {netip.MustParsePrefix("127.0.0.1/8"), "lo"}}
+	if _, err := PlanStack(in); err != nil {
+		t.Errorf("private /8: %v", err)
+	}
+	// The bridge's own interface is the sibling drop's, even when pinned public.
+	in = stackInput
+	in.Gateway = netip.MustParsePrefix("198.18.0.1/24")
+	in.HostNets = []HostNet{{netip.MustParsePrefix("198.18.0.1/24"), BridgeName}}
+	if p, err := PlanStack(in); err != nil || len(dropped(p.ACL, "198.18.0.1")) != 1 {
+		t.Errorf("bridge pinned public: %v, drops %q", err, dropped(p.ACL, "198.18.0.1"))
+	}
 }
 
 // TestPlanStackGolden: the bridge, ACL and profile as plain data, checked against

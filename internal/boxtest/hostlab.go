@@ -107,6 +107,7 @@ func (h *HostLab) Setup(t *testing.T) string {
 func DrillArgs(h *HostLab) []string {
 	return []string{"drill", "--backend", "vm", "--json",
 		"--internet-url", "http://" + lab.InternetName + "/", "--lan", lab.LANHost.String() + ":80",
+		"--lan", lab.LANHostPublic.String() + ":80", // the host's own LAN in public space (198.51.100.0/24)
 		"--host-port", "8080", "--unit-dir", h.UnitDir}
 }
 
