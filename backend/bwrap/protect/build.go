@@ -2,6 +2,7 @@ package protect
 
 import (
 	"fmt"
+	"github.com/heavy-duty/box/backend/bwrap/dirlist"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,6 +57,9 @@ type Tree struct {
 	Dirs      int
 	// Notes are the scanner's own remarks (a .git file that names nothing usable...).
 	Notes []string
+	// Listings are the directories the scan read, for the post-run audit's walk of the
+	// same tree, which lists again only those changed since (package dirlist).
+	Listings *dirlist.Cache `json:"-"`
 }
 
 // GitDirFact is one git directory.
