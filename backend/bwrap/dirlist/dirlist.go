@@ -68,7 +68,7 @@ type Cache struct {
 // New starts a cache for a walk beginning now; prev's listings (a walk before) that
 // are still valid are carried over as the walk finds them (Reuse).
 func New(prev *Cache) *Cache {
-	c := &Cache{since: coarseNow(), dirs: map[string]listing{}, trusted: map[uint64]bool{}}
+	c := &Cache{since: coarseNow(), dirs: make(map[string]listing, prev.Len()), trusted: map[uint64]bool{}}
 	if prev != nil {
 		for d, ok := range prev.trusted {
 			c.trusted[d] = ok

@@ -197,12 +197,12 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 // A parent that is a link, or that cannot be listed, leaves its paths to lstat, which
 // follows the link as before.
 func existing(paths []string, listings map[string]map[string]FileKind, buf []byte) map[string]FileKind {
-	out := map[string]FileKind{}
+	out := make(map[string]FileKind, len(paths))
 	siblings := map[string]int{}
 	for _, p := range paths {
 		siblings[filepath.Dir(p)]++
 	}
-	isCandidate := map[string]bool{}
+	isCandidate := make(map[string]bool, len(paths))
 	for _, p := range paths {
 		isCandidate[p] = true
 	}
