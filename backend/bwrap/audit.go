@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heavy-duty/box/backend/bwrap/dirlist"
 	"github.com/heavy-duty/box/backend/bwrap/postrun"
 	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/internal/phase"
@@ -40,6 +41,9 @@ type Audit struct {
 	quarantine string
 	pending    *os.File
 	tree       *protect.Hold
+	// listings are the before-walk's directory listings: the after-walk lists again
+	// only the directories changed since (package dirlist).
+	listings *dirlist.Cache
 }
 
 // BaselineError: other box runs hold the working directory, and their baseline (the
@@ -69,7 +73,7 @@ func AuditDirs(dataHome string) (pending, quarantine string) {
 // AuditInput is what the audit of p's sandbox reads: its working directory, every path
 // it can write, and the protected paths.
 func (p *Plan) AuditInput() postrun.Input {
-	in := postrun.Input{Workdir: p.Spec.Workdir, Home: p.Spec.Home, Writable: []string{p.Spec.Workdir}}
+	in := postrun.Input{Workdir: p.Spec.Workdir, Home: p.Spec.Home, Writable: []string{p.Spec.Workdir}, Listings: p.listings}
 	for _, m := range p.Spec.Mounts {
 		if m.RW {
 			in.Writable = append(in.Writable, m.Src)
@@ -178,6 +182,7 @@ func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit,
 	}
 	phase.Mark("audit:lock")
 	a.before = postrun.Take(in)
+	a.listings = a.before.Listings()
 	phase.Mark("audit:take")
 	var b []byte // a.before as JSON, marshalled once
 	switch {
@@ -272,7 +277,9 @@ func (a *Audit) End() *postrun.Report {
 		known := func(f postrun.Finding) bool {
 			return !protectionOff(ProtAuditConcurrent) && protect.IsPlaceholder(f.Path, placed)
 		}
-		r = postrun.AuditKnown(a.before, postrun.Take(a.in), a.quarantine, time.Now(), known)
+		in := a.in
+		in.Listings = a.listings
+		r = postrun.AuditKnown(a.before, postrun.Take(in), a.quarantine, time.Now(), known)
 	}
 	if a.tree != nil {
 		// Under the tree's gate: the last run out removes the placeholders first.

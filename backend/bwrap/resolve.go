@@ -3,6 +3,7 @@ package bwrap
 import (
 	"errors"
 	"fmt"
+	"github.com/heavy-duty/box/backend/bwrap/dirlist"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -190,6 +191,8 @@ type Plan struct {
 	// usernsKey is the user-namespace facts' key (usernsKey), taken once before the
 	// launch by chooseIsolation and used after it (usernsAfter).
 	usernsKey string
+	// listings are the scan's directory listings (Facts.Tree), for the audit's walk.
+	listings *dirlist.Cache
 }
 
 // Resolve turns a request and the host's facts into a plan. It is pure.
@@ -249,6 +252,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		return nil, fmt.Errorf("profile %q: %w", r.Profile.Name, err) // OptionError carries its hint
 	}
 	p.Protect, p.ProtectLock = pset, LegacyInstanceDir(f.DataHome, wd)+".lock"
+	p.listings = f.Tree.Listings
 	p.Warnings = append(p.Warnings, pset.Warnings...)
 
 	// Tools: a missing tool is a warning; a missing command is an error.

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heavy-duty/box/backend/bwrap/dirlist"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,6 +54,10 @@ type Input struct {
 	// not read by meaning (config, hooks, commondir, gitdir it reads itself).
 	GitdirGuards []Guard
 	Limits       Limits
+	// Listings are an earlier walk's directory listings (the protected set's scan, the
+	// snapshot before the run), each reused only while its directory provably has not
+	// changed (package dirlist); nil lists every directory.
+	Listings *dirlist.Cache
 }
 
 // Limits bound the audit. Past any of them the snapshot is Incomplete, and the audit
@@ -107,7 +112,13 @@ type Snapshot struct {
 	// for a whole one). Take returns only once the coarse clock has passed it, so every
 	// inode born before Take returned is stamped at or before Taken, every one after later.
 	Taken int64 `json:"taken"`
+	// listings are this snapshot's walk's, for the next (Listings); never written.
+	listings *dirlist.Cache
 }
+
+// Listings are the directory listings s's walk read or reused, for the next walk of the
+// same tree (Input.Listings).
+func (s *Snapshot) Listings() *dirlist.Cache { return s.listings }
 
 // Repo is one git repository as the host's git would find it.
 type Repo struct {
@@ -186,8 +197,10 @@ type File struct {
 // directories, the repository containing it, their configs and hooks, and the protected
 // paths.
 func Take(in Input) *Snapshot {
-	t := &taker{in: in, lim: in.Limits.withDefaults()}
-	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: map[string]File{}, Unread: map[string]File{}}
+	t := &taker{in: in, lim: in.Limits.withDefaults(), next: dirlist.New(in.Listings)}
+	// Sized for the guards, most of the files recorded: a tree of 50 repositories has
+	// some five thousand, and growing the map to them cost more than the lookups.
+	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: make(map[string]File, len(in.Protected)+len(in.Protected)/4), Unread: map[string]File{}, listings: t.next}
 	// The modes granted to read the tree go back once it is read.
 	defer t.acc.restore()
 	s.Home, s.Writable, s.Guards, s.Loosened, s.GitdirGuards = in.Home, in.Writable, in.Protected, in.Loosened, in.GitdirGuards
@@ -227,6 +240,8 @@ type taker struct {
 	buf      []byte            // the walk's getdents buffer
 	ents     []dirent          // the walk's entries, reused from one directory to the next
 	listed   map[string]names  // guardAs's listings of guards' directories
+	next     *dirlist.Cache    // the walk's listings, for the next walk
+	listing  []dirlist.Ent     // the listing being read, to keep in next
 }
 
 // open opens dir to list it. A directory in a writable root that refuses the operator
@@ -367,6 +382,10 @@ const heldFds = 32
 // takes every repository it meets. parent, when not -1, is dir's parent directory, open,
 // and name dir's name in it.
 func (t *taker) walk(parent int, name, dir string, depth int) {
+	if ents, ok := t.in.Listings.Reuse(dir, t.next); ok {
+		t.walkListed(dir, ents, depth)
+		return
+	}
 	var fd int
 	if !t.opening(dir, func() (err error) { fd, err = openDirAt(parent, name, dir); return err }) {
 		return
@@ -383,6 +402,9 @@ func (t *taker) walk(parent int, name, dir string, depth int) {
 	if t.buf == nil {
 		t.buf = make([]byte, 32<<10)
 	}
+	stamp := t.next.Stat(fd) // before reading: see dirlist
+	t.listing = t.listing[:0]
+	whole := false
 	for {
 		ents, err := readDirentsInto(fd, t.buf, t.ents[:0])
 		if ents != nil {
@@ -404,14 +426,23 @@ func (t *taker) walk(parent int, name, dir string, depth int) {
 			case e.dir:
 				subdirs = append(subdirs, n)
 			}
+			typ := uint8(unix.DT_UNKNOWN)
+			if e.dir {
+				typ = unix.DT_DIR
+			}
+			t.listing = append(t.listing, dirlist.Ent{Name: n, Type: typ})
 		}
 		if err != nil {
 			t.unread(dir, &fs.PathError{Op: "readdirent", Path: dir, Err: err})
 			break
 		}
 		if ents == nil {
+			whole = true
 			break
 		}
+	}
+	if whole {
+		t.next.Put(dir, stamp, t.listing)
 	}
 	held := fd
 	if depth >= heldFds || len(subdirs) == 0 {
@@ -429,6 +460,35 @@ func (t *taker) walk(parent int, name, dir string, depth int) {
 	}
 	for _, n := range subdirs {
 		t.walk(held, n, filepath.Join(dir, n), depth+1)
+	}
+}
+
+// walkListed is walk for a directory whose listing an earlier walk read (and its
+// subdirectories, each listed or reused in turn): the same entries visited, counted and
+// judged, without reading the directory again.
+func (t *taker) walkListed(dir string, ents []dirlist.Ent, depth int) {
+	var head, objects, refs, commondir bool
+	var subdirs []string
+	for _, e := range ents {
+		if t.entries++; t.entries > t.lim.Entries {
+			t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
+			return
+		}
+		n := e.Name
+		head, objects, refs = head || n == "HEAD", objects || n == "objects", refs || n == "refs"
+		commondir = commondir || n == "commondir"
+		switch {
+		case n == ".git":
+			t.repo(filepath.Join(dir, n))
+		case e.Type == unix.DT_DIR:
+			subdirs = append(subdirs, n)
+		}
+	}
+	if head && (objects && refs || commondir) {
+		t.repo(dir)
+	}
+	for _, n := range subdirs {
+		t.walk(-1, n, filepath.Join(dir, n), depth+1)
 	}
 }
 

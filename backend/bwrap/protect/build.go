@@ -2,6 +2,7 @@ package protect
 
 import (
 	"fmt"
+	"github.com/heavy-duty/box/backend/bwrap/dirlist"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,6 +57,9 @@ type Tree struct {
 	Dirs      int
 	// Notes are the scanner's own remarks (a .git file that names nothing usable...).
 	Notes []string
+	// Listings are the directories the scan read, for the post-run audit's walk of the
+	// same tree, which lists again only those changed since (package dirlist).
+	Listings *dirlist.Cache `json:"-"`
 }
 
 // GitDirFact is one git directory.
@@ -218,9 +222,10 @@ func (t Tree) candidates(o Options) []candidate {
 // Candidates lists every path whose lstat Build needs: each candidate and each directory
 // between it and its root. Scan stats exactly these.
 func (t Tree) Candidates(o Options) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, c := range t.candidates(o) {
+	cands := t.candidates(o)
+	seen := make(map[string]bool, len(cands))
+	out := make([]string, 0, len(cands))
+	for _, c := range cands {
 		for p := c.path; p != c.root && !seen[p]; p = filepath.Dir(p) {
 			seen[p] = true
 			out = append(out, p)
@@ -241,8 +246,9 @@ func Build(t Tree, o Options) (Set, error) {
 	if t.Truncated {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("the working directory holds more than %d directories (or is deeper than %d levels): repositories beyond the first %d directories read (breadth-first) are not protected during the run", scanDirs, scanDepth, t.Dirs))
 	}
-	byPath := map[string]Path{}
-	for _, c := range t.candidates(o) {
+	cands := t.candidates(o)
+	byPath := make(map[string]Path, len(cands)) // sized once: thousands in a big tree
+	for _, c := range cands {
 		if _, dup := byPath[c.path]; dup {
 			continue // the first rule naming a path wins (a protect_add of a built-in path)
 		}

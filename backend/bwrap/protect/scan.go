@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heavy-duty/box/backend/bwrap/dirlist"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,6 +58,8 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		depth int
 	}
 	buf := make([]byte, 32<<10) // getdents' buffer, reused for every directory
+	t.Listings = dirlist.New(nil)
+	var kept []dirlist.Ent
 	queue := []item{{workdir, 0}}
 	for len(queue) > 0 {
 		it := queue[0]
@@ -65,11 +68,16 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 			t.Truncated = true
 			break
 		}
-		ents, err := readDir(it.dir, buf)
+		ents, st, err := readDirStamped(it.dir, buf, t.Listings)
 		t.Dirs++
 		if err != nil {
 			continue
 		}
+		kept = kept[:0]
+		for _, e := range ents {
+			kept = append(kept, dirlist.Ent{Name: e.name, Type: e.dtype()})
+		}
+		t.Listings.Put(it.dir, st, kept)
 		if it.dir == workdir {
 			listings[workdir] = kindsOf(ents)
 		}
@@ -189,12 +197,12 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 // A parent that is a link, or that cannot be listed, leaves its paths to lstat, which
 // follows the link as before.
 func existing(paths []string, listings map[string]map[string]FileKind, buf []byte) map[string]FileKind {
-	out := map[string]FileKind{}
+	out := make(map[string]FileKind, len(paths))
 	siblings := map[string]int{}
 	for _, p := range paths {
 		siblings[filepath.Dir(p)]++
 	}
-	isCandidate := map[string]bool{}
+	isCandidate := make(map[string]bool, len(paths))
 	for _, p := range paths {
 		isCandidate[p] = true
 	}
@@ -253,14 +261,41 @@ type dirent struct {
 	kind FileKind // what lstat would say ("" when fstatat could not say)
 }
 
+// dtype is e's type for a kept listing (dirlist.Ent): DT_DIR exactly when the walk
+// would enter it.
+func (e dirent) dtype() uint8 {
+	switch {
+	case e.dir:
+		return unix.DT_DIR
+	case e.link:
+		return unix.DT_LNK
+	case e.kind == File:
+		return unix.DT_REG
+	}
+	return unix.DT_UNKNOWN
+}
+
 // readDir lists a directory in the order the kernel gives, with the types getdents
 // reports: open, getdents, close, nothing per entry (os.ReadDir would stat and sort).
 func readDir(dir string, buf []byte) ([]dirent, error) {
+	ents, _, err := readDirStamped(dir, buf, nil)
+	return ents, err
+}
+
+// readDirStamped is readDir, with the directory's stamp taken before it is read, for
+// c (nil: none).
+func readDirStamped(dir string, buf []byte, c *dirlist.Cache) ([]dirent, dirlist.Stamp, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, err
+		return nil, dirlist.Stamp{}, err
 	}
 	defer unix.Close(fd)
+	st := c.Stat(fd)
+	ents, err := readOpenDir(fd, buf)
+	return ents, st, err
+}
+
+func readOpenDir(fd int, buf []byte) ([]dirent, error) {
 	var out []dirent
 	for {
 		n, err := unix.Getdents(fd, buf)

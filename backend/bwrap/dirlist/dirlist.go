@@ -1,0 +1,152 @@
+// Package dirlist keeps the listings of a tree's directories so that a later walk of the
+// same tree lists again only the directories that changed: the protected set's scan,
+// the audit's snapshot before the run and its snapshot after each read the whole tree,
+// and in a tree of thousands of directories the listing (open, getdents, close) was most
+// of their time, where one lstat tells an unchanged directory.
+//
+// Why an unchanged stamp proves an unchanged listing: every change to a directory's
+// entries (create, link, unlink, rename in or out, mkdir, rmdir, mknod, symlink) sets its
+// change time to the kernel's clock, and no process can set a change time back (utimes
+// sets it to now). A listing is kept only when the directory's change time, read on the
+// open directory before it was read, lies more than Margin before the coarse clock read
+// before the walk began (Cache.since): every change after that moment is stamped at
+// least since minus the filesystem's granularity (at most a second for those trusted),
+// so later than the stamp kept. A directory is reused only when its device, inode and
+// change time are those kept: it may have had no change since its listing was read.
+// Only local filesystems that keep times this way are trusted (ext2/3/4, XFS, Btrfs,
+// tmpfs); elsewhere (NFS, FUSE, 9p, overlay) every directory is listed every time.
+// Only listings are kept, never a file's content: the walks read every config and hook
+// as before.
+package dirlist
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Margin is the least age of a directory's last change for its listing to be kept: the
+// coarsest timestamp granularity of the trusted filesystems (ext4 with 128-byte inodes
+// stamps whole seconds).
+const Margin = int64(time.Second)
+
+// trustedFS are the filesystems (statfs f_type) whose directory change times are the
+// kernel's clock at each change to their entries, at a granularity of Margin or finer.
+var trustedFS = map[int64]bool{
+	unix.EXT4_SUPER_MAGIC:  true, // ext2, ext3, ext4
+	unix.XFS_SUPER_MAGIC:   true,
+	unix.BTRFS_SUPER_MAGIC: true,
+	unix.TMPFS_MAGIC:       true,
+}
+
+// Ent is one entry of a listing: its name and getdents' type (DT_*; a lister that
+// could not tell keeps DT_UNKNOWN).
+type Ent struct {
+	Name string
+	Type uint8
+}
+
+// Stamp is what a kept listing is keyed on.
+type Stamp struct {
+	dev, ino uint64
+	ctime    int64
+	keep     bool // trusted filesystem, changed more than Margin before since
+}
+
+type listing struct {
+	st   Stamp
+	ents []Ent
+}
+
+// Cache is one walk's listings, for the next walk. The nil Cache keeps nothing.
+type Cache struct {
+	since   int64
+	dirs    map[string]listing
+	trusted map[uint64]bool // by device
+}
+
+// New starts a cache for a walk beginning now; prev's listings (a walk before) that
+// are still valid are carried over as the walk finds them (Reuse).
+func New(prev *Cache) *Cache {
+	c := &Cache{since: coarseNow(), dirs: make(map[string]listing, prev.Len()), trusted: map[uint64]bool{}}
+	if prev != nil {
+		for d, ok := range prev.trusted {
+			c.trusted[d] = ok
+		}
+	}
+	return c
+}
+
+// newAt is New with since given (tests: a tree made just now is old for them).
+func newAt(since int64) *Cache {
+	return &Cache{since: since, dirs: map[string]listing{}, trusted: map[uint64]bool{}}
+}
+
+// Stat is the stamp of the open directory fd, taken before it is read.
+func (c *Cache) Stat(fd int) Stamp {
+	if c == nil {
+		return Stamp{}
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return Stamp{}
+	}
+	ok, known := c.trusted[st.Dev]
+	if !known {
+		var sf unix.Statfs_t
+		ok = unix.Fstatfs(fd, &sf) == nil && trustedFS[int64(sf.Type)]
+		c.trusted[st.Dev] = ok
+	}
+	s := Stamp{dev: st.Dev, ino: st.Ino, ctime: st.Ctim.Nano()}
+	s.keep = ok && s.ctime < c.since-Margin
+	return s
+}
+
+// Put keeps dir's whole listing ents, read from a descriptor stamped st (Stat, before
+// reading), when st allows it. ents is copied.
+func (c *Cache) Put(dir string, st Stamp, ents []Ent) {
+	if c == nil || !st.keep || st.ctime >= c.since-Margin {
+		return
+	}
+	c.dirs[dir] = listing{st, append([]Ent(nil), ents...)}
+}
+
+// Reuse is dir's listing kept in c when dir is still the directory it was read from,
+// unchanged since (its device, inode and change time), and then keeps it in next too
+// (nil: nowhere). ok false: list it.
+func (c *Cache) Reuse(dir string, next *Cache) (ents []Ent, ok bool) {
+	if c == nil {
+		return nil, false
+	}
+	l, found := c.dirs[dir]
+	if !found {
+		return nil, false
+	}
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR ||
+		st.Dev != l.st.dev || st.Ino != l.st.ino || st.Ctim.Nano() != l.st.ctime {
+		return nil, false
+	}
+	if next != nil && next != c && l.st.ctime < next.since-Margin {
+		next.dirs[dir] = l // read-only from here on: shared
+	}
+	return l.ents, true
+}
+
+// Len is how many listings c keeps.
+func (c *Cache) Len() int {
+	if c == nil {
+		return 0
+	}
+	return len(c.dirs)
+}
+
+// coarseNow is the clock filesystems stamp inodes with (it may lag the fine one by a
+// tick, never lead it).
+func coarseNow() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts) != nil {
+		return 0 // keeps nothing: no stamp is below 0 - Margin
+	}
+	return ts.Nano()
+}
