@@ -255,6 +255,9 @@ func TestResolveProtected(t *testing.T) {
 		Exists: map[string]protect.FileKind{wd + "/.git": protect.Dir, wd + "/.git/config": protect.File, wd + "/.git/hooks": protect.Dir,
 			wd + "/.vscode": protect.Dir, wd + "/.envrc": protect.File}}
 	f.LegacyInstance = LegacyInstanceDir(f.DataHome, wd)
+	// Gather reads every protected git config before launch (gitcreds.go): this one
+	// holds no credential.
+	f.GitConfigs = map[string]GitConfigRead{wd + "/.git/config": {Data: []byte("[core]\n\tbare = false\n")}}
 	r := testRequest()
 	r.Profile.ProtectDrop = []string{".vscode"}
 	p, err := Resolve(r, f)
