@@ -41,7 +41,7 @@ var landlockNotHeld = []struct {
 	{"kernel:terminal", "the command shares box's terminal: no terminal of its own", nil, false},
 	{"kernel:host-tty", "the command shares box's terminal: no terminal of its own", nil, false},
 	{"kernel:terminal-strings", "the command shares box's terminal: its output reaches yours unfiltered", nil, false},
-	{"proc:", "no private /proc: your other processes, their command lines and environments are readable", nil, false},
+	{"proc:", "no private /proc: your other processes and their command lines are readable", nil, false},
 	{"env:proc", "no private /proc: your other processes' environments are readable", nil, false},
 	{"kernel:trace-init", "no pid namespace: the sandbox's first process is not an init of its own", nil, false},
 }

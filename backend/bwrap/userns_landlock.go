@@ -29,7 +29,7 @@ import (
 // launch in it.
 var LandlockNotHeld = []string{
 	"private /tmp: needs a mount namespace; /tmp is not writable instead (TMPDIR is the instance directory's)",
-	"private /proc: the host's other processes of the same user, their command lines and environments are readable in /proc",
+	"private /proc: the host's other processes of the same user and their command lines are readable in /proc (their environments, fds and memory are refused by Landlock's ptrace rule)",
 	"read-only binds inside the working directory (.git/hooks, .envrc, ...): Landlock cannot take a right away beneath a directory it grants",
 	"a home of its own: the home is unreadable, not replaced",
 	"network tiers internet and allowlist: they need a network namespace",
