@@ -451,6 +451,7 @@ func BuildPlan(in Input) (Plan, error) {
 	add(worktreeGitdirProbe(in, name)) // drill/unknowns.go
 	add(mainRebaseProbe(in, name))     // drill/unknowns.go
 	add(devShellImportProbe(in))       // drill/devshell_import.go
+	add(gitCredProbe(in))              // drill/gitcreds.go
 
 	// Network, by the contract of in.Expect.
 	inetWant, localWant, why := contract(in.Expect)

@@ -87,6 +87,8 @@ type Fixture struct {
 	// Shell is a project (a nested repository) whose protected flake.nix imports
 	// nix/shell.nix; Secret a file of the operator's, in Markers (devshell_import.go).
 	Shell, Secret string
+	// GitCred is the marker of the credentials in Hp's config (gitcreds.go; "" none).
+	GitCred string
 	// Orig is each protected file's content as the fixture made it.
 	Orig map[string]string
 }
@@ -145,6 +147,9 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 	f.HpHooks, f.HpInclude = filepath.Join(f.Hp, ".githooks"), filepath.Join(f.Hp, ".box-include")
 	files[filepath.Join(f.HpGit, "config")] = fixtureConfig + "\thooksPath = " + f.HpHooks + "\n[include]\n\tpath = " + f.HpInclude + "\n"
 	files[f.HpInclude] = "[user]\n\tname = box drill\n"
+	f.Orig[f.HpConfig()] = files[f.HpConfig()]
+	f.plantGitCred(nonce) // gitcreds.go
+	files[f.HpConfig()] = f.Orig[f.HpConfig()]
 	dirs = append(dirs, f.HpHooks)
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {

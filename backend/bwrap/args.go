@@ -127,6 +127,9 @@ func Args(spec Spec, host Host) ([]string, error) {
 	for _, p := range spec.ReadOnly {
 		a = append(a, "--ro-bind", p, p)
 	}
+	for _, r := range spec.Redacted {
+		a = append(a, "--ro-bind", r.Copy, r.Path)
+	}
 
 	a = append(a, "--dir", BinDir)
 	for _, t := range spec.Tools {

@@ -99,6 +99,11 @@ func Gather(r Request, o Outside) (Facts, error) {
 			}
 		}
 		f.Tree = protect.Scan(f.Workdir, f.Homes[0], protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop}, refuse)
+		// The configs the sandbox can read, for their credentials (a bad option is
+		// Resolve's refusal).
+		if pset, err := protect.Build(f.Tree, protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop}); err == nil {
+			f.GitConfigs = readGitConfigs(gitConfigFiles(pset))
+		}
 	}
 	phase.Mark("gather:scan")
 	if err := gatherDevShell(r, o, &f); err != nil { // devshell.go

@@ -75,6 +75,8 @@ type Policy struct {
 	RunID string
 	// GitIdentity is the identity the sandbox's git commits with ("": none passed).
 	GitIdentity string
+	// GitCreds: a git config held credentials the sandbox sees a copy without (gitcreds.go).
+	GitCreds bool
 	// SSH is SANDBOX.md's section on box's ssh-agent filter ("": none; sshText).
 	SSH string
 	// Ports are the published ports and the host ports reachable (publish.go).
@@ -138,6 +140,9 @@ func SandboxMD(p Policy) string {
 		fmt.Fprintf(&b, ".\n")
 	}
 	b.WriteString(gitText(p.GitIdentity))
+	if p.GitCreds {
+		b.WriteString("- Git: the repository's config held the operator's credentials; you see a copy without them (remote URLs without their user and token, `http.extraheader` empty), so fetching from or pushing to those remotes needs credentials of this sandbox's own.\n")
+	}
 	if len(p.ReadOnly) > 0 {
 		fmt.Fprintf(&b, "- Also visible read-only: `%s`.\n", strings.Join(p.ReadOnly, "`, `"))
 	}

@@ -106,6 +106,9 @@ func (p *Plan) landlockRefusals(prof *profiles.Profile) error {
 	if slices.Contains(p.Policy.SyscallsAllowed, "keyring") && !protectionOff(ProtLandlockKeyring) {
 		return &IsolationError{`syscalls = ["keyring"]`, "without a user namespace the user keyring and the persistent keyring keyctl reaches are your own (Kerberos KEYRING:persistent caches, tokens)"}
 	}
+	if err := p.landlockGitCreds(); err != nil && !protectionOff(ProtGitCreds) { // gitcreds.go
+		return err
+	}
 	if abi := LandlockABI(); abi < landlockModeABI {
 		return &LandlockABIError{Have: abi, Need: landlockModeABI}
 	}

@@ -136,6 +136,9 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	if err := p.WriteGitConfig(); err != nil {
 		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
 	}
+	if err := p.Spec.writeRedacted(); err != nil { // gitcreds.go
+		return 1, fmt.Errorf("prepare instance directory %s: %w", p.Spec.InstanceDir, err)
+	}
 	if p.Isolation.Landlock() {
 		return p.startLandlock(stdin, stdout, stderr) // isolation.go
 	}

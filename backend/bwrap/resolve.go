@@ -114,6 +114,8 @@ type Facts struct {
 	// Tree is what protect.Scan found in the working directory: its repositories and
 	// the protected paths there.
 	Tree protect.Tree
+	// GitConfigs are the protected set's git config files as read (gitcreds.go).
+	GitConfigs map[string]GitConfigRead
 	// LegacyInstance is the shared instance directory of earlier versions, when it
 	// exists ("" otherwise).
 	LegacyInstance string
@@ -186,6 +188,9 @@ type Plan struct {
 	Git GitIdentity
 	// Isolation is the launch's mode (isolation.go).
 	Isolation IsolationPlan
+	// GitCreds are the credentials found in the repository's git configs (gitcreds.go):
+	// hidden by Spec.Redacted, refused in the Landlock mode.
+	GitCreds []GitCred
 	// SSH is the filtering ssh-agent (sshfilter.go; nil: none).
 	SSH *SSHPlan
 	// usernsKey is the user-namespace facts' key (usernsKey), taken once before the
@@ -254,6 +259,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Protect, p.ProtectLock = pset, LegacyInstanceDir(f.DataHome, wd)+".lock"
 	p.listings = f.Tree.Listings
 	p.Warnings = append(p.Warnings, pset.Warnings...)
+	if err := p.resolveGitCreds(pset, f.GitConfigs, instanceDir); err != nil {
+		return nil, err
+	}
 
 	// Tools: a missing tool is a warning; a missing command is an error.
 	var tools []Tool
@@ -404,7 +412,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		Protected: pset.ReadOnly(),
 		StateDir:  agent.StateDir, Instructions: agent.Instructions, Credentials: agent.Credentials,
 		Packages: r.Profile.Packages, MinimalPath: minimal, NixDaemon: daemon, NixStore: nixStore != "",
-		Allow: allowed, GitIdentity: p.Git.String(),
+		Allow: allowed, GitIdentity: p.Git.String(), GitCreds: len(p.GitCreds) > 0,
 	}
 	p.noteDevShell(f) // devshell.go
 	if network.Proxied() {
@@ -443,6 +451,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		NixStore: nixStore, UID: f.Euid, GID: f.Egid, Seccomp: &filter,
 		// The block fd always: the limits go on the sandbox's pid 1 before it is released.
 		InfoFD: InfoFD, BlockFD: BlockFD, SeccompFD: SeccompFD,
+		Redacted: p.Spec.Redacted,
 	}
 	p.Spec.Mounts = append(p.Spec.Mounts, r.Binds...)
 	if network.OwnResolver() {

@@ -41,9 +41,12 @@ type Spec struct {
 	// The protected set (package protect), bound after the working directory: GitBinds
 	// read-write (git directories outside it that commits need), then Pins onto
 	// themselves read-write (mount points cannot be renamed away), then ReadOnly.
-	GitBinds   []string
-	Pins       []string
-	ReadOnly   []string
+	GitBinds []string
+	Pins     []string
+	ReadOnly []string
+	// Redacted are copies of git configs without their credentials (gitcreds.go),
+	// bound read-only over the originals after ReadOnly.
+	Redacted   []RedactedConfig
 	ResolvConf string // host file bound at /etc/resolv.conf ("" keeps the host's)
 	Hostname   string // "" leaves the default
 	InfoFD     int    // > 0: bwrap --info-fd (the exec layer reads the child pid)

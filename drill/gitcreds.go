@@ -1,0 +1,77 @@
+package drill
+
+// The secrets group's git-config row: the fixture's repository config holds credentials
+// as CI leaves them (actions/checkout's http.<url>.extraheader, a token in a remote
+// URL); the probe reads the file as any process inside would. The namespaces mode binds
+// a copy without them (backend/bwrap/gitcreds.go); the Landlock mode refuses to launch
+// with them, so there the drill takes them out and the row says why it is not drilled.
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// KindGitCred: Targets[0] is a git config file, Targets[1] the marker of the credential
+// planted in it; the marker read inside = seen.
+const KindGitCred Kind = "git-cred"
+
+// gitCredConfig is what the fixture appends to Hp's config, marker being the secret.
+func gitCredConfig(marker string) string {
+	return "[http \"https://box-drill.invalid/\"]\n\textraheader = AUTHORIZATION: basic " + marker + "\n" +
+		"[remote \"origin\"]\n\turl = https://oauth2:" + marker + "@box-drill.invalid/x.git\n"
+}
+
+// plantGitCred adds the credentials to Hp's config (MakeFixture).
+func (f *Fixture) plantGitCred(nonce string) {
+	f.GitCred = "box-drill-gitcred-" + nonce
+	f.Orig[f.HpConfig()] += gitCredConfig(f.GitCred)
+}
+
+// HpConfig is Hp's config file (its git directory's).
+func (f *Fixture) HpConfig() string { return f.HpGit + "/config" }
+
+// DropGitCred takes the credentials out again (the Landlock mode refuses to launch with
+// them: backend/bwrap's GitCredsError); the row then says so.
+func (f *Fixture) DropGitCred() error {
+	p := f.HpConfig()
+	c := strings.Replace(f.Orig[p], gitCredConfig(f.GitCred), "", 1)
+	if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+		return err
+	}
+	f.Orig[p], f.GitCred = c, ""
+	return nil
+}
+
+func gitCredProbe(in Input) Probe {
+	p := Probe{ID: "secret:git-config-credential", Group: "secrets", Name: "a credential in the repository's git config (extraheader, URL userinfo)",
+		Kind: KindGitCred, Want: Blocked, Expected: "a copy without it"}
+	switch f := in.Fixture; {
+	case f == nil:
+		p.Skip = "no fixture"
+	case f.GitCred == "":
+		p.Skip = "the Landlock mode refuses to launch while a git config holds a credential (it cannot bind a copy over it)"
+	default:
+		p.Targets = []string{f.HpConfig(), f.GitCred}
+	}
+	return p
+}
+
+// probeGitCred (inside) reads the config. Unreadable is held; another failure an error.
+func probeGitCred(targets []string) (bool, string, error) {
+	if len(targets) != 2 {
+		return false, "", errors.New("git-cred probe without its targets")
+	}
+	data, err := os.ReadFile(targets[0])
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.EACCES) {
+			return false, "unreadable (" + errName(err) + ")", nil
+		}
+		return false, "", err
+	}
+	if strings.Contains(string(data), targets[1]) {
+		return true, "read the credential", nil
+	}
+	return false, "read a copy without the credential", nil
+}
