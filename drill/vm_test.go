@@ -86,7 +86,9 @@ func TestClaimJudge(t *testing.T) {
 	}{
 		{"held off", func(cl *claim) { cl.tries = []claimTry{dropped, dropped, dropped} }, Pass},
 		{"held off, FAILED", func(cl *claim) { cl.tries = []claimTry{{gwEntry: "10.88.0.1 FAILED", host: macB}} }, Pass},
-		{"claimed", func(cl *claim) { cl.tries = []claimTry{{gwEntry: "10.88.0.1 lladdr 10:66:6a:00:00:01 REACHABLE", host: macA}} }, Breach},
+		{"claimed", func(cl *claim) {
+			cl.tries = []claimTry{{gwEntry: "10.88.0.1 lladdr 10:66:6a:00:00:01 REACHABLE", host: macA}}
+		}, Breach},
 		{"claimed on the last try", func(cl *claim) { cl.tries = []claimTry{dropped, dropped, {host: macA}} }, Breach},
 		{"no entry before the claim", func(cl *claim) { cl.before = "none"; cl.tries = nil }, Error},
 		{"a stale box's MAC before the claim", func(cl *claim) { cl.before = "10:66:6a:00:00:99"; cl.tries = nil }, Error},
