@@ -42,15 +42,7 @@ func CraftedImport(ctx context.Context, o CraftedImportOptions) Result {
 		Probe:   "box import of an export crafted to write on the host (an exec-output symlink to a host directory)",
 		Targets: []string{}, Expected: "refused by name, nothing created, nothing written on the host"}
 	seen, detail, err := craftedImport(ctx, o, &r)
-	switch {
-	case err != nil:
-		r.Status, r.Observed = Error, "error: "+err.Error()
-	case seen:
-		r.Status, r.Observed = Breach, detail
-	default:
-		r.Status, r.Observed = Pass, detail
-	}
-	return r
+	return judged(r, Blocked, seen, detail, err)
 }
 
 func craftedImport(ctx context.Context, o CraftedImportOptions, r *Result) (bool, string, error) {

@@ -79,15 +79,7 @@ func UntaggedVerbs(ctx context.Context, o UntaggedOptions) Result {
 	r := Result{ID: "verbs:untagged", Group: "verbs", Probe: "every verb refuses an instance box did not mint",
 		Targets: []string{}, Expected: "refused, unchanged"}
 	seen, detail, err := untaggedVerbs(ctx, o, &r)
-	switch {
-	case err != nil:
-		r.Status, r.Observed = Error, "error: "+err.Error()
-	case seen:
-		r.Status, r.Observed = Breach, detail
-	default:
-		r.Status, r.Observed = Pass, detail
-	}
-	return r
+	return judged(r, Blocked, seen, detail, err)
 }
 
 func untaggedVerbs(ctx context.Context, o UntaggedOptions, r *Result) (bool, string, error) {

@@ -508,12 +508,18 @@ func ARPEntries(path string) ([]ARPEntry, error) {
 // judge turns what a probe saw into its row.
 func (p vmProbe) judge(seen bool, detail string, err error) Result {
 	r := Result{ID: p.id, Group: p.group, Probe: p.name, Targets: p.targets, Expected: p.expected}
+	return judged(r, p.want, seen, detail, err)
+}
+
+// judged fills r's status from what its probe saw: an error is ERROR, seen where it
+// should be blocked BREACH, not seen where it should be open FAIL, else PASS.
+func judged(r Result, want Want, seen bool, detail string, err error) Result {
 	switch {
 	case err != nil:
 		r.Status, r.Observed = Error, "error: "+err.Error()
-	case p.want == Blocked && seen:
+	case want == Blocked && seen:
 		r.Status, r.Observed = Breach, detail
-	case p.want == Open && !seen:
+	case want == Open && !seen:
 		r.Status, r.Observed = Fail, detail
 	default:
 		r.Status, r.Observed = Pass, detail

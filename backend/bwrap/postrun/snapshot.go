@@ -395,7 +395,7 @@ func (t *taker) walk(parent int, name, dir string, depth int) {
 			unix.Close(fd)
 		}
 	}()
-	var head, objects, refs, commondir bool
+	var marks gitMarks
 	var subdirs []string
 	// A buffer at a time, so a directory of millions of entries stops at the bound, not
 	// after listing them all.
@@ -411,26 +411,14 @@ func (t *taker) walk(parent int, name, dir string, depth int) {
 			t.ents = ents[:0]
 		}
 		for _, e := range ents {
-			if t.entries++; t.entries > t.lim.Entries {
-				t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
+			if !t.entry(dir, e.name, e.dir, &marks, &subdirs) {
 				return
-			}
-			// git takes objects/ and refs/ through links too: any entry of those names
-			// counts.
-			n := e.name
-			head, objects, refs = head || n == "HEAD", objects || n == "objects", refs || n == "refs"
-			commondir = commondir || n == "commondir"
-			switch {
-			case n == ".git":
-				t.repo(filepath.Join(dir, n))
-			case e.dir:
-				subdirs = append(subdirs, n)
 			}
 			typ := uint8(unix.DT_UNKNOWN)
 			if e.dir {
 				typ = unix.DT_DIR
 			}
-			t.listing = append(t.listing, dirlist.Ent{Name: n, Type: typ})
+			t.listing = append(t.listing, dirlist.Ent{Name: e.name, Type: typ})
 		}
 		if err != nil {
 			t.unread(dir, &fs.PathError{Op: "readdirent", Path: dir, Err: err})
@@ -453,9 +441,7 @@ func (t *taker) walk(parent int, name, dir string, depth int) {
 	if held >= 0 {
 		defer unix.Close(held)
 	}
-	// A HEAD with a commondir is a git directory too: objects and refs are the common
-	// directory's.
-	if head && (objects && refs || commondir) {
+	if marks.gitDir() {
 		t.repo(dir)
 	}
 	for _, n := range subdirs {
@@ -467,29 +453,46 @@ func (t *taker) walk(parent int, name, dir string, depth int) {
 // subdirectories, each listed or reused in turn): the same entries visited, counted and
 // judged, without reading the directory again.
 func (t *taker) walkListed(dir string, ents []dirlist.Ent, depth int) {
-	var head, objects, refs, commondir bool
+	var marks gitMarks
 	var subdirs []string
 	for _, e := range ents {
-		if t.entries++; t.entries > t.lim.Entries {
-			t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
+		if !t.entry(dir, e.Name, e.Type == unix.DT_DIR, &marks, &subdirs) {
 			return
 		}
-		n := e.Name
-		head, objects, refs = head || n == "HEAD", objects || n == "objects", refs || n == "refs"
-		commondir = commondir || n == "commondir"
-		switch {
-		case n == ".git":
-			t.repo(filepath.Join(dir, n))
-		case e.Type == unix.DT_DIR:
-			subdirs = append(subdirs, n)
-		}
 	}
-	if head && (objects && refs || commondir) {
+	if marks.gitDir() {
 		t.repo(dir)
 	}
 	for _, n := range subdirs {
 		t.walk(-1, n, filepath.Join(dir, n), depth+1)
 	}
+}
+
+// gitMarks are the entries of a directory that make it a git directory. git takes
+// objects/ and refs/ through links too: any entry of those names counts.
+type gitMarks struct{ head, objects, refs, commondir bool }
+
+// gitDir: a HEAD with objects and refs, or with a commondir (objects and refs are the
+// common directory's), is a git directory.
+func (m gitMarks) gitDir() bool { return m.head && (m.objects && m.refs || m.commondir) }
+
+// entry counts and judges one entry n of dir, for both walks (listed now or reused): a
+// .git is taken as a repository, a directory is queued in subdirs. It reports false when
+// the walk must stop (the entry bound).
+func (t *taker) entry(dir, n string, isDir bool, m *gitMarks, subdirs *[]string) bool {
+	if t.entries++; t.entries > t.lim.Entries {
+		t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
+		return false
+	}
+	m.head, m.objects, m.refs = m.head || n == "HEAD", m.objects || n == "objects", m.refs || n == "refs"
+	m.commondir = m.commondir || n == "commondir"
+	switch {
+	case n == ".git":
+		t.repo(filepath.Join(dir, n))
+	case isDir:
+		*subdirs = append(*subdirs, n)
+	}
+	return true
 }
 
 // repo records the repository whose .git entry (or bare directory) is dot.
