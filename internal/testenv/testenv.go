@@ -42,8 +42,17 @@ func RequireTool(t testing.TB, name string) string {
 	return p
 }
 
-// UserName is the unprivileged account real sandbox tests run as.
-const UserName = "boxtest"
+// UserName is the unprivileged account real sandbox tests run as: boxtest, or
+// BOX_TEST_USER. A second account lets two test runs share a machine: limits such as
+// RLIMIT_NPROC count every process of one user, so two runs as one user break each other.
+var UserName = userName()
+
+func userName() string {
+	if u := os.Getenv("BOX_TEST_USER"); u != "" {
+		return u
+	}
+	return "boxtest"
+}
 
 // User returns the uid and gid of the unprivileged test account, creating it when the
 // tests run as root and it does not exist yet.
