@@ -675,19 +675,11 @@ func tenantShell(t *testing.T, tn *tenant, name, input string) string {
 		t.Fatal(err)
 	}
 	slave.Close()
-	var out syncBuf
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			out.Write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
+	screen := watchPTY(master)
+	// Type only once the box's shell prompts: input typed earlier reaches whatever
+	// reads the terminal first (box before it makes the terminal raw, or the login
+	// path inside), which is the flake seen in CI, not what a user does.
+	screen.WaitFor(t, 0, "$ ", 60*time.Second)
 	master.Write([]byte(input))
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -695,9 +687,9 @@ func tenantShell(t *testing.T, tn *tenant, name, input string) string {
 	case <-done:
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
-		t.Errorf("box shell %s as %s did not end; terminal showed %q", name, tn.name, out.String())
+		t.Errorf("box shell %s as %s did not end; terminal showed %q", name, tn.name, screen.String())
 	}
-	return out.String()
+	return screen.String()
 }
 
 // rigGrantHost is the grant host box grant and the drill act on, on the rig's incusd

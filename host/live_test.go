@@ -28,11 +28,11 @@ var (
 	requireLab = boxtest.RequireLab
 	must       = boxtest.Must
 	openPty    = boxtest.OpenPty
+	watchPTY   = boxtest.WatchPTY
 	setSize    = boxtest.SetSize
 )
 
 type (
-	syncBuf  = boxtest.SyncBuf
 	boxJSON  = boxtest.BoxJSON
 	infoJSON = boxtest.InfoJSON
 	frozen   = boxtest.Frozen
