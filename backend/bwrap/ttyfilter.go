@@ -240,9 +240,11 @@ func (f *oscFilter) filter(dst, src []byte) []byte {
 			case b == ';' && !f.denyOnly && allowedOSC[oscValue(f.num)] != nil:
 				f.state, f.text = oscText, f.text[:0]
 				src = src[1:]
-			case oscDroppedNumber(f.num):
+			case oscDroppedNumber(f.num), !f.c1 && !f.denyOnly && len(f.num) > 0 && !oscAllowed(f.num):
 				// Some terminals skip whatever follows the number (kitty): dropped
-				// whatever it is, b included (a terminator ends the drop at once).
+				// whatever it is, b included (a terminator ends the drop at once). A
+				// number off the list after 0x9d, which may be a quote's last byte in
+				// text ("”3 apples"), is dropped only before ';'.
 				f.state, f.dropped = oscDrop, 0
 			default:
 				// Not one to drop: what was held goes out, and b is read as usual.

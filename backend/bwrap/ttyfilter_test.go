@@ -27,6 +27,10 @@ func TestOSCFilter(t *testing.T) {
 		{"a\x1b]3;WM_COMMAND=id\x07b", "ab"},
 		{"a\x1b]46;/tmp/log\x07b", "ab"},
 		{"a\x1b]520;x\x07b", "ab"},
+		{"a\x1b]51:[\"call\"]\x07b", "ab"},
+		{"a\x1b]3\x07b", "ab"},
+		// After 0x9d (a right quote's last byte), a number off the list is text unless ';' follows.
+		{"\u201d3 apples", "\u201d3 apples"},
 		// OSC 9: a notification and a progress bar pass, ConEmu's commands do not.
 		{"\x1b]9;done\x07", "\x1b]9;done\x07"},
 		{"\x1b]9;4;1;50\x07", "\x1b]9;4;1;50\x07"},
