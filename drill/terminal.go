@@ -75,11 +75,12 @@ func probeHostTTY(targets []string) (bool, string, error) {
 // the drill's own terminal outside (SettleTermStrings).
 const KindTermStrings Kind = "term-strings"
 
-// termStringsProbe is the row for the relay's filter of DCS and APC sequences: kitty's
-// remote control (which runs host commands), DECUDK and kitty's graphics read from a
-// host path reach the host's terminal only if box passes them.
+// termStringsProbe is the row for the relay's filter of string sequences: kitty's remote
+// control (which runs host commands), DECUDK, kitty's graphics read from a host path, and
+// OSC numbers outside the relay's list (vim's and emacs vterm's terminal API, OSC 51)
+// reach the host's terminal only if box passes them.
 func termStringsProbe(k Kernel, nonce string) Probe {
-	p := Probe{ID: "kernel:terminal-strings", Group: "kernel", Name: "DCS and APC sequences that act beyond the screen (kitty remote control, DECUDK, a host file read)",
+	p := Probe{ID: "kernel:terminal-strings", Group: "kernel", Name: "string sequences that act beyond the screen (kitty remote control, DECUDK, a host file read, vim's and emacs's OSC 51)",
 		Kind: KindTermStrings, Targets: []string{nonce}, Want: Blocked, Expected: "dropped by the relay"}
 	if !k.Terminal {
 		p.Skip = "no terminal to test with"
@@ -90,13 +91,16 @@ func termStringsProbe(k Kernel, nonce string) Probe {
 // termStrings are what the probe writes, each carrying the nonce, as an attacker would,
 // but harmless should one reach a real terminal (a test build with the filter off): a
 // DCS no terminal defines (box drops every DCS it does not know, kitty's "@kitty-cmd"
-// and DECUDK's "|" alike) and a kitty graphics query of a path that does not exist,
-// with its answer suppressed (q=2).
+// and DECUDK's "|" alike), a kitty graphics query of a path that does not exist, with
+// its answer suppressed (q=2), and a call through vim's terminal API (OSC 51, which
+// emacs vterm obeys too) of a function no vim defines (an attacker's would be a
+// ["drop","scp://HOST/x"], which has netrw run scp).
 func termStrings(nonce string) [][]byte {
 	path := base64.StdEncoding.EncodeToString([]byte("/nonexistent/box-drill-" + nonce))
 	return [][]byte{
 		[]byte("\x1bPbox-drill-" + nonce + "\x1b\\"),
 		[]byte("\x1b_Ga=q,t=f,q=2;" + path + "\x1b\\"),
+		[]byte("\x1b]51;[\"call\",\"Tapi_box_drill_" + nonce + "\",[]]\x07"),
 	}
 }
 
@@ -113,7 +117,7 @@ func probeTermStrings(targets []string) (bool, string, error) {
 			return false, "", err
 		}
 	}
-	return false, "wrote an unknown DCS and a kitty graphics read of a host path to its terminal", nil
+	return false, "wrote an unknown DCS, a kitty graphics read of a host path and a vim terminal API call (OSC 51) to its terminal", nil
 }
 
 // SettleTermStrings records, outside, whether any of the probe's sequences reached the

@@ -469,6 +469,8 @@ func TestDrillKernel(t *testing.T) {
 		{"terminal", "tty,terminal", "", []string{"kernel:terminal", "kernel:host-tty", "kernel:terminal-strings"}},
 		// The relay on, its filter off: the DCS and kitty's file read reach the terminal.
 		{"terminal-filter", "terminal", "", []string{"kernel:terminal-strings"}},
+		// The filter on, its OSC allowlist off: vim's terminal API call (OSC 51) reaches it.
+		{"osc-allowlist", "osc-allowlist", "", []string{"kernel:terminal-strings"}},
 		{"sysv", "sysv", "", []string{"kernel:sysv-shm"}}, // the host's IPC namespace: the drill's segment read
 		// box's sends pass the caller's MSG_ZEROCOPY on: its freed buffer is sent later.
 		{"zerocopy", "socket-zerocopy", "", []string{"kernel:send-zerocopy"}},

@@ -363,7 +363,8 @@ func (r *relay) pumpOut() {
 func (r *relay) writeOut(full <-chan []byte, free chan<- []byte, done chan<- struct{}) {
 	defer close(done)
 	out := make([]byte, 0, outBatch)
-	var osc oscFilter // ttyfilter.go: no clipboard or file writes on the host's terminal
+	// ttyfilter.go: no clipboard or file writes on the host's terminal.
+	osc := oscFilter{denyOnly: protectionOff(ProtOSCAllow)}
 	filter := !protectionOff(ProtTerminal)
 	discard := false
 	for b := range full {

