@@ -2,6 +2,7 @@ package backend
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -31,9 +32,7 @@ func TestLookup(t *testing.T) {
 				asked = append(asked, name)
 				return vmb.has[name], vmErr
 			},
-			NoBox: func(name string, vmErr error) error {
-				return NoBox(name, vmErr, []string{"a", "b"})
-			},
+			Listing: NewRegistry(fake{kind: "bwrap", list: []Summary{{Name: "a"}}}, fake{kind: "vm", list: []Summary{{Name: "b"}, {Name: "cc"}}}),
 		}
 	}
 	kind := func(b Backend) string {
@@ -67,7 +66,8 @@ func TestLookup(t *testing.T) {
 		var nb *NoBoxError
 		if errors.As(err, &nb) {
 			got = "nobox"
-			if !errors.Is(err, ErrNotFound) || nb.Name != c.name || (nb.VMErr != nil) != c.vmDown {
+			// The closest names are the listed ones; with incusd down, not the vm's.
+			if !errors.Is(err, ErrNotFound) || nb.Name != c.name || (nb.VMErr != nil) != c.vmDown || slices.Contains(nb.Closest, "cc") == c.vmDown {
 				t.Errorf("%s: %#v", c.what, nb)
 			}
 		} else if err != nil {

@@ -44,7 +44,7 @@ func (e *env) vmBackend() vm.Backend {
 func noBoxFor(e *env, name string, err error) error {
 	var nf *vm.NotFoundError
 	if errors.As(err, &nf) && nf.Name == name {
-		return noBox(e, name, nil)
+		return e.lookup().NoBox(name, nil)
 	}
 	return err
 }
