@@ -121,6 +121,7 @@ var hints = []func(error) (string, error){
 		}
 		return "'box expose " + e.Box + " --list' shows them"
 	}),
+	is(host.ErrNotRoot, "sudo box setup-host"),
 	is(host.ErrPortNameFirewall, "load br_netfilter (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1), or use a kernel with CONFIG_NFT_BRIDGE_META; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)"),
 	as(terminalHint),
 	to[*bwrap.PortsTierError]("in tier full a server in the sandbox is on the host's own ports already; to forward only what you name, use --network none, allowlist or internet"),
