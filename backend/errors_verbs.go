@@ -68,9 +68,9 @@ func (e *PortArgError) Unwrap() error { return e.Err }
 // ErrNoName: box new was asked for a box without a name.
 var ErrNoName = errors.New("box new needs a name")
 
-// SettingsError: box new was given settings (MintRequest.Given's names) that a box of
-// Backend cannot honour, or (Clone) that a clone cannot, since it copies its source:
-// refused by name, never ignored.
+// SettingsError: a verb was given settings (named as MintRequest.Given names them:
+// "cpu", "network", "tty") that a box of Backend cannot honour, or (Clone) that a clone
+// cannot, since it copies its source: refused by name, never ignored.
 type SettingsError struct {
 	Backend  string
 	Clone    bool

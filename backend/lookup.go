@@ -1,6 +1,10 @@
 package backend
 
-import "github.com/heavy-duty/box/profiles"
+import (
+	"errors"
+
+	"github.com/heavy-duty/box/profiles"
+)
 
 // Lookup finds the backend that holds a box name, the same way on every verb: a box
 // found in the local store comes held (the verb does not look it up again); otherwise it
@@ -69,6 +73,21 @@ func (l Lookup) For(name string, askVM bool) (Backend, error) {
 		return nil, l.NoBox(name, vmErr)
 	}
 	return l.Registry.For(name)
+}
+
+// Info is box info's one request: the backend holding name, without asking incusd
+// first (issue 26), then its answer; the vm backend's not-found becomes the NoBox
+// refusal every verb gives.
+func (l Lookup) Info(name string) (Info, error) {
+	b, err := l.For(name, false)
+	if err != nil {
+		return Info{}, err
+	}
+	info, err := b.Info(name)
+	if errors.Is(err, ErrNotFound) && b.Kind() == profiles.BackendVM {
+		return info, l.NoBox(name, nil)
+	}
+	return info, err
 }
 
 // Source refuses a clone's source (box new --from) that is no box, with the NoBox

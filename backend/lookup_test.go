@@ -90,6 +90,16 @@ func TestLookup(t *testing.T) {
 	if err := mk(false, false, nil).Source("bb"); !errors.As(err, &nb) || len(nb.Closest) == 0 || nb.Closest[0] != "b" {
 		t.Errorf("Source(bb): %v, want no box, closest b", err)
 	}
+	// box info: the held box answers; a name the vm backend lacks is the NoBox refusal.
+	if i, err := mk(false, false, nil).Info("a"); err != nil || i.Backend != "bwrap" {
+		t.Errorf("Info(a) = %+v, %v; want the bwrap box", i, err)
+	}
+	if i, err := mk(false, false, nil).Info("b"); err != nil || i.Backend != "vm" {
+		t.Errorf("Info(b) = %+v, %v; want the vm box", i, err)
+	}
+	if _, err := mk(false, false, nil).Info("bb"); !errors.As(err, &nb) || nb.Name != "bb" || len(nb.Closest) == 0 || nb.Closest[0] != "b" {
+		t.Errorf("Info(bb) = %v, want no box, closest b", err)
+	}
 	if err := mk(true, true, nil).Source("bb"); err != nil {
 		t.Errorf("Source with incusd stopped: %v, want the vm verb to speak", err)
 	}

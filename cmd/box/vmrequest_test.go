@@ -298,3 +298,26 @@ func TestVMAgentAddressIsNotPrinted(t *testing.T) {
 		}
 	}
 }
+
+// box exec -t of a vm box: the vm backend refuses the terminal (backend.SettingsError),
+// the CLI words it by flag, a runner's own failure (125); nothing is changed.
+func TestExecTTYRefusesAVM(t *testing.T) {
+	isolate(t)
+	f := startFakeIncusd(t, func(method, path string, _ []byte) (int, any) {
+		if method == "GET" && path == "/1.0/instances/vmbox" {
+			return 200, vmInstance("vmbox", nil)
+		}
+		return 404, nil
+	})
+	var o, e bytes.Buffer
+	code := Main([]string{"exec", "-t", "vmbox", "--", "true"}, strings.NewReader(""), &o, &e)
+	want := "box: error: box exec -t: vmbox is a vm box; -t is for bwrap boxes\nbox: hint: use 'box shell vmbox' for a terminal in a vm box\n"
+	if code != exitBox || e.String() != want {
+		t.Errorf("exit %d: %q, want 125 and %q", code, e.String(), want)
+	}
+	for _, c := range f.seen() {
+		if c.Method != "GET" {
+			t.Errorf("a refused exec changed something: %s %s", c.Method, c.Path)
+		}
+	}
+}
