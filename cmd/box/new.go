@@ -77,33 +77,18 @@ func newNewCmdWith(e *env, mintF func(backend.MintRequest) error) *cobra.Command
 
 // newErr words box new's refusals (the backends' typed errors) by flag name.
 func newErr(err error) error {
-	var set *backend.SettingsError
+	if set := (*backend.SettingsError)(nil); errors.As(err, &set) {
+		return settingsErr(set)
+	}
 	var from *backend.FromError
-	var name *backend.NameError
 	var wd *bwrap.NoWorkdirError
 	var ne *bwrap.NetworkError
 	switch {
-	case errors.As(err, &set):
-		flags := make([]string, len(set.Settings))
-		for i, s := range set.Settings {
-			flags[i] = "--" + s
-		}
-		list := strings.Join(flags, ", ")
-		switch {
-		case set.Clone && set.Backend == profiles.BackendVM:
-			return usagef("a clone is a copy of its source: drop "+strings.Join(flags, " ")+", or mint a new box without --from", "--from cannot be combined with %s", list)
-		case set.Clone:
-			return usagef("a clone is a copy of its source: drop them, or mint a new box without --from", "a clone cannot take %s", list)
-		case set.Backend == profiles.BackendVM:
-			return usagef("a vm box's network is the box bridge (set up by 'box setup-host') and it has no host working directory or agent of the host; --network, --workdir and --ssh-host are for --backend bwrap",
-				"a vm box cannot take %s", list)
-		}
-		return usagef("resources, instance types and the launch timeout are vm settings: drop them, or use --backend vm", "a bwrap box cannot take %s", list)
 	case errors.Is(err, backend.ErrNoName):
 		return usagef("run 'box new --help' for usage", "box new needs --name NAME")
 	case errors.As(err, &from):
 		return usagef("--from takes BOX or BOX/SNAPSHOT", "--from: %s", from.Err)
-	case errors.As(err, &name) && !errs.IsUsage(err):
+	case errors.As(err, new(*backend.NameError)) && !errs.IsUsage(err):
 		return usagef("box names are letters, digits and hyphens, starting with a letter", "%s", err)
 	case errors.As(err, &wd) && wd.Err != nil:
 		return usagef("name an existing directory", "--workdir: %s", wd.Err)
@@ -113,4 +98,23 @@ func newErr(err error) error {
 		return usagef("the tiers are "+policy.TierList("and"), "--network: %s", ne.Err)
 	}
 	return err
+}
+
+// settingsErr words the settings a backend (or a clone) cannot honour by flag name.
+func settingsErr(set *backend.SettingsError) error {
+	flags := make([]string, len(set.Settings))
+	for i, s := range set.Settings {
+		flags[i] = "--" + s
+	}
+	list := strings.Join(flags, ", ")
+	switch {
+	case set.Clone && set.Backend == profiles.BackendVM:
+		return usagef("a clone is a copy of its source: drop "+strings.Join(flags, " ")+", or mint a new box without --from", "--from cannot be combined with %s", list)
+	case set.Clone:
+		return usagef("a clone is a copy of its source: drop them, or mint a new box without --from", "a clone cannot take %s", list)
+	case set.Backend == profiles.BackendVM:
+		return usagef("a vm box's network is the box bridge (set up by 'box setup-host') and it has no host working directory or agent of the host; --network, --workdir and --ssh-host are for --backend bwrap",
+			"a vm box cannot take %s", list)
+	}
+	return usagef("resources, instance types and the launch timeout are vm settings: drop them, or use --backend vm", "a bwrap box cannot take %s", list)
 }
