@@ -1,6 +1,11 @@
 package backend
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // The refusals both backends' verbs share, in the backend's words; the CLI words their
 // hints (cmd/box/hints.go), since a hint names box's verbs and flags.
@@ -59,3 +64,58 @@ type PortArgError struct {
 
 func (e *PortArgError) Error() string { return e.What + ": " + e.Err.Error() }
 func (e *PortArgError) Unwrap() error { return e.Err }
+
+// ErrNoName: box new was asked for a box without a name.
+var ErrNoName = errors.New("box new needs a name")
+
+// SettingsError: a verb was given settings (named as MintRequest.Given names them:
+// "cpu", "network", "tty") that a box of Backend cannot honour, or (Clone) that a clone
+// cannot, since it copies its source: refused by name, never ignored.
+type SettingsError struct {
+	Backend  string
+	Clone    bool
+	Settings []string
+}
+
+func (e *SettingsError) Error() string {
+	who := "a " + e.Backend + " box"
+	if e.Clone {
+		who = "a clone"
+	}
+	return who + " cannot take " + strings.Join(e.Settings, ", ")
+}
+
+// RefuseSettings is the SettingsError for the settings of given (in its order) that
+// are among bad, nil when there are none.
+func RefuseSettings(given []string, backend string, clone bool, bad ...string) error {
+	var hit []string
+	for _, g := range given {
+		if slices.Contains(bad, g) {
+			hit = append(hit, g)
+		}
+	}
+	if len(hit) == 0 {
+		return nil
+	}
+	return &SettingsError{Backend: backend, Clone: clone, Settings: hit}
+}
+
+// FromError: a clone's source (MintRequest.From, BOX or BOX/SNAPSHOT) is not well formed.
+type FromError struct{ Err error }
+
+func (e *FromError) Error() string { return "from: " + e.Err.Error() }
+func (e *FromError) Unwrap() error { return e.Err }
+
+// ParseFrom splits a clone's source, BOX or BOX/SNAPSHOT, checking both names.
+func ParseFrom(from string) (src, snap string, err error) {
+	src, snap, hasSnap := strings.Cut(from, "/")
+	if err := ValidName(src); err != nil {
+		return "", "", &FromError{err}
+	}
+	if hasSnap {
+		if err := ValidLabel(snap); err != nil {
+			return "", "", &FromError{err}
+		}
+	}
+	return src, snap, nil
+}

@@ -1,5 +1,11 @@
 package backend
 
+import (
+	"errors"
+
+	"github.com/heavy-duty/box/profiles"
+)
+
 // Lookup finds the backend that holds a box name, the same way on every verb: a box
 // found in the local store comes held (the verb does not look it up again); otherwise it
 // is the registry's answer once the vm side has said it has the name, and a name no
@@ -17,9 +23,26 @@ type Lookup struct {
 	IncusAbsent func() (absent, installed bool)
 	// VMTaken asks incusd whether it has an instance called name.
 	VMTaken func(name string) (bool, error)
-	// NoBox is the refusal for a name no backend has; vmErr is why incusd could not
-	// be asked (nil when it answered).
-	NoBox func(name string, vmErr error) error
+	// Listing is the registry whose boxes' names the NoBox refusal offers (its backends
+	// quiet: their warnings are for box list).
+	Listing Registry
+}
+
+// NoBox is the refusal for a name no backend has, with the closest names of the boxes
+// Listing's backends list; vmErr is why incusd could not be asked (nil when it
+// answered), and then the vm backend is not asked again.
+func (l Lookup) NoBox(name string, vmErr error) *NoBoxError {
+	var names []string
+	for _, b := range l.Listing.All() {
+		if vmErr != nil && b.Kind() == profiles.BackendVM {
+			continue
+		}
+		list, _ := b.List() // a backend that cannot list offers no names
+		for _, s := range list {
+			names = append(names, s.Name)
+		}
+	}
+	return NoBox(name, vmErr, names)
 }
 
 // For is the backend that holds name. Without askVM the vm backend is not asked
@@ -50,6 +73,21 @@ func (l Lookup) For(name string, askVM bool) (Backend, error) {
 		return nil, l.NoBox(name, vmErr)
 	}
 	return l.Registry.For(name)
+}
+
+// Info is box info's one request: the backend holding name, without asking incusd
+// first (issue 26), then its answer; the vm backend's not-found becomes the NoBox
+// refusal every verb gives.
+func (l Lookup) Info(name string) (Info, error) {
+	b, err := l.For(name, false)
+	if err != nil {
+		return Info{}, err
+	}
+	info, err := b.Info(name)
+	if errors.Is(err, ErrNotFound) && b.Kind() == profiles.BackendVM {
+		return info, l.NoBox(name, nil)
+	}
+	return info, err
 }
 
 // Source refuses a clone's source (box new --from) that is no box, with the NoBox

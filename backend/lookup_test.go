@@ -2,6 +2,7 @@ package backend
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -31,9 +32,7 @@ func TestLookup(t *testing.T) {
 				asked = append(asked, name)
 				return vmb.has[name], vmErr
 			},
-			NoBox: func(name string, vmErr error) error {
-				return NoBox(name, vmErr, []string{"a", "b"})
-			},
+			Listing: NewRegistry(fake{kind: "bwrap", list: []Summary{{Name: "a"}}}, fake{kind: "vm", list: []Summary{{Name: "b"}, {Name: "cc"}}}),
 		}
 	}
 	kind := func(b Backend) string {
@@ -67,7 +66,8 @@ func TestLookup(t *testing.T) {
 		var nb *NoBoxError
 		if errors.As(err, &nb) {
 			got = "nobox"
-			if !errors.Is(err, ErrNotFound) || nb.Name != c.name || (nb.VMErr != nil) != c.vmDown {
+			// The closest names are the listed ones; with incusd down, not the vm's.
+			if !errors.Is(err, ErrNotFound) || nb.Name != c.name || (nb.VMErr != nil) != c.vmDown || slices.Contains(nb.Closest, "cc") == c.vmDown {
 				t.Errorf("%s: %#v", c.what, nb)
 			}
 		} else if err != nil {
@@ -89,6 +89,16 @@ func TestLookup(t *testing.T) {
 	var nb *NoBoxError
 	if err := mk(false, false, nil).Source("bb"); !errors.As(err, &nb) || len(nb.Closest) == 0 || nb.Closest[0] != "b" {
 		t.Errorf("Source(bb): %v, want no box, closest b", err)
+	}
+	// box info: the held box answers; a name the vm backend lacks is the NoBox refusal.
+	if i, err := mk(false, false, nil).Info("a"); err != nil || i.Backend != "bwrap" {
+		t.Errorf("Info(a) = %+v, %v; want the bwrap box", i, err)
+	}
+	if i, err := mk(false, false, nil).Info("b"); err != nil || i.Backend != "vm" {
+		t.Errorf("Info(b) = %+v, %v; want the vm box", i, err)
+	}
+	if _, err := mk(false, false, nil).Info("bb"); !errors.As(err, &nb) || nb.Name != "bb" || len(nb.Closest) == 0 || nb.Closest[0] != "b" {
+		t.Errorf("Info(bb) = %v, want no box, closest b", err)
 	}
 	if err := mk(true, true, nil).Source("bb"); err != nil {
 		t.Errorf("Source with incusd stopped: %v, want the vm verb to speak", err)

@@ -15,11 +15,16 @@ type fake struct {
 	list []Summary
 }
 
-func (f fake) Kind() string                             { return f.kind }
-func (f fake) Taken(n string) (bool, error)             { return f.has[n], f.err }
-func (fake) Mint(MintRequest) error                     { return nil }
-func (f fake) List() ([]Summary, error)                 { return f.list, f.err }
-func (fake) Info(string) (Info, error)                  { return Info{}, nil }
+func (f fake) Kind() string                 { return f.kind }
+func (f fake) Taken(n string) (bool, error) { return f.has[n], f.err }
+func (fake) Mint(MintRequest) error         { return nil }
+func (f fake) List() ([]Summary, error)     { return f.list, f.err }
+func (f fake) Info(n string) (Info, error) {
+	if !f.has[n] {
+		return Info{}, fmt.Errorf("%w: %s", ErrNotFound, n)
+	}
+	return Info{Summary: Summary{Name: n, Backend: f.kind}}, nil
+}
 func (fake) Enter(string, LaunchRequest) error          { return nil }
 func (fake) Exec(string, []string, LaunchRequest) error { return nil }
 func (fake) Snapshot(_, l string) (string, error)       { return l, nil }

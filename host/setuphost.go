@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -15,6 +16,18 @@ type SetupRequest struct {
 	SetupOptions
 	FirewallOnly bool
 	Gateway      string
+}
+
+// ErrNotRoot: setup-host on this machine's own stack, not as root.
+var ErrNotRoot = errors.New("box setup-host changes this machine's network, firewall and Incus: it runs as root")
+
+// CheckRoot refuses to set up this machine's stack (remote "": no remote in force)
+// unless euid is root's; a remote's stack is built through its incusd.
+func CheckRoot(remote string, euid int) error {
+	if remote == "" && euid != 0 {
+		return ErrNotRoot
+	}
+	return nil
 }
 
 // SetupHost runs r. The steps it took come back also when it fails.

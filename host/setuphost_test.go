@@ -71,3 +71,17 @@ func TestParseResolvers(t *testing.T) {
 		}
 	}
 }
+
+// setup-host needs root for this machine's stack only; a remote's is built through its
+// incusd.
+func TestCheckRoot(t *testing.T) {
+	for _, c := range []struct {
+		remote string
+		euid   int
+		want   error
+	}{{"", 0, nil}, {"", 1000, ErrNotRoot}, {"lab", 1000, nil}, {"lab", 0, nil}} {
+		if got := CheckRoot(c.remote, c.euid); got != c.want {
+			t.Errorf("CheckRoot(%q, %d) = %v, want %v", c.remote, c.euid, got, c.want)
+		}
+	}
+}

@@ -79,12 +79,33 @@ func LoadTemplate(configHome, name string) (*templates.Template, error) {
 	return t, err
 }
 
-// Mint makes a bwrap box (box new --backend bwrap), or clones one (From). r.Name is
-// valid, r.Profile is the profile's name, r.From is a valid BOX or BOX/SNAPSHOT and the
-// settings a bwrap box cannot honour are refused: the CLI checked them.
+// Mint makes a bwrap box (box new --backend bwrap), or clones one (From). The settings
+// a bwrap box (or a clone) cannot honour are refused first, by name
+// (backend.SettingsError), then a missing or bad name or source; r.Profile "" is the
+// default profile.
 func (be Boxes) Mint(r backend.MintRequest) error {
+	// Resources, instance types and the launch timeout are vm settings.
+	if err := backend.RefuseSettings(r.Given, profiles.BackendBwrap, false, "cpu", "memory", "disk", "vm", "container", "timeout"); err != nil {
+		return err
+	}
+	if r.Name == "" {
+		return backend.ErrNoName
+	}
+	if err := dirbox.ValidName(r.Name); err != nil {
+		return err
+	}
 	if r.From != "" {
+		// A clone is a copy of its source.
+		if err := backend.RefuseSettings(r.Given, profiles.BackendBwrap, true, "template", "profile", "network", "ssh-host"); err != nil {
+			return err
+		}
+		if _, _, err := backend.ParseFrom(r.From); err != nil {
+			return err
+		}
 		return be.clone(r)
+	}
+	if r.Profile == "" {
+		r.Profile = profiles.Default
 	}
 	wd, err := Workdir(r.Workdir)
 	if err != nil {

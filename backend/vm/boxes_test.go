@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
@@ -118,29 +119,16 @@ func TestTemplateName(t *testing.T) {
 
 func TestCloneRefusals(t *testing.T) {
 	if err := CloneRefusals([]string{"name", "from", "timeout", "quiet"}); err != nil {
-		t.Errorf("harmless flags refused: %v", err)
+		t.Errorf("harmless settings refused: %v", err)
 	}
+	var se *backend.SettingsError
 	err := CloneRefusals([]string{"name", "cpu", "from", "template"})
-	if err == nil || err.Error() != "--from cannot be combined with --cpu, --template" {
-		t.Errorf("refusal: %v", err)
+	if !errors.As(err, &se) || !se.Clone || se.Backend != "vm" || strings.Join(se.Settings, " ") != "cpu template" {
+		t.Errorf("refusal: %#v", err)
 	}
 	for _, f := range []string{"profile", "memory", "disk", "vm", "container"} {
 		if CloneRefusals([]string{f}) == nil {
-			t.Errorf("--from with --%s accepted", f)
-		}
-	}
-}
-
-func TestParseFrom(t *testing.T) {
-	for from, want := range map[string][2]string{"work": {"work", ""}, "work/authed": {"work", "authed"}, "w/manual-1": {"w", "manual-1"}} {
-		src, snap, err := ParseFrom(from)
-		if err != nil || src != want[0] || snap != want[1] {
-			t.Errorf("ParseFrom(%q) = %q %q %v", from, src, snap, err)
-		}
-	}
-	for _, from := range []string{"", "/snap", "1work", "work/", "work/a/b", "wo rk"} {
-		if _, _, err := ParseFrom(from); err == nil {
-			t.Errorf("ParseFrom(%q) accepted", from)
+			t.Errorf("a clone with %s accepted", f)
 		}
 	}
 }

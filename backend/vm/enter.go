@@ -11,6 +11,7 @@ import (
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/profiles"
 	"golang.org/x/term"
 )
 
@@ -25,6 +26,9 @@ func (b Backend) Enter(name string, l backend.LaunchRequest) error {
 // refuseLaunch: the launch flags mean nothing to a vm box (no host environment enters
 // it, and box never runs it as the host's root); refused rather than ignored.
 func refuseLaunch(l backend.LaunchRequest) error {
+	if l.TTY { // box shell is a vm box's terminal (the CLI words it)
+		return &backend.SettingsError{Backend: profiles.BackendVM, Settings: []string{"tty"}}
+	}
 	if len(l.HostPorts) > 0 {
 		return errs.Usage("to open a vm box's port on your loopback: box expose BOX PORT", "--host-port is for bwrap boxes: a vm box reaches no host port")
 	}

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -13,5 +14,15 @@ func TestRefuseLaunchHostPorts(t *testing.T) {
 	err := refuseLaunch(backend.LaunchRequest{HostPorts: []uint16{5432}})
 	if err == nil || !errs.IsUsage(err) || !strings.Contains(err.Error(), "--host-port") || !strings.Contains(errs.HintOf(err), "box expose") {
 		t.Fatalf("refuseLaunch with host ports: %v", err)
+	}
+}
+
+// box exec -t of a vm box is refused by name (box shell is its terminal), before the
+// other launch settings: the CLI words it.
+func TestRefuseLaunchTTY(t *testing.T) {
+	var set *backend.SettingsError
+	err := refuseLaunch(backend.LaunchRequest{TTY: true, Yes: true, HostPorts: []uint16{5432}})
+	if !errors.As(err, &set) || set.Backend != "vm" || strings.Join(set.Settings, ",") != "tty" {
+		t.Fatalf("refuseLaunch with a terminal: %#v", err)
 	}
 }

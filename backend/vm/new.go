@@ -30,8 +30,12 @@ type NewPlan struct {
 // Plan checks everything that can be checked without incusd: names, flags, the
 // profile, the template, resource precedence.
 func (b Backend) Plan(r backend.MintRequest, now time.Time) (*NewPlan, error) {
+	// A vm box's network is the box bridge; it has no host working directory or agent.
+	if err := backend.RefuseSettings(r.Given, profiles.BackendVM, false, "network", "workdir", "ssh-host"); err != nil {
+		return nil, err
+	}
 	if r.Name == "" {
-		return nil, errs.Usage("run 'box new --help' for usage", "box new needs --name NAME")
+		return nil, backend.ErrNoName
 	}
 	if err := incus.ValidateName(r.Name); err != nil {
 		return nil, errs.Usage("box names are letters, digits and hyphens, starting with a letter", "%s", err)
@@ -52,7 +56,7 @@ func (b Backend) Plan(r backend.MintRequest, now time.Time) (*NewPlan, error) {
 	placement := Placement(b.Getenv)
 	if r.From != "" {
 		if err := CloneRefusals(r.Given); err != nil {
-			return nil, b.err(err)
+			return nil, err
 		}
 		// Refused by name, not silently dropped: the scripting form of the resource
 		// flags does not reach a clone, which keeps its source's resources.
@@ -61,9 +65,9 @@ func (b Backend) Plan(r backend.MintRequest, now time.Time) (*NewPlan, error) {
 				b.note("%s=%s is not applied to a clone: it keeps its source's resources ('box incus %s -- config set limits.*' changes them)", kv[0], kv[1], o.Name)
 			}
 		}
-		src, snap, err := ParseFrom(r.From)
+		src, snap, err := backend.ParseFrom(r.From)
 		if err != nil {
-			return nil, b.err(err)
+			return nil, err
 		}
 		return &NewPlan{Clone: &incus.Clone{Name: o.Name, From: src, Snapshot: snap, Profile: placement, Created: now}, Timeout: timeout}, nil
 	}

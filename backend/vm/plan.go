@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
@@ -266,36 +267,11 @@ func rigName(s, extra string) bool {
 	return true
 }
 
-// ParseFrom splits --from SRC[/SNAP] and validates both names.
-func ParseFrom(from string) (src, snap string, err error) {
-	src, snap, hasSnap := strings.Cut(from, "/")
-	if err := incus.ValidateName(src); err != nil {
-		return "", "", usage("--from takes BOX or BOX/SNAPSHOT", "--from: %s", err)
-	}
-	if hasSnap {
-		if err := incus.ValidateSnapshotName(snap); err != nil {
-			return "", "", usage("--from takes BOX or BOX/SNAPSHOT", "--from: %s", err)
-		}
-	}
-	return src, snap, nil
-}
-
-// CloneRefusals refuses flags a clone cannot honour: what is in the box and its
-// resources come from the source, not from a template, a profile or a flag.
-// given lists the names of the flags the user set.
+// CloneRefusals refuses the settings a clone cannot honour (a backend.SettingsError,
+// worded by the CLI): what is in the box and its resources come from the source, not
+// from a template, a profile or a flag. given lists the settings the user gave.
 func CloneRefusals(given []string) error {
-	var bad []string
-	for _, f := range given {
-		switch f {
-		case "template", "profile", "cpu", "memory", "disk", "vm", "container":
-			bad = append(bad, "--"+f)
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	return usage("a clone is a copy of its source: drop "+strings.Join(bad, " ")+", or mint a new box without --from",
-		"--from cannot be combined with %s", strings.Join(bad, ", "))
+	return backend.RefuseSettings(given, profiles.BackendVM, true, "template", "profile", "cpu", "memory", "disk", "vm", "container")
 }
 
 // Placement is the placement profile's name: $BOX_PLACEMENT_PROFILE, else box-net.

@@ -6,6 +6,18 @@ import (
 	"github.com/heavy-duty/box/internal/errs"
 )
 
+// RemoteVerbs are the verbs that take --remote: every vm verb (cmd/box's
+// TestRemoteFlagOnEveryVMVerb holds this list to its vm group), and setup-host and
+// doctor, which build and check a remote's stack through its incusd. A list by name:
+// walking the command tree would sort it and change which verb a typo is told it meant.
+var RemoteVerbs = []string{"new", "list", "info", "shell", "tmux", "exec", "snapshot", "restore", "rename",
+	"start", "stop", "rm", "incus", "export", "import", "expose", "setup-host", "doctor"}
+
+// LocalVerbs act on this machine's stack (its firewall, its boxes probed from this
+// host): with BOX_REMOTE set they are refused by name, never ignored (box drill only
+// with --backend vm: the bwrap drill has nothing to do with Incus).
+var LocalVerbs = []string{"teardown-host", "migrate-host", "drill"}
+
 // RemoteArgs reads the REMOTE: prefixes of one command's box names. Two different
 // remotes in one command, or a prefix that contradicts --remote (Flag), are usage
 // errors: box never moves a box between daemons.

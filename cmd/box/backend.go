@@ -26,6 +26,8 @@ func registry(e *env) backend.Registry {
 
 // lookup is backend.Lookup on e's backends and host: the bwrap box comes held.
 func (e *env) lookup() backend.Lookup {
+	quiet := *e
+	quiet.quiet = true
 	return backend.Lookup{
 		Registry: registry(e), Remote: e.remoteName() != "",
 		Held: func(name string) (backend.Backend, error) {
@@ -34,15 +36,14 @@ func (e *env) lookup() backend.Lookup {
 			if err != nil || b == nil {
 				return nil, err
 			}
-			be.Boxes = be.Holding(b)
-			return be, nil
+			return be.Holding(b), nil
 		},
 		IncusAbsent: func() (bool, bool) {
 			absent, ok := incusAbsent(e).(*noIncusError)
 			return ok, ok && absent.Installed
 		},
 		VMTaken: e.vmBackend().Taken,
-		NoBox:   func(name string, vmErr error) error { return noBox(e, name, vmErr) },
+		Listing: registry(&quiet), // the names a refusal offers (hints.go words it)
 	}
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
+	"slices"
+
 	"github.com/heavy-duty/box/backend"
-	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
 
@@ -29,10 +31,12 @@ func newExecCmd(e *env) *cobra.Command {
 				if _, req.HostPorts, err = portFlags(nil, hostPorts); err != nil {
 					return err
 				}
-				if req.TTY = tty; tty && be.Kind() == profiles.BackendVM {
+				req.TTY = tty
+				var set *backend.SettingsError // the vm backend's refusal of -t
+				if err = be.Exec(box, rest, req); errors.As(err, &set) && slices.Contains(set.Settings, "tty") {
 					return usagef("use 'box shell "+box+"' for a terminal in a vm box", "box exec -t: %s is a vm box; -t is for bwrap boxes", box)
 				}
-				return be.Exec(box, rest, req)
+				return err
 			})
 		})
 	l.register(cmd)

@@ -62,6 +62,7 @@ func is(target error, h string) func(error) (string, error) {
 // hints: the verbs' refusals come first, since some wrap another package's error.
 var hints = []func(error) (string, error){
 	as(takenHint),
+	as(noBoxHint),
 	as(func(e *backend.PortArgError) string { return "for example: box expose " + e.Box + " 3000" }),
 	as(func(e *vm.SessionNameError) string { return "for example: box tmux " + e.Box + " run-1" }),
 	to[*vm.TemplateError]("run 'box templates' to list them"),
@@ -120,6 +121,7 @@ var hints = []func(error) (string, error){
 		}
 		return "'box expose " + e.Box + " --list' shows them"
 	}),
+	is(host.ErrNotRoot, "sudo box setup-host"),
 	is(host.ErrPortNameFirewall, "load br_netfilter (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1), or use a kernel with CONFIG_NFT_BRIDGE_META; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)"),
 	as(terminalHint),
 	to[*bwrap.PortsTierError]("in tier full a server in the sandbox is on the host's own ports already; to forward only what you name, use --network none, allowlist or internet"),
@@ -156,6 +158,18 @@ func provisionHint(e *vm.ProvisionError) string {
 	}
 	return fmt.Sprintf("%s; to inspect: box start %s && box incus %s -- exec {} -- tail -50 %s; to remove: box rm --force %s",
 		fix, e.Box, e.Box, vm.CloudInitLog, e.Box)
+}
+
+// noBoxHint: the closest names, and why the vm boxes may not have been among them.
+func noBoxHint(e *backend.NoBoxError) string {
+	hint := "'box list' shows your boxes; 'box new --name NAME' mints one"
+	if len(e.Closest) > 0 {
+		hint = "did you mean '" + strings.Join(e.Closest, "' or '") + "'? ('box list' shows every box)"
+	}
+	if e.VMErr != nil {
+		hint += fmt.Sprintf("\nvm boxes could not be checked (%v): if %s is one, start incusd ('box doctor' checks the host)", e.VMErr, e.Name)
+	}
+	return hint
 }
 
 // takenHint: where to look for a free name, in the words of the verb that wanted it.

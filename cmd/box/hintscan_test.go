@@ -28,7 +28,6 @@ var hintsNamingVerbs = []string{
 	"backend/vm/archive.go (*OffStackError).Hint: box incus",
 	"backend/vm/enter.go refuseLaunch: box expose",
 	"backend/vm/enter.go (Backend).onTerminal: box exec",
-	"backend/vm/new.go (Backend).Plan: box new",
 	"backend/vm/new.go (Backend).Plan: box profiles",
 	"backend/vm/new.go (Backend).Plan: box templates",
 	"backend/vm/plan.go CheckProfile: box new",

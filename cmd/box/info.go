@@ -15,12 +15,7 @@ func newInfoCmd(e *env) *cobra.Command {
 	var asJSON bool
 	cmd := vmVerb(e, "info BOX", "show a box: state, address, template, user, provenance, snapshots", boxArgs(1, "one box"),
 		func(cmd *cobra.Command, args []string) error {
-			be, err := e.lookup().For(args[0], false) // box info's own request asks the vm backend
-			if err != nil {
-				return err
-			}
-			bi, err := be.Info(args[0])
-			err = noBoxFor(e, args[0], err) // vm.go
+			bi, err := e.lookup().Info(args[0]) // box info's own request asks the vm backend
 			info := infoJSONOf(bi)
 			switch {
 			case err != nil:

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/heavy-duty/box/backend"
+	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/vm"
+	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/policy"
+	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -39,17 +45,16 @@ func newNewCmdWith(e *env, mintF func(backend.MintRequest) error) *cobra.Command
 				// $BOX_PROFILE is --profile's default: the same profile, so the same backend.
 				o.profile = e.getenv("BOX_PROFILE")
 			}
-			bwrap, err := newIsBwrap(e, o, given)
-			if err != nil {
-				return err
-			}
+			bwrap, err := newIsBwrap(e, o)
 			switch {
+			case err != nil:
+				return err
 			case bwrap:
-				return e.bwrapBoxes().Mint(mintRequest(o, given))
+				return newErr(e.bwrapBoxes().Mint(mintRequest(o, given)))
 			case mintF != nil:
-				return mintF(mintRequest(o, given))
+				return newErr(mintF(mintRequest(o, given)))
 			}
-			return e.vmBackend().Mint(mintRequest(o, given))
+			return newErr(e.vmBackend().Mint(mintRequest(o, given)))
 		},
 	}
 	newBackendFlags(cmd, o)
@@ -68,4 +73,48 @@ func newNewCmdWith(e *env, mintF func(backend.MintRequest) error) *cobra.Command
 		return boxNames(e, ""), cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
+}
+
+// newErr words box new's refusals (the backends' typed errors) by flag name.
+func newErr(err error) error {
+	if set := (*backend.SettingsError)(nil); errors.As(err, &set) {
+		return settingsErr(set)
+	}
+	var from *backend.FromError
+	var wd *bwrap.NoWorkdirError
+	var ne *bwrap.NetworkError
+	switch {
+	case errors.Is(err, backend.ErrNoName):
+		return usagef("run 'box new --help' for usage", "box new needs --name NAME")
+	case errors.As(err, &from):
+		return usagef("--from takes BOX or BOX/SNAPSHOT", "--from: %s", from.Err)
+	case errors.As(err, new(*backend.NameError)) && !errs.IsUsage(err):
+		return usagef("box names are letters, digits and hyphens, starting with a letter", "%s", err)
+	case errors.As(err, &wd) && wd.Err != nil:
+		return usagef("name an existing directory", "--workdir: %s", wd.Err)
+	case errors.As(err, &wd):
+		return usagef("name an existing directory", "--workdir %s: not a directory", wd.Dir)
+	case errors.As(err, &ne):
+		return usagef("the tiers are "+policy.TierList("and"), "--network: %s", ne.Err)
+	}
+	return err
+}
+
+// settingsErr words the settings a backend (or a clone) cannot honour by flag name.
+func settingsErr(set *backend.SettingsError) error {
+	flags := make([]string, len(set.Settings))
+	for i, s := range set.Settings {
+		flags[i] = "--" + s
+	}
+	list := strings.Join(flags, ", ")
+	switch {
+	case set.Clone && set.Backend == profiles.BackendVM:
+		return usagef("a clone is a copy of its source: drop "+strings.Join(flags, " ")+", or mint a new box without --from", "--from cannot be combined with %s", list)
+	case set.Clone:
+		return usagef("a clone is a copy of its source: drop them, or mint a new box without --from", "a clone cannot take %s", list)
+	case set.Backend == profiles.BackendVM:
+		return usagef("a vm box's network is the box bridge (set up by 'box setup-host') and it has no host working directory or agent of the host; --network, --workdir and --ssh-host are for --backend bwrap",
+			"a vm box cannot take %s", list)
+	}
+	return usagef("resources, instance types and the launch timeout are vm settings: drop them, or use --backend vm", "a bwrap box cannot take %s", list)
 }

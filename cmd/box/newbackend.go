@@ -3,6 +3,8 @@ package main
 // box new's choice of backend (backend.NewChoice), and its flags for bwrap boxes.
 
 import (
+	"fmt"
+
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/policy"
 	"github.com/spf13/cobra"
@@ -16,16 +18,21 @@ func newBackendFlags(cmd *cobra.Command, o *newOptions) {
 	f.StringArrayVar(&o.sshHosts, "ssh-host", nil, "bwrap boxes: let the profile's ssh keys sign SSH logins to HOST or HOST:PORT, stamped on the box (repeatable; adds to the profile's ssh.hosts)")
 }
 
-// newIsBwrap decides box new's backend (backend.NewChoice). Flags of the other backend
-// are refused by name.
-func newIsBwrap(e *env, o *newOptions, given []string) (bool, error) {
-	bw, err := backend.NewChoice{
+// newIsBwrap decides box new's backend (backend.NewChoice); each backend's Mint refuses
+// the settings of the other (backend.SettingsError, worded by newErr).
+func newIsBwrap(e *env, o *newOptions) (bool, error) {
+	return backend.NewChoice{
 		Backend: o.backend, From: o.from, Profile: o.profile, Name: o.Name, Remote: e.remoteName(),
 		BwrapBox: func(name string) (bool, error) {
 			b, err := bwrapBox(e, name)
 			return b != nil, err
 		},
-		VMSource: func(name string) error { return vmSource(e, name) },
+		VMSource: func(name string) error { // the message names the source, not the box being made
+			if err := e.lookup().Source(name); err != nil {
+				return fmt.Errorf("--from %s: %w", name, err)
+			}
+			return nil
+		},
 		ProfileBackend: func(name string) (string, error) {
 			p, err := loadProfile(e, name)
 			if err != nil {
@@ -35,9 +42,4 @@ func newIsBwrap(e *env, o *newOptions, given []string) (bool, error) {
 		},
 		BwrapTaken: func(name string) (bool, error) { return e.bwrapBoxes().Taken(name) },
 	}.Bwrap()
-	if err != nil || bw {
-		return bw, err
-	}
-	return false, refuseFlags(given, []string{"network", "workdir", "ssh-host"}, "a vm box",
-		"a vm box's network is the box bridge (set up by 'box setup-host') and it has no host working directory or agent of the host; --network, --workdir and --ssh-host are for --backend bwrap")
 }

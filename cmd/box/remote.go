@@ -9,16 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// remoteVerbs are the verbs that take --remote: every vm verb (a test holds this list
-// to the vm group), setup-host and doctor. Looked up by name: walking root.Commands()
-// would sort the tree and change which verb a typo is told it meant.
-var remoteVerbs = []string{"new", "list", "info", "shell", "tmux", "exec", "snapshot", "restore", "rename",
-	"start", "stop", "rm", "incus", "export", "import", "expose", "setup-host", "doctor"}
-
-// localVerbs act on this machine's stack (its firewall, its boxes probed from this
-// host): BOX_REMOTE set is refused by name, never ignored.
-var localVerbs = []string{"teardown-host", "migrate-host", "drill"}
-
 // refuseRemote refuses a local-only verb while BOX_REMOTE is set (box drill only with
 // --backend vm: the bwrap drill has nothing to do with Incus).
 func (e *env) refuseRemote(cmd *cobra.Command) error {
@@ -43,7 +33,7 @@ func addRemoteFlags(root *cobra.Command, e *env) {
 		}
 		return cmd
 	}
-	for _, name := range localVerbs {
+	for _, name := range vm.LocalVerbs {
 		if cmd := find(name); cmd != nil {
 			prev := cmd.PreRunE
 			cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
@@ -54,7 +44,7 @@ func addRemoteFlags(root *cobra.Command, e *env) {
 			}
 		}
 	}
-	for _, name := range remoteVerbs {
+	for _, name := range vm.RemoteVerbs {
 		cmd := find(name)
 		if cmd == nil {
 			continue

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// Every vm verb takes --remote (the list in remote.go is looked up by name, so a new
-// verb must be added there), and so do setup-host and doctor; the local-only host verbs
+// Every vm verb takes --remote (vm.RemoteVerbs is looked up by name, so a new verb
+// must be added there), and so do setup-host and doctor; the local-only host verbs
 // and box run do not.
 func TestRemoteFlagOnEveryVMVerb(t *testing.T) {
 	root := newRoot(newEnv(nil, nil, nil))

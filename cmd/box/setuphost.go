@@ -85,8 +85,8 @@ func runSetupHost(e *env, o *setupHostOptions) error {
 	if r := e.remoteName(); r != "" && o.firewallOnly {
 		return usagef(host.RemoteFirewallFix(r), "--firewall-only applies this machine's nftables: it cannot reach remote %s's host", r)
 	}
-	if e.remoteName() == "" && os.Geteuid() != 0 {
-		return withHint(errors.New("box setup-host changes this machine's network, firewall and Incus: it runs as root"), "sudo box setup-host")
+	if err := host.CheckRoot(e.remoteName(), os.Geteuid()); err != nil {
+		return err // hints.go: sudo
 	}
 	if err := incusAbsent(e); err != nil {
 		return err

@@ -39,16 +39,6 @@ func (e *env) vmBackend() vm.Backend {
 	}
 }
 
-// noBoxFor turns the vm backend's not-found for name into the refusal every verb gives
-// (closest names: asked only now, when the name matched nothing).
-func noBoxFor(e *env, name string, err error) error {
-	var nf *vm.NotFoundError
-	if errors.As(err, &nf) && nf.Name == name {
-		return noBox(e, name, nil)
-	}
-	return err
-}
-
 // vmErr gives an error from the vm backend its hint: names are usage errors, a missing
 // daemon says how to find out why, the tag boundary explains itself.
 func vmErr(e *env, err error) error {

@@ -92,14 +92,20 @@ func vmInstance(name string, extra map[string]string) map[string]any {
 		"profiles": []string{"box-net"}}
 }
 
-func TestExposeRefusesAVM(t *testing.T) {
+// vmBoxIncusd is a fake incusd with one VM box, vmbox, that answers every other call
+// with 404.
+func vmBoxIncusd(t *testing.T) *fakeIncusd {
 	isolate(t)
-	f := startFakeIncusd(t, func(method, path string, _ []byte) (int, any) {
+	return startFakeIncusd(t, func(method, path string, _ []byte) (int, any) {
 		if method == "GET" && path == "/1.0/instances/vmbox" {
 			return 200, vmInstance("vmbox", nil)
 		}
 		return 404, nil
 	})
+}
+
+func TestExposeRefusesAVM(t *testing.T) {
+	f := vmBoxIncusd(t)
 	var o, e bytes.Buffer
 	code := Main([]string{"expose", "vmbox", "3000"}, strings.NewReader(""), &o, &e)
 	if code != 1 || !strings.Contains(e.String(), `box "vmbox" is a virtual machine`) || !strings.Contains(e.String(), "NAT mode") {
@@ -295,6 +301,23 @@ func TestVMAgentAddressIsNotPrinted(t *testing.T) {
 		// one request and shows none.
 		if want := map[string]string{"list": "10.88.0.42", "info": "ipv4:      -"}[args[0]]; !strings.Contains(o.String(), want) {
 			t.Errorf("box %v: want %q in %q", args, want, o.String())
+		}
+	}
+}
+
+// box exec -t of a vm box: the vm backend refuses the terminal (backend.SettingsError),
+// the CLI words it by flag, a runner's own failure (125); nothing is changed.
+func TestExecTTYRefusesAVM(t *testing.T) {
+	f := vmBoxIncusd(t)
+	var o, e bytes.Buffer
+	code := Main([]string{"exec", "-t", "vmbox", "--", "true"}, strings.NewReader(""), &o, &e)
+	want := "box: error: box exec -t: vmbox is a vm box; -t is for bwrap boxes\nbox: hint: use 'box shell vmbox' for a terminal in a vm box\n"
+	if code != exitBox || e.String() != want {
+		t.Errorf("exit %d: %q, want 125 and %q", code, e.String(), want)
+	}
+	for _, c := range f.seen() {
+		if c.Method != "GET" {
+			t.Errorf("a refused exec changed something: %s %s", c.Method, c.Path)
 		}
 	}
 }
