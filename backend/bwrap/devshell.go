@@ -369,8 +369,8 @@ func gatherDevShell(r Request, o Outside, f *Facts) error {
 		return nil // Resolve refuses the launch: nothing is evaluated
 	}
 	// What the sandbox will be able to write, and what of it the protected set keeps
-	// read-only (Resolve builds the same set again for the launch).
-	pset, err := protect.Build(f.Tree, protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop})
+	// read-only (the set Resolve uses for the launch).
+	pset, err := f.Built.set(f.Tree, protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop})
 	if err != nil {
 		return fmt.Errorf("profile %q: %w", r.Profile.Name, err)
 	}

@@ -98,11 +98,13 @@ func Gather(r Request, o Outside) (Facts, error) {
 				}
 			}
 		}
-		f.Tree = protect.Scan(f.Workdir, f.Homes[0], protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop}, refuse)
+		opts := protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop}
+		f.Tree = protect.Scan(f.Workdir, f.Homes[0], opts, refuse)
 		// The configs the sandbox can read, for their credentials (a bad option is
-		// Resolve's refusal).
-		if pset, err := protect.Build(f.Tree, protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop}); err == nil {
-			f.GitConfigs = readGitConfigs(gitConfigFiles(pset))
+		// Resolve's refusal, from the same set).
+		f.Built = buildSet(f.Tree, opts)
+		if f.Built.Err == nil {
+			f.GitConfigs = readGitConfigs(gitConfigFiles(f.Built.Set))
 		}
 	}
 	phase.Mark("gather:scan")

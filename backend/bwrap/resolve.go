@@ -6,6 +6,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap/dirlist"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -114,6 +115,11 @@ type Facts struct {
 	// Tree is what protect.Scan found in the working directory: its repositories and
 	// the protected paths there.
 	Tree protect.Tree
+	// Built is the protected set Gather built from Tree (to read its git configs), with
+	// the options it was built for: Resolve uses it when its own options are the same,
+	// instead of building it again (protect.Build is a pure function of Tree and the
+	// options; in a tree of 50 repositories it is thousands of paths, 20 ms of CPU).
+	Built *BuiltSet
 	// GitConfigs are the protected set's git config files as read (gitcreds.go).
 	GitConfigs map[string]GitConfigRead
 	// LegacyInstance is the shared instance directory of earlier versions, when it
@@ -252,7 +258,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	command := r.command()
 
 	// The protected set: what host tools execute or obey, read-only inside.
-	pset, err := protect.Build(f.Tree, protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop})
+	pset, err := f.Built.set(f.Tree, protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop})
 	if err != nil {
 		return nil, fmt.Errorf("profile %q: %w", r.Profile.Name, err) // OptionError carries its hint
 	}
@@ -600,4 +606,29 @@ func refuseBoxDirs(boxDirs []string, p, what string) error {
 		}
 	}
 	return nil
+}
+
+// BuiltSet is a protected set as protect.Build returned it for a tree and options
+// (Facts.Built).
+type BuiltSet struct {
+	opts   protect.Options
+	exists map[string]protect.FileKind // the tree's (its identity)
+	Set    protect.Set
+	Err    error
+}
+
+// buildSet is protect.Build of t and o, kept with both.
+func buildSet(t protect.Tree, o protect.Options) *BuiltSet {
+	s, err := protect.Build(t, o)
+	return &BuiltSet{opts: o, exists: t.Exists, Set: s, Err: err}
+}
+
+// set is the protected set of t under o: b's when it was built from this very tree
+// (the scan's Exists map, made once per scan) and equal options, else built now.
+func (b *BuiltSet) set(t protect.Tree, o protect.Options) (protect.Set, error) {
+	if b == nil || t.Exists == nil || reflect.ValueOf(b.exists).UnsafePointer() != reflect.ValueOf(t.Exists).UnsafePointer() ||
+		!slices.Equal(b.opts.Add, o.Add) || !slices.Equal(b.opts.Drop, o.Drop) {
+		b = buildSet(t, o)
+	}
+	return b.Set, b.Err
 }

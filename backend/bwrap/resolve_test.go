@@ -291,6 +291,35 @@ func TestResolveProtected(t *testing.T) {
 	}
 }
 
+// Resolve uses the protected set Gather built (Facts.Built) only for the same tree and
+// the same options: built for other options, or from another tree, it is built again.
+func TestResolveBuiltSet(t *testing.T) {
+	f := testFacts()
+	wd := f.Workdir
+	f.Tree = protect.Tree{Workdir: wd, Tops: []string{wd},
+		Exists: map[string]protect.FileKind{wd + "/.vscode": protect.Dir, wd + "/.envrc": protect.File}}
+	bound := func(p *Plan) bool { return slices.Contains(p.Spec.ReadOnly, wd+"/.vscode") }
+	r := testRequest()
+	// Built with .vscode dropped; the request keeps it: bound.
+	f.Built = buildSet(f.Tree, protect.Options{Drop: []string{".vscode"}})
+	if p, err := Resolve(r, f); err != nil || !bound(p) {
+		t.Fatalf("a set built for other options was used: %v", err)
+	}
+	// The same options: the set built is the one used (its mark shows).
+	f.Built = buildSet(f.Tree, protect.Options{})
+	f.Built.Set.Warnings = append(f.Built.Set.Warnings, "built by gather")
+	if p, err := Resolve(r, f); err != nil || !bound(p) || !slices.Contains(p.Warnings, "built by gather") {
+		t.Fatalf("the set built for these options was not used: %v", err)
+	}
+	// Another tree (a copy of the scan's facts without .vscode): built again.
+	other := f.Tree
+	other.Exists = map[string]protect.FileKind{wd + "/.envrc": protect.File}
+	f.Tree = other
+	if p, err := Resolve(r, f); err != nil || slices.Contains(p.Warnings, "built by gather") {
+		t.Fatalf("a set built from another tree was used: %v", err)
+	}
+}
+
 func TestDropROBinds(t *testing.T) {
 	args := []string{"--bind", "/w", "/w", "--ro-bind", "/w/.git/commondir", "/w/.git/commondir", "--ro-bind", "/w/.git/config", "/w/.git/config",
 		"--", "sh", "--ro-bind", "/w/.git/commondir", "/w/.git/commondir"}

@@ -1,6 +1,10 @@
 package postrun
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
 
 // A snapshot on disk (the pending snapshot, the tree's baseline) leaves out the Files
 // entries that only repeat a guard: a protected path recorded absent, with its guard's
@@ -8,11 +12,20 @@ import "encoding/json"
 // 1.6 MB file that every run marshals and writes twice; reading puts each back from
 // Guards, so a snapshot reads back as it was written ("guards_absent" marks the form).
 
+// Guards are written as guardsDisk: each distinct text once (a tree of 50 repositories
+// has 4,700 guards and 61 texts, and the texts were half of the file), each path under
+// Workdir relative to it. Marshalling that snapshot took 20-30 ms of every run's CPU,
+// the guards most of it. "guards" is then an object where a box before this form
+// expects a list: it refuses the file (a joining run's baseline fails closed) rather
+// than read a snapshot without guards. The list form still reads.
+
 // snapshotFields is Snapshot without its methods (json's encoding of the fields).
 type snapshotFields Snapshot
 
 type snapshotDisk struct {
 	snapshotFields
+	// Guards shadows snapshotFields.Guards (the shallower field wins in encoding/json).
+	Guards guardsDisk `json:"guards"`
 	// GuardsAbsent: each guard whose path has no entry in Files was recorded absent,
 	// with the guard's text.
 	GuardsAbsent bool `json:"guards_absent,omitempty"`
@@ -31,7 +44,7 @@ func (s *Snapshot) JSON() ([]byte, error) { return s.MarshalJSON() }
 
 // MarshalJSON writes s, leaving out what Guards says again (see above).
 func (s Snapshot) MarshalJSON() ([]byte, error) {
-	d := snapshotDisk{snapshotFields: snapshotFields(s)}
+	d := snapshotDisk{snapshotFields: snapshotFields(s), Guards: compactGuards(s.Guards, s.Workdir)}
 	if files, ok := withoutAbsentGuards(&s); ok {
 		d.Files, d.GuardsAbsent = files, true
 	}
@@ -45,6 +58,10 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = Snapshot(d.snapshotFields)
+	var err error
+	if s.Guards, err = d.Guards.expand(s.Workdir); err != nil {
+		return err
+	}
 	if d.GuardsAbsent {
 		if s.Files == nil {
 			s.Files = map[string]File{}
@@ -74,12 +91,99 @@ func withoutAbsentGuards(s *Snapshot) (map[string]File, bool) {
 			first[g.Path] = g.Runs
 		}
 	}
-	out := make(map[string]File, len(s.Files)-len(first)/2)
-	for p, f := range s.Files {
-		if runs, ok := first[p]; ok && f.onlyRuns(runs) {
-			continue
+	// Sized for what is kept: in a big tree nearly every entry is a guard's, dropped.
+	var keep []string // guards' paths whose entry says more than the guard
+	for p, runs := range first {
+		if !s.Files[p].onlyRuns(runs) {
+			keep = append(keep, p)
 		}
-		out[p] = f
+	}
+	out := make(map[string]File, len(s.Files)-len(first)+len(keep))
+	for p, f := range s.Files {
+		if _, ok := first[p]; !ok {
+			out[p] = f
+		}
+	}
+	for _, p := range keep {
+		out[p] = s.Files[p]
 	}
 	return out, true
+}
+
+// guardsDisk is a snapshot's Guards as written: Runs[i] indexes Texts for the guard at
+// Paths[i]; a path not starting with "/" is relative to the snapshot's Workdir. list
+// holds the list form read from an older file.
+type guardsDisk struct {
+	Texts []string `json:"texts"`
+	Runs  []int    `json:"runs"`
+	Paths []string `json:"paths"`
+	list  []Guard
+}
+
+// compactGuards is gs in the written form: exact, expand gives gs back.
+func compactGuards(gs []Guard, workdir string) guardsDisk {
+	d := guardsDisk{Runs: make([]int, len(gs)), Paths: make([]string, len(gs))}
+	index := map[string]int{}
+	under := workdir + "/"
+	for i, g := range gs {
+		n, ok := index[g.Runs]
+		if !ok {
+			n = len(d.Texts)
+			index[g.Runs] = n
+			d.Texts = append(d.Texts, g.Runs)
+		}
+		d.Runs[i] = n
+		d.Paths[i] = g.Path
+		if workdir != "" && strings.HasPrefix(g.Path, under) {
+			d.Paths[i] = g.Path[len(under):]
+		}
+	}
+	return d
+}
+
+// expand is the guards d was written from; a malformed form is an error (the file is
+// not box's snapshot).
+func (d guardsDisk) expand(workdir string) ([]Guard, error) {
+	if d.list != nil || d.Paths == nil {
+		return d.list, nil
+	}
+	if len(d.Runs) != len(d.Paths) {
+		return nil, fmt.Errorf("snapshot: %d guard texts for %d paths", len(d.Runs), len(d.Paths))
+	}
+	if len(d.Paths) > 0 && workdir == "" {
+		return nil, fmt.Errorf("snapshot: guards without a working directory")
+	}
+	out := make([]Guard, len(d.Paths))
+	for i, p := range d.Paths {
+		if d.Runs[i] < 0 || d.Runs[i] >= len(d.Texts) {
+			return nil, fmt.Errorf("snapshot: guard text %d of %d", d.Runs[i], len(d.Texts))
+		}
+		if !strings.HasPrefix(p, "/") {
+			p = workdir + "/" + p
+		}
+		out[i] = Guard{Path: p, Runs: d.Texts[d.Runs[i]]}
+	}
+	return out, nil
+}
+
+// UnmarshalJSON reads either form: the object written now, or an older file's list.
+func (d *guardsDisk) UnmarshalJSON(b []byte) error {
+	if t := strings.TrimLeft(string(b), " \t\r\n"); strings.HasPrefix(t, "[") || strings.HasPrefix(t, "null") {
+		var list []Guard
+		if err := json.Unmarshal(b, &list); err != nil {
+			return err
+		}
+		*d = guardsDisk{list: list}
+		return nil
+	}
+	type plain guardsDisk // without this method
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	if p.Paths == nil {
+		p.Paths = []string{} // the object form, even empty
+	}
+	*d = guardsDisk(p)
+	return nil
 }

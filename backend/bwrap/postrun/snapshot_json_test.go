@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -50,6 +51,54 @@ func TestSnapshotJSONRoundTrip(t *testing.T) {
 	json.Unmarshal(b, &back)
 	if _, ok := back.Files[absent]; ok {
 		t.Error("an entry read back that was not taken")
+	}
+}
+
+// Guards are written with each text once and paths under the working directory
+// relative to it, and read back exactly; an older file's list of guards still reads; a
+// written form that does not add up is refused.
+func TestSnapshotJSONGuards(t *testing.T) {
+	wd := "/w/proj"
+	long := strings.Repeat("lefthook runs its commands ", 4)
+	guards := []Guard{
+		{Path: wd + "/a/lefthook.yml", Runs: long},
+		{Path: wd + "/b/lefthook.yml", Runs: long},
+		{Path: "/w/proj-other/.envrc", Runs: "direnv"}, // outside, though it shares the prefix
+		{Path: "/elsewhere/.git/hooks", Runs: long},
+		{Path: wd + "/", Runs: "direnv"},
+	}
+	s := Snapshot{Workdir: wd, Guards: guards, Repos: map[string]*Repo{}, Files: map[string]File{}}
+	b, err := s.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), long); n != 1 {
+		t.Errorf("the shared text written %d times:\n%s", n, b)
+	}
+	if strings.Contains(string(b), `"`+wd+`/a/lefthook.yml"`) {
+		t.Errorf("a path under the working directory written whole:\n%s", b)
+	}
+	var back Snapshot
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Guards, guards) {
+		t.Errorf("read back %q, written %q", back.Guards, guards)
+	}
+	old := []byte(`{"workdir":"/w/proj","guards":[{"path":"/w/proj/.envrc","runs":"direnv"}],"repos":{},"files":{}}`)
+	back = Snapshot{}
+	if err := json.Unmarshal(old, &back); err != nil || !reflect.DeepEqual(back.Guards, []Guard{{Path: "/w/proj/.envrc", Runs: "direnv"}}) {
+		t.Errorf("the list form: %v %q", err, back.Guards)
+	}
+	for _, bad := range []string{
+		`{"workdir":"/w","guards":{"texts":["x"],"runs":[1],"paths":["a"]}}`,
+		`{"workdir":"/w","guards":{"texts":["x"],"runs":[0,0],"paths":["a"]}}`,
+		`{"workdir":"/w","guards":{"texts":["x"],"runs":[-1],"paths":["a"]}}`,
+		`{"workdir":"","guards":{"texts":["x"],"runs":[0],"paths":["a"]}}`,
+	} {
+		if err := json.Unmarshal([]byte(bad), &Snapshot{}); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
 	}
 }
 
