@@ -51,6 +51,7 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 			return pr, fmt.Errorf("internet tier: %w", err)
 		}
 		pr.Net.UnsafeResolverTCP = protectionOff(ProtResolverTCP)
+		pr.Net.UnsafeLoopbackName = protectionOff(ProtLoopbackIndex)
 	}
 	if p.Spec.Network.Proxied() {
 		// No uplink: the proxy dials from box's own netns and never to the host's
@@ -75,6 +76,11 @@ const ProtHostLAN = "host-lan"
 // (inet.Options.UnsafeResolverTCP): a test build can switch it off
 // (BOX_UNSAFE_OFF=resolver-tcp), so the drill shows 169.254.1.1:53 reached over TCP.
 const ProtResolverTCP = "resolver-tcp"
+
+// ProtLoopbackIndex is the internet tier's acceptance of loopback by its index, not its
+// name (inet.LoopbackIndex): a test build can switch it off (BOX_UNSAFE_OFF=loopback-index),
+// back to `oifname "lo"`, which the uplink renamed "lo" passes.
+const ProtLoopbackIndex = "loopback-index"
 
 // ProtResolverSearch is the allowlist proxy's rooted lookup (the host's search list
 // never applies): a test build can switch it off (BOX_UNSAFE_OFF=resolver-search), so the

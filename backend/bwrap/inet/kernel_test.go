@@ -1,11 +1,15 @@
 package inet
 
 import (
+	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/nftables"
+	"github.com/heavy-duty/box/drill/lab"
 	"github.com/heavy-duty/box/internal/testenv"
 )
 
@@ -14,7 +18,7 @@ func scratchNetns(t *testing.T) (name string, f *os.File) {
 	t.Helper()
 	testenv.RequireRoot(t)
 	testenv.RequireTool(t, "ip")
-	name = "boxinet-test-" + t.Name()
+	name = "boxinet-test-" + strings.ReplaceAll(t.Name(), "/", "-")
 	exec.Command("ip", "netns", "del", name).Run() // a previous run's leftover, if any
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v: %s", err, out)
@@ -54,4 +58,99 @@ func TestApplyKernelGolden(t *testing.T) {
 		}
 		golden(t, "plan-"+string(h)+".nft", string(out))
 	}
+}
+
+// The filter accepts loopback by its interface index (1, the kernel's LOOPBACK_IFINDEX:
+// lo is registered first in every namespace and cannot be removed), never by name: a
+// name is the namespace owner's to change. As that owner (root in the sandbox's outer
+// user namespace, or anything lent its CAP_NET_ADMIN, as box's netlink sends were in
+// session 11), rename lo away and the uplink to "lo", and a filter matching `oifname
+// "lo"` accepts all the uplink's traffic: the LAN, the host, metadata. Here, in
+// throwaway namespaces: the uplink to a private-range peer is renamed "lo" after the
+// filter is in, and the peer must stay rejected; the real loopback, renamed, must still
+// be accepted. The unsafe build's loopback by name (BOX_UNSAFE_OFF=loopback-index) is
+// shown to fail both.
+func TestLoopbackByIndexHoldsAgainstRename(t *testing.T) {
+	if lan, local := renameUplinkToLo(t, Options{Helper: Pasta}); lan == nil {
+		t.Errorf("the LAN peer reached through the uplink renamed \"lo\": the filter takes loopback by name")
+	} else if local != nil {
+		t.Errorf("the real loopback, renamed, refused: %v", local)
+	}
+	t.Run("by-name", func(t *testing.T) {
+		if lan, local := renameUplinkToLo(t, Options{Helper: Pasta, UnsafeLoopbackName: true}); lan != nil || local == nil {
+			t.Errorf("loopback by name: LAN peer %v, real loopback renamed %v; want reached, refused", lan, local)
+		}
+	})
+}
+
+// renameUplinkToLo installs opts' filter in a throwaway namespace whose uplink reaches a
+// peer at 10.99.0.1, renames lo away and the uplink to "lo", and dials the peer and the
+// namespace's own 127.0.0.1: their errors (nil: reached).
+func renameUplinkToLo(t *testing.T, opts Options) (lanErr, localErr error) {
+	sb, sbf := scratchNetns(t)
+	peer := sb + "-peer"
+	exec.Command("ip", "netns", "del", peer).Run()
+	ipc := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	ipc("netns", "add", peer)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", peer).Run() })
+	ipc("link", "add", "boxup0", "netns", sb, "type", "veth", "peer", "name", "boxpeer0", "netns", peer)
+	ipc("-n", peer, "addr", "add", "10.99.0.1/24", "dev", "boxpeer0")
+	ipc("-n", peer, "link", "set", "boxpeer0", "up")
+	ipc("-n", sb, "addr", "add", "10.99.0.2/24", "dev", "boxup0")
+	ipc("-n", sb, "link", "set", "boxup0", "up")
+	ipc("-n", sb, "link", "set", "lo", "up")
+
+	c, err := nftables.New(nftables.WithNetNSFd(int(sbf.Fd())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(c, Plan(opts)); err != nil {
+		t.Fatal(err)
+	}
+	listen := func(ns, addr string) string {
+		var ln net.Listener
+		if err := lab.InNetns("/run/netns/"+ns, func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	lan, local := listen(peer, "10.99.0.1:0"), listen(sb, "127.0.0.1:0")
+	dial := func(addr string) error {
+		return lab.InNetns("/run/netns/"+sb, func() error {
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second) // a bound only: a reject fails at once
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+	}
+	if err := dial(lan); err == nil {
+		t.Fatalf("%s reached before any rename: the filter does not reject a private range", lan)
+	}
+	if err := dial(local); err != nil {
+		t.Fatalf("loopback %s before any rename: %v", local, err)
+	}
+	for _, args := range [][]string{
+		{"link", "set", "lo", "down"}, {"link", "set", "lo", "name", "realloop"},
+		{"link", "set", "boxup0", "down"}, {"link", "set", "boxup0", "name", "lo"},
+		{"link", "set", "lo", "up"}, {"link", "set", "realloop", "up"},
+	} {
+		ipc(append([]string{"-n", sb}, args...)...)
+	}
+	return dial(lan), dial(local)
 }
