@@ -35,15 +35,7 @@ func TestDialAsLeavesTheProcessItsCredentials(t *testing.T) {
 	if err := os.Chmod(sock, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	testenv.AcceptAndClose(ln)
 	creds := func() string {
 		b, err := os.ReadFile("/proc/self/status") // the main thread's
 		if err != nil {

@@ -68,6 +68,9 @@ type Options struct {
 	// UnsafeResolverTCP lets TCP to pasta's resolver address through as well (test
 	// builds only, BOX_UNSAFE_OFF=resolver-tcp): pasta sends it to the real 169.254.1.1.
 	UnsafeResolverTCP bool
+	// Blocked are the ranges rejected besides the host's own (nil: Blocked, the policy
+	// catalogue; a test build's BOX_UNSAFE_OFF=special-ranges passes fewer).
+	Blocked []netip.Prefix
 	// UnsafeLoopbackName accepts loopback by its name, "lo", instead of its index (test
 	// builds only, BOX_UNSAFE_OFF=loopback-index): an uplink renamed "lo" then passes.
 	UnsafeLoopbackName bool

@@ -74,10 +74,14 @@ func Plan(opts Options) Ruleset {
 			add(Rule{Daddr: netip.PrefixFrom(r, 32), Proto: p, Dport: 53, Verdict: Accept})
 		}
 	}
-	for _, p := range Blocked {
+	blocked := opts.Blocked
+	if blocked == nil {
+		blocked = Blocked
+	}
+	for _, p := range blocked {
 		add(Rule{Daddr: p, Verdict: Reject})
 	}
-	for _, a := range hostBlocks(opts.HostAddrs, opts.HostNets) {
+	for _, a := range hostBlocks(blocked, opts.HostAddrs, opts.HostNets) {
 		add(Rule{Daddr: a, Verdict: Reject})
 	}
 	return rs
@@ -98,10 +102,10 @@ func resolverProtos(opts Options) []string {
 // hostBlocks returns the host's IPv4 subnets and addresses not already inside a Blocked
 // range (an address not inside one of the subnets either), sorted and deduplicated
 // (IPv6 is rejected wholesale).
-func hostBlocks(addrs []netip.Addr, nets []netip.Prefix) []netip.Prefix {
+func hostBlocks(blocked []netip.Prefix, addrs []netip.Addr, nets []netip.Prefix) []netip.Prefix {
 	var out []netip.Prefix
 	inside := func(a netip.Prefix) bool {
-		return slices.ContainsFunc(Blocked, func(p netip.Prefix) bool { return p.Overlaps(a) && p.Bits() <= a.Bits() })
+		return slices.ContainsFunc(blocked, func(p netip.Prefix) bool { return p.Overlaps(a) && p.Bits() <= a.Bits() })
 	}
 	for _, n := range nets {
 		n = n.Masked()
