@@ -527,6 +527,9 @@ func BuildPlan(in Input) (Plan, error) {
 	netProbe("host", "host's own addresses", hostAddrs, probePorts(hostPorts), nil, "no non-loopback address on host")
 	add(Probe{ID: "net:sandbox-gateway", Group: "network", Name: "sandbox's gateway (host loopback)" + tag, Kind: KindGateway,
 		Ports: probePorts(hostPorts), Want: localWant, Expected: word(localWant, "unreachable")})
+	if in.Tier == TierInternet && !in.Expect.Proxied() {
+		add(loopbackRenameProbe(append(targets(neigh, []int{80}), in.LANTargets...), localWant, word(localWant, "refused")))
+	}
 	netProbe("special-ranges", "special-purpose ranges a host may route: 198.18.0.0/15, 192.0.0.0/24", SpecialTargets, []int{80}, nil, "")
 	// 169.254.1.1:53 over TCP: pasta's DNS address, which it maps to the host's resolver
 	// for UDP only; TCP there goes to the link-local address itself.
