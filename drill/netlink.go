@@ -51,6 +51,16 @@ const loopbackIndex = 1
 // setAlias sends RTM_NEWLINK (IFLA_IFALIAS) for interface index to the kernel, with its
 // address named, and returns the kernel's answer (0: made).
 func setAlias(index int, alias string) (syscall.Errno, error) {
+	body := make([]byte, unix.SizeofIfInfomsg)
+	body[0] = unix.AF_UNSPEC
+	binary.NativeEndian.PutUint32(body[4:], uint32(index))
+	return rtnetlink(unix.RTM_NEWLINK, 0, append(body, rtattr(unix.IFLA_IFALIAS, []byte(alias))...))
+}
+
+// rtnetlink sends one request (typ, with flags besides NLM_F_REQUEST|NLM_F_ACK) to the
+// kernel, naming its address as iproute2 does, and returns the kernel's answer (0: made).
+// No rtnetlink socket at all, or a send refused, is the refusal's errno.
+func rtnetlink(typ, flags uint16, body []byte) (syscall.Errno, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
 	if errno, ok := err.(syscall.Errno); ok && (errno == unix.EPERM || errno == unix.EACCES || errno == unix.EAFNOSUPPORT) {
 		return errno, nil
@@ -60,20 +70,13 @@ func setAlias(index int, alias string) (syscall.Errno, error) {
 	}
 	defer unix.Close(fd)
 	ne := binary.NativeEndian
-	attr := 4 + len(alias)
-	total := unix.SizeofNlMsghdr + unix.SizeofIfInfomsg + (attr+3)&^3
-	b := make([]byte, total)
+	total := unix.SizeofNlMsghdr + len(body)
+	b := make([]byte, unix.SizeofNlMsghdr, total)
 	ne.PutUint32(b[0:], uint32(total))
-	ne.PutUint16(b[4:], unix.RTM_NEWLINK)
-	ne.PutUint16(b[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK)
+	ne.PutUint16(b[4:], typ)
+	ne.PutUint16(b[6:], unix.NLM_F_REQUEST|unix.NLM_F_ACK|flags)
 	ne.PutUint32(b[8:], 1) // sequence
-	ifi := b[unix.SizeofNlMsghdr:]
-	ifi[0] = unix.AF_UNSPEC
-	ne.PutUint32(ifi[4:], uint32(index))
-	at := ifi[unix.SizeofIfInfomsg:]
-	ne.PutUint16(at[0:], uint16(attr))
-	ne.PutUint16(at[2:], unix.IFLA_IFALIAS)
-	copy(at[4:], alias)
+	b = append(b, body...)
 	if err := unix.Sendto(fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		if errors.Is(err, unix.EPERM) {
 			return unix.EPERM, nil

@@ -527,6 +527,10 @@ func BuildPlan(in Input) (Plan, error) {
 	netProbe("host", "host's own addresses", hostAddrs, probePorts(hostPorts), nil, "no non-loopback address on host")
 	add(Probe{ID: "net:sandbox-gateway", Group: "network", Name: "sandbox's gateway (host loopback)" + tag, Kind: KindGateway,
 		Ports: probePorts(hostPorts), Want: localWant, Expected: word(localWant, "unreachable")})
+	if in.Tier == TierInternet && !in.Expect.Proxied() {
+		add(loopbackRenameProbe(append(targets(neigh, []int{80}), in.LANTargets...), localWant, word(localWant, "refused")))
+	}
+	netProbe("special-ranges", "special-purpose ranges a host may route: 198.18.0.0/15, 192.0.0.0/24", SpecialTargets, []int{80}, nil, "")
 	// 169.254.1.1:53 over TCP: pasta's DNS address, which it maps to the host's resolver
 	// for UDP only; TCP there goes to the link-local address itself.
 	netProbe("metadata", "link-local: metadata 169.254.169.254, 169.254.1.1 TCP 53", []netip.Addr{netip.MustParseAddr("169.254.169.254")}, []int{80},
@@ -595,6 +599,12 @@ func allowlistProbes(in Input, tag string) []Probe {
 		pr("icmp", "ICMP echo out", KindICMP, icmp, Blocked, "dropped", noAddr),
 	}
 }
+
+// SpecialTargets are what net:special-ranges dials (port 80): one address in each
+// special-purpose range a host may route to a service of its own, as a fake-IP proxy
+// does with 198.18.0.0/15 and a DS-Lite or NAT64 box with 192.0.0.0/24 (policy.Unreachable).
+// The lab's LAN host answers on them (lab.Special).
+var SpecialTargets = []netip.Addr{netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("192.0.0.8")}
 
 // probeable: an address a sandbox could use to reach something outside itself. Loopback
 // is the sandbox's own (in tiers none and internet), link-local v6 needs a zone.

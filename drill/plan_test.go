@@ -53,7 +53,7 @@ func ids(p Plan) []string {
 }
 
 func TestBuildPlanContracts(t *testing.T) {
-	local := []string{"net:lan-gateway", "net:lan-hosts", "net:host", "net:sandbox-gateway", "net:metadata", "net:abstract"}
+	local := []string{"net:lan-gateway", "net:lan-hosts", "net:host", "net:sandbox-gateway", "net:special-ranges", "net:metadata", "net:abstract"}
 	for _, c := range []struct {
 		tier, expect policy.Tier
 		internet     Want

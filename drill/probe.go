@@ -71,7 +71,7 @@ func RunPlan(p Plan) []Observation {
 		case KindHTTP, KindTCP, KindGateway, KindAbstract, KindUDP, KindICMP:
 			wg.Add(1)
 			go func() { defer wg.Done(); out[i] = r.run(pr) }()
-		case KindPidsBound, KindMemoryBound:
+		case KindPidsBound, KindMemoryBound, KindLoopbackRename: // the rename takes the links down
 			late = append(late, pr)
 		default:
 			out[i] = r.run(pr)
@@ -197,6 +197,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeSendZerocopy() // zerocopy.go
 	case KindNetlinkAdmin:
 		o.Seen, o.Detail, err = probeNetlinkAdmin() // netlink.go
+	case KindLoopbackRename:
+		o.Seen, o.Detail, err = r.probeLoopbackRename(pr.Targets) // loopback.go
 	default:
 		o.Seen, o.Detail, err = r.probePorts(pr) // publish.go; else an unknown kind
 	}

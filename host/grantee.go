@@ -193,7 +193,11 @@ func (g *Grantee) touchIncusUser(ctx context.Context) error {
 // DialAs connects to a unix socket with the peer credentials of uid (and gid, the
 // socket's group, for the permission to connect). Only one OS thread takes those
 // credentials (setresuid/setresgid on it alone, not the process-wide syscall.Setuid),
-// and that thread is never handed back: it ends with its goroutine.
+// and it takes its own back before it is unlocked. Ending the goroutine locked is not
+// enough: run on the main thread, which Go never retires but parks, the switch stayed,
+// and the main thread is what /proc/PID shows (TestDialAsLeavesTheProcessItsCredentials).
+// A thread that cannot switch back stays locked (Go retires any other thread with its
+// goroutine) and the dial is refused.
 func DialAs(sock string, uid int, gid string) (net.Conn, error) {
 	g, err := strconv.Atoi(gid)
 	if err != nil {
@@ -205,17 +209,48 @@ func DialAs(sock string, uid int, gid string) (net.Conn, error) {
 	}
 	ch := make(chan res, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread goes with this goroutine
-		keep := ^uintptr(0)    // -1: leave that id as it is
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, keep, uintptr(g), keep); e != 0 {
-			ch <- res{nil, fmt.Errorf("setresgid: %w", e)}
+		runtime.LockOSThread()
+		keep := ^uintptr(0) // -1: leave that id as it is
+		set := func(nr uintptr, id int) error {
+			if _, _, e := unix.RawSyscall(nr, keep, uintptr(id), keep); e != 0 {
+				return e
+			}
+			return nil
+		}
+		euid, egid := unix.Geteuid(), unix.Getegid()
+		// back returns the thread to box's own ids (uid first: it is what may set the gid
+		// back) and unlocks it, or leaves it locked and says why.
+		back := func() error {
+			if err := set(unix.SYS_SETRESUID, euid); err != nil {
+				return fmt.Errorf("setresuid back to %d: %w", euid, err)
+			}
+			if err := set(unix.SYS_SETRESGID, egid); err != nil {
+				return fmt.Errorf("setresgid back to %d: %w", egid, err)
+			}
+			runtime.UnlockOSThread()
+			return nil
+		}
+		if err := set(unix.SYS_SETRESGID, g); err != nil {
+			if berr := back(); berr != nil {
+				err = errors.Join(err, berr)
+			}
+			ch <- res{nil, fmt.Errorf("setresgid: %w", err)}
 			return
 		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, keep, uintptr(uid), keep); e != 0 {
-			ch <- res{nil, fmt.Errorf("setresuid: %w", e)}
+		if err := set(unix.SYS_SETRESUID, uid); err != nil {
+			if berr := back(); berr != nil {
+				err = errors.Join(err, berr)
+			}
+			ch <- res{nil, fmt.Errorf("setresuid: %w", err)}
 			return
 		}
 		c, err := net.Dial("unix", sock)
+		if berr := back(); berr != nil {
+			if c != nil {
+				c.Close()
+			}
+			c, err = nil, berr
+		}
 		ch <- res{c, err}
 	}()
 	r := <-ch

@@ -83,10 +83,10 @@ func TestPlanStackHostSubnets(t *testing.T) {
 	}
 	// The bridge's own interface is the sibling drop's, even when pinned public.
 	in = stackInput
-	in.Gateway = netip.MustParsePrefix("198.18.0.1/24")
-	in.HostNets = []HostNet{{netip.MustParsePrefix("198.18.0.1/24"), BridgeName}}
-	if p, err := PlanStack(in); err != nil || len(dropped(p.ACL, "198.18.0.1")) != 1 {
-		t.Errorf("bridge pinned public: %v, drops %q", err, dropped(p.ACL, "198.18.0.1"))
+	in.Gateway = netip.MustParsePrefix("192.0.2.1/24")
+	in.HostNets = []HostNet{{netip.MustParsePrefix("192.0.2.1/24"), BridgeName}}
+	if p, err := PlanStack(in); err != nil || len(dropped(p.ACL, "192.0.2.1")) != 1 {
+		t.Errorf("bridge pinned public: %v, drops %q", err, dropped(p.ACL, "192.0.2.1"))
 	}
 }
 

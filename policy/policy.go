@@ -67,32 +67,65 @@ func SecretAt(p, home string) string {
 	return ""
 }
 
-// PrivateRanges are the destinations no box may reach on any tier that has a network of
-// its own: RFC 1918, CGNAT, link-local (cloud metadata at 169.254.169.254 included). The
-// vm backend's ACL drops them.
-var PrivateRanges = []netip.Prefix{
-	netip.MustParsePrefix("10.0.0.0/8"),
-	netip.MustParsePrefix("172.16.0.0/12"),
-	netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("169.254.0.0/16"),
+// Range is one entry of Unreachable: a destination range no box reaches, and why.
+type Range struct {
+	Prefix netip.Prefix
+	What   string
+	// ACL: the vm backend's ACL drops it as well (PrivateRanges): every unicast range a
+	// host may route. The others the host's kernel never forwards from the box bridge
+	// (0/8 and 127/8 are martians, multicast needs a multicast router) or box/input
+	// drops on the way to the host itself (240/4 holds the limited broadcast the boxes'
+	// DHCP sends there).
+	ACL bool
 }
 
-// Blocked are the destination ranges the bwrap internet tier never reaches: the
-// private ranges, and also loopback off lo, "this network", multicast and reserved
-// (broadcast included), which a user-mode network helper would otherwise dial from the
-// host. Sorted by address.
-var Blocked = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("10.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("127.0.0.0/8"),
-	netip.MustParsePrefix("169.254.0.0/16"),
-	netip.MustParsePrefix("172.16.0.0/12"),
-	netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("224.0.0.0/4"),
-	netip.MustParsePrefix("240.0.0.0/4"),
+// Unreachable is the one catalogue of destination ranges no box reaches: the IANA IPv4
+// special-purpose registry's ranges that are not globally reachable, multicast, and
+// the reserved block (limited broadcast included). Sorted by address. Blocked and
+// PrivateRanges are read from it.
+//
+// Left open on purpose: the documentation ranges 192.0.2.0/24, 198.51.100.0/24 and
+// 203.0.113.0/24 (the internet routes none of them; a host that numbers its LAN there
+// has that subnet rejected as its own; the drill's lab is numbered in them). IPv6 has no
+// entry: every tier rejects all of it (IsBlocked), so ULA, link-local, multicast, NAT64
+// (64:ff9b::/96 and 64:ff9b:1::/48, which a host's NAT64 would turn into private IPv4),
+// 6to4 (2002::/16), v4-mapped and discard-only (100::/64) are out with the rest.
+var Unreachable = []Range{
+	{netip.MustParsePrefix("0.0.0.0/8"), "this network", false},
+	{netip.MustParsePrefix("10.0.0.0/8"), "private (RFC 1918)", true},
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space (CGNAT)", true},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback", false},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (cloud metadata)", true},
+	{netip.MustParsePrefix("172.16.0.0/12"), "private (RFC 1918)", true},
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments (DS-Lite, NAT64 discovery)", true},
+	{netip.MustParsePrefix("192.168.0.0/16"), "private (RFC 1918)", true},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking (fake-IP VPN and proxy tools route it on the host)", true},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast", false},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved, limited broadcast", false},
 }
+
+// PrivateRanges are the destinations the vm backend's ACL drops: the unicast entries of
+// Unreachable (Range.ACL).
+var PrivateRanges = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, r := range Unreachable {
+		if r.ACL {
+			out = append(out, r.Prefix)
+		}
+	}
+	return out
+}()
+
+// Blocked are the destination ranges the bwrap internet tier never reaches, and the
+// allowlist tier's proxy never dials: every entry of Unreachable, which a user-mode
+// network helper would otherwise dial from the host. Sorted by address.
+var Blocked = func() []netip.Prefix {
+	out := make([]netip.Prefix, len(Unreachable))
+	for i, r := range Unreachable {
+		out[i] = r.Prefix
+	}
+	return out
+}()
 
 // IsBlocked reports whether a lies in Blocked (IPv4-mapped addresses unmapped). Any
 // other IPv6 address counts as blocked: the tiers are IPv4 only.

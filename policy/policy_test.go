@@ -2,6 +2,7 @@ package policy
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -20,12 +21,23 @@ func TestPrivateRangesAreBlocked(t *testing.T) {
 			t.Errorf("IsBlocked(%s) = false", p.Addr())
 		}
 	}
+	for _, s := range []string{"192.0.0.8", "198.18.0.1", "198.19.255.254", "255.255.255.255", "0.0.0.0"} {
+		if !IsBlocked(netip.MustParseAddr(s)) {
+			t.Errorf("IsBlocked(%s) = false", s)
+		}
+	}
+	if !slices.IsSortedFunc(Blocked, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr()) }) {
+		t.Errorf("the catalogue is not sorted by address: %v", Blocked)
+	}
 	for _, s := range []string{"203.0.113.10", "1.1.1.1"} {
 		if IsBlocked(netip.MustParseAddr(s)) {
 			t.Errorf("IsBlocked(%s) = true, want a public address open", s)
 		}
 	}
-	for _, s := range []string{"::1", "fe80::1", "2001:db8::1", "::ffff:192.168.1.1"} {
+	// IPv6 is blocked whole: the registry's special ranges with it (ULA, link-local,
+	// multicast, NAT64 to a private IPv4, 6to4 embedding one, v4-mapped, discard-only).
+	for _, s := range []string{"::1", "fe80::1", "2001:db8::1", "::ffff:192.168.1.1", "fc00::1", "fd00::1", "ff02::1",
+		"64:ff9b::c0a8:101", "64:ff9b:1::a00:1", "2002:c0a8:101::1", "100::1", "::ffff:198.18.0.1", "::"} {
 		if !IsBlocked(netip.MustParseAddr(s)) {
 			t.Errorf("IsBlocked(%s) = false", s)
 		}

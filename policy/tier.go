@@ -85,11 +85,20 @@ func (t Tier) VMCapable() bool { return t == NetNone || t == NetInternet }
 // Explain is what SANDBOX.md tells the agent about its tier ("" for an unknown one).
 func (t Tier) Explain() string { return tierExplain[t] }
 
+// rangeList names the catalogue's ranges (Unreachable) for the agent.
+func rangeList() string {
+	var out []string
+	for _, r := range Unreachable {
+		out = append(out, r.Prefix.String())
+	}
+	return strings.Join(out, ", ")
+}
+
 // tierExplain is each tier in the agent's words: what the sandbox reaches and what to do
 // when something is out of reach.
 var tierExplain = map[Tier]string{
 	NetNone:      "none: there is no network at all (only loopback). Downloads will fail; ask the operator for what you need.",
-	NetInternet:  "internet: the public internet only. The host (its addresses and subnets as of launch), the LAN, private ranges (10/8, 172.16/12, 192.168/16, 100.64/10) and the cloud metadata address (169.254.169.254) are blocked.",
+	NetInternet:  "internet: the public internet only. The host (its addresses and subnets as of launch), the LAN, IPv6, and the private and special-purpose ranges (" + rangeList() + ", the cloud metadata address 169.254.169.254 with them) are blocked.",
 	NetFull:      "full: the host's network, as the operator chose explicitly. Be careful: the LAN and the host's services are reachable.",
 	NetAllowlist: "allowlist: only the host names below, on ports 80 and 443 unless a port is named, through box's proxy (it reads the TLS server name or the HTTP Host; it does not decrypt). Names not listed do not resolve, connections by address are refused, and so are UDP (except DNS), ICMP and IPv6. Proxy variables are not needed: every TCP connection goes through box whatever the program.",
 }

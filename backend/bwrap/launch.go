@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap/inet"
@@ -51,6 +52,12 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 			return pr, fmt.Errorf("internet tier: %w", err)
 		}
 		pr.Net.UnsafeResolverTCP = protectionOff(ProtResolverTCP)
+		pr.Net.UnsafeLoopbackName = protectionOff(ProtLoopbackIndex)
+		if protectionOff(ProtSpecialRanges) {
+			pr.Net.Blocked = slices.DeleteFunc(slices.Clone(inet.Blocked), func(p netip.Prefix) bool {
+				return p == netip.MustParsePrefix("192.0.0.0/24") || p == netip.MustParsePrefix("198.18.0.0/15")
+			})
+		}
 	}
 	if p.Spec.Network.Proxied() {
 		// No uplink: the proxy dials from box's own netns and never to the host's
@@ -75,6 +82,17 @@ const ProtHostLAN = "host-lan"
 // (inet.Options.UnsafeResolverTCP): a test build can switch it off
 // (BOX_UNSAFE_OFF=resolver-tcp), so the drill shows 169.254.1.1:53 reached over TCP.
 const ProtResolverTCP = "resolver-tcp"
+
+// ProtLoopbackIndex is the internet tier's acceptance of loopback by its index, not its
+// name (inet.LoopbackIndex): a test build can switch it off (BOX_UNSAFE_OFF=loopback-index),
+// back to `oifname "lo"`, which the uplink renamed "lo" passes.
+const ProtLoopbackIndex = "loopback-index"
+
+// ProtSpecialRanges is the internet tier's rejection of the special-purpose ranges the
+// session 12 review found open, 192.0.0.0/24 and 198.18.0.0/15 (policy.Unreachable): a
+// test build can switch it off (BOX_UNSAFE_OFF=special-ranges), so the drill's
+// net:special-ranges row shows them reached where the host routes them.
+const ProtSpecialRanges = "special-ranges"
 
 // ProtResolverSearch is the allowlist proxy's rooted lookup (the host's search list
 // never applies): a test build can switch it off (BOX_UNSAFE_OFF=resolver-search), so the

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/heavy-duty/box/internal/testenv"
 )
 
 // fakeIncusd serves a handler on a unix socket, like incusd, for tests of the client's
@@ -224,15 +226,7 @@ func TestHungUpIsTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	testenv.AcceptAndClose(ln)
 	c := New(sock)
 	for i := 0; i < 500; i++ {
 		_, err := c.Server(context.Background())

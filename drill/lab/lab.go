@@ -63,6 +63,10 @@ var (
 	// neighbour in no private range, as on a campus or a hosting provider's shared subnet.
 	LANHostPublic = netip.MustParseAddr("198.51.100.10")
 	Metadata      = netip.MustParseAddr("169.254.169.254")
+	// Special are the LAN host's addresses in special-purpose ranges that a host may
+	// route (a fake-IP proxy's 198.18.0.0/15, a DS-Lite or NAT64 box's 192.0.0.0/24):
+	// the router routes them to it. The drill's net:special-ranges row probes them.
+	Special = []netip.Addr{netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("192.0.0.8")}
 	// LinkLocalDNS is pasta's DNS address (inet.PastaResolver), also a link-local host
 	// the router answers TCP on (port 53): what a helper that does not map TCP reaches.
 	LinkLocalDNS = netip.MustParseAddr("169.254.1.1")
@@ -218,6 +222,10 @@ func (l *Lab) build(ctx context.Context) error {
 		{"ip", "-n", lan, "addr", "add", LANHostPublic.String() + "/24", "dev", "eth0"},
 		{"ip", "-n", lan, "link", "set", "eth0", "up"},
 		{"ip", "-n", lan, "route", "add", "default", "via", RouterLAN.String()},
+		{"ip", "-n", lan, "addr", "add", Special[0].String() + "/32", "dev", "eth0"},
+		{"ip", "-n", lan, "addr", "add", Special[1].String() + "/32", "dev", "eth0"},
+		{"ip", "-n", r, "route", "add", Special[0].String() + "/32", "via", LANHost.String()},
+		{"ip", "-n", r, "route", "add", Special[1].String() + "/32", "via", LANHost.String()},
 
 		{"ip", "-n", r, "link", "add", "wan0", "type", "veth", "peer", "name", "eth0", "netns", in},
 		{"ip", "-n", r, "addr", "add", RouterWAN.String() + "/24", "dev", "wan0"},
@@ -266,6 +274,8 @@ func (l *Lab) services(ctx context.Context) error {
 	}{
 		{RoleLANHost, netip.AddrPortFrom(LANHost, HTTPPort).String(), LANBody},
 		{RoleLANHost, netip.AddrPortFrom(LANHostPublic, HTTPPort).String(), LANBody},
+		{RoleLANHost, netip.AddrPortFrom(Special[0], HTTPPort).String(), LANBody},
+		{RoleLANHost, netip.AddrPortFrom(Special[1], HTTPPort).String(), LANBody},
 		{RoleInet, netip.AddrPortFrom(SearchHost, HTTPPort).String(), SearchBody},
 		{RoleRouter, netip.AddrPortFrom(Metadata, HTTPPort).String(), MetadataBody},
 		{RoleRouter, netip.AddrPortFrom(LinkLocalDNS, 53).String(), MetadataBody},

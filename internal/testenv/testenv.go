@@ -5,6 +5,7 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -76,4 +77,18 @@ func User(t testing.TB) (uid, gid int) {
 	uid, _ = strconv.Atoi(u.Uid)
 	gid, _ = strconv.Atoi(u.Gid)
 	return uid, gid
+}
+
+// AcceptAndClose serves ln in the background by closing every connection it accepts,
+// until ln is closed: a peer whose only answer is that the connect was made.
+func AcceptAndClose(ln net.Listener) {
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 }

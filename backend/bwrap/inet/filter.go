@@ -116,8 +116,12 @@ func (r Rule) exprs() []expr.Any {
 	var e []expr.Any
 	cmp := func(data []byte) { e = append(e, &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: data}) }
 	if r.OifLo {
+		e = append(e, &expr.Meta{Key: expr.MetaKeyOIF, Register: 1})
+		cmp(binary.NativeEndian.AppendUint32(nil, LoopbackIndex))
+	}
+	if r.OifName != "" {
 		e = append(e, &expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1})
-		cmp(ifname("lo"))
+		cmp(ifname(r.OifName))
 	}
 	if r.IPv6 {
 		e = append(e, &expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1})

@@ -68,7 +68,19 @@ type Options struct {
 	// UnsafeResolverTCP lets TCP to pasta's resolver address through as well (test
 	// builds only, BOX_UNSAFE_OFF=resolver-tcp): pasta sends it to the real 169.254.1.1.
 	UnsafeResolverTCP bool
+	// Blocked are the ranges rejected besides the host's own (nil: Blocked, the policy
+	// catalogue; a test build's BOX_UNSAFE_OFF=special-ranges passes fewer).
+	Blocked []netip.Prefix
+	// UnsafeLoopbackName accepts loopback by its name, "lo", instead of its index (test
+	// builds only, BOX_UNSAFE_OFF=loopback-index): an uplink renamed "lo" then passes.
+	UnsafeLoopbackName bool
 }
+
+// LoopbackIndex is lo's interface index in every network namespace (the kernel's
+// LOOPBACK_IFINDEX): lo is registered first and can be renamed but never removed, and no
+// other interface can take its index. The filters accept loopback by it: a name is the
+// namespace owner's to change, and an uplink renamed "lo" would pass for loopback.
+const LoopbackIndex = 1
 
 // Resolve returns opts with a concrete Helper and the programs' paths, or an error that
 // says what is missing. Attach resolves by itself; call Resolve before launching bwrap to

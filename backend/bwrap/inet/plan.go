@@ -33,7 +33,8 @@ const (
 
 // Rule is one rule of the output chain. Every set field must match.
 type Rule struct {
-	OifLo   bool         // oifname "lo"
+	OifLo   bool         // oif 1: lo by its index (LoopbackIndex), never by its name
+	OifName string       // oifname NAME: only the unsafe build's loopback by name
 	IPv6    bool         // meta nfproto ipv6
 	Daddr   netip.Prefix // ip daddr, or ip6 daddr for an IPv6 prefix; invalid = any
 	NotDst  bool         // Daddr negated: ip daddr != PREFIX
@@ -53,7 +54,8 @@ type Ruleset struct {
 // Plan returns the egress filter for opts. It is pure: the host's addresses and the
 // resolver come in through opts, nothing is probed.
 //
-// In order: loopback is accepted (the sandbox's own lo, not the host's); IPv6 is rejected
+// In order: loopback is accepted (the sandbox's own lo, not the host's: matched by its
+// index, which no rename moves, TestLoopbackByIndexHoldsAgainstRename); IPv6 is rejected
 // (the helpers run IPv4 only, this makes it hold even if one did not); DNS to the tier's
 // resolver (udp 53, and tcp 53 where the helper maps it: the one exception) is accepted; Blocked ranges, the
 // host's own subnets (its LAN, however numbered) and every host address are rejected; the
@@ -61,17 +63,25 @@ type Ruleset struct {
 func Plan(opts Options) Ruleset {
 	rs := Ruleset{Table: TableName, Chain: ChainName}
 	add := func(r Rule) { rs.Rules = append(rs.Rules, r) }
-	add(Rule{OifLo: true, Verdict: Accept})
+	if opts.UnsafeLoopbackName {
+		add(Rule{OifName: "lo", Verdict: Accept})
+	} else {
+		add(Rule{OifLo: true, Verdict: Accept})
+	}
 	add(Rule{IPv6: true, Verdict: Reject})
 	if r := ResolverAddr(opts.Helper); r.IsValid() {
 		for _, p := range resolverProtos(opts) {
 			add(Rule{Daddr: netip.PrefixFrom(r, 32), Proto: p, Dport: 53, Verdict: Accept})
 		}
 	}
-	for _, p := range Blocked {
+	blocked := opts.Blocked
+	if blocked == nil {
+		blocked = Blocked
+	}
+	for _, p := range blocked {
 		add(Rule{Daddr: p, Verdict: Reject})
 	}
-	for _, a := range hostBlocks(opts.HostAddrs, opts.HostNets) {
+	for _, a := range hostBlocks(blocked, opts.HostAddrs, opts.HostNets) {
 		add(Rule{Daddr: a, Verdict: Reject})
 	}
 	return rs
@@ -92,10 +102,10 @@ func resolverProtos(opts Options) []string {
 // hostBlocks returns the host's IPv4 subnets and addresses not already inside a Blocked
 // range (an address not inside one of the subnets either), sorted and deduplicated
 // (IPv6 is rejected wholesale).
-func hostBlocks(addrs []netip.Addr, nets []netip.Prefix) []netip.Prefix {
+func hostBlocks(blocked []netip.Prefix, addrs []netip.Addr, nets []netip.Prefix) []netip.Prefix {
 	var out []netip.Prefix
 	inside := func(a netip.Prefix) bool {
-		return slices.ContainsFunc(Blocked, func(p netip.Prefix) bool { return p.Overlaps(a) && p.Bits() <= a.Bits() })
+		return slices.ContainsFunc(blocked, func(p netip.Prefix) bool { return p.Overlaps(a) && p.Bits() <= a.Bits() })
 	}
 	for _, n := range nets {
 		n = n.Masked()
@@ -135,7 +145,10 @@ func (rs Ruleset) String() string {
 func (r Rule) String() string {
 	var parts []string
 	if r.OifLo {
-		parts = append(parts, `oifname "lo"`)
+		parts = append(parts, `oif "lo"`) // nft prints the index by the name it has now
+	}
+	if r.OifName != "" {
+		parts = append(parts, fmt.Sprintf("oifname %q", r.OifName))
 	}
 	if r.IPv6 {
 		parts = append(parts, "meta nfproto ipv6")

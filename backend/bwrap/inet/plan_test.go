@@ -76,7 +76,7 @@ func TestPlanRejectsHostSubnets(t *testing.T) {
 			t.Errorf("redundant rule %s (inside a subnet or a blocked range)", r)
 		}
 	}
-	if got := hostBlocks(nil, []netip.Prefix{netip.MustParsePrefix("198.51.100.77/24")}); len(got) != 1 || got[0] != netip.MustParsePrefix("198.51.100.0/24") {
+	if got := hostBlocks(Blocked, nil, []netip.Prefix{netip.MustParsePrefix("198.51.100.77/24")}); len(got) != 1 || got[0] != netip.MustParsePrefix("198.51.100.0/24") {
 		t.Errorf("an unmasked subnet: %v, want 198.51.100.0/24", got)
 	}
 }
