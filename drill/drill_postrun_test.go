@@ -28,6 +28,7 @@ func TestDrillHostExec(t *testing.T) {
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)
 	r.want(t, hostExecRow, drill.Pass)
 	r.want(t, "protect:rebase-exec", drill.Pass)
+	r.want(t, "protect:entry:.lfsconfig", drill.Pass) // git-lfs's URLs (session 12)
 	if !strings.Contains(r.rows[hostExecRow].Observed, "the host's git status ran nothing") {
 		t.Errorf("observed %q", r.rows[hostExecRow].Observed)
 	}
@@ -58,6 +59,8 @@ func TestDrillHostExecBreachAuditOff(t *testing.T) {
 	r.want(t, hostExecRow, drill.Breach)
 	// The rebase left stopped with an exec line: only the audit takes it away.
 	r.want(t, "protect:rebase-exec", drill.Breach)
+	// A planted .lfsconfig (absent at launch) is the audit's to move aside too.
+	r.want(t, "protect:entry:.lfsconfig", drill.Breach)
 	if r.code != 1 {
 		t.Errorf("exit %d, want 1", r.code)
 	}
