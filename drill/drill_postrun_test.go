@@ -28,7 +28,6 @@ func TestDrillHostExec(t *testing.T) {
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)
 	r.want(t, hostExecRow, drill.Pass)
 	r.want(t, "protect:rebase-exec", drill.Pass)
-	r.want(t, "protect:entry:.lfsconfig", drill.Pass) // git-lfs's URLs (session 12)
 	if !strings.Contains(r.rows[hostExecRow].Observed, "the host's git status ran nothing") {
 		t.Errorf("observed %q", r.rows[hostExecRow].Observed)
 	}
@@ -59,8 +58,6 @@ func TestDrillHostExecBreachAuditOff(t *testing.T) {
 	r.want(t, hostExecRow, drill.Breach)
 	// The rebase left stopped with an exec line: only the audit takes it away.
 	r.want(t, "protect:rebase-exec", drill.Breach)
-	// A planted .lfsconfig (absent at launch) is the audit's to move aside too.
-	r.want(t, "protect:entry:.lfsconfig", drill.Breach)
 	if r.code != 1 {
 		t.Errorf("exit %d, want 1", r.code)
 	}
@@ -114,5 +111,23 @@ func TestDrillHostExecBreachWithoutAudit(t *testing.T) {
 		if ents, _ := filepath.Glob(filepath.Join(w.proj, ".box-drill-*")); len(ents) != 0 {
 			t.Errorf("Settle left %v", ents)
 		}
+	}
+}
+
+// A planted .lfsconfig (git-lfs's server URLs, hostile review session 12): absent at
+// launch, the plant lands and the post-run audit must move it aside; with the audit off
+// (a test build, BOX_UNSAFE_OFF=audit) the host finds it: BREACH.
+func TestDrillLFSConfig(t *testing.T) {
+	const row = "protect:entry:.lfsconfig"
+	for _, off := range []bool{false, true} {
+		w, l := labWorld(t)
+		want := drill.Pass
+		if off {
+			w.withProtectionOff(t, "audit")
+			want = drill.Breach
+		}
+		r := w.drill(l, "--network", "none", "--group", "protect")
+		t.Logf("box drill, audit off %v (exit %d): %s %q", off, r.code, r.rows[row].Status, r.rows[row].Observed)
+		r.want(t, row, want)
 	}
 }

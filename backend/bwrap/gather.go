@@ -104,6 +104,11 @@ func Gather(r Request, o Outside) (Facts, error) {
 		if pset, err := protect.Build(f.Tree, protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop}); err == nil {
 			f.GitConfigs = readGitConfigs(gitConfigFiles(pset))
 		}
+		if f.GitConfigs == nil {
+			f.GitConfigs = map[string]GitConfigRead{}
+		}
+		f.SystemGitConfigs = systemGitConfigs(envMap(o.Environ), f.GitConfigs)
+		f.SystemSecrets = readSystemSecrets()
 	}
 	phase.Mark("gather:scan")
 	if err := gatherDevShell(r, o, &f); err != nil { // devshell.go
