@@ -201,3 +201,22 @@ func TestLandlockDrillGitCredRow(t *testing.T) {
 		t.Errorf("refusal off: %s %q", got.Status, got.Observed)
 	}
 }
+
+// Other credential files under /etc (policy.SystemSecrets): readable inside, which box
+// cannot hide without breaking the tools that read them, so it names file and key
+// before launch, never the value; a harmless file is not named.
+func TestSystemSecretFilesNamed(t *testing.T) {
+	testenv.RequireRoot(t)
+	w := boxtest.NewWorld(t)
+	etc := newEtcOverlay(t, "[core]\n\tautocrlf = input\n")
+	os.WriteFile(filepath.Join(etc.upper, "npmrc"), []byte("//registry.npmjs.org/:_authToken=npm_MARKERSYSNPM4f1aaaaaaaaaaaaaaaaaaaaaaaaa\n"), 0o644)
+	os.WriteFile(filepath.Join(etc.upper, "pip.conf"), []byte("[global]\ntimeout = 60\n"), 0o644)
+	r := etc.run(w, "run", "-y", "--", "true")
+	t.Logf("exit %d\n%s", r.Code, r.Stderr)
+	if r.Code != 0 || !strings.Contains(r.Stderr, "/etc/npmrc (npm's global config) looks like it holds a credential (//registry.npmjs.org/:_authToken)") {
+		t.Errorf("box did not name /etc/npmrc and its key")
+	}
+	if strings.Contains(r.Stderr, "MARKERSYSNPM") || strings.Contains(r.Stderr, "/etc/pip.conf") || strings.Contains(r.Stderr, "/etc/gitconfig") {
+		t.Errorf("box printed a value, or named a harmless file")
+	}
+}
