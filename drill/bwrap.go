@@ -127,12 +127,24 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	probe := []string{ProbePath, ProbeSubcommand}
 	binds := []bwrap.Mount{{Src: exe, Dst: ProbePath}}
 	p, unlock, err := b.Resolve(probe, binds)
+	if err == nil && p.Isolation.Mode == bwrap.IsolationAuto {
+		// Whether auto falls back is known before the plants (a trial sandbox), so its
+		// Landlock mode's refusal of the fixture's credential comes here, not at launch.
+		if err = p.ChooseIsolation(stderr); err != nil {
+			unlock()
+		}
+	}
 	var credErr *bwrap.GitCredsError
 	if errors.As(err, &credErr) && fixture != nil && fixture.GitCred != "" {
 		// The Landlock mode refuses the fixture's planted credential (gitcreds.go): the
-		// drill goes on without it, and the row says why.
+		// protection holding. The drill goes on without it, and the row says so.
 		if err = fixture.DropGitCred(); err == nil {
 			p, unlock, err = b.Resolve(probe, binds)
+		}
+		if err == nil && p.Isolation.Mode == bwrap.IsolationAuto {
+			if err = p.ChooseIsolation(stderr); err != nil {
+				unlock()
+			}
 		}
 	}
 	if err != nil {
@@ -184,7 +196,8 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
 		Limits:  bwrapLimits(p.Spec),
 		Fixture: fixture, Dropped: p.Protect.Dropped, ReadOnly: p.Protect.ReadOnly(),
-		AgentState: agentState, AgentStateInside: agentInside,
+		SystemGitCreds: p.SystemGitCreds,
+		AgentState:     agentState, AgentStateInside: agentInside,
 		AbstractScoped: p.Spec.ScopeAbstract,
 	}
 	if err := allowlistInput(&in, p.Spec, o); err != nil {

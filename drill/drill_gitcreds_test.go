@@ -6,6 +6,8 @@ package drill_test
 // redaction switched off in a test build (BOX_UNSAFE_OFF=git-creds), BREACH.
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,6 +30,35 @@ func TestDrillGitConfigCredential(t *testing.T) {
 		r.want(t, gitCredRow, want)
 		if !off && !strings.Contains(row.Observed, "without the credential") {
 			t.Errorf("redaction on: the probe did not read the copy: %q", row.Observed)
+		}
+	}
+}
+
+// The system git config's row (hostile review, session 12): the lab lays an /etc of the
+// test's own over the machine's (an overlay in the drill's private mount namespace)
+// whose gitconfig holds a credential; the probe reads /etc/gitconfig inside. PASS: a
+// copy without it. With the redaction off (BOX_UNSAFE_OFF=system-git-creds), BREACH.
+func TestDrillSystemGitConfigCredential(t *testing.T) {
+	const row = "secret:system-git-config"
+	for _, off := range []bool{false, true} {
+		w, l := labWorld(t)
+		d := t.TempDir()
+		l.EtcUpper, l.EtcWork = filepath.Join(d, "upper"), filepath.Join(d, "work")
+		os.MkdirAll(l.EtcWork, 0o755)
+		os.MkdirAll(l.EtcUpper, 0o755)
+		if err := os.WriteFile(filepath.Join(l.EtcUpper, "gitconfig"), []byte("[http]\n\textraheader = AUTHORIZATION: bearer box-drill-sys-7d2\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := drill.Pass
+		if off {
+			w.withProtectionOff(t, "system-git-creds")
+			want = drill.Breach
+		}
+		r := w.drill(l, "--network", "none", "--group", "secrets")
+		t.Logf("box drill, redaction off %v (exit %d): %s %q", off, r.code, r.rows[row].Status, r.rows[row].Observed)
+		r.want(t, row, want)
+		if strings.Contains(r.stdout+r.stderr, "box-drill-sys-7d2") {
+			t.Errorf("the drill printed the credential's value")
 		}
 	}
 }

@@ -4,13 +4,16 @@ package drill
 // as CI leaves them (actions/checkout's http.<url>.extraheader, a token in a remote
 // URL); the probe reads the file as any process inside would. The namespaces mode binds
 // a copy without them (backend/bwrap/gitcreds.go); the Landlock mode refuses to launch
-// with them, so there the drill takes them out and the row says why it is not drilled.
+// with them (isolation auto too, where it falls back), which is the protection holding:
+// the drill takes them out, runs, and the row says PASS, refused.
 
 import (
 	"errors"
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/heavy-duty/box/backend/bwrap"
 )
 
 // KindGitCred: Targets[0] is a git config file, Targets[1] the marker of the credential
@@ -40,7 +43,7 @@ func (f *Fixture) DropGitCred() error {
 	if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
 		return err
 	}
-	f.Orig[p], f.GitCred = c, ""
+	f.Orig[p], f.GitCred, f.GitCredRefused = c, "", true
 	return nil
 }
 
@@ -50,8 +53,12 @@ func gitCredProbe(in Input) Probe {
 	switch f := in.Fixture; {
 	case f == nil:
 		p.Skip = "no fixture"
+	case f.GitCredRefused:
+		// The refusal is the protection: the probe still reads the file, now without it.
+		p.Targets = []string{f.HpConfig(), ""}
+		p.Expected = "a copy without it, or a refusal to launch"
 	case f.GitCred == "":
-		p.Skip = "the Landlock mode refuses to launch while a git config holds a credential (it cannot bind a copy over it)"
+		p.Skip = "no credential planted"
 	default:
 		p.Targets = []string{f.HpConfig(), f.GitCred}
 	}
@@ -63,6 +70,9 @@ func probeGitCred(targets []string) (bool, string, error) {
 	if len(targets) != 2 {
 		return false, "", errors.New("git-cred probe without its targets")
 	}
+	if targets[1] == "" {
+		return false, "box refused to launch while the config held the credential (the Landlock mode cannot hide it); the drill ran without it", nil
+	}
 	data, err := os.ReadFile(targets[0])
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.EACCES) {
@@ -72,6 +82,40 @@ func probeGitCred(targets []string) (bool, string, error) {
 	}
 	if strings.Contains(string(data), targets[1]) {
 		return true, "read the credential", nil
+	}
+	return false, "read a copy without the credential", nil
+}
+
+// KindSystemGitCred: Targets are the system git configs holding a credential on the
+// host (/etc/gitconfig, its includes); a credential read in any = seen.
+const KindSystemGitCred Kind = "system-git-cred"
+
+// systemGitCredProbe: the system config's row. The plan holds the files' names, never a
+// value: the probe finds a credential by the same rule box applies (postrun.Credential).
+func systemGitCredProbe(in Input) Probe {
+	p := Probe{ID: "secret:system-git-config", Group: "secrets", Name: "a credential in the system git config (" + bwrap.SystemGitConfig + ", its includes)",
+		Kind: KindSystemGitCred, Want: Blocked, Expected: "a copy without it"}
+	if len(in.SystemGitCreds) == 0 {
+		p.Skip = "no credential in the system git config here"
+	} else {
+		p.Targets = in.SystemGitCreds
+	}
+	return p
+}
+
+// probeSystemGitCred (inside) reads each config and looks for a credential.
+func probeSystemGitCred(targets []string) (bool, string, error) {
+	for _, t := range targets {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			if errors.Is(err, os.ErrPermission) || errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return false, "", err
+		}
+		if bwrap.HoldsGitCredential(data) {
+			return true, "read a credential in " + t, nil
+		}
 	}
 	return false, "read a copy without the credential", nil
 }

@@ -190,6 +190,9 @@ type Input struct {
 	// and AgentStateInside where the sandbox writes it ("": none; the link-out row skips).
 	AgentState, AgentStateInside string
 	Dropped                      []string
+	// SystemGitCreds are the system git configs that hold a credential on the host
+	// (backend/bwrap's Plan.SystemGitCreds; gitcreds.go).
+	SystemGitCreds []string
 	// ReadOnly are the protected set's read-only paths (the dev shell row's guard).
 	ReadOnly []string
 	// NixDaemon: the profile opted in to the host's nix-daemon (nix = "daemon").
@@ -452,6 +455,7 @@ func BuildPlan(in Input) (Plan, error) {
 	add(mainRebaseProbe(in, name))     // drill/unknowns.go
 	add(devShellImportProbe(in))       // drill/devshell_import.go
 	add(gitCredProbe(in))              // drill/gitcreds.go
+	add(systemGitCredProbe(in))        // drill/gitcreds.go
 
 	// Network, by the contract of in.Expect.
 	inetWant, localWant, why := contract(in.Expect)

@@ -191,6 +191,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeDevShellImport(pr.Targets)
 	case KindGitCred:
 		o.Seen, o.Detail, err = probeGitCred(pr.Targets) // gitcreds.go
+	case KindSystemGitCred:
+		o.Seen, o.Detail, err = probeSystemGitCred(pr.Targets) // gitcreds.go
 	case KindSSHAgent:
 		o.Seen, o.Detail, err = r.probeSSHAgent(pr.Targets) // sshagent.go
 	case KindSendZerocopy:

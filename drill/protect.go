@@ -87,8 +87,11 @@ type Fixture struct {
 	// Shell is a project (a nested repository) whose protected flake.nix imports
 	// nix/shell.nix; Secret a file of the operator's, in Markers (devshell_import.go).
 	Shell, Secret string
-	// GitCred is the marker of the credentials in Hp's config (gitcreds.go; "" none).
-	GitCred string
+	// GitCred is the marker of the credentials in Hp's config (gitcreds.go; "" none);
+	// GitCredRefused: box refused to launch with them (the Landlock mode), so the drill
+	// took them out.
+	GitCred        string
+	GitCredRefused bool
 	// Orig is each protected file's content as the fixture made it.
 	Orig map[string]string
 }

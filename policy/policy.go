@@ -141,3 +141,30 @@ func IsBlocked(a netip.Addr) bool {
 	}
 	return false
 }
+
+// SystemSecret is a well-known file under the system paths (read-only, readable inside
+// every sandbox) that holds credentials when an administrator puts them there.
+type SystemSecret struct {
+	Path string // absolute; a glob pattern for a directory of them
+	What string
+}
+
+// SystemSecrets are the files box checks before launch and names, file and key, when
+// one holds what looks like a credential: the sandbox can read them (box hides only the
+// git configs', backend/bwrap/gitcreds.go).
+var SystemSecrets = []SystemSecret{
+	{"/etc/environment", "the login environment (pam_env)"},
+	{"/etc/npmrc", "npm's global config"},
+	{"/usr/etc/npmrc", "npm's global config"},
+	{"/usr/local/etc/npmrc", "npm's global config"},
+	{"/etc/pip.conf", "pip's global config"},
+	{"/etc/xdg/pip/pip.conf", "pip's global config"},
+	{"/etc/boto.cfg", "boto's and gsutil's config"},
+	{"/etc/nix/nix.conf", "Nix's config (access-tokens)"},
+	{"/etc/nix/netrc", "Nix's netrc for private caches"},
+	{"/etc/apt/auth.conf", "apt's repository logins"},
+	{"/etc/apt/auth.conf.d/*", "apt's repository logins"},
+	{"/etc/rancher/k3s/k3s.yaml", "k3s's admin kubeconfig"},
+	{"/etc/kubernetes/admin.conf", "Kubernetes' admin kubeconfig"},
+	{"/etc/gemrc", "RubyGems' global config"},
+}

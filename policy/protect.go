@@ -208,6 +208,10 @@ var protectEntries = []ProtectEntry{
 	{Name: ".helix", Scope: ScopeProject, Path: ".helix", Dir: true, Why: "Helix obeys .helix/languages.toml and config.toml: the language servers and formatters they name start when you open a file"},
 	{Name: ".clinerules", Scope: ScopeProject, Path: ".clinerules", Dir: true, Why: "Cline runs the hook scripts in .clinerules/hooks and obeys its rules and workflows"},
 	{Name: ".gitmodules", Scope: ScopeProject, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},
+	// git-lfs reads .lfsconfig at the top of the work tree for its server URLs: a planted
+	// lfs.url or lfs.pushurl sends the next git push's LFS objects, and the credentials
+	// git credential fill gives for that URL, where it names (hostile review, session 12).
+	{Name: ".lfsconfig", Scope: ScopeProject, Path: ".lfsconfig", Why: "git-lfs obeys its lfs.url, lfs.pushurl, remote.*.lfsurl and lfs.<url>.access on every fetch and push: LFS objects, and the credentials for that URL, go to the server it names"},
 	{Name: ".npmrc", Scope: ScopeProject, Path: ".npmrc", Why: "npm obeys it on every command (script-shell, node-options=--require, registry)"},
 	{Name: ".yarnrc.yml", Scope: ScopeProject, Path: ".yarnrc.yml", Why: "yarn runs the file yarnPath names instead of itself"},
 	{Name: ".yarnrc", Scope: ScopeProject, Path: ".yarnrc", Why: "yarn classic runs yarn-path instead of itself"},

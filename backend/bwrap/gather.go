@@ -106,6 +106,11 @@ func Gather(r Request, o Outside) (Facts, error) {
 		if f.Built.Err == nil {
 			f.GitConfigs = readGitConfigs(gitConfigFiles(f.Built.Set))
 		}
+		if f.GitConfigs == nil {
+			f.GitConfigs = map[string]GitConfigRead{}
+		}
+		f.SystemGitConfigs = systemGitConfigs(envMap(o.Environ), f.GitConfigs)
+		f.SystemSecrets = readSystemSecrets()
 	}
 	phase.Mark("gather:scan")
 	if err := gatherDevShell(r, o, &f); err != nil { // devshell.go

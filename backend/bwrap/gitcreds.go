@@ -24,6 +24,19 @@ import (
 // it off (BOX_UNSAFE_OFF=git-creds), so the drill shows the marker read.
 const ProtGitCreds = "git-creds"
 
+// ProtSystemGitCreds is the same redaction for the git configs the sandbox reads under
+// the system paths (/etc/gitconfig and what it includes): BOX_UNSAFE_OFF=system-git-creds.
+const ProtSystemGitCreds = "system-git-creds"
+
+// SystemGitConfig is git's system config on every distribution box knows (Debian's,
+// Fedora's, Arch's and NixOS's git are built with sysconfdir=/etc). /etc is bound
+// read-only inside, so any process there reads it; git inside does not (box points
+// GIT_CONFIG_SYSTEM at its own file), but cat does.
+const SystemGitConfig = "/etc/gitconfig"
+
+// gitIncludeDepth is git's own bound on nested includes.
+const gitIncludeDepth = 10
+
 // gitConfigEntries are the protected set's entries git reads as config.
 var gitConfigEntries = []string{"git:config", "git:config.worktree", "git:include"}
 
@@ -109,45 +122,131 @@ func readGitConfigs(files []string) map[string]GitConfigRead {
 	return m
 }
 
-// resolveGitCreds finds the credentials in pset's git configs (read into reads) and
-// plans a redacted copy of each file holding one. A file not read or not parsed is a
-// refusal; so is a copy that still holds a credential.
-func (p *Plan) resolveGitCreds(pset protect.Set, reads map[string]GitConfigRead, instanceDir string) error {
-	if protectionOff(ProtGitCreds) {
-		return nil
-	}
-	for _, file := range gitConfigFiles(pset) {
-		r, ok := reads[file]
-		if !ok {
-			r.Err = errors.New("not read before launch")
+// systemGitConfigs are the git configs outside the working directory that the sandbox
+// can read, for Facts: /etc/gitconfig, the operator's global configs where they lie
+// under a system path (GIT_CONFIG_GLOBAL=/etc/..., an XDG_CONFIG_HOME under /opt), and
+// what they include there, read into reads (which may hold the protected set's already).
+// A file missing or not readable by the operator is left out: the sandbox, the same
+// user, cannot read it either. Any other failure stays in reads, for Resolve to refuse.
+func systemGitConfigs(env map[string]string, reads map[string]GitConfigRead) []string {
+	var out []string
+	var visit func(path string, depth int)
+	visit = func(path string, depth int) {
+		if _, seen := reads[path]; seen || depth > gitIncludeDepth || !underSystemPath(path) {
+			return
 		}
+		r := readGitConfigs([]string{path})[path]
+		if errors.Is(r.Err, os.ErrNotExist) || errors.Is(r.Err, os.ErrPermission) {
+			return
+		}
+		reads[path] = r
+		out = append(out, path)
 		if r.Err != nil {
-			return errs.WithHint(&GitConfigError{File: file, Err: r.Err}, "make it a readable regular file (git cannot use it either), or remove it")
+			return
 		}
 		entries, err := postrun.ParseConfig(r.Data)
 		if err != nil {
-			return errs.WithHint(&GitConfigError{File: file, Err: err}, "fix the line (git refuses the file too: git config --file FILE --list)")
+			return // Resolve refuses the file
 		}
-		var found []GitCred
 		for _, e := range entries {
-			if where, ok := postrun.Credential(e); ok {
-				found = append(found, GitCred{File: file, Key: postrun.CredentialName(e), Where: where})
+			if sec, _, key := e.Parts(); (sec == "include" || sec == "includeif") && key == "path" && e.Value != "" {
+				inc := e.Value
+				if strings.HasPrefix(inc, "~") {
+					continue // the operator's home, hidden inside
+				}
+				if !filepath.IsAbs(inc) {
+					inc = filepath.Join(filepath.Dir(path), inc)
+				}
+				visit(filepath.Clean(inc), depth+1)
 			}
 		}
-		if len(found) == 0 {
-			continue
+	}
+	visit(SystemGitConfig, 0)
+	for _, g := range globalGitConfigs(env) {
+		visit(g, 0)
+	}
+	return out
+}
+
+// underSystemPath reports whether p lies in a system path the sandbox sees read-only.
+func underSystemPath(p string) bool {
+	for _, s := range systemPaths {
+		if strings.HasPrefix(p, s+"/") {
+			return true
 		}
-		data, err := postrun.Redact(entries)
-		if err != nil {
-			return errs.WithHint(&GitConfigError{File: file, Err: err}, "remove the credential from the config (git config --file FILE --unset KEY) and use a credential helper")
+	}
+	return false
+}
+
+// resolveGitCreds finds the credentials in pset's git configs and in the system ones
+// the sandbox reads (all read into reads) and plans a redacted copy of each file holding
+// one. A file not read or not parsed is a refusal; so is a copy that still holds a
+// credential.
+func (p *Plan) resolveGitCreds(pset protect.Set, system []string, reads map[string]GitConfigRead, instanceDir string) error {
+	for _, file := range system {
+		if HoldsGitCredential(reads[file].Data) {
+			p.SystemGitCreds = append(p.SystemGitCreds, file)
 		}
-		p.GitCreds = append(p.GitCreds, found...)
-		p.Spec.Redacted = append(p.Spec.Redacted, RedactedConfig{
-			Path: file, Copy: filepath.Join(instanceDir, "git-redacted", fmt.Sprintf("%d.config", len(p.Spec.Redacted))), Data: data,
-		})
-		for _, c := range found {
-			p.warn("%s holds a credential (%s, in its %s): the sandbox sees a copy without it", c.File, c.Key, c.Where)
+	}
+	var files []string
+	if !protectionOff(ProtGitCreds) {
+		files = gitConfigFiles(pset)
+	}
+	if !protectionOff(ProtSystemGitCreds) {
+		files = append(files, system...)
+	}
+	for _, file := range files {
+		if err := p.redactGitConfig(file, reads, instanceDir); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// HoldsGitCredential reports whether a git config holds a credential (postrun.Credential);
+// a config that does not parse holds none it can say.
+func HoldsGitCredential(data []byte) bool {
+	entries, _ := postrun.ParseConfig(data)
+	for _, e := range entries {
+		if _, ok := postrun.Credential(e); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// redactGitConfig plans the redacted copy of one config, if it holds a credential.
+func (p *Plan) redactGitConfig(file string, reads map[string]GitConfigRead, instanceDir string) error {
+	r, ok := reads[file]
+	if !ok {
+		r.Err = errors.New("not read before launch")
+	}
+	if r.Err != nil {
+		return errs.WithHint(&GitConfigError{File: file, Err: r.Err}, "make it a readable regular file (git cannot use it either), or remove it")
+	}
+	entries, err := postrun.ParseConfig(r.Data)
+	if err != nil {
+		return errs.WithHint(&GitConfigError{File: file, Err: err}, "fix the line (git refuses the file too: git config --file FILE --list)")
+	}
+	var found []GitCred
+	for _, e := range entries {
+		if where, ok := postrun.Credential(e); ok {
+			found = append(found, GitCred{File: file, Key: postrun.CredentialName(e), Where: where})
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	data, err := postrun.Redact(r.Data, entries)
+	if err != nil {
+		return errs.WithHint(&GitConfigError{File: file, Err: err}, "remove the credential from the config (git config --file FILE --unset KEY) and use a credential helper")
+	}
+	p.GitCreds = append(p.GitCreds, found...)
+	p.Spec.Redacted = append(p.Spec.Redacted, RedactedConfig{
+		Path: file, Copy: filepath.Join(instanceDir, "git-redacted", fmt.Sprintf("%d.config", len(p.Spec.Redacted))), Data: data,
+	})
+	for _, c := range found {
+		p.warn("%s holds a credential (%s, in its %s): the sandbox sees a copy without it", c.File, c.Key, c.Where)
 	}
 	return nil
 }

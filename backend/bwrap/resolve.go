@@ -120,8 +120,14 @@ type Facts struct {
 	// instead of building it again (protect.Build is a pure function of Tree and the
 	// options; in a tree of 50 repositories it is thousands of paths, 20 ms of CPU).
 	Built *BuiltSet
-	// GitConfigs are the protected set's git config files as read (gitcreds.go).
+	// GitConfigs are the protected set's git config files as read, and the system ones
+	// (gitcreds.go).
 	GitConfigs map[string]GitConfigRead
+	// SystemGitConfigs are the git configs under the system paths the sandbox can read
+	// (/etc/gitconfig and its includes), in GitConfigs.
+	SystemGitConfigs []string
+	// SystemSecrets are policy.SystemSecrets' files as read (syssecrets.go).
+	SystemSecrets map[string]GitConfigRead
 	// LegacyInstance is the shared instance directory of earlier versions, when it
 	// exists ("" otherwise).
 	LegacyInstance string
@@ -197,6 +203,9 @@ type Plan struct {
 	// GitCreds are the credentials found in the repository's git configs (gitcreds.go):
 	// hidden by Spec.Redacted, refused in the Landlock mode.
 	GitCreds []GitCred
+	// SystemGitCreds are the git configs under the system paths that hold a credential
+	// (gitcreds.go), found whether or not a test build hides them: the drill's row.
+	SystemGitCreds []string
 	// SSH is the filtering ssh-agent (sshfilter.go; nil: none).
 	SSH *SSHPlan
 	// usernsKey is the user-namespace facts' key (usernsKey), taken once before the
@@ -265,9 +274,10 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	p.Protect, p.ProtectLock = pset, LegacyInstanceDir(f.DataHome, wd)+".lock"
 	p.listings = f.Tree.Listings
 	p.Warnings = append(p.Warnings, pset.Warnings...)
-	if err := p.resolveGitCreds(pset, f.GitConfigs, instanceDir); err != nil {
+	if err := p.resolveGitCreds(pset, f.SystemGitConfigs, f.GitConfigs, instanceDir); err != nil {
 		return nil, err
 	}
+	p.auditSystemSecrets(f.SystemSecrets) // syssecrets.go
 
 	// Tools: a missing tool is a warning; a missing command is an error.
 	var tools []Tool

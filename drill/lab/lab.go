@@ -108,6 +108,9 @@ type Lab struct {
 	// CAFile is the PEM of the CA that signed the fake internet's HTTPS certificate
 	// (world-readable); WWW is the directory served under the internet's other paths.
 	CAFile, WWW string
+	// EtcUpper, when set, is a directory UserCommand lays over /etc (an overlay, with
+	// EtcWork its work directory): a test's own /etc/gitconfig, the machine's untouched.
+	EtcUpper, EtcWork string
 
 	mu        sync.Mutex
 	nss       []string // namespace names, in creation order
@@ -411,13 +414,15 @@ func (l *Lab) Command(ctx context.Context, role string, argv ...string) *exec.Cm
 	return cmd
 }
 
-// userScript runs in a private mount namespace inside the host netns: it binds the lab's
-// resolv.conf and 0666 tun node, then drops to the user and execs the command.
+// userScript runs in a private mount namespace inside the host netns: it lays the
+// test's /etc over the machine's (if any), binds the lab's resolv.conf and 0666 tun
+// node, then drops to the user and execs the command.
 const userScript = `set -e
+if [ -n "$5" ]; then mount -t overlay overlay -o "lowerdir=/etc,upperdir=$5,workdir=$6" /etc; fi
 mount --bind "$1" /etc/resolv.conf
 mount --bind "$2" /dev/net/tun
 uid=$3 gid=$4
-shift 4
+shift 6
 exec setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all -- "$@"`
 
 // UserCommand runs argv as uid:gid in the host namespace, the way box runs on an
@@ -427,7 +432,7 @@ exec setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all -- "$@
 func (l *Lab) UserCommand(ctx context.Context, uid, gid int, argv ...string) *exec.Cmd {
 	args := []string{"--net=" + l.HostNS(), "--",
 		"unshare", "--mount", "--propagation", "private", "--",
-		"/bin/sh", "-c", userScript, "sh", l.ResolvConf, l.Tun, strconv.Itoa(uid), strconv.Itoa(gid)}
+		"/bin/sh", "-c", userScript, "sh", l.ResolvConf, l.Tun, strconv.Itoa(uid), strconv.Itoa(gid), l.EtcUpper, l.EtcWork}
 	cmd := exec.CommandContext(ctx, "nsenter", append(args, argv...)...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + l.Dir, "LANG=C.UTF-8"}
 	return cmd

@@ -79,43 +79,19 @@ func (e *CredentialError) Error() string {
 	return fmt.Sprintf("the redacted copy still holds a credential (%s)", e.Key)
 }
 
-// Redact is the config entries written anew, in order, with every credential Credential
+// Redact is data, the config that parsed to entries, with every credential Credential
 // finds removed: value credentials emptied (an empty http.extraheader resets git's list
 // of extra headers, so no header is sent), userinfo cut from URLs in values and
-// subsections. Every key stays, so git reads the rest as before (comments and empty
-// sections go). The result is parsed back: if it does not give the same keys, or still
-// holds a credential, it is an error.
-func Redact(entries []Entry) ([]byte, error) {
-	var b strings.Builder
-	last := "\x00"
-	for _, e := range entries {
-		sec, sub, key := e.Parts()
-		value := e.Value
-		if where, ok := Credential(e); ok {
-			if s, cut := stripUserinfo(sub); cut {
-				sub = s
-			}
-			if s, cut := stripUserinfo(value); cut {
-				value = s
-			} else if where == "value" {
-				value = ""
-			}
-		}
-		header := "[" + sec + "]"
-		if sub != "" {
-			header = "[" + sec + " \"" + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(sub) + "\"]"
-		}
-		if header != last {
-			b.WriteString(header + "\n")
-			last = header
-		}
-		if !e.HasValue {
-			b.WriteString("\t" + key + "\n")
-			continue
-		}
-		b.WriteString("\t" + key + " = " + quote(value) + "\n")
+// subsections. Where every credential is in a value, only those lines are rewritten and
+// the rest (comments, layout) stays as written; a credential in a section header is
+// cut by writing the entries anew, in order, which drops the comments. Every key stays,
+// so git reads the rest as before. The result is parsed back: if it does not give the
+// same keys, or still holds a credential, it is an error.
+func Redact(data []byte, entries []Entry) ([]byte, error) {
+	out, ok := redactLines(data, entries)
+	if !ok {
+		out = redactAnew(entries)
 	}
-	out := []byte(b.String())
 	back, err := ParseConfig(out)
 	if err != nil {
 		return nil, err
@@ -134,6 +110,66 @@ func Redact(entries []Entry) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// redactedValue is e's value without its credential.
+func redactedValue(e Entry) string {
+	if s, cut := stripUserinfo(e.Value); cut {
+		return s
+	}
+	return ""
+}
+
+// redactLines rewrites only the lines of value credentials (false: a credential is in a
+// subsection, or a span does not fit data).
+func redactLines(data []byte, entries []Entry) ([]byte, bool) {
+	var b []byte
+	at := 0
+	for _, e := range entries {
+		where, ok := Credential(e)
+		if !ok {
+			continue
+		}
+		if where != "value" || e.Start < at || e.End > len(data) || e.Start >= e.End {
+			return nil, false
+		}
+		_, _, key := e.Parts()
+		b = append(append(b, data[at:e.Start]...), key+" = "+quote(redactedValue(e))+"\n"...)
+		at = e.End
+	}
+	return append(b, data[at:]...), true
+}
+
+// redactAnew writes the entries anew, in order, credentials removed.
+func redactAnew(entries []Entry) []byte {
+	var b strings.Builder
+	last := "\x00"
+	for _, e := range entries {
+		sec, sub, key := e.Parts()
+		value := e.Value
+		if where, ok := Credential(e); ok {
+			if s, cut := stripUserinfo(sub); cut {
+				sub = s
+			}
+			if _, cut := stripUserinfo(value); cut || where == "value" {
+				value = redactedValue(e)
+			}
+		}
+		header := "[" + sec + "]"
+		if sub != "" {
+			header = "[" + sec + " \"" + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(sub) + "\"]"
+		}
+		if header != last {
+			b.WriteString(header + "\n")
+			last = header
+		}
+		if !e.HasValue {
+			b.WriteString("\t" + key + "\n")
+			continue
+		}
+		b.WriteString("\t" + key + " = " + quote(value) + "\n")
+	}
+	return []byte(b.String())
 }
 
 // quote is s as a double-quoted git config value.

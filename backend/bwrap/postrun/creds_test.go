@@ -50,7 +50,7 @@ func TestRedactCredentials(t *testing.T) {
 	if !slices.Equal(found, want) {
 		t.Errorf("credentials found %q, want %q", found, want)
 	}
-	out, err := Redact(entries)
+	out, err := Redact([]byte(in), entries)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +80,20 @@ func TestRedactCredentials(t *testing.T) {
 	}
 	if !slices.Equal(got, wantList) {
 		t.Errorf("git reads the copy as\n%q\nwant\n%q", got, wantList)
+	}
+	// Credentials in values only: the other lines, comments included, stay as written.
+	const values = "# checkout's token, do not edit\n[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic SECRET-1 ; why\n[remote \"origin\"] # origin\n\turl = https://oauth2:SECRET-3@gitlab.example/x.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n; end\n"
+	ve, err := ParseConfig([]byte(values))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = Redact([]byte(values), ve)
+	wantCopy := "# checkout's token, do not edit\n[http \"https://github.com/\"]\n\textraheader = \"\"\n[remote \"origin\"] # origin\n\turl = \"https://gitlab.example/x.git\"\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n; end\n"
+	if err != nil || string(out) != wantCopy {
+		t.Errorf("values only: %v\n%s\nwant\n%s", err, out, wantCopy)
+	}
+	if got, ok, err := gitList(t, out); err != nil || !ok || len(got) != 3 {
+		t.Errorf("git reads the values-only copy as %q (%v)", got, err)
 	}
 	// A config without credentials finds none.
 	clean, _ := ParseConfig([]byte("[remote \"o\"]\n\turl = ssh://git@host/x\n[http]\n\textraheader =\n"))
