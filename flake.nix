@@ -30,7 +30,9 @@
         env.CGO_ENABLED = 0;
         ldflags = [ "-s" "-w" "-X main.version=${version}" ];
 
-        nativeBuildInputs = [ pkgs.makeWrapper pkgs.installShellFiles ];
+        # A compiled wrapper, not makeWrapper's bash script: every box call (an agent's
+        # every tool call) would start bash first (issue 24, start-up).
+        nativeBuildInputs = [ pkgs.makeBinaryWrapper pkgs.installShellFiles ];
 
         # The unit tests are checks.<system>.unit; the real sandbox tests need root and
         # a kernel the build sandbox does not give.

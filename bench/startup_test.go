@@ -80,6 +80,7 @@ func BenchmarkStartup(b *testing.B) {
 
 // BenchmarkVersion: box --version over a hello-world Go binary built the same way
 // (static, stripped): what every verb pays before it does anything (goal at most 1.5).
+// With $BOX_BENCH_BASELINE, that box's --version runs in the same loop too.
 func BenchmarkVersion(b *testing.B) {
 	r := setup(b)
 	src := filepath.Join(r.dir, "hello")
@@ -92,7 +93,8 @@ func BenchmarkVersion(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build hello: %v\n%s", err, out)
 	}
-	var tBox, tHello time.Duration
+	baseline := os.Getenv("BOX_BENCH_BASELINE")
+	var tBox, tHello, tBase time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -103,8 +105,19 @@ func BenchmarkVersion(b *testing.B) {
 		if err := r.cmd(r.box, "--version").Run(); err != nil {
 			b.Fatal(err)
 		}
+		t2 := time.Now()
+		if baseline != "" {
+			if err := r.cmd(baseline, "--version").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		tHello += t1.Sub(t0)
-		tBox += time.Since(t1)
+		tBox += t2.Sub(t1)
+		tBase += time.Since(t2)
+	}
+	if baseline != "" {
+		b.ReportMetric(float64(tBox)/float64(tBase), "box/baseline")
+		b.ReportMetric(float64(tBase)/float64(tHello), "baseline/hello")
 	}
 	b.ReportMetric(float64(tBox)/float64(tHello), "box/hello")
 	b.ReportMetric(float64(tBox.Microseconds())/float64(b.N), "box-µs/op")

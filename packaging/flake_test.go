@@ -252,6 +252,7 @@ type goModule struct {
 	SubPackages []string `json:"subPackages"`
 	Ldflags     []string `json:"ldflags"`
 	PostInstall string   `json:"postInstall"`
+	NativeBuild []string `json:"nativeBuildInputs"`
 	DoCheck     bool     `json:"doCheck"`
 	CGOEnabled  int      `json:"CGO_ENABLED"`
 	CheckPhase  string   `json:"checkPhase"`
@@ -295,6 +296,11 @@ func TestFlakeOutputs(t *testing.T) {
 			where := "packages." + sys + "." + name
 			if p.Pname != "box" || !slices.Equal(p.SubPackages, []string{"cmd/box"}) || p.CGOEnabled != 0 || p.VendorHash != vh {
 				t.Errorf("%s: pname %q subPackages %v CGO_ENABLED %d vendorHash %s", where, p.Pname, p.SubPackages, p.CGOEnabled, p.VendorHash)
+			}
+			// wrapProgram from makeBinaryWrapper writes a compiled wrapper; makeWrapper's is
+			// a bash script every box call would start first.
+			if !slices.Contains(p.NativeBuild, "/stub/makeBinaryWrapper") || slices.Contains(p.NativeBuild, "/stub/makeWrapper") {
+				t.Errorf("%s: nativeBuildInputs %v: want makeBinaryWrapper, not makeWrapper", where, p.NativeBuild)
 			}
 			if !slices.Contains(p.Ldflags, "-X main.version="+p.Version) {
 				t.Errorf("%s: ldflags %v do not stamp the version %q", where, p.Ldflags, p.Version)

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -51,7 +52,10 @@ func (e *UnsafeMemberError) Hint() string {
 const maxTemplate = 1 << 20
 
 // includeTag matches the pongo2 tags that read another file when a template renders.
-var includeTag = regexp.MustCompile(`\{%-?\s*(include|ssi|import|extends|from)\b`)
+// Compiled on first use: a package-level one is compiled by every box start-up.
+var includeTag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\{%-?\s*(include|ssi|import|extends|from)\b`)
+})
 
 // memberScan is what CheckMembers learns of an export as it goes.
 type memberScan struct {
@@ -160,7 +164,7 @@ func (s *memberScan) member(h *tar.Header, body io.Reader) error {
 			if len(b) > maxTemplate {
 				return s.refuse(h.Name, "is a template larger than %d bytes", maxTemplate)
 			}
-			if m := includeTag.Find(b); m != nil {
+			if m := includeTag().Find(b); m != nil {
 				return s.refuse(h.Name, "is a template that reads another file (%s)", m)
 			}
 		}

@@ -31,6 +31,9 @@ func boxVersion() string {
 	return "dev"
 }
 
+// printVersion is box --version's, box -v's and box version's answer.
+func printVersion(w io.Writer) { fmt.Fprintf(w, "box %s\n", boxVersion()) }
+
 // Exit codes: 0 ok, 1 failed, 2 asked wrong. The verbs that run a command (run, exec,
 // shell) pass the command's own code on and keep 125, 126 and 127 for their own ends,
 // as env, docker and podman do: 125 box failed (bad flags, a refusal, a sandbox that
@@ -63,8 +66,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if len(args) == 1 && args[0] == "--version" {
-		// The tree's answer (root.go's version template) without building the tree.
-		fmt.Fprintf(stdout, "box %s\n", boxVersion())
+		// The tree's answer (root.go's --version) without building the tree.
+		printVersion(stdout)
 		return exitOK
 	}
 	root := newRootFor(newEnv(stdin, stdout, stderr), loneVerb(args))

@@ -37,17 +37,16 @@ func loneVerb(args []string) func(*env) *cobra.Command {
 
 // newRootFor is the command tree; with only, root and only's verb alone.
 func newRootFor(e *env, only func(*env) *cobra.Command) *cobra.Command {
-	var check, checkJSON bool
+	var check, checkJSON, showVersion bool
 	root := &cobra.Command{
 		Use:           "box",
 		Short:         "a place for an untrusted command to work, away from your secrets, LAN and host",
 		Long:          helpText("box", "{{tiers}}", strings.Join(policy.TierNames(), ", ")),
 		Example:       helpText("box.example"),
-		Version:       boxVersion(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
+			if len(args) == 0 || showVersion {
 				return nil
 			}
 			hint := "run 'box help' for the list of commands"
@@ -57,6 +56,10 @@ func newRootFor(e *env, only func(*env) *cobra.Command) *cobra.Command {
 			return usagef(hint, "unknown command %q", args[0])
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if showVersion {
+				printVersion(cmd.OutOrStdout())
+				return nil
+			}
 			if check {
 				return runCheck(e, checkJSON)
 			}
@@ -69,7 +72,11 @@ func newRootFor(e *env, only func(*env) *cobra.Command) *cobra.Command {
 	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "no progress line or closing notes on stderr, only errors and warnings; with -y, no environment audit unless it flags a value")
 	root.Flags().BoolVar(&check, "check", false, "diagnose whether this machine can run box, with a fix for each problem")
 	root.Flags().BoolVar(&checkJSON, "json", false, "with --check: print the checks as a JSON array of objects (fields: docs/json.md)")
-	root.SetVersionTemplate("box {{.Version}}\n")
+	// box's own --version, not cobra's (Version and SetVersionTemplate): a template
+	// links text/template's reflective method calls, which keep every exported method
+	// of every type in the binary (2 MB more that every verb's start-up pages in).
+	root.Flags().BoolVarP(&showVersion, "version", "v", false, "version for box")
+	_ = root.Flags().SetAnnotation("version", cobra.FlagSetByCobraAnnotation, []string{"true"}) // as cobra's: no completion after it
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetIn(e.stdin)
@@ -134,7 +141,7 @@ func newVersionCmd() *cobra.Command {
 		GroupID: groupOther,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "box %s\n", boxVersion())
+			printVersion(cmd.OutOrStdout())
 			return nil
 		},
 	}

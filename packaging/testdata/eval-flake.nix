@@ -34,6 +34,7 @@ let
     slirp4netns = "/stub/slirp4netns";
     incus.client = "/stub/incus-client";
     makeWrapper = "/stub/makeWrapper";
+    makeBinaryWrapper = "/stub/makeBinaryWrapper";
     installShellFiles = "/stub/installShellFiles";
     go_1_26 = "/stub/go";
     gnumake = "/stub/gnumake";
@@ -50,6 +51,7 @@ let
 
   goArgs = d: {
     inherit (d.args) pname version vendorHash subPackages ldflags postInstall doCheck;
+    nativeBuildInputs = d.args.nativeBuildInputs or [ ];
     CGO_ENABLED = d.args.env.CGO_ENABLED;
     checkPhase = d.args.checkPhase or "";
   };
