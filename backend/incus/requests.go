@@ -84,12 +84,12 @@ type Mint struct {
 	// IsolatedIDs sets security.idmap.isolated (containers only): a host uid range of
 	// the box's own.
 	IsolatedIDs bool
-	Disk      string // root disk size, e.g. "20GiB"
-	Pool      string // storage pool of the profile's root disk (an override must name it)
-	UserData  string // cloud-init user-data, passed verbatim
-	Template  string
-	User      string
-	Created   time.Time
+	Disk        string // root disk size, e.g. "20GiB"
+	Pool        string // storage pool of the profile's root disk (an override must name it)
+	UserData    string // cloud-init user-data, passed verbatim
+	Template    string
+	User        string
+	Created     time.Time
 	// Autostart sets boot.autostart (the template's BOX_AUTOSTART): the box comes back
 	// after a host reboot. A clone keeps it (Incus copies the config).
 	Autostart bool
