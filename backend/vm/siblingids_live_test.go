@@ -65,6 +65,12 @@ func TestSiblingIDsLive(t *testing.T) {
 		want(t, rows(t, "ua", "ub"), drill.Breach)
 	})
 
+	t.Run("a container on the shared range holds a box's own range", func(t *testing.T) {
+		if got := rows(t, "a", "ua"); got["sibling:host-uid"].Status != drill.Breach {
+			t.Errorf("sibling:host-uid of a and ua: %s (%s), want BREACH", got["sibling:host-uid"].Status, got["sibling:host-uid"].Observed)
+		}
+	})
+
 	t.Run("a clone, of a box minted with and without the protection, gets its own range", func(t *testing.T) {
 		r.ok(t, "new", "--name", "ca", "--from", "a")
 		r.ok(t, "new", "--name", "cu", "--from", "ua")
