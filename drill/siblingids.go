@@ -36,14 +36,14 @@ const inflightPath = "/root/.box-drill-inflight"
 // of MiB of kernel memory at most.
 const inflightCap = 1 << 21
 
-// InflightMain is the probe: "hold" puts as many file descriptors in flight over unix
-// sockets as the kernel lets this host user (raising its own nofile limit to the hard
-// one, as any process may), prints "held N", and keeps them until stdin ends (at most
+// InflightMain is the probe: "hold [MAX]" puts as many file descriptors in flight over
+// unix sockets as the kernel lets this host user, up to MAX (raising its own nofile limit
+// to the hard one, as any process may), prints "held N", and keeps them until stdin ends (at most
 // two minutes); "send" passes one descriptor over a fresh socket pair and prints
 // "sent" (exit 0) or "refused: ERRNO" (exit 1), with its nofile limit.
 func InflightMain(args []string, stdin io.Reader, stdout io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintln(stdout, "usage: __inflight hold|send")
+	if len(args) == 0 || len(args) > 2 {
+		fmt.Fprintln(stdout, "usage: __inflight hold [MAX]|send")
 		return 2
 	}
 	var lim unix.Rlimit
@@ -63,7 +63,16 @@ func InflightMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	case "hold":
 		lim.Cur = lim.Max
 		_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &lim)
-		held, stop, err := holdFDs()
+		most := inflightCap
+		if len(args) == 2 {
+			n, err := strconv.Atoi(args[1])
+			if err != nil || n <= 0 {
+				fmt.Fprintln(stdout, "usage: __inflight hold [MAX]|send")
+				return 2
+			}
+			most = min(n, inflightCap)
+		}
+		held, stop, err := holdFDs(most)
 		if err != nil {
 			fmt.Fprintln(stdout, "error:", err)
 			return 2
@@ -81,14 +90,14 @@ func InflightMain(args []string, stdin io.Reader, stdout io.Writer) int {
 		}
 		return 0
 	}
-	fmt.Fprintln(stdout, "usage: __inflight hold|send")
+	fmt.Fprintln(stdout, "usage: __inflight hold [MAX]|send")
 	return 2
 }
 
 // holdFDs sends one descriptor, SCM_MAX_FD times a message, over socket pairs nobody
 // reads, until the kernel refuses (the user's count is above this process's nofile
 // limit) or inflightCap. The pairs stay open: closing them would free the count.
-func holdFDs() (held int, stop error, err error) {
+func holdFDs(most int) (held int, stop error, err error) {
 	null, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, nil, err
@@ -98,12 +107,12 @@ func holdFDs() (held int, stop error, err error) {
 		fds[i] = null
 	}
 	rights := unix.UnixRights(fds...)
-	for held < inflightCap {
+	for held < most {
 		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 		if err != nil {
 			return held, err, nil // out of descriptors: as far as this process gets
 		}
-		for held < inflightCap {
+		for held < most {
 			err := unix.Sendmsg(pair[0], []byte{0}, rights, nil, unix.MSG_DONTWAIT)
 			if errors.Is(err, unix.EAGAIN) {
 				break // this pair's buffer is full: the next one
@@ -155,19 +164,30 @@ func inflightVerdict(holdOut, sendOut string, sendCode int) (bool, string, error
 }
 
 // siblingInflight is the sibling:fds-in-flight row's probe: the box binary is pushed
-// into A and B, A holds, B sends.
+// into A and B; B passes one (its nofile limit), A holds past that limit, B passes again.
 func siblingInflight(ctx context.Context, c *incus.Client, probe []byte, a, b string) (bool, string, error) {
 	for _, n := range []string{a, b} {
 		if err := c.WriteFile(ctx, n, inflightPath, probe, 0, 0, 0o755); err != nil {
 			return false, "", fmt.Errorf("pushing the probe into %s: %w", n, err)
 		}
 	}
+	// B's own limit first: A then holds just past it, so what else runs as A's host user
+	// (any container on a shared range) is refused for no longer and no wider than needed.
+	code, sendOut, err := execSh(ctx, c, b, inflightPath+" "+InflightSubcommand+" send")
+	if err != nil {
+		return false, "", err
+	}
+	_, after, _ := strings.Cut(sendOut, "(nofile ")
+	limit, perr := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(after), ")"))
+	if code != 0 || perr != nil {
+		return false, "", fmt.Errorf("box B cannot pass a descriptor before A holds any: %s", strings.TrimSpace(sendOut))
+	}
 	stdin, release := io.Pipe()
 	defer release.Close()
 	outR, outW := io.Pipe()
 	holdDone := make(chan error, 1)
 	go func() {
-		_, err := c.Exec(ctx, a, incus.Exec{Command: []string{inflightPath, InflightSubcommand, "hold"}, Stdin: stdin, Stdout: outW})
+		_, err := c.Exec(ctx, a, incus.Exec{Command: []string{inflightPath, InflightSubcommand, "hold", strconv.Itoa(limit + 2*253)}, Stdin: stdin, Stdout: outW})
 		outW.CloseWithError(err)
 		holdDone <- err
 	}()
@@ -176,7 +196,7 @@ func siblingInflight(ctx context.Context, c *incus.Client, probe []byte, a, b st
 		return false, "", fmt.Errorf("box A's holder: %q: %w", line, err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, outR) }()
-	code, sendOut, err := execSh(ctx, c, b, inflightPath+" "+InflightSubcommand+" send")
+	code, sendOut, err = execSh(ctx, c, b, inflightPath+" "+InflightSubcommand+" send")
 	release.Close()
 	<-holdDone
 	if err != nil {
