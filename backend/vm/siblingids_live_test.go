@@ -1,8 +1,10 @@
 package vm_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -63,6 +65,28 @@ func TestSiblingIDsLive(t *testing.T) {
 	off(t, "new", "--name", "ub", "--container")
 	t.Run("protection off: one shared range, the drill's rows report BREACH", func(t *testing.T) {
 		want(t, rows(t, "ua", "ub"), drill.Breach)
+	})
+
+	// Measured, not a protection: RLIMIT_NPROC is counted per user namespace (since Linux
+	// 5.14), so even on the shared range one box's processes of a uid do not spend
+	// another's: ua's uid 4242 holds six processes, and ub's uid 4242, limited to five,
+	// still forks two.
+	t.Run("RLIMIT_NPROC is not shared, even on the shared range", func(t *testing.T) {
+		as4242 := func(box, script string) (int, string, error) {
+			var out bytes.Buffer
+			code, err := r.client.Exec(r.ctx, box, incus.Exec{User: 4242, Group: 4242, Stdout: &out, Stderr: &out,
+				Command: []string{"bash", "-c", script}})
+			return code, out.String(), err
+		}
+		code, out, err := as4242("ua", `ulimit -u 20; for i in 1 2 3 4 5 6; do sleep 120 >/dev/null 2>&1 & done; grep -l '^Uid:[[:space:]]*4242' /proc/[0-9]*/status 2>/dev/null | wc -l`)
+		if n, _ := strconv.Atoi(strings.TrimSpace(out)); err != nil || code != 0 || n < 6 {
+			t.Fatalf("ua: uid 4242 holds six sleeps: exit %d, %v: %q", code, err, out)
+		}
+		defer func() { _, _, _ = as4242("ua", "kill -9 -1") }()
+		code, out, err = as4242("ub", "ulimit -u 5; sleep 0.1 & sleep 0.1 & wait; echo done")
+		if err != nil || code != 0 || !strings.Contains(out, "done") || strings.Contains(out, "fork") {
+			t.Errorf("ub: uid 4242 (limit 5) forks two while ua's uid 4242 holds six: exit %d, %v: %q", code, err, out)
+		}
 	})
 
 	t.Run("a container on the shared range holds a box's own range", func(t *testing.T) {
