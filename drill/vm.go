@@ -54,7 +54,10 @@ type VMOptions struct {
 	// Verbs runs box's own verbs, for the row "every verb refuses an instance box did
 	// not mint" (nil: that row is an ERROR).
 	Verbs VerbRunner
-	Logf  func(string, ...any)
+	// ProbeBinary is the box binary pushed into both boxes for the sibling:fds-in-flight
+	// row (its hidden InflightSubcommand); "" makes that row an ERROR.
+	ProbeBinary string
+	Logf        func(string, ...any)
 }
 
 // SiblingPort is where box B listens for the sibling and host-to-box probes.
@@ -347,6 +350,7 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 	seen, detail, err := claim.run(cctx)
 	ccancel()
 	rows = append(rows, claim.judge(seen, detail, err))
+	rows = append(rows, SiblingIDRows(ctx, c, o.ProbeBinary, a, b)...)
 	return append(append(append(results, rows...), doorRows...), verbsRow, importRow), nil
 }
 
