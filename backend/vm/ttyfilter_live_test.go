@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/heavy-duty/box/drill"
 )
 
 // A hostile box's terminal output, on a real pseudo-terminal, against a real incusd: it
@@ -73,4 +75,23 @@ func TestVMTerminalFilterLive(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The drill's terminal row: PASS with box as built, BREACH when box is built with the
+// vm backend's filter switched off (BOX_UNSAFE_OFF=vm-ttyfilter).
+func TestVMDrillTerminalRowLive(t *testing.T) {
+	t.Parallel() // its own lab: see live_test.go
+	r := newVMRig(t)
+	r.ok(t, "new", "--name", "tr", "--container") // no user yet: the row makes it
+	row := drill.VMTerminalStrings(r.ctx, r.client, drill.BinaryRunner(r.box, r.env), "tr")
+	t.Logf("as built: %s (%s)", row.Status, row.Observed)
+	if row.Status != drill.Pass {
+		t.Errorf("as built: %s (%s), want PASS", row.Status, row.Observed)
+	}
+	env := append(append([]string{}, r.env...), "BOX_UNSAFE_OFF=vm-ttyfilter")
+	row = drill.VMTerminalStrings(r.ctx, r.client, drill.BinaryRunner(unsafeBoxBinary(t), env), "tr")
+	t.Logf("filter off: %s (%s)", row.Status, row.Observed)
+	if row.Status != drill.Breach {
+		t.Errorf("filter off: %s (%s), want BREACH", row.Status, row.Observed)
+	}
 }
