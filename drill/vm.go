@@ -322,6 +322,16 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 		importRow = CraftedImport(ictx, CraftedImportOptions{Client: c, Mint: o.Mint, Run: o.Verbs, Logf: logf})
 	}()
 
+	// The terminal row runs box exec in A on a terminal of the drill's (vmterminal.go).
+	var termRow Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		termRow = VMTerminalStrings(tctx, c, o.Verbs, a)
+	}()
+
 	// Probes run concurrently: most blocked ones wait out a timeout.
 	rows := make([]Result, len(probes))
 	sem := make(chan struct{}, 16)
@@ -351,7 +361,7 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 	ccancel()
 	rows = append(rows, claim.judge(seen, detail, err))
 	rows = append(rows, SiblingIDRows(ctx, c, o.ProbeBinary, a, b)...)
-	return append(append(append(results, rows...), doorRows...), verbsRow, importRow), nil
+	return append(append(append(results, rows...), doorRows...), verbsRow, importRow, termRow), nil
 }
 
 // arpClaim does what a box's root does to take a sibling's traffic: it puts the
