@@ -49,6 +49,14 @@ func RunGrant(ctx context.Context, o GrantOptions) []Result {
 		if profiles == nil {
 			profiles = []string{o.Profile}
 		}
+		// As box new asks (a range of its own), unless the attempt is about that.
+		if _, set := config[incus.KeyIsolatedIDs]; !set {
+			config = maps.Clone(config)
+			if config == nil {
+				config = map[string]string{}
+			}
+			config[incus.KeyIsolatedIDs] = "true"
+		}
 		body := map[string]any{"name": name, "type": incus.TypeContainer, "source": map[string]string{"type": "none"},
 			"profiles": profiles, "config": config, "devices": devices}
 		err := t.Query(ctx, "POST", "/instances", body, nil)
@@ -129,6 +137,8 @@ func RunGrant(ctx context.Context, o GrantOptions) []Result {
 		{"host-path", "the user mounts the host's / into an instance", "disk source=/", nil,
 			map[string]map[string]string{"host": {"type": "disk", "source": "/", "path": "/mnt/host"}}},
 		{"privileged", "the user makes a privileged container", "security.privileged=true", map[string]string{"security.privileged": "true"}, nil},
+		{"shared-ids", "the user makes a container on the host uid range every box's range is in", "security.idmap.isolated=false",
+			map[string]string{incus.KeyIsolatedIDs: "false"}, nil},
 		{"nesting", "the user makes a container that nests", "security.nesting=true", map[string]string{"security.nesting": "true"}, nil},
 		{"raw", "the user sets raw LXC config", "raw.lxc", map[string]string{"raw.lxc": "lxc.apparmor.profile=unconfined"}, nil},
 		{"proxy", "the user opens a door on the host (proxy device)", "proxy listen=tcp:0.0.0.0", nil,

@@ -27,6 +27,9 @@ type VerbOutcome struct {
 	Code   int
 	Stderr string
 	Err    error // the verb could not be run at all (or was killed by its time-out)
+	// Terminal is what box wrote to its terminal, when it ran on one (the first
+	// termShown bytes).
+	Terminal []byte
 }
 
 // VerbRunner runs box with args (shell gets a terminal: tty is true) and reports what

@@ -54,7 +54,10 @@ type VMOptions struct {
 	// Verbs runs box's own verbs, for the row "every verb refuses an instance box did
 	// not mint" (nil: that row is an ERROR).
 	Verbs VerbRunner
-	Logf  func(string, ...any)
+	// ProbeBinary is the box binary pushed into both boxes for the sibling:fds-in-flight
+	// row (its hidden InflightSubcommand); "" makes that row an ERROR.
+	ProbeBinary string
+	Logf        func(string, ...any)
 }
 
 // SiblingPort is where box B listens for the sibling and host-to-box probes.
@@ -319,6 +322,16 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 		importRow = CraftedImport(ictx, CraftedImportOptions{Client: c, Mint: o.Mint, Run: o.Verbs, Logf: logf})
 	}()
 
+	// The terminal row runs box exec in A on a terminal of the drill's (vmterminal.go).
+	var termRow Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		termRow = VMTerminalStrings(tctx, c, o.Verbs, a)
+	}()
+
 	// Probes run concurrently: most blocked ones wait out a timeout.
 	rows := make([]Result, len(probes))
 	sem := make(chan struct{}, 16)
@@ -347,7 +360,8 @@ func RunVM(ctx context.Context, o VMOptions) ([]Result, error) {
 	seen, detail, err := claim.run(cctx)
 	ccancel()
 	rows = append(rows, claim.judge(seen, detail, err))
-	return append(append(append(results, rows...), doorRows...), verbsRow, importRow), nil
+	rows = append(rows, SiblingIDRows(ctx, c, o.ProbeBinary, a, b)...)
+	return append(append(append(results, rows...), doorRows...), verbsRow, importRow, termRow), nil
 }
 
 // arpClaim does what a box's root does to take a sibling's traffic: it puts the

@@ -70,7 +70,7 @@ func (d VMDrill) Run(ctx context.Context) ([]Result, error) {
 	results, err := RunVM(ctx, VMOptions{
 		Client: c, Image: d.Image, UnitDir: d.UnitDir, InternetURL: d.InternetURL,
 		Mint: MintByVerb(run, d.Template), Profile: d.Placement,
-		HostPorts: d.HostPorts, LAN: d.LAN, Verbs: run, Logf: d.Logf,
+		HostPorts: d.HostPorts, LAN: d.LAN, Verbs: run, ProbeBinary: exe, Logf: d.Logf,
 	})
 	if err != nil && len(results) == 0 {
 		return nil, err

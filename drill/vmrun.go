@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -49,8 +50,11 @@ func BinaryRunner(exe string, environ []string) VerbRunner {
 		cmd.WaitDelay = 5 * time.Second
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
+		var master, slave *os.File
+		var drained chan struct{}
 		if tty {
-			master, slave, err := pty.Open()
+			var err error
+			master, slave, err = pty.Open()
 			if err != nil {
 				out.Err = err
 				return out
@@ -61,10 +65,16 @@ func BinaryRunner(exe string, environ []string) VerbRunner {
 			cmd.Stdin, cmd.Stdout = slave, slave
 			stop := make(chan struct{})
 			defer close(stop)
+			drained = make(chan struct{})
 			go func() { // drain what a shell prints, so it never blocks on a full pty
+				defer close(drained)
 				buf := make([]byte, 4096)
 				for {
-					if _, err := master.Read(buf); err != nil {
+					n, err := master.Read(buf)
+					if len(out.Terminal) < termShown {
+						out.Terminal = append(out.Terminal, buf[:min(n, termShown-len(out.Terminal))]...)
+					}
+					if err != nil {
 						return
 					}
 				}
@@ -83,6 +93,13 @@ func BinaryRunner(exe string, environ []string) VerbRunner {
 			}()
 		}
 		err := cmd.Run()
+		if drained != nil {
+			// box has ended: with the slave closed, the master gives what it still holds,
+			// then EIO (the deadline only bounds the unexpected).
+			slave.Close()
+			master.SetReadDeadline(time.Now().Add(5 * time.Second))
+			<-drained
+		}
 		out.Stderr = stderr.String()
 		var ee *exec.ExitError
 		switch {
@@ -96,6 +113,9 @@ func BinaryRunner(exe string, environ []string) VerbRunner {
 		return out
 	}
 }
+
+// termShown bounds what BinaryRunner keeps of a verb's terminal.
+const termShown = 64 << 10
 
 // GrantRows are the vm drill's rows for every user holding a grant: what an
 // attacker in that account would ask incusd, asked through incus-user as that user

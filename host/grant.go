@@ -140,24 +140,28 @@ func (g Grant) ProjectConfig() map[string]string {
 		"features.storage.volumes": "true",
 		"features.storage.buckets": "true",
 
-		"restricted":                           "true",
-		"restricted.networks.access":           g.Bridge,
-		"restricted.networks.uplinks":          "",
-		"restricted.networks.subnets":          "",
-		"restricted.networks.zones":            "",
-		"restricted.devices.nic":               "managed",
-		"restricted.devices.disk":              "managed", // pool volumes only, never a host path
-		"restricted.devices.disk.paths":        "",
-		"restricted.devices.gpu":               "block",
-		"restricted.devices.usb":               "block",
-		"restricted.devices.pci":               "block",
-		"restricted.devices.infiniband":        "block",
-		"restricted.devices.unix-char":         "block",
-		"restricted.devices.unix-block":        "block",
-		"restricted.devices.unix-hotplug":      "block",
-		"restricted.devices.proxy":             "block", // box expose is the operator's
-		"restricted.containers.nesting":        "block",
-		"restricted.containers.privilege":      "unprivileged",
+		"restricted":                      "true",
+		"restricted.networks.access":      g.Bridge,
+		"restricted.networks.uplinks":     "",
+		"restricted.networks.subnets":     "",
+		"restricted.networks.zones":       "",
+		"restricted.devices.nic":          "managed",
+		"restricted.devices.disk":         "managed", // pool volumes only, never a host path
+		"restricted.devices.disk.paths":   "",
+		"restricted.devices.gpu":          "block",
+		"restricted.devices.usb":          "block",
+		"restricted.devices.pci":          "block",
+		"restricted.devices.infiniband":   "block",
+		"restricted.devices.unix-char":    "block",
+		"restricted.devices.unix-block":   "block",
+		"restricted.devices.unix-hotplug": "block",
+		"restricted.devices.proxy":        "block", // box expose is the operator's
+		"restricted.containers.nesting":   "block",
+		// isolated: every container of the user's asks for a host uid range of its own
+		// (security.idmap.isolated=true, as box new sets it). An unprivileged one without
+		// it maps the shared range, which holds every isolated box's range: its root
+		// could become the host user of another's box (drill: grant:USER:shared-ids).
+		"restricted.containers.privilege":      "isolated",
 		"restricted.containers.lowlevel":       "block",
 		"restricted.containers.interception":   "block",
 		"restricted.virtual-machines.lowlevel": "block",

@@ -446,7 +446,7 @@ func TestGrantLive(t *testing.T) {
 	t.Run("drill: the attacker's probes in a granted account pass, and BREACH with the protection off", func(t *testing.T) {
 		g := rigGrantHost(r, c)
 		rows := drill.GrantRows(r.ctx, g)
-		want := []string{"mint", "default-project", "all-projects", "host-path", "privileged", "nesting", "raw", "proxy", "network", "profile", "widen", "shared-images"}
+		want := []string{"mint", "default-project", "all-projects", "host-path", "privileged", "shared-ids", "nesting", "raw", "proxy", "network", "profile", "widen", "shared-images"}
 		for _, tn := range []*tenant{alice, bob} {
 			got := drillRowsOf(rows, tn.name)
 			for _, id := range want {
@@ -499,7 +499,7 @@ func TestGrantLive(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := drillRowsOf(drill.GrantRows(r.ctx, g), carol.name)
-		for _, id := range []string{"host-path", "privileged", "nesting", "raw", "proxy", "network", "profile", "shared-images"} {
+		for _, id := range []string{"host-path", "privileged", "shared-ids", "nesting", "raw", "proxy", "network", "profile", "shared-images"} {
 			if got[id].Status != drill.Breach {
 				t.Errorf("project loosened: drill row grant:%s:%s: %+v, want BREACH", carol.name, id, got[id])
 			}

@@ -57,7 +57,7 @@ func TestGrantPolicy(t *testing.T) {
 	cfg := Grant{User: "alice", UID: 1001, Bridge: "boxnet"}.ProjectConfig()
 	for k, v := range map[string]string{
 		"restricted": "true", "restricted.networks.access": "boxnet", "restricted.devices.disk": "managed",
-		"restricted.containers.nesting": "block", "restricted.containers.privilege": "unprivileged",
+		"restricted.containers.nesting": "block", "restricted.containers.privilege": "isolated",
 		"restricted.containers.lowlevel": "block", "restricted.virtual-machines.lowlevel": "block",
 		"restricted.devices.proxy": "block", "features.images": "true", "features.profiles": "true", "features.networks": "false",
 	} {

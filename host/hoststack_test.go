@@ -176,7 +176,7 @@ func TestHostStack(t *testing.T) {
 		for _, id := range []string{"sibling:icmp", "sibling:getent", "sibling:getent-incus", "net:internet-http",
 			"net:internet-dns", "ipv6:bridge", "sibling:tcp", "sibling:gateway-dns", "sibling:ipv6-link-local",
 			"host:gateway:8080", "host:public:198.51.100.2:8080", "lan:192.168.77.10:80", "lan:198.51.100.10:80", "lan:metadata",
-			"host-to-box:tcp", "ipv6:box", "verbs:untagged", "door:loopback", "door:host-addresses", "sibling:arp-claim"} {
+			"host-to-box:tcp", "ipv6:box", "verbs:untagged", "verbs:terminal-strings", "door:loopback", "door:host-addresses", "sibling:arp-claim"} {
 			r, ok := rs[id]
 			if !ok {
 				t.Errorf("no row %s", id)

@@ -20,7 +20,7 @@ const (
 	ProtKeyring  = "keyring"  // a fresh session keyring
 	ProtSeccomp  = "seccomp"  // the syscall filter
 	ProtTerminal = "terminal" // terminal modes restored
-	// ProtOSCAllow: the relay passes only allowedOSC (off: every OSC but droppedOSC).
+	// ProtOSCAllow: the relay passes only ttyfilter's allowedOSC (off: every OSC but droppedOSC).
 	ProtOSCAllow = "osc-allowlist"
 	// ProtKernelMounts refuses profile mounts of kernel interfaces (policy.KernelPaths).
 	ProtKernelMounts = "kernelmounts"

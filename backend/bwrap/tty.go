@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heavy-duty/box/internal/pty"
+	"github.com/heavy-duty/box/internal/ttyfilter"
 	"golang.org/x/sys/unix"
 )
 
@@ -363,15 +364,15 @@ func (r *relay) pumpOut() {
 func (r *relay) writeOut(full <-chan []byte, free chan<- []byte, done chan<- struct{}) {
 	defer close(done)
 	out := make([]byte, 0, outBatch)
-	// ttyfilter.go: no clipboard or file writes on the host's terminal.
-	osc := oscFilter{denyOnly: protectionOff(ProtOSCAllow)}
+	// internal/ttyfilter: no clipboard or file writes on the host's terminal.
+	osc := ttyfilter.Filter{DenyOnly: protectionOff(ProtOSCAllow)}
 	filter := !protectionOff(ProtTerminal)
 	discard := false
 	for b := range full {
 		if !discard {
 			w := b
 			if filter {
-				out = osc.filter(out[:0], b)
+				out = osc.Append(out[:0], b)
 				w = out
 			}
 			// A host terminal that is gone: keep draining, so the sandbox never blocks.
@@ -426,7 +427,7 @@ func (r *relay) close() {
 		// The screen state the sandbox left (concealed text, the alternate screen)
 		// would hide what box prints next: its audit report.
 		if !protectionOff(ProtTerminal) {
-			_, _ = r.out.Write([]byte(terminalReset))
+			_, _ = r.out.Write([]byte(ttyfilter.Reset))
 		}
 		if r.saved != nil {
 			_ = unix.IoctlSetTermios(r.in, unix.TCSETS, r.saved)

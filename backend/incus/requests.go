@@ -32,6 +32,12 @@ const (
 	// KeyProcesses bounds a container's processes; Incus has it for containers only (a
 	// VM's own kernel bounds its processes).
 	KeyProcesses = "limits.processes"
+	// KeyIsolatedIDs gives a container a host uid/gid range of its own (Incus picks a
+	// free one from root's /etc/subuid and /etc/subgid). Without it every container
+	// shares one range: box A's root is box B's root to the host kernel, which counts
+	// some limits per host uid (fds in flight over unix sockets, pipe buffers, key
+	// quotas) and would hand a process that got out of A every file of B.
+	KeyIsolatedIDs = "security.idmap.isolated"
 
 	// Schema is the version of the metadata stamp.
 	Schema = "1"
@@ -75,12 +81,15 @@ type Mint struct {
 	Memory  string // limits.memory, e.g. "2GiB"
 	// Processes is limits.processes (containers only; 0 leaves it unset).
 	Processes int
-	Disk      string // root disk size, e.g. "20GiB"
-	Pool      string // storage pool of the profile's root disk (an override must name it)
-	UserData  string // cloud-init user-data, passed verbatim
-	Template  string
-	User      string
-	Created   time.Time
+	// IsolatedIDs sets security.idmap.isolated (containers only): a host uid range of
+	// the box's own.
+	IsolatedIDs bool
+	Disk        string // root disk size, e.g. "20GiB"
+	Pool        string // storage pool of the profile's root disk (an override must name it)
+	UserData    string // cloud-init user-data, passed verbatim
+	Template    string
+	User        string
+	Created     time.Time
 	// Autostart sets boot.autostart (the template's BOX_AUTOSTART): the box comes back
 	// after a host reboot. A clone keeps it (Incus copies the config).
 	Autostart bool
@@ -162,6 +171,9 @@ func MintRequest(m Mint) (InstancesPost, error) {
 	if m.VM && m.Processes > 0 {
 		return InstancesPost{}, fmt.Errorf("mint box %q: %s is for containers only", m.Name, KeyProcesses)
 	}
+	if m.VM && m.IsolatedIDs {
+		return InstancesPost{}, fmt.Errorf("mint box %q: %s is for containers only", m.Name, KeyIsolatedIDs)
+	}
 	src, err := ImageSource(m.Image)
 	if err != nil {
 		return InstancesPost{}, fmt.Errorf("mint box %q: %w", m.Name, err)
@@ -185,6 +197,9 @@ func MintRequest(m Mint) (InstancesPost, error) {
 	if m.Autostart {
 		cfg[KeyAutostart] = "true"
 	}
+	if m.IsolatedIDs {
+		cfg[KeyIsolatedIDs] = "true"
+	}
 	if m.RigRepo != "" {
 		cfg[KeyRigRepo], cfg[KeyRigRef] = m.RigRepo, m.RigRef
 	}
@@ -205,6 +220,10 @@ type Clone struct {
 	Snapshot string // optional snapshot of From
 	Profile  string // the placement profile, re-applied so a clone cannot leave the stack
 	Created  time.Time
+	// IsolatedIDs sets security.idmap.isolated on the copy (a container source): a clone
+	// of a box minted before box set it gets a range of its own too. Incus gives the
+	// copy a fresh range either way and shifts its files on first start.
+	IsolatedIDs bool
 }
 
 // CloneRequest builds the copy request of a clone. Incus copies the source's config, so
@@ -230,14 +249,18 @@ func CloneRequest(c Clone) (InstancesPost, error) {
 		}
 		from += "/" + c.Snapshot
 	}
+	cfg := map[string]string{
+		KeyCreated:    stamp(c.Created),
+		KeyOrigin:     OriginClone,
+		KeyOriginFrom: from,
+	}
+	if c.IsolatedIDs {
+		cfg[KeyIsolatedIDs] = "true"
+	}
 	return InstancesPost{
-		Name:   c.Name,
-		Source: InstanceSource{Type: "copy", Source: from, InstanceOnly: c.Snapshot != ""},
-		Config: map[string]string{
-			KeyCreated:    stamp(c.Created),
-			KeyOrigin:     OriginClone,
-			KeyOriginFrom: from,
-		},
+		Name:     c.Name,
+		Source:   InstanceSource{Type: "copy", Source: from, InstanceOnly: c.Snapshot != ""},
+		Config:   cfg,
 		Profiles: []string{c.Profile},
 	}, nil
 }

@@ -90,6 +90,32 @@ func TestMintProcesses(t *testing.T) {
 	}
 }
 
+// A container box asks for a host uid range of its own; a VM cannot take the key, and a
+// clone of a container asks for one whatever its source had.
+func TestMintIsolatedIDs(t *testing.T) {
+	m := mint(false)
+	m.IsolatedIDs = true
+	req, err := MintRequest(m)
+	if err != nil || req.Config[KeyIsolatedIDs] != "true" {
+		t.Errorf("container: %v %q", err, req.Config[KeyIsolatedIDs])
+	}
+	if req, _ := MintRequest(mint(false)); req.Config[KeyIsolatedIDs] != "" {
+		t.Errorf("not asked, set: %q", req.Config[KeyIsolatedIDs])
+	}
+	m = mint(true)
+	m.IsolatedIDs = true
+	if _, err := MintRequest(m); err == nil || !strings.Contains(err.Error(), "containers only") {
+		t.Errorf("VM with %s: %v", KeyIsolatedIDs, err)
+	}
+	req, err = CloneRequest(Clone{Name: "b", From: "a", Profile: "p", Created: created, IsolatedIDs: true})
+	if err != nil || req.Config[KeyIsolatedIDs] != "true" {
+		t.Errorf("clone: %v %q", err, req.Config[KeyIsolatedIDs])
+	}
+	if req, _ := CloneRequest(Clone{Name: "b", From: "a", Profile: "p", Created: created}); req.Config[KeyIsolatedIDs] != "" {
+		t.Errorf("a VM's clone: %q", req.Config[KeyIsolatedIDs])
+	}
+}
+
 func TestGoldenMintByFingerprint(t *testing.T) {
 	m := mint(false)
 	m.Image = "a1b2c3d4e5f6a7b8"

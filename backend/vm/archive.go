@@ -134,7 +134,8 @@ func importableKey(k string) bool {
 			return true
 		}
 	}
-	return k == incus.KeyCPU || k == incus.KeyMemory || k == incus.KeyProcesses
+	// security.idmap.isolated: box sets it on every container (import sets it to true).
+	return k == incus.KeyCPU || k == incus.KeyMemory || k == incus.KeyProcesses || k == incus.KeyIsolatedIDs
 }
 
 // CheckShape refuses config and devices a box minted by box never has. where names

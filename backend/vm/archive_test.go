@@ -116,6 +116,16 @@ func TestCheckIndexRefuses(t *testing.T) {
 	if err := CheckShape("instance", map[string]string{"limits.cpu": "2", "limits.memory": "2GiB", "limits.processes": "4096"}, nil); err != nil {
 		t.Errorf("box's own limits refused: %v", err)
 	}
+	// So is the host uid range of its own box sets on a container (import sets it true
+	// whatever the export says); any other security.idmap key is not.
+	if err := CheckShape("instance", map[string]string{"security.idmap.isolated": "true"}, nil); err != nil {
+		t.Errorf("security.idmap.isolated refused: %v", err)
+	}
+	for _, k := range []string{"security.idmap.base", "security.idmap.size", "raw.idmap"} {
+		if err := CheckShape("instance", map[string]string{k: "1000000"}, nil); !errors.As(err, &off) {
+			t.Errorf("%s: %v, want OffStackError", k, err)
+		}
+	}
 	// box's own door is box-shaped; a proxy that listens elsewhere is not.
 	_, door := ExposureDevice(3000, 3000)
 	if err := CheckShape("instance", nil, map[string]map[string]string{"expose-3000": door}); err != nil {

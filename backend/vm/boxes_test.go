@@ -63,7 +63,8 @@ func TestMintPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := incus.Mint{Name: "work", Profile: "box-net", Image: "box/debian-13", CPU: "2", Memory: "2GiB", Disk: "20GiB",
-		UserData: "#cloud-config\n", Template: "blank", User: "dev", Created: now, Processes: profiles.DefaultPids}
+		UserData: "#cloud-config\n", Template: "blank", User: "dev", Created: now, Processes: profiles.DefaultPids,
+		IsolatedIDs: true}
 	if m != want {
 		t.Errorf("mint = %+v\nwant   %+v", m, want)
 	}
@@ -79,8 +80,8 @@ func TestMintPlan(t *testing.T) {
 	if PidsNote(vmProf, false) != "" || PidsNote(&profiles.Profile{Name: "x"}, true) != "" {
 		t.Error("a note where nothing is dropped")
 	}
-	if m, _ := MintPlan(NewOptions{Name: "work"}, nil, tmpl(), "box-net", "", now); !m.VM {
-		t.Error("the default is not a VM")
+	if m, _ := MintPlan(NewOptions{Name: "work"}, nil, tmpl(), "box-net", "", now); !m.VM || m.IsolatedIDs {
+		t.Errorf("the default is not a VM, or a VM asks for a container's idmap: %+v", m)
 	}
 	bad := []struct {
 		o    NewOptions

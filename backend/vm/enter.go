@@ -90,7 +90,7 @@ func (b Backend) onTerminal(verb, name string, cmd []string) error {
 		Env:      env,
 		Terminal: true,
 		Size:     incus.WindowSize{Width: w, Height: h},
-		Stdin:    in, Stdout: out,
+		Stdin:    in, Stdout: terminalOut(out),
 		Resize: resize,
 	})
 	_ = term.Restore(int(in.Fd()), old)

@@ -34,7 +34,7 @@ func (b Backend) Exec(name string, command []string, l backend.LaunchRequest) er
 	}()
 	code, err := c.Exec(ctx, name, incus.Exec{
 		Command: EntryCommand(incus.UserOf(*inst), false, command),
-		Stdin:   b.Stdin, Stdout: b.Stdout, Stderr: b.Stderr,
+		Stdin:   b.Stdin, Stdout: terminalOut(b.Stdout), Stderr: terminalOut(b.Stderr),
 		Signal: fwd,
 	})
 	return b.execResult(code, err)

@@ -183,6 +183,12 @@ func settleImport(ctx context.Context, c *incus.Client, name, placement string, 
 	for k, v := range ImportStamp(cfg, now) {
 		cfg[k] = v
 	}
+	// A container gets a host uid range of its own here as at a mint, whatever the
+	// export said (an export of a box minted before box set it has none); Incus picks
+	// the range and shifts the files on the start below.
+	if inst.Type != incus.TypeVM && !protectionOff(ProtIsolatedIDs) {
+		cfg[incus.KeyIsolatedIDs] = "true"
+	}
 	// Which host port opens a door into a box is this host's decision: exposures stay
 	// behind ('box expose' them again).
 	exp, _ := Exposures(inst.Devices)

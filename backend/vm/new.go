@@ -139,9 +139,11 @@ func (b Backend) Mint(r backend.MintRequest) error {
 
 	l := Launch{Name: r.Name, Clone: plan.Clone != nil, Timeout: timeout, Pristine: b.Getenv(EnvSnapshotPristine)}
 	if cl := plan.Clone; cl != nil {
-		if _, err := b.Resolve(ctx, c, cl.From); err != nil {
+		src, err := b.Resolve(ctx, c, cl.From)
+		if err != nil {
 			return err
 		}
+		cl.IsolatedIDs = src.Type != incus.TypeVM && !protectionOff(ProtIsolatedIDs)
 		if cl.Snapshot != "" {
 			if err := b.NeedSnapshot(ctx, c, cl.From, cl.Snapshot); err != nil {
 				return err

@@ -200,6 +200,9 @@ func MintPlan(o NewOptions, prof *profiles.Profile, tmpl *templates.Template, pl
 		if prof != nil && prof.Pids != nil {
 			m.Processes = *prof.Pids
 		}
+		// And a host uid range of its own: a shared one makes every box's root the same
+		// host user (see incus.KeyIsolatedIDs; the drill's sibling:fds-in-flight).
+		m.IsolatedIDs = !protectionOff(ProtIsolatedIDs)
 	}
 	return m, nil
 }

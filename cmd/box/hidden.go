@@ -14,5 +14,9 @@ func hidden(args []string) (int, bool) {
 		// Run by box drill inside the sandbox: reads the probe plan on stdin, prints results.
 		return drill.ProbeMain(os.Stdin, os.Stdout, os.Stderr), true
 	}
+	if args[0] == drill.InflightSubcommand {
+		// Pushed by box drill --backend vm into its two boxes (sibling:fds-in-flight).
+		return drill.InflightMain(args[1:], os.Stdin, os.Stdout), true
+	}
 	return bwrap.HelperMain(args)
 }

@@ -1,4 +1,4 @@
-package bwrap
+package ttyfilter
 
 import (
 	"bytes"
@@ -80,19 +80,19 @@ func TestOSCFilter(t *testing.T) {
 	for _, c := range cases {
 		// Every way of cutting the input into two reads gives the same output.
 		for cut := 0; cut <= len(c.in); cut++ {
-			var f oscFilter
-			got := f.filter(nil, []byte(c.in[:cut]))
-			got = f.filter(got, []byte(c.in[cut:]))
+			var f Filter
+			got := f.Append(nil, []byte(c.in[:cut]))
+			got = f.Append(got, []byte(c.in[cut:]))
 			if string(got) != c.want {
 				t.Errorf("%q cut at %d: got %q, want %q", c.in, cut, got, c.want)
 				break
 			}
 		}
 		// And byte by byte.
-		var f oscFilter
+		var f Filter
 		var got []byte
 		for i := 0; i < len(c.in); i++ {
-			got = f.filter(got, []byte{c.in[i]})
+			got = f.Append(got, []byte{c.in[i]})
 		}
 		if string(got) != c.want {
 			t.Errorf("%q byte by byte: got %q, want %q", c.in, got, c.want)
@@ -159,8 +159,8 @@ func TestOSCFilterDenyOnly(t *testing.T) {
 		{"a\x1b]9;7;\"calc\"\x07b", "a\x1b]9;7;\"calc\"\x07b"},
 		{"a\x1b]52;c;eA==\x07b", "ab"},
 	} {
-		f := oscFilter{denyOnly: true}
-		if got := string(f.filter(nil, []byte(c.in))); got != c.want {
+		f := Filter{DenyOnly: true}
+		if got := string(f.Append(nil, []byte(c.in))); got != c.want {
 			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
 		}
 	}
@@ -168,9 +168,9 @@ func TestOSCFilterDenyOnly(t *testing.T) {
 
 // A dropped sequence never terminated swallows at most oscMaxDrop bytes.
 func TestOSCFilterBounded(t *testing.T) {
-	var f oscFilter
+	var f Filter
 	in := "\x1b]52;c;" + strings.Repeat("A", oscMaxDrop+100) + "visible"
-	got := f.filter(nil, []byte(in))
+	got := f.Append(nil, []byte(in))
 	if !bytes.HasSuffix(got, []byte("visible")) || len(got) > 200 {
 		t.Errorf("got %d bytes ending %q", len(got), got[max(0, len(got)-20):])
 	}
@@ -181,8 +181,8 @@ func BenchmarkOSCFilter(b *testing.B) {
 	dst := make([]byte, 0, len(src))
 	b.SetBytes(int64(len(src)))
 	for b.Loop() {
-		var f oscFilter
-		dst = f.filter(dst[:0], src)
+		var f Filter
+		dst = f.Append(dst[:0], src)
 	}
 }
 
@@ -191,7 +191,7 @@ func BenchmarkOSCFilterPlain(b *testing.B) {
 	dst := make([]byte, 0, len(src))
 	b.SetBytes(int64(len(src)))
 	for b.Loop() {
-		var f oscFilter
-		dst = f.filter(dst[:0], src)
+		var f Filter
+		dst = f.Append(dst[:0], src)
 	}
 }

