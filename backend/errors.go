@@ -23,10 +23,10 @@ func (e *NameTakenError) Error() string {
 }
 func (e *NameTakenError) Is(target error) bool { return target == ErrNameTaken }
 
-// UnsupportedError: the backend has no such verb (or not for this box); Hint says what
-// to do instead.
-type UnsupportedError struct{ Verb, Backend, Hint string }
+// UnsupportedError: box Name belongs to the Backend backend, which has no verb Verb (the
+// CLI words the hint: what to do with such a box instead).
+type UnsupportedError struct{ Verb, Backend, Name string }
 
 func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("box %s is not available for %s boxes", e.Verb, e.Backend)
+	return fmt.Sprintf("box %s is a %s box: box %s is for vm boxes", e.Name, e.Backend, e.Verb)
 }

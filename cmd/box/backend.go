@@ -74,17 +74,14 @@ func (l launchFlags) req() backend.LaunchRequest {
 	return backend.LaunchRequest{Yes: l.yes, AllowRoot: l.allowRoot, Allow: l.allow}
 }
 
-// vmOnlyVerb refuses a vm-only verb aimed at a bwrap box (or a lookalike directory).
+// vmOnlyVerb refuses a vm-only verb aimed at a bwrap box (or a lookalike directory); a
+// usage error, its hint in hints.go.
 func vmOnlyVerb(e *env, verb, name string) error {
 	b, err := bwrapBox(e, name)
 	if err != nil || b == nil {
 		return err
 	}
-	hint := map[string]string{
-		"export": "a bwrap box is a directory: snapshot it (box snapshot) or clone it (box new --from)",
-		"expose": "a bwrap box at tier full shares the host's network; box expose is for vm boxes",
-	}[verb]
-	return usagef(hint, "box %s is a bwrap box: box %s is for vm boxes", name, verb)
+	return usagef("", "%w", &backend.UnsupportedError{Verb: verb, Backend: "bwrap", Name: name})
 }
 
 // mintRequest is box new's request: its options and the flags given.

@@ -63,6 +63,12 @@ func is(target error, h string) func(error) (string, error) {
 var hints = []func(error) (string, error){
 	as(takenHint),
 	as(noBoxHint),
+	as(func(e *backend.UnsupportedError) string {
+		return map[string]string{
+			"export": "a bwrap box is a directory: snapshot it (box snapshot) or clone it (box new --from)",
+			"incus":  "box shell, box exec, box snapshot... work on it",
+		}[e.Verb]
+	}),
 	as(func(e *backend.PortArgError) string { return "for example: box expose " + e.Box + " 3000" }),
 	as(func(e *vm.SessionNameError) string { return "for example: box tmux " + e.Box + " run-1" }),
 	to[*vm.TemplateError]("run 'box templates' to list them"),

@@ -24,10 +24,8 @@ func newIncusCmd(e *env) *cobra.Command {
 		},
 		func(cmd *cobra.Command, args []string) error {
 			box, rest, _ := splitDash(cmd, args, true)
-			if b, err := bwrapBox(e, box); err != nil {
+			if err := vmOnlyVerb(e, "incus", box); err != nil {
 				return err
-			} else if b != nil {
-				return usagef("box shell, box exec, box snapshot... work on it", "box %s is a bwrap box: box incus is for vm boxes", box)
 			}
 			return runIncus(e, box, rest)
 		})
