@@ -3,7 +3,6 @@ package drill
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -205,13 +204,6 @@ func siblingInflight(ctx context.Context, c *incus.Client, probe []byte, a, b st
 	return inflightVerdict(line, sendOut, code)
 }
 
-// idmapRange is one entry of volatile.idmap.current.
-type idmapRange struct {
-	Isuid, Isgid bool
-	Hostid, Nsid int64
-	Maprange     int64
-}
-
 // siblingHostIDs is the sibling:host-uid row's probe: seen when a host uid is in both
 // boxes' maps (Incus's volatile.idmap.current of each, as the box runs now).
 func siblingHostIDs(ctx context.Context, c *incus.Client, a, b string) (bool, string, error) {
@@ -229,25 +221,23 @@ func siblingHostIDs(ctx context.Context, c *incus.Client, a, b string) (bool, st
 // hostIDVerdict compares two boxes' volatile.idmap.current: seen when a host uid is in
 // both; a map that is not one is an error, never a pass.
 func hostIDVerdict(curA, curB string) (bool, string, error) {
-	var maps [2][]idmapRange
+	var maps [2][]incus.IDRange
 	for i, cur := range []string{curA, curB} {
-		if err := json.Unmarshal([]byte(cur), &maps[i]); err != nil || hostRoot(maps[i]) < 0 {
+		m, err := incus.ParseIDMap(cur)
+		if err != nil || hostRoot(m) < 0 {
 			return false, "", fmt.Errorf("box %c: volatile.idmap.current %q: not an id map with a root", 'A'+i, cur)
 		}
+		maps[i] = m
 	}
-	for _, x := range maps[0] {
-		for _, y := range maps[1] {
-			if x.Isuid && y.Isuid && x.Hostid < y.Hostid+y.Maprange && y.Hostid < x.Hostid+x.Maprange {
-				h := max(x.Hostid, y.Hostid)
-				return true, fmt.Sprintf("host uids %d-%d (A) and %d-%d (B) overlap: host uid %d is A's uid %d and B's uid %d",
-					x.Hostid, x.Hostid+x.Maprange-1, y.Hostid, y.Hostid+y.Maprange-1, h, h-x.Hostid+x.Nsid, h-y.Hostid+y.Nsid), nil
-			}
-		}
+	if x, y, ok := incus.UIDOverlap(maps[0], maps[1]); ok {
+		h := max(x.Hostid, y.Hostid)
+		return true, fmt.Sprintf("host uids %d-%d (A) and %d-%d (B) overlap: host uid %d is A's uid %d and B's uid %d",
+			x.Hostid, x.Hostid+x.Maprange-1, y.Hostid, y.Hostid+y.Maprange-1, h, h-x.Hostid+x.Nsid, h-y.Hostid+y.Nsid), nil
 	}
 	return false, fmt.Sprintf("A's root is host uid %d, B's %d; the ranges are disjoint", hostRoot(maps[0]), hostRoot(maps[1])), nil
 }
 
-func hostRoot(m []idmapRange) int64 {
+func hostRoot(m []incus.IDRange) int64 {
 	for _, e := range m {
 		if e.Isuid && e.Nsid == 0 {
 			return e.Hostid

@@ -172,7 +172,7 @@ type request struct {
 }
 
 func (c *Client) url(path string, q url.Values) string {
-	if c.Project != "" {
+	if c.Project != "" && q.Get("all-projects") == "" { // incusd refuses both
 		if q == nil {
 			q = url.Values{}
 		}

@@ -38,6 +38,8 @@ type Backend struct {
 	// Ask asks the operator to confirm question unless force; a no is an error saying
 	// refused.
 	Ask func(force bool, question, refused string) error
+	// Warn says a warning aloud (the CLI words it and its hint); nil says nothing.
+	Warn func(error)
 	// Stdin is the verb's input (box exec passes it through; box shell and tmux want
 	// a terminal there).
 	Stdin io.Reader

@@ -62,5 +62,6 @@ func (b Backend) runningBox(ctx context.Context, c *incus.Client, name string) (
 	if !inst.Running() {
 		return nil, &backend.StoppedError{Name: name, State: strings.ToLower(inst.Status)}
 	}
+	b.warnSharedIDs(name, inst)
 	return inst, nil
 }

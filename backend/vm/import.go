@@ -206,6 +206,11 @@ func settleImport(ctx context.Context, c *incus.Client, name, placement string, 
 		}
 		return ResetVMMachineID(ctx, c, name)
 	}
+	if !protectionOff(ProtIsolatedIDs) {
+		if err := OwnRange(ctx, c, name); err != nil {
+			return err
+		}
+	}
 	if err := c.ResetMachineID(ctx, name); err != nil {
 		return err
 	}

@@ -95,6 +95,11 @@ func Run(ctx context.Context, c *incus.Client, l Launch, r Reporter) (*Result, e
 		if err := CloseDoors(ctx, c, *inst); err != nil {
 			return nil, fail("close the doors of", err)
 		}
+		if inst.Type == incus.TypeContainer && !SharedIDs(*inst) {
+			if err := OwnRange(ctx, c, l.Name); err != nil {
+				return nil, fail("give a host uid range of its own to", err)
+			}
+		}
 		if vmClone = inst.Type == incus.TypeVM; !vmClone {
 			p.Step("giving %s a fresh machine ID", l.Name)
 			if err := c.ResetMachineID(ctx, l.Name); err != nil {

@@ -9,6 +9,7 @@ func (b Backend) Start(name string) error {
 		return err
 	}
 	defer done()
+	b.warnSharedIDs(name, inst)
 	if inst.Running() {
 		fmt.Fprintf(b.Stderr, "box: %s is already running\n", name)
 		return nil

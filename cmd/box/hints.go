@@ -69,6 +69,9 @@ var hints = []func(error) (string, error){
 			"incus":  "box shell, box exec, box snapshot... work on it",
 		}[e.Verb]
 	}),
+	as(func(e *vm.SharedIDsError) string {
+		return "give it a range of its own while it is stopped: box stop " + e.Name + " && box incus " + e.Name + " -- config set {} security.idmap.isolated=true && box start " + e.Name
+	}),
 	as(func(e *backend.PortArgError) string { return "for example: box expose " + e.Box + " 3000" }),
 	as(func(e *vm.SessionNameError) string { return "for example: box tmux " + e.Box + " run-1" }),
 	to[*vm.TemplateError]("run 'box templates' to list them"),

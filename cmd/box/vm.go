@@ -34,8 +34,18 @@ func (e *env) vmBackend() vm.Backend {
 		Client: e.daemon().Client, Context: vm.SignalContext,
 		Getenv: e.getenv, Socket: e.localSocket(), ConfigHome: e.configHome(),
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Quiet: e.quiet,
-		Err: func(err error) error { return vmErr(e, err) },
-		Ask: func(force bool, question, refused string) error { return ask(e, force, question, refused) },
+		Err:  func(err error) error { return vmErr(e, err) },
+		Ask:  func(force bool, question, refused string) error { return ask(e, force, question, refused) },
+		Warn: func(w error) { warnf(e, w) },
+	}
+}
+
+// warnf says a backend's warning, and its hint (hints.go), on stderr, --quiet or not: a
+// warning is about the box's isolation.
+func warnf(e *env, w error) {
+	fmt.Fprintf(e.stderr, "box: warning: %s\n", termSafe(w.Error()))
+	if h, _ := hintFor(w); h != "" {
+		fmt.Fprintf(e.stderr, "box: hint: %s\n", termSafe(h))
 	}
 }
 
