@@ -1,0 +1,58 @@
+package drill_test
+
+// A VPN of the host's to a prefix in public address space: the lab's host routes
+// 192.0.2.0/24 through a link of its own (vpn0) to the LAN host, which answers on
+// 192.0.2.10 (lab.AddVPN), as a split-tunnel WireGuard to a company network does. The
+// prefix is in no blocked range and is no subnet of the host's interfaces. The internet
+// tier must not reach it by address, nor the allowlist tier's proxy through an allowed
+// name that resolves to it (rebinding); with the host's routes not rejected (test build,
+// BOX_UNSAFE_OFF=host-routes) both are BREACH (review finding, session 13: they were,
+// while the docs told such hosts to use tier allowlist).
+
+import (
+	"context"
+	"testing"
+
+	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/drill/lab"
+)
+
+func TestDrillHostRoutes(t *testing.T) {
+	w, l := labWorld(t)
+	if err := l.AddVPN(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	target := lab.VPNAddr.String() + ":80"
+	inet := []string{"--network", "internet", "--group", "network",
+		"--internet-url", "http://" + lab.InternetName + "/", "--lan", target}
+	allow := []string{"--network", "allowlist", "--group", "network", "--allow", "allowed.test", "--allow", lab.VPNName,
+		"--internet-url", "http://denied.test/", "--allowed-url", "http://allowed.test/",
+		"--rebind-url", "http://" + lab.VPNName + "/", "--lan", target}
+
+	r := w.drill(l, allow...)
+	t.Logf("tier allowlist (exit %d):\n%s%s", r.code, r.table(), r.stderr)
+	r.want(t, "net:rebind", drill.Pass)
+	r.want(t, "net:internet", drill.Pass)
+	r.want(t, "net:lan-hosts", drill.Pass)
+	r = w.drill(l, inet...)
+	t.Logf("tier internet (exit %d):\n%s%s", r.code, r.table(), r.stderr)
+	r.want(t, "net:lan-hosts", drill.Pass)
+	r.want(t, "net:internet", drill.Pass)
+
+	off := *w
+	off.withProtectionOff(t, bwrap.ProtHostRoutes)
+	r = off.drill(l, allow...)
+	t.Logf("tier allowlist, host routes not rejected (exit %d):\n%s%s", r.code, r.table(), r.stderr)
+	r.want(t, "net:rebind", drill.Breach)
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1", r.code)
+	}
+	r = off.drill(l, inet...)
+	t.Logf("tier internet, host routes not rejected (exit %d):\n%s%s", r.code, r.table(), r.stderr)
+	r.want(t, "net:lan-hosts", drill.Breach)
+	r.want(t, "net:internet", drill.Pass)
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1", r.code)
+	}
+}
