@@ -2,7 +2,7 @@ package drill_test
 
 // A VPN of the host's to a prefix in public address space: the lab's host routes
 // 192.0.2.0/24 through a link of its own (vpn0) to the LAN host, which answers on
-// 192.0.2.10 (lab.AddVPN), as a split-tunnel WireGuard to a company network does. The
+// 192.0.2.1 (lab.AddVPN), as a split-tunnel WireGuard to a company network does. The
 // prefix is in no blocked range and is no subnet of the host's interfaces. The internet
 // tier must not reach it by address, nor the allowlist tier's proxy through an allowed
 // name that resolves to it (rebinding); with the host's routes not rejected (test build,
@@ -23,12 +23,13 @@ func TestDrillHostRoutes(t *testing.T) {
 	if err := l.AddVPN(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	target := lab.VPNAddr.String() + ":80"
+	// No --lan: the drill finds the routed prefix itself (Facts.Routed) and probes its
+	// first address in net:lan-hosts.
 	inet := []string{"--network", "internet", "--group", "network",
-		"--internet-url", "http://" + lab.InternetName + "/", "--lan", target}
+		"--internet-url", "http://" + lab.InternetName + "/"}
 	allow := []string{"--network", "allowlist", "--group", "network", "--allow", "allowed.test", "--allow", lab.VPNName,
 		"--internet-url", "http://denied.test/", "--allowed-url", "http://allowed.test/",
-		"--rebind-url", "http://" + lab.VPNName + "/", "--lan", target}
+		"--rebind-url", "http://" + lab.VPNName + "/"}
 
 	r := w.drill(l, allow...)
 	t.Logf("tier allowlist (exit %d):\n%s%s", r.code, r.table(), r.stderr)

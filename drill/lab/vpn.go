@@ -8,12 +8,12 @@ import (
 
 // A VPN of the host's (AddVPN): a link of its own (vpn0, 10.99.0.2/30) to the LAN host,
 // and a route through it to a prefix in public address space, 192.0.2.0/24, where the LAN
-// host answers VPNBody on VPNAddr. It is what a split-tunnel WireGuard or OpenVPN to a
+// host answers VPNBody on VPNAddr, the prefix's first address (where the drill looks). It is what a split-tunnel WireGuard or OpenVPN to a
 // company network looks like: the prefix is in no blocked range and is not a subnet of
 // any of the host's interfaces; only the host's routing table says it is not the
 // internet. VPNName is an internet name whose DNS answer is VPNAddr (web.go).
 var (
-	VPNAddr   = netip.MustParseAddr("192.0.2.10")
+	VPNAddr   = netip.MustParseAddr("192.0.2.1")
 	VPNPrefix = netip.MustParsePrefix("192.0.2.0/24")
 	vpnHost   = netip.MustParsePrefix("10.99.0.2/30")
 	vpnPeer   = netip.MustParsePrefix("10.99.0.1/30")

@@ -91,7 +91,8 @@ func (e *HostRoutesError) Error() string {
 
 // HostRoutes returns the IPv4 prefixes the host (this process's network namespace) routes
 // to networks of its own (policy.OwnNetworkRoute), in every routing table, outside the
-// blocked ranges, at the time of the call: a VPN's, a static route's. They are no subnet
+// blocked ranges, at the time of the call: a VPN's, a static route's (not the kernel's
+// routes to the interfaces' own subnets: HostNets). They are no subnet
 // of the host's interfaces, so HostNets misses them, and a split-tunnel VPN's may lie in
 // public address space (review finding, session 13: both tiers reached 192.0.2.10 behind
 // the lab host's vpn0).
@@ -121,8 +122,10 @@ func hostRoutes(rib []byte, blocked []netip.Prefix) ([]netip.Prefix, error) {
 		default:
 			continue
 		}
-		// struct rtmsg: family, dst_len, ...
-		if len(m.Data) < unix.SizeofRtMsg || m.Data[0] != unix.AF_INET {
+		// struct rtmsg: family, dst_len, src_len, tos, table, protocol, ... The kernel's
+		// own routes (an interface's subnet, the host's addresses) are HostNets' and
+		// HostAddrs': left to them, so each rule has one place and one switch.
+		if len(m.Data) < unix.SizeofRtMsg || m.Data[0] != unix.AF_INET || m.Data[5] == unix.RTPROT_KERNEL {
 			continue
 		}
 		attrs, err := syscall.ParseNetlinkRouteAttr(m)

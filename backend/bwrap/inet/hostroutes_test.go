@@ -13,7 +13,7 @@ import (
 // HostRoutes reads a real kernel's routes, every table: the prefixes of a network of the
 // host's own (a split-tunnel VPN's public prefix, in the main table and in a policy
 // table) come back; the default route, a full-tunnel VPN's /1 halves, a blocked range and
-// the interface's own private subnet do not.
+// the interfaces' own subnets (the kernel's routes, HostNets' to reject) do not.
 func TestHostRoutesReadsTheKernel(t *testing.T) {
 	name, _ := scratchNetns(t)
 	for _, args := range [][]string{
@@ -21,6 +21,7 @@ func TestHostRoutesReadsTheKernel(t *testing.T) {
 		{"link", "set", "vpn0", "up"},
 		{"link", "set", "vpn1", "up"},
 		{"addr", "add", "10.99.0.2/24", "dev", "vpn0"},
+		{"addr", "add", "198.51.100.2/24", "dev", "vpn1"}, // the kernel's route: HostNets
 		{"route", "add", "default", "via", "10.99.0.1"},
 		{"route", "add", "0.0.0.0/1", "via", "10.99.0.1"},
 		{"route", "add", "128.0.0.0/1", "via", "10.99.0.1"},
