@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/heavy-duty/box/backend/bwrap"
-	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/drill/lab"
 )
 
@@ -31,29 +30,5 @@ func TestDrillHostRoutes(t *testing.T) {
 		"--internet-url", "http://denied.test/", "--allowed-url", "http://allowed.test/",
 		"--rebind-url", "http://" + lab.VPNName + "/"}
 
-	r := w.drill(l, allow...)
-	t.Logf("tier allowlist (exit %d):\n%s%s", r.code, r.table(), r.stderr)
-	r.want(t, "net:rebind", drill.Pass)
-	r.want(t, "net:internet", drill.Pass)
-	r.want(t, "net:lan-hosts", drill.Pass)
-	r = w.drill(l, inet...)
-	t.Logf("tier internet (exit %d):\n%s%s", r.code, r.table(), r.stderr)
-	r.want(t, "net:lan-hosts", drill.Pass)
-	r.want(t, "net:internet", drill.Pass)
-
-	off := *w
-	off.withProtectionOff(t, bwrap.ProtHostRoutes)
-	r = off.drill(l, allow...)
-	t.Logf("tier allowlist, host routes not rejected (exit %d):\n%s%s", r.code, r.table(), r.stderr)
-	r.want(t, "net:rebind", drill.Breach)
-	if r.code != 1 {
-		t.Errorf("exit %d, want 1", r.code)
-	}
-	r = off.drill(l, inet...)
-	t.Logf("tier internet, host routes not rejected (exit %d):\n%s%s", r.code, r.table(), r.stderr)
-	r.want(t, "net:lan-hosts", drill.Breach)
-	r.want(t, "net:internet", drill.Pass)
-	if r.code != 1 {
-		t.Errorf("exit %d, want 1", r.code)
-	}
+	drillHostNetwork(t, w, l, bwrap.ProtHostRoutes, inet, allow)
 }
