@@ -22,6 +22,14 @@ func TestDrillHostSubnet(t *testing.T) {
 		"--internet-url", "http://denied.test/", "--allowed-url", "http://allowed.test/",
 		"--rebind-url", "http://" + lab.LANPublicName + "/", "--lan", lab.LANHostPublic.String() + ":80"}
 
+	drillHostNetwork(t, w, l, bwrap.ProtHostLAN, inet, allow)
+}
+
+// drillHostNetwork drills a network of the host's that neither tier may reach: the
+// internet tier's net:lan-hosts and the allowlist tier's net:rebind PASS, and with
+// protection prot off (test build) both are BREACH.
+func drillHostNetwork(t *testing.T, w *world, l *lab.Lab, prot string, inet, allow []string) {
+	t.Helper()
 	r := w.drill(l, inet...)
 	t.Logf("tier internet (exit %d):\n%s%s", r.code, r.table(), r.stderr)
 	r.want(t, "net:lan-hosts", drill.Pass)
@@ -30,18 +38,19 @@ func TestDrillHostSubnet(t *testing.T) {
 	t.Logf("tier allowlist (exit %d):\n%s%s", r.code, r.table(), r.stderr)
 	r.want(t, "net:rebind", drill.Pass)
 	r.want(t, "net:lan-hosts", drill.Pass)
+	r.want(t, "net:internet", drill.Pass)
 
 	off := *w
-	off.withProtectionOff(t, bwrap.ProtHostLAN)
+	off.withProtectionOff(t, prot)
 	r = off.drill(l, inet...)
-	t.Logf("tier internet, host subnets not rejected (exit %d):\n%s%s", r.code, r.table(), r.stderr)
+	t.Logf("tier internet, %s off (exit %d):\n%s%s", prot, r.code, r.table(), r.stderr)
 	r.want(t, "net:lan-hosts", drill.Breach)
 	r.want(t, "net:internet", drill.Pass)
 	if r.code != 1 {
 		t.Errorf("exit %d, want 1", r.code)
 	}
 	r = off.drill(l, allow...)
-	t.Logf("tier allowlist, host subnets not rejected (exit %d):\n%s%s", r.code, r.table(), r.stderr)
+	t.Logf("tier allowlist, %s off (exit %d):\n%s%s", prot, r.code, r.table(), r.stderr)
 	r.want(t, "net:rebind", drill.Breach)
 	if r.code != 1 {
 		t.Errorf("exit %d, want 1", r.code)

@@ -30,6 +30,9 @@ func Gather(home string, uid int, environ []string) Facts {
 	f.Abstract = abstractSockets("/proc/net/unix")
 	f.Gateways = gateways("/proc/net/route")
 	f.Neighbors = neighbors("/proc/net/arp")
+	if routes, err := inet.HostRoutes(); err == nil {
+		f.Routed = routedTargets(routes)
+	}
 	if addrs, err := inet.HostAddrs(); err == nil {
 		f.Addrs = addrs
 	}
@@ -93,6 +96,21 @@ func gateways(path string) []netip.Addr {
 			out = append(out, a)
 		}
 	})
+	return out
+}
+
+// routedTargets are the first host address of each prefix the host routes to a network
+// of its own (inet.HostRoutes: a VPN's), where a router or server of that network
+// usually answers.
+func routedTargets(routes []netip.Prefix) []netip.Addr {
+	var out []netip.Addr
+	for _, p := range routes {
+		a := p.Masked().Addr()
+		if p.Bits() < 31 {
+			a = a.Next()
+		}
+		out = append(out, a)
+	}
 	return out
 }
 

@@ -147,6 +147,7 @@ type Facts struct {
 	Abstract     []string        // listening abstract unix socket names (without @)
 	Gateways     []netip.Addr    // default gateways of the host
 	Neighbors    []netip.Addr    // complete entries of the host's ARP table
+	Routed       []netip.Addr    // the first address of each network the host routes to (a VPN's)
 	Addrs        []netip.Addr    // the host's own addresses
 	Listening    []int           // TCP ports listening on a wildcard or a host address
 	Setuid       string          // a setuid-root binary in a system directory ("" none)
@@ -516,8 +517,8 @@ func BuildPlan(in Input) (Plan, error) {
 			gws = append(gws, a)
 		}
 	}
-	for _, a := range in.Facts.Neighbors {
-		if probeable(a) && !slices.Contains(gws, a) {
+	for _, a := range append(slices.Clone(in.Facts.Neighbors), in.Facts.Routed...) {
+		if probeable(a) && !slices.Contains(gws, a) && !slices.Contains(neigh, a) {
 			neigh = append(neigh, a)
 		}
 	}

@@ -159,6 +159,14 @@ func TestBuildPlanTargets(t *testing.T) {
 	if pr := probe(t, p, "net:lan-hosts"); pr.Skip != "" || !slices.Equal(pr.Targets, []string{"192.168.77.10:80"}) {
 		t.Errorf("--lan: %+v", pr)
 	}
+	// A network the host routes to (a VPN's prefix): its first address is a LAN target.
+	in.Facts = Facts{Routed: routedTargets([]netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("203.0.113.7/32")})}
+	p, _ = BuildPlan(in)
+	if pr := probe(t, p, "net:lan-hosts"); !slices.Contains(pr.Targets, "192.0.2.1:80") || !slices.Contains(pr.Targets, "203.0.113.7:80") {
+		t.Errorf("routed networks: %+v", pr.Targets)
+	}
+	in.Facts = Facts{}
+	p, _ = BuildPlan(in)
 	for _, id := range []string{"net:lan-gateway", "net:host", "net:abstract", "priv:setuid"} {
 		if probe(t, p, id).Skip == "" {
 			t.Errorf("%s: no facts, want a skip", id)

@@ -116,6 +116,15 @@ var PrivateRanges = func() []netip.Prefix {
 	return out
 }()
 
+// OwnNetworkRoute reports whether a host route to p leads to a network of the host's own
+// (its LAN, a VPN, a static route to a site), which the bwrap internet and allowlist tiers
+// never reach, rather than to the internet: the default route and the /1 halves a
+// full-tunnel VPN overrides it with (0.0.0.0/1, 128.0.0.0/1) are the internet; every
+// longer prefix is a network the host was told of by name, whatever its numbering (a
+// split-tunnel VPN to a company network in public address space is in no blocked range;
+// review finding, session 13).
+func OwnNetworkRoute(p netip.Prefix) bool { return p.IsValid() && p.Bits() > 1 }
+
 // Blocked are the destination ranges the bwrap internet tier never reaches, and the
 // allowlist tier's proxy never dials: every entry of Unreachable, which a user-mode
 // network helper would otherwise dial from the host. Sorted by address.

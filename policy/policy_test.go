@@ -63,3 +63,19 @@ func TestSecretAt(t *testing.T) {
 		}
 	}
 }
+
+// The default route and a full-tunnel VPN's /1 halves lead to the internet; any longer
+// route to a network of the host's own, public numbering or not.
+func TestOwnNetworkRoute(t *testing.T) {
+	for p, want := range map[string]bool{
+		"0.0.0.0/0": false, "0.0.0.0/1": false, "128.0.0.0/1": false,
+		"64.0.0.0/2": true, "192.0.2.0/24": true, "203.0.113.7/32": true, "10.0.0.0/8": true,
+	} {
+		if got := OwnNetworkRoute(netip.MustParsePrefix(p)); got != want {
+			t.Errorf("OwnNetworkRoute(%s) = %v, want %v", p, got, want)
+		}
+	}
+	if OwnNetworkRoute(netip.Prefix{}) {
+		t.Error("the zero prefix is a route")
+	}
+}

@@ -78,6 +78,11 @@ func Prepare(p *Plan, helper string) (Prepared, error) {
 // public space reached.
 const ProtHostLAN = "host-lan"
 
+// ProtHostRoutes is the tiers' rejection of the prefixes the host routes to networks
+// of its own (inet.HostRoutes: a VPN's, a static route's): a test build can switch it off
+// (BOX_UNSAFE_OFF=host-routes), so the drill shows a VPN in public address space reached.
+const ProtHostRoutes = "host-routes"
+
 // ProtResolverTCP is the internet tier's refusal of TCP to pasta's resolver address
 // (inet.Options.UnsafeResolverTCP): a test build can switch it off
 // (BOX_UNSAFE_OFF=resolver-tcp), so the drill shows 169.254.1.1:53 reached over TCP.
@@ -100,12 +105,24 @@ const ProtSpecialRanges = "special-ranges"
 const ProtResolverSearch = "resolver-search"
 
 // hostNets are the subnets the internet and allowlist tiers reject besides the blocked
-// ranges: the host's own, its LAN however numbered.
+// ranges: the host's own, its LAN however numbered, and the prefixes it routes to
+// networks of its own (a VPN's).
 func hostNets() ([]netip.Prefix, error) {
-	if protectionOff(ProtHostLAN) {
-		return nil, nil
+	var nets []netip.Prefix
+	if !protectionOff(ProtHostLAN) {
+		var err error
+		if nets, err = inet.HostNets(); err != nil {
+			return nil, err
+		}
 	}
-	return inet.HostNets()
+	if !protectionOff(ProtHostRoutes) {
+		routes, err := inet.HostRoutes()
+		if err != nil {
+			return nil, err
+		}
+		nets = append(nets, routes...)
+	}
+	return nets, nil
 }
 
 // RefuseRoot: user namespaces do not take root's file ownership away, so as root the

@@ -50,7 +50,8 @@ func hostRecords() []string {
 		out = append(out, "--host-record="+n+","+Internet.String())
 	}
 	return append(out, "--host-record="+LANName+","+LANHost.String(), "--host-record="+LANPublicName+","+LANHostPublic.String(),
-		"--host-record="+SearchName+"."+SearchDomain+","+SearchHost.String(), "--host-record="+MetadataName+","+Metadata.String())
+		"--host-record="+SearchName+"."+SearchDomain+","+SearchHost.String(), "--host-record="+MetadataName+","+Metadata.String(),
+		"--host-record="+VPNName+","+VPNAddr.String())
 }
 
 // serveInternet runs the fake internet: "/" answers InternetBody on every name, "/bytes?n=N"

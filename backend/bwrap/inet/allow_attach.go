@@ -31,7 +31,7 @@ type AllowOptions struct {
 	// HostAddrs are never dialled (pass HostAddrs()); Blocked ranges neither (nil: Blocked).
 	HostAddrs []netip.Addr
 	Blocked   []netip.Prefix
-	// HostNets are never dialled (pass HostNets()).
+	// HostNets are never dialled (pass HostNets() and HostRoutes()).
 	HostNets []netip.Prefix
 	// Lookup and Dial as in Proxy (nil: the host's resolver, a plain dialer).
 	Lookup func(ctx context.Context, name string) ([]netip.Addr, error)

@@ -30,8 +30,8 @@ type Proxy struct {
 	// resolves to (DNS rebinding).
 	Blocked   []netip.Prefix
 	HostAddrs []netip.Addr
-	// HostNets are the host's own subnets (its LAN, however numbered): never dialled
-	// either.
+	// HostNets are the host's own subnets (its LAN, however numbered) and the prefixes
+	// it routes to networks of its own (HostRoutes: a VPN's): never dialled either.
 	HostNets []netip.Prefix
 	// Lookup resolves a name to IPv4 addresses (nil: the host's resolver).
 	Lookup func(ctx context.Context, name string) ([]netip.Addr, error)
@@ -256,7 +256,7 @@ func (p *Proxy) blocked(a netip.Addr) string {
 	}
 	for _, n := range p.HostNets {
 		if n.Contains(a) {
-			return "the host's LAN " + n.String()
+			return "a network of the host's own (its LAN, a route of its own) " + n.String()
 		}
 	}
 	return ""

@@ -58,6 +58,16 @@ func TestParseName(t *testing.T) {
 		{"http address", []byte("GET / HTTP/1.1\r\nHost: 203.0.113.10\r\n\r\n"), "", true},
 		{"http v6 address", []byte("GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n"), "", true},
 		{"http no host", []byte("GET / HTTP/1.0\r\n\r\n"), "", true},
+		// What a sandbox writes to make the proxy check one name and dial another: none
+		// is a name (the proxy then refuses, or dials the name DNS gave the address).
+		{"http userinfo", []byte("GET / HTTP/1.1\r\nHost: allowed.test@lan.test\r\n\r\n"), "", true},
+		{"http percent", []byte("GET / HTTP/1.1\r\nHost: lan%2etest\r\n\r\n"), "", true},
+		{"http nul", []byte("GET / HTTP/1.1\r\nHost: allowed.test\x00.lan.test\r\n\r\n"), "", true},
+		{"http utf-8", []byte("GET / HTTP/1.1\r\nHost: allowed.t\xc3\xa9st\r\n\r\n"), "", true},
+		{"http mapped", []byte("GET / HTTP/1.1\r\nHost: [::ffff:192.168.77.10]\r\n\r\n"), "", true},
+		{"http case, rooted", []byte("GET / HTTP/1.1\r\nHost: ALLOWED.TEST.:80\r\n\r\n"), "allowed.test", true},
+		{"http double root", []byte("GET / HTTP/1.1\r\nHost: allowed.test..\r\n\r\n"), "", true},
+		{"sni address", clientHello(t, "192.168.77.10"), "", true},
 		{"ssh", []byte("SSH-2.0-OpenSSH_9.2\r\n"), "", true},
 		{"binary", []byte{0, 1, 2}, "", true},
 	} {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heavy-duty/box/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -73,6 +74,89 @@ func HostNets() ([]netip.Prefix, error) {
 	}
 	slices.SortFunc(out, comparePrefix)
 	return slices.Compact(out), nil
+}
+
+// MaxHostRoutes bounds the host's own routed prefixes outside the blocked ranges that
+// the tiers reject, one filter rule each: a host with more (a router holding a full
+// table) is refused with HostRoutesError, never filtered in part.
+const MaxHostRoutes = 512
+
+// HostRoutesError: the host routes more prefixes to networks of its own, outside the
+// blocked ranges, than MaxHostRoutes.
+type HostRoutesError struct{ Count int }
+
+func (e *HostRoutesError) Error() string {
+	return fmt.Sprintf("the host routes %d prefixes outside the blocked ranges to networks of its own, more than the %d the tier rejects", e.Count, MaxHostRoutes)
+}
+
+// HostRoutes returns the IPv4 prefixes the host (this process's network namespace) routes
+// to networks of its own (policy.OwnNetworkRoute), in every routing table, outside the
+// blocked ranges, at the time of the call: a VPN's, a static route's (not the kernel's
+// routes to the interfaces' own subnets: HostNets). They are no subnet
+// of the host's interfaces, so HostNets misses them, and a split-tunnel VPN's may lie in
+// public address space (review finding, session 13: both tiers reached 192.0.2.10 behind
+// the lab host's vpn0).
+func HostRoutes() ([]netip.Prefix, error) {
+	rib, err := syscall.NetlinkRIB(unix.RTM_GETROUTE, unix.AF_INET)
+	if err != nil {
+		return nil, fmt.Errorf("list host routes: %w", err)
+	}
+	return hostRoutes(rib, Blocked)
+}
+
+// hostRoutes is HostRoutes on a route dump (RTM_NEWROUTE messages). Pure.
+func hostRoutes(rib []byte, blocked []netip.Prefix) ([]netip.Prefix, error) {
+	msgs, err := syscall.ParseNetlinkMessage(rib)
+	if err != nil {
+		return nil, fmt.Errorf("list host routes: %w", err)
+	}
+	var out []netip.Prefix
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.Header.Type {
+		case unix.NLMSG_DONE:
+			return capRoutes(out)
+		case unix.NLMSG_ERROR:
+			return nil, errors.New("list host routes: the kernel answered an error")
+		case unix.RTM_NEWROUTE:
+		default:
+			continue
+		}
+		// struct rtmsg: family, dst_len, src_len, tos, table, protocol, ... The kernel's
+		// own routes (an interface's subnet, the host's addresses) are HostNets' and
+		// HostAddrs': left to them, so each rule has one place and one switch.
+		if len(m.Data) < unix.SizeofRtMsg || m.Data[0] != unix.AF_INET || m.Data[5] == unix.RTPROT_KERNEL {
+			continue
+		}
+		attrs, err := syscall.ParseNetlinkRouteAttr(m)
+		if err != nil {
+			return nil, fmt.Errorf("list host routes: %w", err)
+		}
+		dst := netip.IPv4Unspecified()
+		for _, a := range attrs {
+			if a.Attr.Type == unix.RTA_DST && len(a.Value) == 4 {
+				dst = netip.AddrFrom4([4]byte(a.Value))
+			}
+		}
+		p, err := dst.Prefix(int(m.Data[1]))
+		if err != nil {
+			return nil, fmt.Errorf("list host routes: a route to %v/%d: %w", dst, m.Data[1], err)
+		}
+		inside := slices.ContainsFunc(blocked, func(b netip.Prefix) bool { return b.Bits() <= p.Bits() && b.Contains(p.Addr()) })
+		if policy.OwnNetworkRoute(p) && !inside {
+			out = append(out, p)
+		}
+	}
+	return capRoutes(out)
+}
+
+func capRoutes(out []netip.Prefix) ([]netip.Prefix, error) {
+	slices.SortFunc(out, comparePrefix)
+	out = slices.Compact(out)
+	if len(out) > MaxHostRoutes {
+		return nil, &HostRoutesError{Count: len(out)}
+	}
+	return out, nil
 }
 
 func comparePrefix(a, b netip.Prefix) int {

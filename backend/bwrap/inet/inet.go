@@ -62,8 +62,9 @@ type Options struct {
 	// HostAddrs are the addresses the host owns at launch: each is rejected (those inside
 	// a Blocked range already are). Pass HostAddrs().
 	HostAddrs []netip.Addr
-	// HostNets are the host's own IPv4 subnets at launch (its LAN, however numbered):
-	// each is rejected (those inside a Blocked range already are). Pass HostNets().
+	// HostNets are the host's own IPv4 subnets at launch (its LAN, however numbered) and
+	// the prefixes it routes to networks of its own (a VPN's): each is rejected (those
+	// inside a Blocked range already are). Pass HostNets() and HostRoutes().
 	HostNets []netip.Prefix
 	// UnsafeResolverTCP lets TCP to pasta's resolver address through as well (test
 	// builds only, BOX_UNSAFE_OFF=resolver-tcp): pasta sends it to the real 169.254.1.1.
