@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heavy-duty/box/internal/acceptloop"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
 	"golang.org/x/sys/unix"
@@ -413,7 +414,7 @@ func (f *forwarder) serve(ln net.Listener, handle func(net.Conn)) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		var delay time.Duration
+		var wait acceptloop.Backoff
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -424,17 +425,16 @@ func (f *forwarder) serve(ln net.Listener, handle func(net.Conn)) {
 				if errors.Is(err, net.ErrClosed) {
 					return
 				}
-				if acceptExhausted(err) {
-					delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				if acceptloop.Exhausted(err) {
 					select {
-					case <-time.After(delay):
+					case <-time.After(wait.Next()):
 					case <-f.quit:
 						return
 					}
 				}
 				continue // ECONNABORTED and the like: this connection only
 			}
-			delay = 0
+			wait.Reset()
 			select {
 			case f.slots <- struct{}{}:
 			default:
@@ -450,13 +450,6 @@ func (f *forwarder) serve(ln net.Listener, handle func(net.Conn)) {
 			go func() { defer f.wg.Done(); defer func() { <-f.slots }(); handle(c) }()
 		}
 	}()
-}
-
-// acceptExhausted: accept failed for want of descriptors or kernel memory, which only
-// time (connections closing) gives back.
-func acceptExhausted(err error) bool {
-	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) ||
-		errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)
 }
 
 // toSandbox carries a host connection to the sandbox's port.

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/heavy-duty/box/policy"
 	"io"
 	"net"
 	"net/netip"
@@ -15,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/heavy-duty/box/internal/acceptloop"
+	"github.com/heavy-duty/box/policy"
 )
 
 // Proxy decides every connection of an allowlist sandbox. It runs in box's own process
@@ -48,6 +50,9 @@ type Proxy struct {
 	// builds only (BOX_UNSAFE_OFF=ssh-allowlist), to show the drill's BREACH.
 	SSHAnyAddress bool
 
+	// wait is the back-off's sleep (nil: time.Sleep); a test takes the turns.
+	wait func(time.Duration)
+
 	synth synthetic
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -68,14 +73,21 @@ const (
 
 // Serve accepts until ln is closed.
 func (p *Proxy) Serve(ln net.Listener) {
+	var wait acceptloop.Backoff
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			if acceptloop.Exhausted(err) {
+				// Out of descriptors (the sandbox's connections and their upstream
+				// halves) spun a CPU outside the sandbox's limits: wait for some to close.
+				p.sleep(wait.Next())
+			}
 			continue
 		}
+		wait.Reset()
 		if !p.track(c) {
 			c.Close()
 			p.mu.Lock()
@@ -93,6 +105,14 @@ func (p *Proxy) Serve(ln net.Listener) {
 			p.handle(c)
 		}()
 	}
+}
+
+func (p *Proxy) sleep(d time.Duration) {
+	if p.wait != nil {
+		p.wait(d)
+		return
+	}
+	time.Sleep(d)
 }
 
 func (p *Proxy) track(c net.Conn) bool {

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heavy-duty/box/internal/acceptloop"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
-	"golang.org/x/sys/unix"
 )
 
 // Filter serves the filtered agent. Dial reaches the host's agent (a new connection per
@@ -106,7 +106,7 @@ func (f *Filter) Serve(ln net.Listener) error {
 		f.conns = map[net.Conn]struct{}{}
 	}
 	f.mu.Unlock()
-	var delay time.Duration
+	var wait acceptloop.Backoff
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -116,20 +116,19 @@ func (f *Filter) Serve(ln net.Listener) error {
 			if closed {
 				return nil
 			}
-			if exhausted(err) {
-				if delay == 0 {
+			if acceptloop.Exhausted(err) {
+				if wait.First() {
 					f.record(Record{Op: "accept", Allowed: false, Reason: reasonExhausted})
 				}
 				// Out of descriptors (box's other doors full) is not the end of the
 				// filter: back off as net/http's server does, and serve again once
 				// connections close.
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
+				time.Sleep(wait.Next())
 				continue
 			}
 			return err
 		}
-		delay = 0
+		wait.Reset()
 		f.mu.Lock()
 		if f.closed {
 			f.mu.Unlock()
@@ -483,10 +482,3 @@ func (s *session) Unlock([]byte) error { return s.refuse("unlock", "", "", reaso
 
 // Signers is not part of the protocol the server speaks; nothing inside reaches it.
 func (s *session) Signers() ([]ssh.Signer, error) { return nil, ErrRefused }
-
-// exhausted: accept failed for want of descriptors or kernel memory, which connections
-// closing give back.
-func exhausted(err error) bool {
-	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) ||
-		errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)
-}
