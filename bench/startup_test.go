@@ -24,7 +24,8 @@ import (
 // firejail --quiet --noprofile true ("box/firejail", goal at most 1), in a plain
 // directory and in a repository holding 50 nested repositories. With $BOX_BENCH_BASELINE
 // naming another box binary (e.g. main's, built as setup builds it), it runs in the same
-// loop too: "box/baseline" is this tree's box over it.
+// loop too: "box/baseline" is this tree's box over it. Each ratio is given twice: of wall
+// time, and of CPU time ("-cpu": user+system of the process and what it reaped, cpuOf).
 func BenchmarkStartup(b *testing.B) {
 	for _, tree := range []string{"plain", "repos=50"} {
 		b.Run(tree, func(b *testing.B) {
@@ -38,25 +39,27 @@ func BenchmarkStartup(b *testing.B) {
 			}
 			baseline := os.Getenv("BOX_BENCH_BASELINE")
 			var tBox, tBare, tFj, tBase time.Duration
+			var cBox, cBare, cFj, cBase time.Duration // CPU time (cpuOf)
+			run := func(what, name string, args ...string) time.Duration {
+				c := r.cmd(name, args...)
+				if out, err := c.CombinedOutput(); err != nil {
+					b.Fatalf("%s: %v\n%s", what, err, out)
+				}
+				return cpuOf(c)
+			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				r.runBare(b)
+				cBare += r.runBare(b)
 				t1 := time.Now()
-				if out, err := r.cmd(r.box, "run", "-y", "-q", "--", "true").CombinedOutput(); err != nil {
-					b.Fatalf("box run: %v\n%s", err, out)
-				}
+				cBox += run("box run", r.box, "run", "-y", "-q", "--", "true")
 				t2 := time.Now()
 				if firejail != "" {
-					if out, err := r.cmd(firejail, "--quiet", "--noprofile", "true").CombinedOutput(); err != nil {
-						b.Fatalf("firejail: %v\n%s", err, out)
-					}
+					cFj += run("firejail", firejail, "--quiet", "--noprofile", "true")
 				}
 				t3 := time.Now()
 				if baseline != "" {
-					if out, err := r.cmd(baseline, "run", "-y", "-q", "--", "true").CombinedOutput(); err != nil {
-						b.Fatalf("baseline box run: %v\n%s", err, out)
-					}
+					cBase += run("baseline box run", baseline, "run", "-y", "-q", "--", "true")
 				}
 				tBare += t1.Sub(t0)
 				tBox += t2.Sub(t1)
@@ -64,23 +67,31 @@ func BenchmarkStartup(b *testing.B) {
 				tBase += time.Since(t3)
 			}
 			b.ReportMetric(float64(tBox)/float64(tBare), "box/bare")
+			b.ReportMetric(float64(cBox)/float64(cBare), "box/bare-cpu")
 			if baseline != "" {
 				b.ReportMetric(float64(tBox)/float64(tBase), "box/baseline")
+				b.ReportMetric(float64(cBox)/float64(cBase), "box/baseline-cpu")
 				b.ReportMetric(float64(tBase.Microseconds())/float64(b.N), "baseline-µs/op")
+				b.ReportMetric(float64(cBase.Microseconds())/float64(b.N), "baseline-cpu-µs/op")
 			}
 			if firejail != "" {
 				b.ReportMetric(float64(tBox)/float64(tFj), "box/firejail")
+				b.ReportMetric(float64(cBox)/float64(cFj), "box/firejail-cpu")
 				b.ReportMetric(float64(tFj.Microseconds())/float64(b.N), "firejail-µs/op")
+				b.ReportMetric(float64(cFj.Microseconds())/float64(b.N), "firejail-cpu-µs/op")
 			}
 			b.ReportMetric(float64(tBox.Microseconds())/float64(b.N), "box-µs/op")
+			b.ReportMetric(float64(cBox.Microseconds())/float64(b.N), "box-cpu-µs/op")
 			b.ReportMetric(float64(tBare.Microseconds())/float64(b.N), "bare-µs/op")
+			b.ReportMetric(float64(cBare.Microseconds())/float64(b.N), "bare-cpu-µs/op")
 		})
 	}
 }
 
 // BenchmarkVersion: box --version over a hello-world Go binary built the same way
 // (static, stripped): what every verb pays before it does anything (goal at most 1.5).
-// With $BOX_BENCH_BASELINE, that box's --version runs in the same loop too.
+// With $BOX_BENCH_BASELINE, that box's --version runs in the same loop too. Each ratio
+// is given twice: of wall time, and of CPU time ("-cpu": user+system, cpuOf).
 func BenchmarkVersion(b *testing.B) {
 	r := setup(b)
 	src := filepath.Join(r.dir, "hello")
@@ -95,21 +106,23 @@ func BenchmarkVersion(b *testing.B) {
 	}
 	baseline := os.Getenv("BOX_BENCH_BASELINE")
 	var tBox, tHello, tBase time.Duration
+	var cBox, cHello, cBase time.Duration // CPU time (cpuOf)
+	run := func(name string, args ...string) time.Duration {
+		c := r.cmd(name, args...)
+		if err := c.Run(); err != nil {
+			b.Fatal(err)
+		}
+		return cpuOf(c)
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		if err := r.cmd(hello).Run(); err != nil {
-			b.Fatal(err)
-		}
+		cHello += run(hello)
 		t1 := time.Now()
-		if err := r.cmd(r.box, "--version").Run(); err != nil {
-			b.Fatal(err)
-		}
+		cBox += run(r.box, "--version")
 		t2 := time.Now()
 		if baseline != "" {
-			if err := r.cmd(baseline, "--version").Run(); err != nil {
-				b.Fatal(err)
-			}
+			cBase += run(baseline, "--version")
 		}
 		tHello += t1.Sub(t0)
 		tBox += t2.Sub(t1)
@@ -117,11 +130,16 @@ func BenchmarkVersion(b *testing.B) {
 	}
 	if baseline != "" {
 		b.ReportMetric(float64(tBox)/float64(tBase), "box/baseline")
+		b.ReportMetric(float64(cBox)/float64(cBase), "box/baseline-cpu")
 		b.ReportMetric(float64(tBase)/float64(tHello), "baseline/hello")
+		b.ReportMetric(float64(cBase)/float64(cHello), "baseline/hello-cpu")
 	}
 	b.ReportMetric(float64(tBox)/float64(tHello), "box/hello")
+	b.ReportMetric(float64(cBox)/float64(cHello), "box/hello-cpu")
 	b.ReportMetric(float64(tBox.Microseconds())/float64(b.N), "box-µs/op")
+	b.ReportMetric(float64(cBox.Microseconds())/float64(b.N), "box-cpu-µs/op")
 	b.ReportMetric(float64(tHello.Microseconds())/float64(b.N), "hello-µs/op")
+	b.ReportMetric(float64(cHello.Microseconds())/float64(b.N), "hello-cpu-µs/op")
 }
 
 // BenchmarkPhases: where box run -y -q -- true spends its time, from a test build whose
