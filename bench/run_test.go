@@ -123,11 +123,12 @@ func parseDryRun(b *testing.B, out []byte) []string {
 }
 
 // runBare runs bwrap with box's own argv.
-func (r *rig) runBare(b *testing.B) { runArgs(b, r, r.bareArgs) }
+func (r *rig) runBare(b *testing.B) time.Duration { return runArgs(b, r, r.bareArgs) }
 
 // runArgs runs bwrap with args, giving it the info fd (3), the block fd (4, already
 // released: bare bwrap applies no limits) and the filter's fd (5) that box's argv names.
-func runArgs(b *testing.B, r *rig, args []string) {
+// It returns bwrap's CPU time (cpuOf).
+func runArgs(b *testing.B, r *rig, args []string) time.Duration {
 	rd, wr, _ := os.Pipe()
 	br, bw, _ := os.Pipe()
 	bw.Write([]byte{1})
@@ -145,6 +146,19 @@ func runArgs(b *testing.B, r *rig, args []string) {
 	rd.Close()
 	prog.Close()
 	br.Close()
+	return cpuOf(c)
+}
+
+// cpuOf is the user and system CPU time of c's process once it has exited, its reaped
+// descendants included (wait4's usage: bwrap's, the sandbox's, box's helpers'). Less
+// noisy than wall time on a shared machine, whose other load delays a run but does not
+// bill it.
+func cpuOf(c *exec.Cmd) time.Duration {
+	ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (r *rig) runBox(b *testing.B) int64 { return r.runBinary(b, r.box) }

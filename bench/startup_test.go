@@ -24,7 +24,8 @@ import (
 // firejail --quiet --noprofile true ("box/firejail", goal at most 1), in a plain
 // directory and in a repository holding 50 nested repositories. With $BOX_BENCH_BASELINE
 // naming another box binary (e.g. main's, built as setup builds it), it runs in the same
-// loop too: "box/baseline" is this tree's box over it.
+// loop too: "box/baseline" is this tree's box over it. Each ratio is given twice: of wall
+// time, and of CPU time ("-cpu": user+system of the process and what it reaped, cpuOf).
 func BenchmarkStartup(b *testing.B) {
 	for _, tree := range []string{"plain", "repos=50"} {
 		b.Run(tree, func(b *testing.B) {
@@ -36,51 +37,39 @@ func BenchmarkStartup(b *testing.B) {
 			if firejail == "" {
 				b.Log("firejail is not installed: box/firejail not measured")
 			}
-			baseline := os.Getenv("BOX_BENCH_BASELINE")
-			var tBox, tBare, tFj, tBase time.Duration
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				r.runBare(b)
-				t1 := time.Now()
-				if out, err := r.cmd(r.box, "run", "-y", "-q", "--", "true").CombinedOutput(); err != nil {
-					b.Fatalf("box run: %v\n%s", err, out)
-				}
-				t2 := time.Now()
-				if firejail != "" {
-					if out, err := r.cmd(firejail, "--quiet", "--noprofile", "true").CombinedOutput(); err != nil {
-						b.Fatalf("firejail: %v\n%s", err, out)
+			run := func(what, name string, args ...string) func() time.Duration {
+				return func() time.Duration {
+					c := r.cmd(name, args...)
+					if out, err := c.CombinedOutput(); err != nil {
+						b.Fatalf("%s: %v\n%s", what, err, out)
 					}
+					return cpuOf(c)
 				}
-				t3 := time.Now()
-				if baseline != "" {
-					if out, err := r.cmd(baseline, "run", "-y", "-q", "--", "true").CombinedOutput(); err != nil {
-						b.Fatalf("baseline box run: %v\n%s", err, out)
-					}
-				}
-				tBare += t1.Sub(t0)
-				tBox += t2.Sub(t1)
-				tFj += t3.Sub(t2)
-				tBase += time.Since(t3)
 			}
-			b.ReportMetric(float64(tBox)/float64(tBare), "box/bare")
-			if baseline != "" {
-				b.ReportMetric(float64(tBox)/float64(tBase), "box/baseline")
-				b.ReportMetric(float64(tBase.Microseconds())/float64(b.N), "baseline-µs/op")
+			ss := sides{
+				{name: "box", run: run("box run", r.box, "run", "-y", "-q", "--", "true")},
+				{name: "bare", run: func() time.Duration { return r.runBare(b) }},
 			}
 			if firejail != "" {
-				b.ReportMetric(float64(tBox)/float64(tFj), "box/firejail")
-				b.ReportMetric(float64(tFj.Microseconds())/float64(b.N), "firejail-µs/op")
+				ss = append(ss, &side{name: "firejail", run: run("firejail", firejail, "--quiet", "--noprofile", "true")})
 			}
-			b.ReportMetric(float64(tBox.Microseconds())/float64(b.N), "box-µs/op")
-			b.ReportMetric(float64(tBare.Microseconds())/float64(b.N), "bare-µs/op")
+			if base := os.Getenv("BOX_BENCH_BASELINE"); base != "" {
+				ss = append(ss, &side{name: "baseline", run: run("baseline box run", base, "run", "-y", "-q", "--", "true")})
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ss.round(i)
+			}
+			ss.report(b)
 		})
 	}
 }
 
 // BenchmarkVersion: box --version over a hello-world Go binary built the same way
 // (static, stripped): what every verb pays before it does anything (goal at most 1.5).
-// With $BOX_BENCH_BASELINE, that box's --version runs in the same loop too.
+// With $BOX_BENCH_BASELINE, that box's --version runs in the same loop too
+// ("box/baseline"). Each ratio is given twice: of wall time, and of CPU time ("-cpu":
+// user+system, cpuOf).
 func BenchmarkVersion(b *testing.B) {
 	r := setup(b)
 	src := filepath.Join(r.dir, "hello")
@@ -93,35 +82,24 @@ func BenchmarkVersion(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build hello: %v\n%s", err, out)
 	}
-	baseline := os.Getenv("BOX_BENCH_BASELINE")
-	var tBox, tHello, tBase time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		if err := r.cmd(hello).Run(); err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if err := r.cmd(r.box, "--version").Run(); err != nil {
-			b.Fatal(err)
-		}
-		t2 := time.Now()
-		if baseline != "" {
-			if err := r.cmd(baseline, "--version").Run(); err != nil {
+	run := func(name string, args ...string) func() time.Duration {
+		return func() time.Duration {
+			c := r.cmd(name, args...)
+			if err := c.Run(); err != nil {
 				b.Fatal(err)
 			}
+			return cpuOf(c)
 		}
-		tHello += t1.Sub(t0)
-		tBox += t2.Sub(t1)
-		tBase += time.Since(t2)
 	}
-	if baseline != "" {
-		b.ReportMetric(float64(tBox)/float64(tBase), "box/baseline")
-		b.ReportMetric(float64(tBase)/float64(tHello), "baseline/hello")
+	ss := sides{{name: "box", run: run(r.box, "--version")}, {name: "hello", run: run(hello)}}
+	if base := os.Getenv("BOX_BENCH_BASELINE"); base != "" {
+		ss = append(ss, &side{name: "baseline", run: run(base, "--version")})
 	}
-	b.ReportMetric(float64(tBox)/float64(tHello), "box/hello")
-	b.ReportMetric(float64(tBox.Microseconds())/float64(b.N), "box-µs/op")
-	b.ReportMetric(float64(tHello.Microseconds())/float64(b.N), "hello-µs/op")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ss.round(i)
+	}
+	ss.report(b)
 }
 
 // BenchmarkPhases: where box run -y -q -- true spends its time, from a test build whose
@@ -239,6 +217,42 @@ func (r *rig) phases(b *testing.B, bin string) phaseRun {
 
 	add("total", end-t0)
 	return out
+}
+
+// side is one command of a comparison, with its summed wall and CPU time.
+type side struct {
+	name      string
+	run       func() time.Duration // runs it once, returning its CPU time (cpuOf)
+	wall, cpu time.Duration
+}
+
+// sides are the commands compared; the first is box, which every ratio is of.
+type sides []*side
+
+// round runs each side once, starting with side i mod n: no side always follows the
+// same one (the one run just after another Go binary finds more of the machine's caches
+// warm; in a fixed order two identical binaries differed by 5-10%).
+func (ss sides) round(i int) {
+	for j := range ss {
+		s := ss[(i+j)%len(ss)]
+		t0 := time.Now()
+		s.cpu += s.run()
+		s.wall += time.Since(t0)
+	}
+}
+
+// report gives box over each other side, of wall and of CPU time ("box/bare",
+// "box/bare-cpu"), and each side's mean per run ("bare-µs/op", "bare-cpu-µs/op").
+func (ss sides) report(b *testing.B) {
+	box := ss[0]
+	for _, s := range ss[1:] {
+		b.ReportMetric(float64(box.wall)/float64(s.wall), "box/"+s.name)
+		b.ReportMetric(float64(box.cpu)/float64(s.cpu), "box/"+s.name+"-cpu")
+	}
+	for _, s := range ss {
+		b.ReportMetric(float64(s.wall.Microseconds())/float64(b.N), s.name+"-µs/op")
+		b.ReportMetric(float64(s.cpu.Microseconds())/float64(b.N), s.name+"-cpu-µs/op")
+	}
 }
 
 func medianOf(runs []phaseRun, name string) float64 {
