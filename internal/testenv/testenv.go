@@ -62,7 +62,7 @@ func User(t testing.TB) (uid, gid int) {
 	RequireRoot(t)
 	u, err := user.Lookup(UserName)
 	if err != nil {
-		out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/sh", UserName).CombinedOutput()
+		out, err := useradd(UserName)
 		if err != nil {
 			// Another test package may have created it meanwhile.
 			if u2, err2 := user.Lookup(UserName); err2 == nil {

@@ -14,7 +14,7 @@ func NamedUser(t testing.TB, name string) (uid, gid int) {
 	RequireRoot(t)
 	u, err := user.Lookup(name)
 	if err != nil {
-		out, aerr := exec.Command("useradd", "--create-home", "--shell", "/bin/sh", name).CombinedOutput()
+		out, aerr := useradd(name)
 		if u, err = user.Lookup(name); err != nil { // another package may have made it meanwhile
 			t.Fatalf("useradd %s: %v: %s", name, aerr, out)
 		}
@@ -37,4 +37,13 @@ func Group(t testing.TB, name string) int {
 	}
 	gid, _ := strconv.Atoi(g.Gid)
 	return gid
+}
+
+// useradd makes a test account without subordinate ids: no test needs them (bwrap maps
+// one id; incusd maps containers from root's range), and where root's range covers most
+// of useradd's span (this lab's incus setup) each account took one of the dozen slots
+// left, until useradd failed with "Can't get unique subordinate UID range".
+func useradd(name string) ([]byte, error) {
+	return exec.Command("useradd", "--create-home", "--shell", "/bin/sh",
+		"-K", "SUB_UID_COUNT=0", "-K", "SUB_GID_COUNT=0", name).CombinedOutput()
 }
