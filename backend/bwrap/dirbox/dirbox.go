@@ -11,6 +11,7 @@
 //
 //	NAME/box.json                the stamp
 //	NAME/lock                    held shared by every sandbox and snapshot, exclusively by rm, restore, rename
+//	NAME/session                 held exclusively by the one session (shell, exec, drill) running in the box
 //	NAME/state/home/             the box's $HOME
 //	NAME/state/instance/         its instance directory (StateDir, resolv.conf)
 //	NAME/snapshots/LABEL/state/  a copy of state/, and LABEL/snapshot.json, written last
@@ -321,6 +322,44 @@ func (b *Box) Lock(exclusive bool) (func(), error) {
 		return nil, err
 	}
 	return func() { f.Close() }, nil
+}
+
+// SessionBusyError: a session (box shell, box exec, box drill --box) runs in the box
+// already, and a bwrap box runs one at a time: a second session's bwrap would make its
+// mount points under $HOME in a home the first session's sandbox rewrites as it goes,
+// and a directory swapped for a link there between box's check and bwrap's mkdir leads
+// that mkdir out of the box, onto the host.
+type SessionBusyError struct{ Name string }
+
+func (e *SessionBusyError) Error() string {
+	return fmt.Sprintf("box %q has a session running already (box shell, box exec or box drill --box): a bwrap box runs one session at a time, since a second one would set up its mounts in a home the first one's sandbox can rewrite meanwhile", e.Name)
+}
+func (e *SessionBusyError) Is(target error) bool { return target == backend.ErrBusy }
+
+// LockSession takes what a session holds while it runs: the box's lock, shared (rm,
+// restore and rename refuse the box meanwhile; a snapshot may copy it live), and the
+// session lock, exclusive (a second session is a *SessionBusyError). The session lock's
+// file is made on first use: boxes made before it have none. The returned func releases
+// both.
+func (b *Box) LockSession() (func(), error) {
+	unlock, err := b.Lock(false)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Open(filepath.Join(b.Dir, "session"), unix.O_RDONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("box %q: session lock: %w", b.Name, err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		unlock()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &SessionBusyError{b.Name}
+		}
+		return nil, fmt.Errorf("box %q: session lock: %w", b.Name, err)
+	}
+	return func() { unix.Close(fd); unlock() }, nil
 }
 
 // Busy reports whether a sandbox (or a verb) holds the box's lock now.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 )
@@ -219,6 +220,38 @@ func TestLockAndRemove(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(s.Root); len(ents) != 0 {
 		t.Errorf("left behind: %v", ents)
+	}
+}
+
+// A session holds the box shared (rm refuses, a snapshot copies it live) and the session
+// lock exclusive: a second session is a *SessionBusyError until the first ends.
+func TestLockSession(t *testing.T) {
+	s := newStore(t)
+	b := mustCreate(t, s, "work")
+	end, err := b.LockSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.LockSession(); !errors.As(err, new(*SessionBusyError)) || !errors.Is(err, backend.ErrBusy) {
+		t.Errorf("a second session: %v", err)
+	}
+	if !b.Busy() {
+		t.Error("not busy while a session runs")
+	}
+	if err := s.Remove(b); !errors.As(err, new(*BusyError)) {
+		t.Errorf("rm during a session: %v", err)
+	}
+	if _, err := b.TakeSnapshot("live", time.Now()); err != nil {
+		t.Errorf("a snapshot during a session: %v", err)
+	}
+	end()
+	again, err := b.LockSession()
+	if err != nil {
+		t.Fatalf("a session after the first ended: %v", err)
+	}
+	again()
+	if b.Busy() {
+		t.Error("busy once every session ended")
 	}
 }
 

@@ -1,0 +1,111 @@
+package bwrap_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// renameat2 is the syscall's number for the sandbox's perl (syscall() takes numbers).
+var renameat2 = map[string]int{"amd64": 316, "arm64": 276}
+
+// swapLoop is the tenant of a first session: once GO appears in the working directory,
+// it swaps ~/src (a real directory, the parent of the working directory's mount point in
+// the box's home) with a link to the real home through bwrap's /oldroot, atomically
+// (RENAME_EXCHANGE) and as fast as it can, until STOP appears. A second session's check
+// of the home (PrepareHome) sees a directory; its bwrap, a moment later, the link, and
+// makes the mount point ~/src/proj at the far end: on the host.
+func swapLoop(t *testing.T, realHome string) string {
+	nr, ok := renameat2[runtime.GOARCH]
+	if !ok {
+		t.Fatalf("no renameat2 number for %s", runtime.GOARCH)
+	}
+	return fmt.Sprintf(`my $h = $ENV{HOME}; my ($s, $l) = ("$h/src", "$h/src.link");
+open(my $f, ">", "READY") or die; close $f;
+sleep 0.05 until -e "GO" || -e "STOP";
+until (-e "STOP") {
+  rename($l, $s) unless -e $s || -l $s;                 # box removed the link: take the dir back
+  symlink("/oldroot%s", $l) unless -e $l || -l $l;
+  syscall(%d, -100, $s, -100, $l, 2);
+}
+syscall(%d, -100, $s, -100, $l, 2) if -l $s;
+print "loop ended\n";`, realHome, nr, nr)
+}
+
+// Two sessions of one box: the first one's sandbox rewrites the home the second one's
+// bwrap sets its mounts up in. A bwrap box runs one session at a time: the second is
+// refused (and says what to do), nothing is made outside the box, a snapshot still
+// copies the box live, and once the first session ends the next one starts.
+// Seen failing without the fix: the second session started, and its bwrap made
+// ~/proj in the real home through the link (the first attempt, in a manual run).
+func TestBwrapBoxOneSessionAtATime(t *testing.T) {
+	w := newWorld(t)
+	w.must("new", "--backend", "bwrap", "--name", "agent")
+	outside := filepath.Join(w.home, "proj") // where the link leads the mount point
+	first := w.cmd("exec", "-y", "agent", "--", "perl", "-e", swapLoop(t, w.home))
+	var out, errb bytes.Buffer
+	first.Stdout, first.Stderr = &out, &errb
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- first.Wait() }()
+	stop := func() {
+		os.WriteFile(filepath.Join(w.proj, "STOP"), nil, 0o644)
+		select {
+		case err := <-waited:
+			if err != nil {
+				t.Errorf("the first session: %v\n%s", err, errb.String())
+			}
+		case <-time.After(time.Minute):
+			first.Process.Kill()
+			t.Errorf("the first session did not end")
+		}
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+	waitFile(t, filepath.Join(w.proj, "READY"), waited, &errb)
+	// A snapshot copies the box while its session runs, as before.
+	w.must("snapshot", "agent", "live")
+	w.write(filepath.Join(w.proj, "GO"), "")
+	ran := 0
+	for i := range 10 {
+		r := w.run("exec", "-y", "agent", "--", "true")
+		if _, err := os.Lstat(outside); err == nil {
+			t.Fatalf("attempt %d: the second session's bwrap made %s on the host (exit %d)\n%s", i, outside, r.code, r.stderr)
+		}
+		if r.code == 0 {
+			ran++
+		} else if !strings.Contains(r.stderr, `box: error: box "agent" has a session running already`) ||
+			!strings.Contains(r.stderr, "box: hint: end that session first") {
+			t.Fatalf("attempt %d: a second session while the first runs: exit %d\n%s", i, r.code, r.stderr)
+		}
+	}
+	if ran > 0 {
+		t.Errorf("%d of 10 second sessions started while the first ran", ran)
+	}
+	// box shell is a session too.
+	if r := w.run("shell", "agent"); r.code == 0 || !strings.Contains(r.stderr, "has a session running already") {
+		t.Errorf("box shell beside a session: exit %d\n%s", r.code, r.stderr)
+	}
+	stop()
+	stopped = true
+	if !strings.Contains(out.String(), "loop ended") {
+		t.Errorf("the first session's loop did not run to its end:\n%s\n%s", out.String(), errb.String())
+	}
+	if r := w.in("agent", "echo second"); r.code != 0 || strings.TrimSpace(r.stdout) != "second" {
+		t.Errorf("a session after the first ended: exit %d %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Lstat(outside); err == nil {
+		t.Errorf("%s was made on the host", outside)
+	}
+}
