@@ -136,3 +136,25 @@ func TestBwrapBoxCopyLeftOutSaid(t *testing.T) {
 		}
 	}
 }
+
+// A tree in the box's home deeper than the operator's open-file limit (cheap to make
+// inside) is removed by box rm; before, os.RemoveAll ran out of descriptors, and rm left
+// the box, out of its name and listed nowhere, in .rm-NAME-ID with no word of what to do.
+// Seen failing without the fix: rm exit 1, "too many open files", .rm-deep-... left.
+func TestBwrapBoxRmDeepTree(t *testing.T) {
+	w := newWorld(t)
+	w.must("new", "--backend", "bwrap", "--name", "deep")
+	if r := w.in("deep", `perl -e 'chdir $ENV{HOME}; for (1..400) { mkdir "d" or die; chdir "d" or die } chmod 0, ".." or die; print "deep\n"'`); !strings.Contains(r.stdout, "deep") {
+		t.Fatalf("could not make the tree: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	// The operator's limit, lower than the tree is deep (hard too: Go raises the soft one).
+	c := w.cmd()
+	c.Path, c.Args = "/bin/sh", []string{"sh", "-c", `ulimit -Sn 128 && ulimit -Hn 128 && exec "$0" rm --force deep`, w.box}
+	r := w.collect(c)
+	if r.code != 0 {
+		t.Errorf("rm of a deep box: exit %d\n%s", r.code, r.stderr)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(w.boxDir("deep"))); len(ents) != 0 {
+		t.Errorf("rm left %v in the store", ents)
+	}
+}
