@@ -8,9 +8,11 @@ import (
 	"github.com/heavy-duty/box/policy"
 )
 
-// The trust row through the real box drill: PASS, and BREACH in a test build with the
+// The trust rows through the real box drill: PASS, and BREACH in a test build with the
 // trust rule off (a tier-none run's hook is in the tier-full run's ~/.claude, and in a
-// --host-port run's: host ports are reach). Every
+// --host-port run's: host ports are reach), and with the one-session rule of bwrap boxes
+// off (a second session starts beside one whose sandbox swaps a mount point's parent for
+// a link out of the box, and its bwrap may make the mount point outside). Every
 // protected entry's derived row passes in the real sandbox. Drills of those groups only
 // (--group trust,protect; then trust).
 func TestDrillTrustAndEntries(t *testing.T) {
@@ -19,14 +21,17 @@ func TestDrillTrustAndEntries(t *testing.T) {
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)
 	r.want(t, drill.TrustRowID, drill.Pass)
 	r.want(t, drill.TrustHostPortRowID, drill.Pass)
+	r.want(t, drill.BoxSessionRowID, drill.Pass)
 	for _, e := range policy.ProtectEntries() {
 		r.want(t, drill.EntryProbeID(e), drill.Pass)
 	}
 	off := *w
-	off.withProtectionOff(t, bwrap.ProtTrust)
+	off.withProtectionOff(t, bwrap.ProtTrust+","+bwrap.ProtBoxSession)
 	r = off.drill(l, "--network", "none", "--group", "trust")
+	t.Logf("box drill, %s,%s off (exit %d):\n%s", bwrap.ProtTrust, bwrap.ProtBoxSession, r.code, r.table())
 	r.want(t, drill.TrustRowID, drill.Breach)
 	r.want(t, drill.TrustHostPortRowID, drill.Breach)
+	r.want(t, drill.BoxSessionRowID, drill.Breach)
 	if r.code != 1 {
 		t.Errorf("the breach did not fail the drill: exit %d", r.code)
 	}

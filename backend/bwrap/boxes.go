@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/progress"
+	"github.com/heavy-duty/box/internal/termtext"
 	"github.com/heavy-duty/box/profiles"
 )
 
@@ -127,10 +129,25 @@ func copyCost(cs dirbox.CopyStats) string {
 	if cs.Reflinked > 0 {
 		s += fmt.Sprintf(", %d reflinked", cs.Reflinked)
 	}
-	if len(cs.Skipped) > 0 {
-		s += fmt.Sprintf(", %d sockets or devices left out", len(cs.Skipped))
-	}
 	return s
+}
+
+// maxLeftOut bounds the names warnLeftOut lists.
+const maxLeftOut = 10
+
+// warnLeftOut says what a copy of the box's state left out (sockets, device nodes: a
+// copy cannot carry them), by name, whatever Quiet: the copy is not the box's whole state.
+// The names are the sandbox's choice, so their control characters are escaped.
+func (be Boxes) warnLeftOut(what string, cs dirbox.CopyStats) {
+	if len(cs.Skipped) == 0 {
+		return
+	}
+	names, more := cs.Skipped, ""
+	if len(names) > maxLeftOut {
+		names, more = names[:maxLeftOut], fmt.Sprintf(" and %d more", len(names)-maxLeftOut)
+	}
+	fmt.Fprintf(be.Session.Stderr, "box: warning: %s left out %d socket(s) or device node(s) of the box's state, which a copy cannot carry: %s%s\n",
+		what, len(cs.Skipped), termtext.Escape(strings.Join(names, ", "), false), more)
 }
 
 // boxState is a bwrap box's state: Running while a sandbox (or a verb) holds it.

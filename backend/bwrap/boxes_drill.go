@@ -1,7 +1,7 @@
 package bwrap
 
 // DrillPlan is box drill --box NAME's plan: the persistent bwrap box's own launch (the
-// same plan box exec builds, holding the box's lock while the probes run), so the drill
+// same plan box exec builds, holding the box's session lock while the probes run), so the drill
 // proves a box is never weaker than box run; binds are the drill's own. unlock releases
 // the lock once the probes are done.
 func (be Boxes) DrillPlan(s *Session, name string, probe []string, binds []Mount) (p *Plan, unlock func(), err error) {
@@ -9,7 +9,7 @@ func (be Boxes) DrillPlan(s *Session, name string, probe []string, binds []Mount
 	if err != nil {
 		return nil, nil, err
 	}
-	unlock, err = b.Lock(false)
+	unlock, err = lockSession(b) // a session as box exec's: one at a time (boxes_launch.go)
 	if err != nil {
 		return nil, nil, err
 	}

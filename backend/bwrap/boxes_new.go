@@ -185,6 +185,7 @@ func (be Boxes) clone(r backend.MintRequest) error {
 	if err != nil {
 		return err
 	}
+	be.warnLeftOut("the clone "+r.Name+" of "+r.From, cs)
 	be.note("%s is ready (a clone of %s: %s, %s): box shell %s", r.Name, r.From, copyCost(cs), p.Elapsed().Round(time.Millisecond), r.Name)
 	return nil
 }

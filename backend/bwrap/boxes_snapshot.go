@@ -23,6 +23,7 @@ func (be Boxes) Snapshot(name, label string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	be.warnLeftOut("snapshot "+name+"/"+label, cs)
 	be.note("snapshot %s/%s taken (%s, %s)", name, label, copyCost(cs), p.Elapsed().Round(time.Millisecond))
 	return label, nil
 }
@@ -58,6 +59,7 @@ func (be Boxes) Restore(name, snap string, force bool) error {
 	if err != nil {
 		return err
 	}
+	be.warnLeftOut("restore of "+name+" to "+snap, cs)
 	be.note("%s restored to %s (%s)", name, snap, copyCost(cs))
 	return nil
 }

@@ -92,7 +92,7 @@ func (p *Plan) openPorts(warn io.Writer) (*forwarder, error) {
 		}
 		ln, err := net.Listen("tcp4", net.JoinHostPort(v4, strconv.Itoa(int(m.Host))))
 		if err != nil && slices.Contains(pr.Shared, m.Host) {
-			fmt.Fprintf(warn, "box: warning: box expose: 127.0.0.1:%d is taken (another session of this box holds it, or another program): this session does not publish port %d\n", m.Host, m.Sandbox)
+			fmt.Fprintf(warn, "box: warning: box expose: 127.0.0.1:%d is taken (by another program): this session does not publish port %d\n", m.Host, m.Sandbox)
 			continue
 		}
 		if err != nil {
@@ -108,7 +108,7 @@ func (p *Plan) openPorts(warn io.Writer) (*forwarder, error) {
 			// The host has no ::1 (IPv6 off): 127.0.0.1 alone.
 		case slices.Contains(pr.Shared, m.Host):
 			ln.Close()
-			fmt.Fprintf(warn, "box: warning: box expose: [::1]:%d is taken (another session of this box holds it, or another program): this session does not publish port %d\n", m.Host, m.Sandbox)
+			fmt.Fprintf(warn, "box: warning: box expose: [::1]:%d is taken (by another program): this session does not publish port %d\n", m.Host, m.Sandbox)
 			continue
 		default:
 			ln.Close()

@@ -41,7 +41,7 @@ type Ports struct {
 	// HostAliasName), when HostPorts is set.
 	HostsFile string
 	// Shared are the host ports of Publish that a persistent box's exposures name:
-	// another session of the box may hold one, so a taken one is said, not an error.
+	// a taken one (another program holds it) is said, not an error: the session goes on.
 	Shared []uint16
 }
 

@@ -16,9 +16,9 @@ import (
 // A persistent bwrap box's exposures (box expose): kept in the box's directory, beside
 // its stamp and outside state/ (so a snapshot neither carries nor restores them, and a
 // clone does not inherit host ports this box holds); they go with the box. A bwrap box
-// runs only while a session of it does (box shell, box exec), so an exposure is
-// forwarded while a session runs, by every session: the first to start holds the host
-// port, and one started while it runs says so and goes on without it.
+// runs only while a session of it does (box shell, box exec; one at a time), so an
+// exposure is forwarded while a session runs, by every session; a host port another
+// program holds is said, and the session goes on without it.
 
 // ExposedFile is the exposures' file in a box's directory.
 const ExposedFile = "exposed.json"
@@ -145,7 +145,7 @@ func exposuresOf(b *dirbox.Box) ([]backend.Exposure, error) {
 }
 
 // boxPorts adds b's exposures to req: published at the session, a taken host port said
-// and skipped (another session of the box may hold it).
+// and skipped (another program holds it; box's own sessions run one at a time).
 func boxPorts(b *dirbox.Box, req *Request) error {
 	cur, err := readExposed(b)
 	if err != nil {

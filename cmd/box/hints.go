@@ -104,6 +104,12 @@ var hints = []func(error) (string, error){
 		return "a box is stamped by 'box new' (" + dirbox.StampFile + "); look inside and move or remove the directory yourself"
 	}),
 	to[*dirbox.ExistsError]("pick another name; 'box list' shows the boxes"),
+	as(func(e *dirbox.RemainsError) string {
+		return "remove it yourself: chmod -R u+rwx " + e.Dir + " && rm -rf " + e.Dir
+	}),
+	as(func(e *dirbox.SessionBusyError) string {
+		return "end that session first; for several shells in one box, run tmux or screen inside one session (box exec -y " + e.Name + " -- tmux)"
+	}),
 	as(copyHint),
 	to[*vm.PortTakenError]("name another host port: box expose BOX PORT HOSTPORT"),
 	to[*vm.NotExportError]("box import reads files written by 'box export' (or 'incus export', gzip or uncompressed)"),

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,6 +26,7 @@ type CopyStats struct {
 }
 
 // CopyTree copies the directory src to dst (which must not exist), preserving modes,
+// user.* extended attributes and POSIX ACLs,
 // modification times and symbolic links as links. Files are cloned where the file
 // system can (FICLONE: btrfs, XFS, bcachefs...), else copied.
 //
@@ -73,7 +75,7 @@ func copyTree(src, dst string) (CopyStats, error) {
 	if err := copyDir(sfd, dfd, ".", &st); err != nil {
 		return st, err
 	}
-	return st, finish(dfd, "", fi)
+	return st, finish(sfd, dfd, "", fi)
 }
 
 func copyDir(sfd, dfd int, rel string, st *CopyStats) error {
@@ -147,12 +149,15 @@ func copySubdir(sfd, dfd int, name, path string, st *CopyStats) error {
 	if err := copyDir(csfd, cdfd, path, st); err != nil {
 		return err
 	}
-	return finish(cdfd, path, fi)
+	return finish(csfd, cdfd, path, fi)
 }
 
-// finish gives a copied directory its source's mode and times, once its entries are in
-// (a read-only directory could not have been filled).
-func finish(fd int, path string, fi unix.Stat_t) error {
+// finish gives a copied directory its source's extended attributes, mode and times,
+// once its entries are in (a read-only directory could not have been filled).
+func finish(sfd, fd int, path string, fi unix.Stat_t) error {
+	if err := copyXattrs(sfd, fd, path); err != nil {
+		return err
+	}
 	if err := unix.Fchmod(fd, fi.Mode&0o7777); err != nil {
 		return fmt.Errorf("chmod %s: %w", path, err)
 	}
@@ -200,6 +205,9 @@ func copyFile(sfd, dfd int, name, path string, st *CopyStats) error {
 	st.Bytes += fi.Size
 	if fi.Nlink > 1 {
 		st.inode[key] = path
+	}
+	if err := copyXattrs(in, out, path); err != nil {
+		return err
 	}
 	if err := unix.Fchmod(out, fi.Mode&0o7777); err != nil {
 		return err
@@ -289,4 +297,69 @@ func CopyFile(src, dst string) error {
 		return &CopyError{Err: err}
 	}
 	return nil
+}
+
+// copyXattrs gives out the extended attributes of in that a sandbox can set and a copy
+// must keep: user.* (tools' own metadata; overlayfs's user.overlay.* in a Nix store's
+// upper layer) and POSIX ACLs. Other names (security.*, trusted.*) the sandbox cannot
+// set, and the system gives the copy its own (an SELinux label).
+func copyXattrs(in, out int, path string) error {
+	names, err := xattrNames(in)
+	if errors.Is(err, unix.ENOTSUP) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("extended attributes of %s: %w", path, err)
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, "user.") && !strings.HasPrefix(n, "system.posix_acl_") {
+			continue
+		}
+		v, err := xattrValue(in, n)
+		if err == nil {
+			err = unix.Fsetxattr(out, n, v, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("extended attribute %s of %s: %w", n, path, err)
+		}
+	}
+	return nil
+}
+
+// xattrNames lists fd's extended attributes.
+func xattrNames(fd int) ([]string, error) {
+	for {
+		n, err := unix.Flistxattr(fd, nil)
+		if err != nil || n == 0 {
+			return nil, err
+		}
+		buf := make([]byte, n)
+		m, err := unix.Flistxattr(fd, buf)
+		if errors.Is(err, unix.ERANGE) {
+			continue // grew meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		return strings.Split(strings.TrimRight(string(buf[:m]), "\x00"), "\x00"), nil
+	}
+}
+
+// xattrValue is fd's extended attribute name.
+func xattrValue(fd int, name string) ([]byte, error) {
+	for {
+		n, err := unix.Fgetxattr(fd, name, nil)
+		if err != nil {
+			return nil, err
+		}
+		buf := make([]byte, n)
+		m, err := unix.Fgetxattr(fd, name, buf)
+		if errors.Is(err, unix.ERANGE) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return buf[:m], nil
+	}
 }

@@ -11,6 +11,7 @@
 //
 //	NAME/box.json                the stamp
 //	NAME/lock                    held shared by every sandbox and snapshot, exclusively by rm, restore, rename
+//	NAME/session                 held exclusively by the one session (shell, exec, drill) running in the box
 //	NAME/state/home/             the box's $HOME
 //	NAME/state/instance/         its instance directory (StateDir, resolv.conf)
 //	NAME/snapshots/LABEL/state/  a copy of state/, and LABEL/snapshot.json, written last
@@ -323,6 +324,44 @@ func (b *Box) Lock(exclusive bool) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// SessionBusyError: a session (box shell, box exec, box drill --box) runs in the box
+// already, and a bwrap box runs one at a time: a second session's bwrap would make its
+// mount points under $HOME in a home the first session's sandbox rewrites as it goes,
+// and a directory swapped for a link there between box's check and bwrap's mkdir leads
+// that mkdir out of the box, onto the host.
+type SessionBusyError struct{ Name string }
+
+func (e *SessionBusyError) Error() string {
+	return fmt.Sprintf("box %q has a session running already (box shell, box exec or box drill --box): a bwrap box runs one session at a time, since a second one would set up its mounts in a home the first one's sandbox can rewrite meanwhile", e.Name)
+}
+func (e *SessionBusyError) Is(target error) bool { return target == backend.ErrBusy }
+
+// LockSession takes what a session holds while it runs: the box's lock, shared (rm,
+// restore and rename refuse the box meanwhile; a snapshot may copy it live), and the
+// session lock, exclusive (a second session is a *SessionBusyError). The session lock's
+// file is made on first use: boxes made before it have none. The returned func releases
+// both.
+func (b *Box) LockSession() (func(), error) {
+	unlock, err := b.Lock(false)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Open(filepath.Join(b.Dir, "session"), unix.O_RDONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("box %q: session lock: %w", b.Name, err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		unlock()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, &SessionBusyError{b.Name}
+		}
+		return nil, fmt.Errorf("box %q: session lock: %w", b.Name, err)
+	}
+	return func() { unix.Close(fd); unlock() }, nil
+}
+
 // Busy reports whether a sandbox (or a verb) holds the box's lock now.
 func (b *Box) Busy() bool {
 	unlock, err := b.Lock(true)
@@ -353,8 +392,23 @@ func (s Store) Remove(b *Box) error {
 	if err := unix.Renameat2(unix.AT_FDCWD, b.Dir, unix.AT_FDCWD, gone, unix.RENAME_NOREPLACE); err != nil {
 		return err
 	}
-	return removeAll(gone)
+	if err := removeAll(gone); err != nil {
+		return &RemainsError{Name: b.Name, Dir: gone, Err: err}
+	}
+	return nil
 }
+
+// RemainsError: box rm took the box out of its name (it is gone, the name is free), but
+// what was in it could not all be removed: Dir holds the rest, which no verb lists.
+type RemainsError struct {
+	Name, Dir string
+	Err       error
+}
+
+func (e *RemainsError) Error() string {
+	return fmt.Sprintf("box %q is deleted (its name is free), but what is left of it, in %s, could not be removed: %v", e.Name, e.Dir, e.Err)
+}
+func (e *RemainsError) Unwrap() error { return e.Err }
 
 // Rename gives the box a new name; the name must be free in the store (the CLI checks
 // the vm backend too).
@@ -387,17 +441,107 @@ func (s Store) Rename(b *Box, name string) (*Box, error) {
 	return &Box{Dir: dir, Stamp: st}, nil
 }
 
-// removeAll removes a tree box made, making directories the sandbox locked (chmod 0)
-// writable first.
+// removeAll removes a tree box made, with nothing running in it (a box under its
+// exclusive lock, renamed out of its name; a copy of box's own): os.RemoveAll first; if
+// that fails, removeTree, which makes the directories the sandbox locked (chmod 0)
+// writable and needs no descriptor per level.
 func removeAll(dir string) error {
 	if err := os.RemoveAll(dir); err == nil {
 		return nil
 	}
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if d != nil && d.IsDir() {
-			os.Chmod(p, 0o700)
+	return removeTree(dir)
+}
+
+// removeTree removes dir holding two descriptors whatever its depth (os.RemoveAll holds
+// one per level, so a tree deeper than the open-file limit, cheap for a sandbox to make,
+// could not be removed): it goes down by openat (never through a link), making each
+// directory writable and searchable first, and back up by "..". That is sound only for a
+// tree nothing writes meanwhile, which is all box removes.
+func removeTree(dir string) error {
+	pfd, err := unix.Open(filepath.Dir(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	base := filepath.Base(dir)
+	cur, err := openWritableDir(pfd, base)
+	if err != nil {
+		return err
+	}
+	var path []string // the names from dir down to cur
+	last := ""        // the child just emptied: its rmdir must now succeed
+	for {
+		names, err := dirNames(cur)
+		if err != nil {
+			unix.Close(cur)
+			return err
 		}
-		return nil
-	})
-	return os.RemoveAll(dir)
+		down := -1
+		for _, n := range names {
+			if err := unix.Unlinkat(cur, n, 0); err == nil || errors.Is(err, unix.ENOENT) {
+				continue
+			} else if !errors.Is(err, unix.EISDIR) {
+				unix.Close(cur)
+				return fmt.Errorf("remove %s: %w", n, err)
+			}
+			if err := unix.Unlinkat(cur, n, unix.AT_REMOVEDIR); err == nil {
+				continue
+			} else if n == last {
+				unix.Close(cur)
+				return fmt.Errorf("remove %s: %w", filepath.Join(append(path, n)...), err)
+			}
+			child, err := openWritableDir(cur, n)
+			if err != nil {
+				unix.Close(cur)
+				return fmt.Errorf("remove %s: %w", n, err)
+			}
+			unix.Close(cur)
+			cur, down, path = child, 1, append(path, n)
+			break
+		}
+		if down > 0 {
+			last = ""
+			continue
+		}
+		if len(path) == 0 { // dir is empty
+			unix.Close(cur)
+			return unix.Unlinkat(pfd, base, unix.AT_REMOVEDIR)
+		}
+		up, err := unix.Openat(cur, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(cur)
+		if err != nil {
+			return err
+		}
+		cur, last, path = up, path[len(path)-1], path[:len(path)-1] // the emptied child goes at the next pass
+	}
+}
+
+// openWritableDir opens the directory name in dirfd, never through a link, after making
+// it readable, writable and searchable (the sandbox may have locked it).
+func openWritableDir(dirfd int, name string) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return -1, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return -1, unix.ENOTDIR
+	}
+	if st.Mode&0o700 != 0o700 {
+		// fchmodat follows a link; name is a directory and nothing writes the tree.
+		if err := unix.Fchmodat(dirfd, name, 0o700, 0); err != nil {
+			return -1, err
+		}
+	}
+	return unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+}
+
+// dirNames reads every name in the directory fd (from its start).
+func dirNames(fd int) ([]string, error) {
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return nil, err
+	}
+	d := os.NewFile(uintptr(dup), "")
+	defer d.Close()
+	return d.Readdirnames(-1)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 )
@@ -219,6 +220,84 @@ func TestLockAndRemove(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(s.Root); len(ents) != 0 {
 		t.Errorf("left behind: %v", ents)
+	}
+}
+
+// A session holds the box shared (rm refuses, a snapshot copies it live) and the session
+// lock exclusive: a second session is a *SessionBusyError until the first ends.
+func TestLockSession(t *testing.T) {
+	s := newStore(t)
+	b := mustCreate(t, s, "work")
+	end, err := b.LockSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.LockSession(); !errors.As(err, new(*SessionBusyError)) || !errors.Is(err, backend.ErrBusy) {
+		t.Errorf("a second session: %v", err)
+	}
+	if !b.Busy() {
+		t.Error("not busy while a session runs")
+	}
+	if err := s.Remove(b); !errors.As(err, new(*BusyError)) {
+		t.Errorf("rm during a session: %v", err)
+	}
+	if _, err := b.TakeSnapshot("live", time.Now()); err != nil {
+		t.Errorf("a snapshot during a session: %v", err)
+	}
+	end()
+	again, err := b.LockSession()
+	if err != nil {
+		t.Fatalf("a session after the first ended: %v", err)
+	}
+	again()
+	if b.Busy() {
+		t.Error("busy once every session ended")
+	}
+}
+
+// A tree deeper than the open-file limit (os.RemoveAll holds a descriptor per level),
+// with directories the sandbox locked (0 and 0500) on the way, is removed, and nothing
+// outside it is touched through a link.
+func TestRemoveDeepTree(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "outside")
+	write(t, filepath.Join(outside, "keep"), "k")
+	dir := filepath.Join(t.TempDir(), "deep")
+	p := dir
+	for i := range 300 {
+		p = filepath.Join(p, "d")
+		if i == 150 {
+			os.Symlink(outside, filepath.Join(p, "..", "out"))
+		}
+	}
+	if err := os.MkdirAll(p, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(p, "f"), "x")
+	os.Chmod(filepath.Dir(p), 0o500)
+	os.Chmod(filepath.Dir(filepath.Dir(filepath.Dir(p))), 0)
+	low := lim
+	low.Cur = 64
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	plain := os.RemoveAll(dir)
+	err := removeAll(dir)
+	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	if plain == nil {
+		t.Fatal("os.RemoveAll removed the tree within 64 descriptors: the test proves nothing")
+	}
+	if err != nil {
+		t.Fatalf("removeAll: %v", err)
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Errorf("still there: %v", err)
+	}
+	if read(filepath.Join(outside, "keep")) != "k" {
+		t.Error("removal followed a link out of the tree")
 	}
 }
 
