@@ -1,0 +1,122 @@
+package bwrap_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/heavy-duty/box/backend/bwrap"
+	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/internal/boxtest"
+	"golang.org/x/sys/unix"
+)
+
+// The Landlock mode runs the command as you, with no pid namespace: the kernel lets a
+// process of yours set another's resource limits (prlimit), nice value, I/O priority, CPU
+// affinity and scheduling policy, and Landlock hooks none of these (hostile review,
+// session 13: the sandbox set a process of yours to 5 open files, nice 19, idle I/O, one
+// CPU and SCHED_IDLE, and box's own to 3 open files, after which box's post-run audit
+// could not read the working directory and a descendant of the command outlived the run).
+// The filter refuses each of them for any process but the caller.
+func TestLandlockOtherProcessRefused(t *testing.T) {
+	w := landlockWorld(t)
+	v := exec.Command("/bin/sleep", "600")
+	v.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.UID), Gid: uint32(w.GID)}, Setsid: true}
+	boxtest.Must(t, v.Start())
+	defer func() { v.Process.Kill(); v.Wait() }()
+	pid := strconv.Itoa(v.Process.Pid)
+	before := victimState(t, v.Process.Pid)
+	// Against the process of yours, then against box itself ($PPID: sh execs the command).
+	probe := `for p in ` + pid + ` $PPID; do
+prlimit --pid $p --nofile=3:3 2>/dev/null && echo "BREACH-PRLIMIT-$p"
+prlimit --pid $p --nofile >/dev/null 2>&1 && echo "READ-PRLIMIT-$p"
+renice -n 19 -p $p >/dev/null 2>&1 && echo "BREACH-RENICE-$p"
+ionice -c 3 -p $p 2>/dev/null && echo "BREACH-IONICE-$p"
+taskset -p 1 $p >/dev/null 2>&1 && echo "BREACH-TASKSET-$p"
+chrt -i -p 0 $p 2>/dev/null && echo "BREACH-CHRT-$p"
+done
+renice -n 5 -g 0 >/dev/null 2>&1 && echo BREACH-RENICE-PGRP
+renice -n 5 -u $(id -u) >/dev/null 2>&1 && echo BREACH-RENICE-USER
+ionice -c 3 -P 0 2>/dev/null && echo BREACH-IONICE-PGRP
+ulimit -n 100 && echo OWN-ULIMIT
+nice -n 3 true && echo OWN-NICE
+prlimit --nofile=50:50 true && echo OWN-PRLIMIT
+ionice -c 3 true && echo OWN-IONICE
+chrt -i 0 true && echo OWN-CHRT`
+	r := w.Run("run", "-p", "ll", "-y", "-q", "--isolation", "landlock", "--", "sh", "-c", probe)
+	t.Logf("exit %d\n%s", r.Code, r.Stdout)
+	if strings.Contains(r.Stdout, "BREACH") || strings.Contains(r.Stdout, "READ-PRLIMIT") {
+		t.Errorf("the Landlock mode's sandbox changed (or read) a process of yours outside it:\n%s", r.Stdout)
+	}
+	if after := victimState(t, v.Process.Pid); after != before {
+		t.Errorf("the process of yours after the run:\n%s\nbefore:\n%s", after, before)
+	}
+	for _, own := range []string{"OWN-ULIMIT", "OWN-NICE", "OWN-PRLIMIT", "OWN-IONICE", "OWN-CHRT"} {
+		if !strings.Contains(r.Stdout, own) {
+			t.Errorf("the command's own %s was refused:\n%s%s", own, r.Stdout, r.Stderr)
+		}
+	}
+	if r.Code != 0 {
+		t.Errorf("exit %d:\n%s", r.Code, r.Stderr)
+	}
+}
+
+// victimState is what the sandbox tried to change in process pid: its open-file limit,
+// nice value, scheduling policy, CPU affinity and I/O priority.
+func victimState(t *testing.T, pid int) string {
+	t.Helper()
+	lim, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
+	boxtest.Must(t, err)
+	var nofile string
+	for _, l := range strings.Split(string(lim), "\n") {
+		if strings.HasPrefix(l, "Max open files") {
+			nofile = strings.Join(strings.Fields(l)[3:5], ":")
+		}
+	}
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	boxtest.Must(t, err)
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+2:]))
+	var set unix.CPUSet
+	boxtest.Must(t, unix.SchedGetaffinity(pid, &set))
+	io, _, e := unix.Syscall(unix.SYS_IOPRIO_GET, 1 /* IOPRIO_WHO_PROCESS */, uintptr(pid), 0)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	return "nofile " + nofile +
+		" nice " + f[16] + " policy " + f[38] + " cpus " + strconv.Itoa(set.Count()) + " ioprio " + strconv.Itoa(int(io))
+}
+
+// The drill's kernel:other-process row sets box's own limits and scheduling to what they
+// are from inside: PASS in the Landlock mode (refused) and the bwrap mode (not visible);
+// BREACH with the refusal off.
+func TestLandlockDrillOtherProcessRow(t *testing.T) {
+	w := landlockWorld(t)
+	row := func(mode string) drill.Result {
+		r := w.Run("drill", "-p", "ll", "--isolation", mode, "--group", "kernel", "--json")
+		var rs []drill.Result
+		if err := json.Unmarshal([]byte(r.Stdout), &rs); err != nil {
+			t.Fatalf("box drill --isolation %s --json: %v (exit %d)\n%s", mode, err, r.Code, r.Stderr)
+		}
+		for _, x := range rs {
+			if x.ID == "kernel:other-process" {
+				t.Logf("%s: %s %s", mode, x.Status, x.Observed)
+				return x
+			}
+		}
+		t.Fatalf("no kernel:other-process row:\n%s", r.Stdout)
+		return drill.Result{}
+	}
+	for _, mode := range []string{"landlock", "bwrap"} {
+		if got := row(mode); got.Status != drill.Pass {
+			t.Errorf("%s: kernel:other-process: %s %s", mode, got.Status, got.Observed)
+		}
+	}
+	w.WithProtectionOff(t, bwrap.ProtLandlockOthers)
+	if got := row("landlock"); got.Status != drill.Breach {
+		t.Errorf("refusal off: kernel:other-process: %s %s", got.Status, got.Observed)
+	}
+}
