@@ -103,6 +103,7 @@ func bwrapKernel(p *bwrap.Plan, stderr io.Writer) (bwrapKernelSetup, func(), err
 	}
 	k.in.OwnPID = os.Getpid()
 	k.in.OwnStart = StartTime(strconv.Itoa(k.in.OwnPID))
+	k.in.Watch = WatchTargets(p.Spec.Home)
 	if m, s, err := pty.Open(); err == nil {
 		t := &bwrapTTY{master: m, slave: s}
 		if b, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS); err == nil {

@@ -43,6 +43,7 @@ var landlockNotHeld = []struct {
 	{"kernel:terminal-strings", "the command shares box's terminal: its output reaches yours unfiltered", nil, false},
 	{"proc:", "no private /proc: your other processes and their command lines are readable", nil, false},
 	{"env:proc", "no private /proc: your other processes' environments are readable", nil, false},
+	{"kernel:watch-home", "Landlock does not govern inotify or fanotify: a watch on your home gives the names of files you open, create or change there, not their contents", nil, false},
 	{"kernel:trace-init", "no pid namespace: the sandbox's first process is not an init of its own", nil, false},
 }
 

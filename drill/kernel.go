@@ -48,6 +48,8 @@ type Kernel struct {
 	// other-process row's target (0: none).
 	OwnPID   int
 	OwnStart string
+	// Watch are the operator's home and ~/.ssh ("PATH DEV:INO"), the watch-home row's.
+	Watch []string
 }
 
 // socketTarget is a socket the probe tries to make.
@@ -271,6 +273,7 @@ func kernelProbes(in Input) []Probe {
 	add(termStringsProbe(k, in.Nonce))
 	add(sendZerocopyProbe())
 	add(otherProcessProbe(k.OwnPID, k.OwnStart))
+	add(watchHomeProbe(k.Watch))
 	add(netlinkAdminProbe())
 	return out
 }

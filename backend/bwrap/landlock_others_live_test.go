@@ -92,31 +92,40 @@ func victimState(t *testing.T, pid int) string {
 
 // The drill's kernel:other-process row sets box's own limits and scheduling to what they
 // are from inside: PASS in the Landlock mode (refused) and the bwrap mode (not visible);
-// BREACH with the refusal off.
+// BREACH with the refusal off. Its kernel:watch-home row puts an inotify watch on your
+// home: NOT HELD in the Landlock mode (Landlock does not govern watches), PASS in the
+// bwrap mode (a home of its own).
 func TestLandlockDrillOtherProcessRow(t *testing.T) {
 	w := landlockWorld(t)
-	row := func(mode string) drill.Result {
+	rows := func(mode string) map[string]drill.Result {
 		r := w.Run("drill", "-p", "ll", "--isolation", mode, "--group", "kernel", "--json")
 		var rs []drill.Result
 		if err := json.Unmarshal([]byte(r.Stdout), &rs); err != nil {
 			t.Fatalf("box drill --isolation %s --json: %v (exit %d)\n%s", mode, err, r.Code, r.Stderr)
 		}
+		out := map[string]drill.Result{}
 		for _, x := range rs {
-			if x.ID == "kernel:other-process" {
-				t.Logf("%s: %s %s", mode, x.Status, x.Observed)
-				return x
+			if x.ID == "kernel:other-process" || x.ID == "kernel:watch-home" {
+				t.Logf("%s: %s: %s %s", mode, x.ID, x.Status, x.Observed)
+				out[x.ID] = x
 			}
 		}
-		t.Fatalf("no kernel:other-process row:\n%s", r.Stdout)
-		return drill.Result{}
+		if len(out) != 2 {
+			t.Fatalf("rows missing:\n%s", r.Stdout)
+		}
+		return out
 	}
-	for _, mode := range []string{"landlock", "bwrap"} {
-		if got := row(mode); got.Status != drill.Pass {
-			t.Errorf("%s: kernel:other-process: %s %s", mode, got.Status, got.Observed)
+	for mode, watch := range map[string]drill.Status{"landlock": drill.NotHeld, "bwrap": drill.Pass} {
+		got := rows(mode)
+		if x := got["kernel:other-process"]; x.Status != drill.Pass {
+			t.Errorf("%s: kernel:other-process: %s %s", mode, x.Status, x.Observed)
+		}
+		if x := got["kernel:watch-home"]; x.Status != watch {
+			t.Errorf("%s: kernel:watch-home: %s %s, want %s", mode, x.Status, x.Observed, watch)
 		}
 	}
 	w.WithProtectionOff(t, bwrap.ProtLandlockOthers)
-	if got := row("landlock"); got.Status != drill.Breach {
-		t.Errorf("refusal off: kernel:other-process: %s %s", got.Status, got.Observed)
+	if x := rows("landlock")["kernel:other-process"]; x.Status != drill.Breach {
+		t.Errorf("refusal off: kernel:other-process: %s %s", x.Status, x.Observed)
 	}
 }

@@ -35,6 +35,7 @@ var LandlockNotHeld = []string{
 	"network tiers internet and allowlist: they need a network namespace",
 	"cgroup limits: rlimits only (RLIMIT_NPROC counts all your processes)",
 	"a /proc/keys of its own: it lists your keys' descriptions (a Kerberos principal, a cache's name) and sizes; their contents stay out of reach (keyctl refused, and the opt-in refused in this mode)",
+	"your files' activity: inotify and fanotify watch directories Landlock keeps unreadable (the home, ~/.ssh): the names of files you open, create or change there, and when, reach the sandbox; their contents do not (Landlock does not govern watches)",
 	"a terminal of its own: the command shares box's terminal (its stdio and /dev/tty), and what it writes reaches it unfiltered (clipboard writes, kitty's remote control, DECUDK); your other terminals are out of reach",
 }
 
