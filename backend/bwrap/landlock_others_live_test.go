@@ -8,10 +8,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/internal/boxtest"
+	"github.com/heavy-duty/box/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -127,5 +129,67 @@ func TestLandlockDrillOtherProcessRow(t *testing.T) {
 	w.WithProtectionOff(t, bwrap.ProtLandlockOthers)
 	if x := rows("landlock")["kernel:other-process"]; x.Status != drill.Breach {
 		t.Errorf("refusal off: kernel:other-process: %s %s", x.Status, x.Observed)
+	}
+}
+
+// The Landlock mode shares box's terminal with the command: what the command leaves
+// changed on it outlives the run unless box puts it back, as the bwrap mode does. A
+// hostile review (session 13) stopped its output (tcflow TCOOFF, as Ctrl-S does): after
+// box exited every write to the terminal, your shell's prompt, hung. Echo off (stty
+// -echo) stayed off too.
+func TestLandlockTerminalRestored(t *testing.T) {
+	testenv.RequireTool(t, "perl")
+	w := landlockWorld(t)
+	m, s := boxtest.OpenPty(t)
+	defer m.Close()
+	defer s.Close()
+	boxtest.Must(t, s.Chown(w.UID, w.GID))
+	screen := boxtest.WatchPTY(m)
+	c := w.Cmd("run", "-p", "ll", "-y", "-q", "--isolation", "landlock", "--", "perl", "-e",
+		`system("stty -echo"); print "DONE-PROBES\n"; ioctl(STDOUT, 0x540A, 0) or die "TCOOFF: $!"`)
+	c.Stdin, c.Stdout, c.Stderr = s, s, s
+	boxtest.Must(t, c.Start())
+	screen.WaitFor(t, 0, "DONE-PROBES", 2*time.Minute)
+	if err := c.Wait(); err != nil {
+		t.Errorf("box run: %v", err)
+	}
+	tm, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS)
+	boxtest.Must(t, err)
+	if tm.Lflag&unix.ECHO == 0 {
+		t.Errorf("after the Landlock run your terminal is left without echo")
+	}
+	// A write to a terminal whose output is stopped blocks; without blocking, EAGAIN.
+	fd := int(s.Fd()) // Fd makes the file blocking: once, before
+	boxtest.Must(t, unix.SetNonblock(fd, true))
+	if _, err := unix.Write(fd, []byte("AFTER\r\n")); err != nil {
+		t.Errorf("after the Landlock run a write to your terminal: %v (its output is left stopped: your shell's prompt hangs)", err)
+	}
+}
+
+// The drill's kernel:terminal row in the Landlock mode (the runner turns echo off on its
+// terminal, box's): PASS, box puts it back; BREACH with the restore off.
+func TestLandlockDrillTerminalModesRow(t *testing.T) {
+	w := landlockWorld(t)
+	row := func() drill.Result {
+		r := w.Run("drill", "-p", "ll", "--isolation", "landlock", "--group", "kernel", "--json")
+		var rs []drill.Result
+		if err := json.Unmarshal([]byte(r.Stdout), &rs); err != nil {
+			t.Fatalf("box drill --json: %v (exit %d)\n%s", err, r.Code, r.Stderr)
+		}
+		for _, x := range rs {
+			if x.ID == "kernel:terminal" {
+				t.Logf("kernel:terminal: %s %s", x.Status, x.Observed)
+				return x
+			}
+		}
+		t.Fatalf("no kernel:terminal row:\n%s", r.Stdout)
+		return drill.Result{}
+	}
+	if got := row(); got.Status != drill.Pass {
+		t.Errorf("kernel:terminal: %s %s", got.Status, got.Observed)
+	}
+	w.WithProtectionOff(t, bwrap.ProtTerminal)
+	if got := row(); got.Status != drill.Breach {
+		t.Errorf("restore off: kernel:terminal: %s %s", got.Status, got.Observed)
 	}
 }
