@@ -4,16 +4,15 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/drill"
 	"github.com/heavy-duty/box/internal/boxtest"
-	"github.com/heavy-duty/box/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -100,22 +99,7 @@ func victimState(t *testing.T, pid int) string {
 func TestLandlockDrillOtherProcessRow(t *testing.T) {
 	w := landlockWorld(t)
 	rows := func(mode string) map[string]drill.Result {
-		r := w.Run("drill", "-p", "ll", "--isolation", mode, "--group", "kernel", "--json")
-		var rs []drill.Result
-		if err := json.Unmarshal([]byte(r.Stdout), &rs); err != nil {
-			t.Fatalf("box drill --isolation %s --json: %v (exit %d)\n%s", mode, err, r.Code, r.Stderr)
-		}
-		out := map[string]drill.Result{}
-		for _, x := range rs {
-			if x.ID == "kernel:other-process" || x.ID == "kernel:watch-home" {
-				t.Logf("%s: %s: %s %s", mode, x.ID, x.Status, x.Observed)
-				out[x.ID] = x
-			}
-		}
-		if len(out) != 2 {
-			t.Fatalf("rows missing:\n%s", r.Stdout)
-		}
-		return out
+		return kernelDrillRows(t, w, mode, "kernel:other-process", "kernel:watch-home")
 	}
 	for mode, watch := range map[string]drill.Status{"landlock": drill.NotHeld, "bwrap": drill.Pass} {
 		got := rows(mode)
@@ -138,21 +122,7 @@ func TestLandlockDrillOtherProcessRow(t *testing.T) {
 // box exited every write to the terminal, your shell's prompt, hung. Echo off (stty
 // -echo) stayed off too.
 func TestLandlockTerminalRestored(t *testing.T) {
-	testenv.RequireTool(t, "perl")
-	w := landlockWorld(t)
-	m, s := boxtest.OpenPty(t)
-	defer m.Close()
-	defer s.Close()
-	boxtest.Must(t, s.Chown(w.UID, w.GID))
-	screen := boxtest.WatchPTY(m)
-	c := w.Cmd("run", "-p", "ll", "-y", "-q", "--isolation", "landlock", "--", "perl", "-e",
-		`system("stty -echo"); print "DONE-PROBES\n"; ioctl(STDOUT, 0x540A, 0) or die "TCOOFF: $!"`)
-	c.Stdin, c.Stdout, c.Stderr = s, s, s
-	boxtest.Must(t, c.Start())
-	screen.WaitFor(t, 0, "DONE-PROBES", 2*time.Minute)
-	if err := c.Wait(); err != nil {
-		t.Errorf("box run: %v", err)
-	}
+	s := landlockOnTerminal(t, landlockWorld(t), `system("stty -echo"); print "DONE-PROBES\n"; ioctl(STDOUT, 0x540A, 0) or die "TCOOFF: $!"`)
 	tm, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS)
 	boxtest.Must(t, err)
 	if tm.Lflag&unix.ECHO == 0 {
@@ -170,21 +140,7 @@ func TestLandlockTerminalRestored(t *testing.T) {
 // terminal, box's): PASS, box puts it back; BREACH with the restore off.
 func TestLandlockDrillTerminalModesRow(t *testing.T) {
 	w := landlockWorld(t)
-	row := func() drill.Result {
-		r := w.Run("drill", "-p", "ll", "--isolation", "landlock", "--group", "kernel", "--json")
-		var rs []drill.Result
-		if err := json.Unmarshal([]byte(r.Stdout), &rs); err != nil {
-			t.Fatalf("box drill --json: %v (exit %d)\n%s", err, r.Code, r.Stderr)
-		}
-		for _, x := range rs {
-			if x.ID == "kernel:terminal" {
-				t.Logf("kernel:terminal: %s %s", x.Status, x.Observed)
-				return x
-			}
-		}
-		t.Fatalf("no kernel:terminal row:\n%s", r.Stdout)
-		return drill.Result{}
-	}
+	row := func() drill.Result { return kernelDrillRows(t, w, "landlock", "kernel:terminal")["kernel:terminal"] }
 	if got := row(); got.Status != drill.Pass {
 		t.Errorf("kernel:terminal: %s %s", got.Status, got.Observed)
 	}
@@ -192,4 +148,26 @@ func TestLandlockDrillTerminalModesRow(t *testing.T) {
 	if got := row(); got.Status != drill.Breach {
 		t.Errorf("restore off: kernel:terminal: %s %s", got.Status, got.Observed)
 	}
+}
+
+// kernelDrillRows runs box drill's kernel group in mode with profile ll and returns the
+// rows named ids (each must be there).
+func kernelDrillRows(t *testing.T, w *boxtest.World, mode string, ids ...string) map[string]drill.Result {
+	t.Helper()
+	r := w.Run("drill", "-p", "ll", "--isolation", mode, "--group", "kernel", "--json")
+	var rs []drill.Result
+	if err := json.Unmarshal([]byte(r.Stdout), &rs); err != nil {
+		t.Fatalf("box drill --isolation %s --json: %v (exit %d)\n%s", mode, err, r.Code, r.Stderr)
+	}
+	out := map[string]drill.Result{}
+	for _, x := range rs {
+		if slices.Contains(ids, x.ID) {
+			t.Logf("%s: %s: %s %s", mode, x.ID, x.Status, x.Observed)
+			out[x.ID] = x
+		}
+	}
+	if len(out) != len(ids) {
+		t.Fatalf("box drill --isolation %s: rows %q missing:\n%s", mode, ids, r.Stdout)
+	}
+	return out
 }
