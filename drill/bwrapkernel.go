@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/heavy-duty/box/backend/bwrap"
@@ -100,6 +101,9 @@ func bwrapKernel(p *bwrap.Plan, stderr io.Writer) (bwrapKernelSetup, func(), err
 			_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
 		}
 	}
+	k.in.OwnPID = os.Getpid()
+	k.in.OwnStart = StartTime(strconv.Itoa(k.in.OwnPID))
+	k.in.Watch = WatchTargets(p.Spec.Home)
 	if m, s, err := pty.Open(); err == nil {
 		t := &bwrapTTY{master: m, slave: s}
 		if b, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS); err == nil {

@@ -38,11 +38,11 @@ var landlockNotHeld = []struct {
 	{"nix:daemon", "named unix sockets are not mediated: the host's nix-daemon answers, and builds and fetches on the host's network, outside tier none", nil, true},
 	{"socket:", "named unix sockets are not mediated (Landlock does not govern connect on a socket's path)", nil, true},
 	{"net:abstract", "abstract unix sockets are scoped only from Landlock ABI 6 (Linux 6.12)", nil, false},
-	{"kernel:terminal", "the command shares box's terminal: no terminal of its own", nil, false},
 	{"kernel:host-tty", "the command shares box's terminal: no terminal of its own", nil, false},
 	{"kernel:terminal-strings", "the command shares box's terminal: its output reaches yours unfiltered", nil, false},
 	{"proc:", "no private /proc: your other processes and their command lines are readable", nil, false},
 	{"env:proc", "no private /proc: your other processes' environments are readable", nil, false},
+	{"kernel:watch-home", "Landlock does not govern inotify or fanotify: a watch on your home gives the names of files you open, create or change there, not their contents", nil, false},
 	{"kernel:trace-init", "no pid namespace: the sandbox's first process is not an init of its own", nil, false},
 }
 

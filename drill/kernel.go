@@ -44,6 +44,12 @@ type Kernel struct {
 	// ShmMarker (-1: none could be made).
 	ShmID     int
 	ShmMarker string
+	// OwnPID is box's drill process outside the sandbox, OwnStart its start time: the
+	// other-process row's target (0: none).
+	OwnPID   int
+	OwnStart string
+	// Watch are the operator's home and ~/.ssh ("PATH DEV:INO"), the watch-home row's.
+	Watch []string
 }
 
 // socketTarget is a socket the probe tries to make.
@@ -266,6 +272,8 @@ func kernelProbes(in Input) []Probe {
 	add(hostTTYProbe(k))
 	add(termStringsProbe(k, in.Nonce))
 	add(sendZerocopyProbe())
+	add(otherProcessProbe(k.OwnPID, k.OwnStart))
+	add(watchHomeProbe(k.Watch))
 	add(netlinkAdminProbe())
 	return out
 }

@@ -195,6 +195,10 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeSystemGitCred(pr.Targets) // gitcreds.go
 	case KindSSHAgent:
 		o.Seen, o.Detail, err = r.probeSSHAgent(pr.Targets) // sshagent.go
+	case KindWatchHome:
+		o.Seen, o.Detail, err = probeWatchHome(pr.Targets) // watch.go
+	case KindOtherProcess:
+		o.Seen, o.Detail, err = probeOtherProcess(pr.Targets) // otherproc.go
 	case KindSendZerocopy:
 		o.Seen, o.Detail, err = probeSendZerocopy() // zerocopy.go
 	case KindNetlinkAdmin:

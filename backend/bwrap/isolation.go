@@ -362,7 +362,11 @@ func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, er
 			}
 		}
 	}
+	// The command shares box's terminal: what it leaves changed there (echo off, output
+	// stopped by tcflow, the line discipline) is put back, as after a bwrap run.
+	terms := saveTerminals(fds)
 	code, err := LandlockRun(lp, p.landlockCommand(), envaudit.Environ(p.Vars), p.Spec.Workdir, fds)
+	terms.restore()
 	done()
 	select {
 	case <-pid:

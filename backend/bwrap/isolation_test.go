@@ -147,6 +147,7 @@ func TestLandlockLines(t *testing.T) {
 	lines := p.LandlockLines()
 	want := []string{"landlock: read-only ", "landlock: read-write /w /d/inst/.claude /d/inst/home", "landlock: devices ",
 		"landlock: network tier none (sockets: AF_UNIX only; TCP bind and connect refused)", "landlock: rlimits nproc 0, address space 0 bytes",
+		"landlock: refused unless on the caller: prlimit64 setpriority ioprio_set sched_setaffinity sched_setscheduler sched_setparam sched_setattr; System V IPC refused",
 		"command: claude -c", "env: HOME PATH", "isolation: landlock"}
 	if len(lines) < len(want) {
 		t.Fatalf("lines: %q", lines)

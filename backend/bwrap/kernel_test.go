@@ -443,7 +443,7 @@ func TestKernelTerminalRestored(t *testing.T) {
 func TestDrillKernel(t *testing.T) {
 	w, l := labWorld(t)
 	const groups = "kernel,syscalls"
-	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "kernel:terminal-strings", "kernel:send-zerocopy", "kernel:netlink-admin", "socket:vsock", "socket:netlink", "socket:allowed"}
+	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "kernel:terminal-strings", "kernel:send-zerocopy", "kernel:netlink-admin", "kernel:other-process", "kernel:watch-home", "socket:vsock", "socket:netlink", "socket:allowed"}
 	var syscallRows []string
 	r := w.drill(l, "--group", groups)
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)

@@ -17,6 +17,7 @@ func (p *Plan) LandlockLines() []string {
 		"landlock: devices " + strings.Join(lp.Devices, " "),
 		fmt.Sprintf("landlock: network tier %s (sockets: AF_UNIX only; TCP bind and connect refused)", lp.Tier),
 		fmt.Sprintf("landlock: rlimits nproc %d, address space %d bytes", lp.Nproc, lp.AddrSpace),
+		"landlock: refused unless on the caller: " + strings.Join(selfOnlyNames(), " ") + "; System V IPC refused",
 		"command: " + strings.Join(p.Spec.Command, " "),
 		"env: " + strings.Join(envaudit.Names(p.Vars), " "),
 	}

@@ -35,6 +35,7 @@ var LandlockNotHeld = []string{
 	"network tiers internet and allowlist: they need a network namespace",
 	"cgroup limits: rlimits only (RLIMIT_NPROC counts all your processes)",
 	"a /proc/keys of its own: it lists your keys' descriptions (a Kerberos principal, a cache's name) and sizes; their contents stay out of reach (keyctl refused, and the opt-in refused in this mode)",
+	"your files' activity: inotify and fanotify watch directories Landlock keeps unreadable (the home, ~/.ssh): the names of files you open, create or change there, and when, reach the sandbox; their contents do not (Landlock does not govern watches)",
 	"a terminal of its own: the command shares box's terminal (its stdio and /dev/tty), and what it writes reaches it unfiltered (clipboard writes, kitty's remote control, DECUDK); your other terminals are out of reach",
 }
 
@@ -221,6 +222,11 @@ func (p LandlockPlan) restrictLandlock(abi int, socks *sockGuard) error {
 	if err := loadFilter(unixSocketsOnly()); err != nil {
 		return fmt.Errorf("socket filter: %w", err)
 	}
+	if !protectionOff(ProtLandlockOthers) {
+		if err := loadFilter(otherProcessesRefused()); err != nil {
+			return fmt.Errorf("other processes filter: %w", err)
+		}
+	}
 	if protectionOff(ProtSysV) {
 		return nil
 	}
@@ -228,6 +234,67 @@ func (p LandlockPlan) restrictLandlock(abi int, socks *sockGuard) error {
 		return fmt.Errorf("SysV IPC filter: %w", err)
 	}
 	return nil
+}
+
+// ProtLandlockOthers names the refusal of calls that change another process (switched off
+// only in a test build, so the drill can show the sandbox setting box's own limits).
+const ProtLandlockOthers = "landlock-others"
+
+// selfOnly is a call the Landlock mode allows only on the caller: each (argument, value)
+// of Self must hold (0 is "the caller" for every one of them), else EPERM.
+type selfOnly struct {
+	name string
+	nr   uint32
+	self [][2]uint32 // argument index, the value that names the caller
+}
+
+// selfOnlyCalls act on another process, named by a pid (or a process group, or a user),
+// that is yours: the kernel allows them between processes of one user, and Landlock hooks
+// none of them. With no pid namespace those are your shell, your editor, your agents and
+// box itself: prlimit set box's open files to 3 (its post-run audit then could not read the
+// working directory, and a descendant of the command outlived it), and a process of yours
+// went to nice 19, idle I/O, one CPU and SCHED_IDLE (hostile review, session 13). A thread
+// id is refused too (pthread_setaffinity_np, pthread_setschedparam): the filter cannot
+// tell the caller's threads from your processes.
+var selfOnlyCalls = []selfOnly{
+	{"prlimit64", unix.SYS_PRLIMIT64, [][2]uint32{{0, 0}}},
+	{"setpriority", unix.SYS_SETPRIORITY, [][2]uint32{{0, unix.PRIO_PROCESS}, {1, 0}}},
+	{"ioprio_set", unix.SYS_IOPRIO_SET, [][2]uint32{{0, 1 /* IOPRIO_WHO_PROCESS */}, {1, 0}}},
+	{"sched_setaffinity", unix.SYS_SCHED_SETAFFINITY, [][2]uint32{{0, 0}}},
+	{"sched_setscheduler", unix.SYS_SCHED_SETSCHEDULER, [][2]uint32{{0, 0}}},
+	{"sched_setparam", unix.SYS_SCHED_SETPARAM, [][2]uint32{{0, 0}}},
+	{"sched_setattr", unix.SYS_SCHED_SETATTR, [][2]uint32{{0, 0}}},
+}
+
+// selfOnlyNames are selfOnlyCalls' names, for --dry-run.
+func selfOnlyNames() []string {
+	var out []string
+	for _, c := range selfOnlyCalls {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// otherProcessesRefused is a filter refusing selfOnlyCalls (EPERM) unless they name the
+// caller. It compares the low 32 bits of each argument: the kernel reads them as an int.
+func otherProcessesRefused() []byte {
+	var body []unix.SockFilter
+	for _, c := range selfOnlyCalls {
+		k := uint8(len(c.self))
+		// [ld nr] [jeq nr] then per test [ld arg] [jeq value], then allow, refuse.
+		body = append(body,
+			unix.SockFilter{Code: bpfLdW, K: 0},
+			unix.SockFilter{Code: bpfJeq, K: c.nr, Jt: 0, Jf: 2*k + 2})
+		for i, a := range c.self {
+			body = append(body,
+				unix.SockFilter{Code: bpfLdW, K: 16 + 8*a[0]},
+				unix.SockFilter{Code: bpfJeq, K: a[1], Jt: 0, Jf: 2*(k-uint8(i)) - 1})
+		}
+		body = append(body,
+			unix.SockFilter{Code: bpfRet, K: unix.SECCOMP_RET_ALLOW},
+			unix.SockFilter{Code: bpfRet, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)})
+	}
+	return nativeABIFilter(append(body, unix.SockFilter{Code: bpfRet, K: unix.SECCOMP_RET_ALLOW})...)
 }
 
 // sysvIPCSyscalls are System V IPC's calls: shared memory, semaphores, message queues.
