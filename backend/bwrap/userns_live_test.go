@@ -8,6 +8,7 @@ package bwrap_test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -135,6 +136,13 @@ func denyUserns(mountOnly bool) error {
 // inCase runs box ARGS as the world's user in the container case mode.
 func inCase(w *boxtest.World, mode string, args ...string) boxtest.Result {
 	w.T.Helper()
+	return w.Collect(caseCmd(w, mode, args...))
+}
+
+// caseCmd is box ARGS as the world's user in the container case mode, not started. The
+// wrapper execs box: the process started is box.
+func caseCmd(w *boxtest.World, mode string, args ...string) *exec.Cmd {
+	w.T.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		w.T.Fatal(err)
@@ -151,7 +159,7 @@ func inCase(w *boxtest.World, mode string, args ...string) boxtest.Result {
 		c.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: w.GID, HostID: w.GID, Size: 1}}
 		c.SysProcAttr.GidMappingsEnableSetgroups = true
 	}
-	return w.Collect(c)
+	return c
 }
 
 func TestUsernsContainerCases(t *testing.T) {
