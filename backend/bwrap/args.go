@@ -228,6 +228,36 @@ func (e *WorkdirError) Error() string {
 // Hint says what to do instead.
 func (e *WorkdirError) Hint() string { return "cd into a project directory and run box there" }
 
+// HomeError refuses a HOME the bwrap mode cannot hide: the sandbox's home is an empty
+// tmpfs at $HOME's path, mounted over what is bound there before it, so a HOME of / (what
+// a container gives a user without a passwd entry) or of a system directory would cover
+// the system the command runs from (field review, session 13: bwrap then failed to find
+// sh and exited 1).
+type HomeError struct{ Home string }
+
+func (e *HomeError) Error() string {
+	return fmt.Sprintf("HOME=%s cannot be hidden in the sandbox: box puts an empty home at $HOME's path, which would cover the system the command runs from", e.Home)
+}
+
+// NoHomeError: HOME is unset and the password database has no entry for the user (a
+// container running an arbitrary uid).
+type NoHomeError struct{}
+
+func (e *NoHomeError) Error() string {
+	return "cannot tell your home directory: HOME is unset and your uid has no passwd entry"
+}
+
+// CheckHome refuses a home that is / or a system directory the sandbox binds, or holds
+// one.
+func CheckHome(home string) error {
+	for _, sys := range []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/dev", "/proc", "/sys", "/run", "/nix/store"} {
+		if home == sys || strings.HasPrefix(sys, strings.TrimSuffix(home, "/")+"/") {
+			return &HomeError{home}
+		}
+	}
+	return nil
+}
+
 // CheckWorkdir refuses /, the home directory and its ancestors, and system directories:
 // binding any of them read-write would hand the sandbox the operator's secrets or the
 // system.

@@ -212,7 +212,7 @@ func (p *Plan) chooseIsolation(bin string, stderr io.Writer) error {
 			uerr = usernsTrial(bin, p.usernsKey)
 		}
 		if uerr == nil {
-			return nil
+			return CheckHome(p.Spec.Home) // args.go: the Landlock mode never mounts one
 		}
 		if p.Isolation.Mode != IsolationAuto {
 			return uerr

@@ -230,7 +230,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		p.warn("running as root (--allow-root): files only root may read are readable in the sandbox")
 	}
 	if f.Home == "" {
-		return nil, errors.New("cannot tell your home directory: set HOME")
+		return nil, &NoHomeError{}
 	}
 	if err := checkWorkdir(f); err != nil {
 		return nil, err

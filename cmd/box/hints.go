@@ -128,6 +128,9 @@ var hints = []func(error) (string, error){
 	to[*bwrap.PortTakenError]("another program holds that host port: publish on another one, for example --publish 8081:PORT (host:sandbox)"),
 	as(func(e *bwrap.UsernsError) string { return usernsErrHint(e) + "\n" + landlockOptIn }), // setupuserns.go
 	as(auditHint),
+	to[*bwrap.DataDirError]("set HOME (or XDG_DATA_HOME) to a directory of your own you can write, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/)"),
+	to[*bwrap.NoHomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\""),
+	to[*bwrap.HomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/); or run in the Landlock mode, which mounts no home (--isolation landlock)"),
 	is(bwrap.ErrRoot, "run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure"),
 	as(func(e *bwrap.CheckError) string { return checkHint(e.Need) }),
 	as(grantHint),
