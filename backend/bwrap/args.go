@@ -247,6 +247,27 @@ func (e *NoHomeError) Error() string {
 	return "cannot tell your home directory: HOME is unset and your uid has no passwd entry"
 }
 
+// MinNofile is the open-file limit box asks of its caller: box, bwrap and the tiers'
+// helpers hold pipes, pidfds, sockets and a notification fd each. Measured (field review,
+// session 13): a run failed below 24 and the allowlist tier below 36, each with a bare
+// "too many open files" from wherever it ran out.
+const MinNofile = 64
+
+// NofileError: the hard RLIMIT_NOFILE box was started with is below MinNofile (a
+// container or CI runner started with a tiny one); box cannot raise it.
+type NofileError struct{ Have, Need uint64 }
+
+func (e *NofileError) Error() string {
+	return fmt.Sprintf("the open-file limit is %d (RLIMIT_NOFILE, hard): box and the sandbox's helpers need at least %d", e.Have, e.Need)
+}
+
+func checkNofile(hard uint64) error {
+	if hard > 0 && hard < MinNofile {
+		return &NofileError{Have: hard, Need: MinNofile}
+	}
+	return nil
+}
+
 // CheckHome refuses a home that is / or a system directory the sandbox binds, or holds
 // one.
 func CheckHome(home string) error {
