@@ -31,19 +31,20 @@ func TestLandlockSignalWithoutTerminal(t *testing.T) {
 	}
 	w := boxtest.NewWorld(t)
 	w.Write(w.Home+"/.config/box/profiles/ll.toml", "isolation = \"auto\"\npids = "+strconv.FormatUint(nprocMax(), 10)+"\n")
-	// A sleep of its own length per case, to find what is left of it. bash outlives a
-	// SIGQUIT (as on a terminal's Ctrl-\), so that case's job is the sleep alone.
+	// A sleep of its own length per case (the marker), to find what is left of it. bash
+	// outlives a SIGQUIT (as on a terminal's Ctrl-\), also one that comes before its exec,
+	// so that case's job is a python sleep that says it started itself.
 	for _, c := range []struct {
-		sig    syscall.Signal
-		code   int
-		script string
+		sig            syscall.Signal
+		code           int
+		script, marker string
 	}{
-		{syscall.SIGINT, 130, "echo started; sleep 3002; echo after"},
-		{syscall.SIGTERM, 143, "echo started; sleep 3015; echo after"},
-		{syscall.SIGQUIT, 131, "echo started; exec sleep 3003"},
+		{syscall.SIGINT, 130, "echo started; sleep 3002; echo after", "sleep 3002"},
+		{syscall.SIGTERM, 143, "echo started; sleep 3015; echo after", "sleep 3015"},
+		{syscall.SIGQUIT, 131, `exec python3 -c 'import time; print("started", flush=True); time.sleep(3003)'`, "sleep(3003)"},
 	} {
 		t.Run(c.sig.String(), func(t *testing.T) {
-			marker := "sleep " + strconv.Itoa(3000+int(c.sig))
+			marker := c.marker
 			t.Cleanup(func() { // what a failed case leaves (box killed: NOT HELD in this mode)
 				for _, p := range userProcs(w.UID, marker) {
 					pid, _ := strconv.Atoi(strings.SplitN(p, ":", 2)[0])
@@ -51,44 +52,12 @@ func TestLandlockSignalWithoutTerminal(t *testing.T) {
 				}
 			})
 			cmd := caseCmd(w, "seccomp", "run", "-p", "ll", "-y", "--", bash, "-c", c.script)
-			out, pr := &boxtest.SyncBuf{}, startCI(t, cmd)
-			started := make(chan struct{})
-			go func() {
-				b := make([]byte, 4096)
-				once := false
-				for {
-					n, err := pr.Read(b)
-					out.Write(b[:n])
-					if !once && strings.Contains(out.String(), "started") {
-						once = true
-						close(started)
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-			select {
-			case <-started:
-			case <-time.After(within):
-				cmd.Process.Kill()
-				t.Fatalf("never started: %q", out.String())
+			code, out := signalWhenStarted(t, cmd, c.sig)
+			if code != c.code || strings.Contains(out, "after") {
+				t.Errorf("%v: exit %d, output:\n%s\nwant %d and no \"after\"", c.sig, code, out, c.code)
 			}
-			cmd.Process.Signal(c.sig)
-			exited := make(chan struct{})
-			go func() { cmd.Wait(); close(exited) }()
-			select {
-			case <-exited:
-			case <-time.After(within):
-				cmd.Process.Kill()
-				<-exited
-				t.Fatalf("box still running %s after %v: the job did not end\n%s", within, c.sig, out.String())
-			}
-			if code := cmd.ProcessState.ExitCode(); code != c.code || strings.Contains(out.String(), "after") {
-				t.Errorf("%v: exit %d, output:\n%s\nwant %d and no \"after\"", c.sig, code, out.String(), c.code)
-			}
-			if !strings.Contains(out.String(), "running in the Landlock mode") {
-				t.Errorf("not the Landlock mode:\n%s", out.String())
+			if !strings.Contains(out, "running in the Landlock mode") {
+				t.Errorf("not the Landlock mode:\n%s", out)
 			}
 			if left := userProcs(w.UID, marker); len(left) > 0 {
 				t.Errorf("left running after box exited: %v", left)
@@ -97,25 +66,61 @@ func TestLandlockSignalWithoutTerminal(t *testing.T) {
 	}
 }
 
-// startCI starts c with stdin /dev/null and stdout and stderr one pipe, as CI does;
-// the read end is returned.
-func startCI(t *testing.T, c *exec.Cmd) *os.File {
+// signalWhenStarted starts c as CI does (stdin /dev/null, stdout and stderr one pipe),
+// waits for "started" in its output, sends it sig and waits for it to end: its exit code
+// and output. A c that never starts or does not end is killed and fails the test.
+func signalWhenStarted(t *testing.T, c *exec.Cmd, sig syscall.Signal) (int, string) {
 	t.Helper()
 	r, wr, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
 	c.Stdin, c.Stdout, c.Stderr = nil, wr, wr
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 	wr.Close()
-	t.Cleanup(func() { r.Close() })
-	return r
+	out := &boxtest.SyncBuf{}
+	started, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		b := make([]byte, 4096)
+		once := false
+		for {
+			n, err := r.Read(b)
+			out.Write(b[:n])
+			if !once && strings.Contains(out.String(), "started") {
+				once = true
+				close(started)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	exited := make(chan struct{})
+	select {
+	case <-started:
+	case <-time.After(within):
+		c.Process.Kill()
+		t.Fatalf("never started: %q", out.String())
+	}
+	c.Process.Signal(sig)
+	go func() { c.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(within):
+		c.Process.Kill()
+		<-exited
+		t.Fatalf("box still running %s after %v: the job did not end\n%s", within, sig, out.String())
+	}
+	<-done
+	return c.ProcessState.ExitCode(), out.String()
 }
 
-// userProcs lists the processes of uid whose command line holds s.
-func userProcs(uid int, s string) []string {
+// userPids are the pids of uid's processes.
+func userPids(uid int) []string {
 	var out []string
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -123,12 +128,20 @@ func userProcs(uid int, s string) []string {
 			continue
 		}
 		var st syscall.Stat_t
-		if syscall.Stat("/proc/"+e.Name(), &st) != nil || int(st.Uid) != uid {
-			continue
+		if syscall.Stat("/proc/"+e.Name(), &st) == nil && int(st.Uid) == uid {
+			out = append(out, e.Name())
 		}
-		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+	}
+	return out
+}
+
+// userProcs lists the processes of uid whose command line holds s.
+func userProcs(uid int, s string) []string {
+	var out []string
+	for _, pid := range userPids(uid) {
+		b, _ := os.ReadFile("/proc/" + pid + "/cmdline")
 		if line := string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})); strings.Contains(line, s) {
-			out = append(out, e.Name()+": "+line)
+			out = append(out, pid+": "+line)
 		}
 	}
 	return out
