@@ -228,6 +228,57 @@ func (e *WorkdirError) Error() string {
 // Hint says what to do instead.
 func (e *WorkdirError) Hint() string { return "cd into a project directory and run box there" }
 
+// HomeError refuses a HOME the bwrap mode cannot hide: the sandbox's home is an empty
+// tmpfs at $HOME's path, mounted over what is bound there before it, so a HOME of / (what
+// a container gives a user without a passwd entry) or of a system directory would cover
+// the system the command runs from (field review, session 13: bwrap then failed to find
+// sh and exited 1).
+type HomeError struct{ Home string }
+
+func (e *HomeError) Error() string {
+	return fmt.Sprintf("HOME=%s cannot be hidden in the sandbox: box puts an empty home at $HOME's path, which would cover the system the command runs from", e.Home)
+}
+
+// NoHomeError: HOME is unset and the password database has no entry for the user (a
+// container running an arbitrary uid).
+type NoHomeError struct{}
+
+func (e *NoHomeError) Error() string {
+	return "cannot tell your home directory: HOME is unset and your uid has no passwd entry"
+}
+
+// MinNofile is the open-file limit box asks of its caller: box, bwrap and the tiers'
+// helpers hold pipes, pidfds, sockets and a notification fd each. Measured (field review,
+// session 13): a run failed below 24 and the allowlist tier below 36, each with a bare
+// "too many open files" from wherever it ran out.
+const MinNofile = 64
+
+// NofileError: the hard RLIMIT_NOFILE box was started with is below MinNofile (a
+// container or CI runner started with a tiny one); box cannot raise it.
+type NofileError struct{ Have, Need uint64 }
+
+func (e *NofileError) Error() string {
+	return fmt.Sprintf("the open-file limit is %d (RLIMIT_NOFILE, hard): box and the sandbox's helpers need at least %d", e.Have, e.Need)
+}
+
+func checkNofile(hard uint64) error {
+	if hard > 0 && hard < MinNofile {
+		return &NofileError{Have: hard, Need: MinNofile}
+	}
+	return nil
+}
+
+// CheckHome refuses a home that is / or a system directory the sandbox binds, or holds
+// one.
+func CheckHome(home string) error {
+	for _, sys := range []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/dev", "/proc", "/sys", "/run", "/nix/store"} {
+		if home == sys || strings.HasPrefix(sys, strings.TrimSuffix(home, "/")+"/") {
+			return &HomeError{home}
+		}
+	}
+	return nil
+}
+
 // CheckWorkdir refuses /, the home directory and its ancestors, and system directories:
 // binding any of them read-write would hand the sandbox the operator's secrets or the
 // system.

@@ -1,6 +1,7 @@
 package bwrap
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -217,5 +218,14 @@ func TestArgsRefuses(t *testing.T) {
 func TestCovered(t *testing.T) {
 	if !debianHost.Covered("/usr/bin/git") || debianHost.Covered("/usrx/bin/git") || debianHost.Covered("/bin/sh") {
 		t.Error("Covered: /usr/bin/git must be covered; /usrx and the /bin symlink must not")
+	}
+}
+
+func TestCheckHome(t *testing.T) {
+	for home, refused := range map[string]bool{"/": true, "/usr": true, "/etc": true, "/nix": true, "/run": true, "/home/u": false, "/tmp/h": false, "/nonexistent": false, "/usr/local/h": false, "/root": false} {
+		var he *HomeError
+		if err := CheckHome(home); errors.As(err, &he) != refused {
+			t.Errorf("CheckHome(%q) = %v, want refused %v", home, err, refused)
+		}
 	}
 }

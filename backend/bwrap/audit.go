@@ -99,6 +99,20 @@ func (p *Plan) AuditInput() postrun.Input {
 	return in
 }
 
+// DataDirError: box cannot make its state directory under Dir ($XDG_DATA_HOME, else
+// ~/.local/share): a HOME that is / or not the user's own, as in a container or CI job.
+// Nothing has run.
+type DataDirError struct {
+	Dir string
+	Err error
+}
+
+func (e *DataDirError) Error() string {
+	return fmt.Sprintf("box keeps its state (instance directories, the post-run audit's snapshots) under %s/box and cannot create it: %v", e.Dir, e.Err)
+}
+
+func (e *DataDirError) Unwrap() error { return e.Err }
+
 // pendingPrefix names the pending snapshots of one working directory (by its hash).
 func pendingPrefix(workdir string) string {
 	sum := sha256.Sum256([]byte(workdir))
@@ -167,7 +181,7 @@ func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit,
 	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
 	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
-		return nil, fmt.Errorf("post-run audit: %w", err)
+		return nil, &DataDirError{Dir: dataHome, Err: err}
 	}
 	if lock != "" {
 		if a.tree, err = protect.Enter(lock); err != nil {

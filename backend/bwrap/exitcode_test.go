@@ -14,7 +14,7 @@ func TestExitCode(t *testing.T) {
 		ok   bool
 	}{
 		{&AuditError{Err: errors.New("left a hook"), Code: 0}, ExitAudit, true},
-		{&UsernsError{UsernsDiagnosis{Cause: UsernsMaxZero}}, ExitStart, true},
+		{&UsernsError{UsernsDiagnosis: UsernsDiagnosis{Cause: UsernsMaxZero}}, ExitStart, true},
 		{&CommandError{Name: "nope", NotFound: true}, ExitNotFound, true},
 		{&CommandError{Name: "x"}, ExitNotExecutable, true},
 		{errors.New("plain"), 0, false},

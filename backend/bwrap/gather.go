@@ -83,6 +83,10 @@ func Gather(r Request, o Outside) (Facts, error) {
 	if unix.Getrlimit(unix.RLIMIT_NPROC, &nproc) == nil && nproc.Cur != unix.RLIM_INFINITY {
 		f.Nproc = nproc.Cur
 	}
+	var nofile unix.Rlimit // Go raised the soft limit to the hard one at start
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile) == nil && nofile.Max != unix.RLIM_INFINITY {
+		f.Nofile = nofile.Max
+	}
 	if legacy := LegacyInstanceDir(o.DataHome, f.Workdir); fileExists(legacy) {
 		f.LegacyInstance = legacy
 	}

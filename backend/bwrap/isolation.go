@@ -212,7 +212,7 @@ func (p *Plan) chooseIsolation(bin string, stderr io.Writer) error {
 			uerr = usernsTrial(bin, p.usernsKey)
 		}
 		if uerr == nil {
-			return nil
+			return CheckHome(p.Spec.Home) // args.go: the Landlock mode never mounts one
 		}
 		if p.Isolation.Mode != IsolationAuto {
 			return uerr
@@ -336,8 +336,14 @@ func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, er
 	if err != nil {
 		return 1, err
 	}
-	// Ctrl-C reaches the command from the terminal; box stays to audit, and passes a
-	// TERM or HUP sent to it on to the command.
+	// On a terminal, where box's group is in front, the command shares that group:
+	// Ctrl-C reaches it from the terminal, and box passes a TERM or HUP sent to it on to
+	// the command. Without one (CI: stdin /dev/null, stdout a pipe; box in the
+	// background) a signal comes to box alone, as a runner cancelling the job sends it:
+	// the command gets a group of its own and box passes every ending signal on to that
+	// group, so a shell's children end with it (field review, session 13: a cancelled
+	// job ran to its end and box exited 0).
+	lp.OwnGroup = !ForegroundTerminal()
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sig)
@@ -349,7 +355,11 @@ func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, er
 			return
 		}
 		for s := range sig {
-			if s == syscall.SIGTERM || s == syscall.SIGHUP {
+			switch {
+			case lp.OwnGroup:
+				syscall.Kill(-n, s.(syscall.Signal))
+				syscall.Kill(-n, syscall.SIGCONT) // a stopped job holds the signal pending
+			case s == syscall.SIGTERM || s == syscall.SIGHUP:
 				syscall.Kill(n, s.(syscall.Signal))
 			}
 		}

@@ -122,12 +122,12 @@ func TestAutoFallsBack(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{&UsernsError{aa}, true},
-		{&UsernsError{children}, true},
-		{&UsernsError{UsernsDiagnosis{Cause: UsernsSeccomp}}, true},
-		{&UsernsError{UsernsDiagnosis{Cause: UsernsMaxZero}}, true},
-		{&UsernsError{UsernsDiagnosis{Cause: UsernsCloneOff}}, true},
-		{&UsernsError{unknown}, false},
+		{&UsernsError{UsernsDiagnosis: aa}, true},
+		{&UsernsError{UsernsDiagnosis: children}, true},
+		{&UsernsError{UsernsDiagnosis: UsernsDiagnosis{Cause: UsernsSeccomp}}, true},
+		{&UsernsError{UsernsDiagnosis: UsernsDiagnosis{Cause: UsernsMaxZero}}, true},
+		{&UsernsError{UsernsDiagnosis: UsernsDiagnosis{Cause: UsernsCloneOff}}, true},
+		{&UsernsError{UsernsDiagnosis: unknown}, false},
 		{errors.New("something else"), false},
 	} {
 		if got := autoFallsBack(c.err); got != c.want {

@@ -41,3 +41,15 @@ func (p LandlockPlan) withTerminals(stdio []uintptr) LandlockPlan {
 	}
 	return p
 }
+
+// ForegroundTerminal is whether box runs in front on a controlling terminal: its process
+// group is the terminal's foreground group, so the terminal's Ctrl-C reaches the group.
+func ForegroundTerminal() bool {
+	f, err := os.OpenFile("/dev/tty", os.O_RDONLY|unix.O_NOCTTY, 0)
+	if err != nil {
+		return false // no controlling terminal
+	}
+	defer f.Close()
+	fg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil && fg == unix.Getpgrp()
+}

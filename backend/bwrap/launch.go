@@ -151,7 +151,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 		return 1, err
 	}
 	if err := p.chooseIsolation(bin, stderr); err != nil { // isolation.go
-		return ExitStart, err
+		return ExitStart, p.usernsOfBox(err)
 	}
 	phase.Mark("start:userns")
 	leave, err := p.settleTrust(stderr)
@@ -265,7 +265,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	reportLimits(stderr, code, p.Spec.Limits, limits.Finish())
 	if err == nil {
 		if uerr := usernsAfter(bin, p.usernsKey, code); uerr != nil { // the command never ran: why (userns_read.go)
-			return ExitStart, uerr
+			return ExitStart, p.usernsOfBox(uerr)
 		}
 	}
 	if err != nil {

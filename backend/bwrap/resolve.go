@@ -112,6 +112,9 @@ type Facts struct {
 	// Nproc is box's own RLIMIT_NPROC (0: unlimited): the sandbox's tasks count toward
 	// it on the host as well.
 	Nproc uint64
+	// Nofile is box's hard RLIMIT_NOFILE (0: unlimited or unread): box and bwrap need
+	// descriptors of their own (checkNofile).
+	Nofile uint64
 	// Tree is what protect.Scan found in the working directory: its repositories and
 	// the protected paths there.
 	Tree protect.Tree
@@ -230,7 +233,10 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		p.warn("running as root (--allow-root): files only root may read are readable in the sandbox")
 	}
 	if f.Home == "" {
-		return nil, errors.New("cannot tell your home directory: set HOME")
+		return nil, &NoHomeError{}
+	}
+	if err := checkNofile(f.Nofile); err != nil {
+		return nil, err
 	}
 	if err := checkWorkdir(f); err != nil {
 		return nil, err

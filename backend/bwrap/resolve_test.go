@@ -86,7 +86,8 @@ func TestResolveRefusals(t *testing.T) {
 			r.Profile.Mounts = []profiles.Mount{{Path: "/nope", Target: "/nope", Mode: "ro"}}
 			f.Mounts["/nope"] = MountFact{Err: errors.New("no such file")}
 		}, "mounts /nope", false},
-		{"no home", func(r *Request, f *Facts) { f.Home = "" }, "set HOME", false},
+		{"no home", func(r *Request, f *Facts) { f.Home = "" }, "HOME is unset", false},
+		{"tiny open-file limit", func(r *Request, f *Facts) { f.Nofile = 20 }, "the open-file limit is 20", false},
 	}
 	// Kernel interfaces: /proc in any mode, or a directory holding it; cgroupfs, /sys and
 	// /dev writable.

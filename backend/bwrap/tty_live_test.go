@@ -276,53 +276,9 @@ func TestSignalReachesGroup(t *testing.T) {
 	bash := testenv.RequireTool(t, "bash")
 	w := newWorld(t)
 	c := w.cmd("run", "-q", "-y", "--", bash, "-c", "echo started; sleep 60; echo after")
-	out := &boxtest.SyncBuf{}
-	r, wr, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Stdout, c.Stderr = wr, wr
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	wr.Close()
-	started := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b := make([]byte, 4096)
-		once := false
-		for {
-			n, err := r.Read(b)
-			out.Write(b[:n])
-			if !once && strings.Contains(out.String(), "started") {
-				once = true
-				close(started)
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	select {
-	case <-started:
-	case <-time.After(within):
-		c.Process.Kill()
-		t.Fatalf("never started: %q", out.String())
-	}
-	c.Process.Signal(syscall.SIGINT)
-	exited := make(chan struct{})
-	go func() { c.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(within):
-		c.Process.Kill()
-		<-exited
-		t.Fatalf("box still running after SIGINT: the sleep was not interrupted")
-	}
-	<-done
-	if code := c.ProcessState.ExitCode(); code != 130 || strings.Contains(out.String(), "after") {
-		t.Errorf("exit %d, output %q: want 130 and no \"after\"", code, out.String())
+	code, out := signalWhenStarted(t, c, syscall.SIGINT) // landlock_signal_live_test.go
+	if code != 130 || strings.Contains(out, "after") {
+		t.Errorf("exit %d, output %q: want 130 and no \"after\"", code, out)
 	}
 }
 

@@ -228,7 +228,21 @@ func errnoOf(err error) syscall.Errno {
 
 // UsernsError: the sandbox cannot start here, for the diagnosed cause. box run exits
 // with ExitStart for it.
-type UsernsError struct{ UsernsDiagnosis }
+type UsernsError struct {
+	UsernsDiagnosis
+	// Box: the launch was a bwrap box's (box exec, box shell), which the Landlock mode
+	// cannot run: its hint must not offer that mode for it.
+	Box bool
+}
+
+// usernsOfBox marks a user-namespace failure of a bwrap box's launch (UsernsError.Box).
+func (p *Plan) usernsOfBox(err error) error {
+	var ue *UsernsError
+	if p.Isolation.persistent && errors.As(err, &ue) {
+		ue.Box = true
+	}
+	return err
+}
 
 func (e *UsernsError) Error() string {
 	return "the sandbox cannot start: " + e.Detail

@@ -218,16 +218,8 @@ func landlockDrill(t *testing.T, w *boxtest.World, mode string, args ...string) 
 // userTasks counts uid's tasks (threads included: RLIMIT_NPROC counts them).
 func userTasks(uid int) int {
 	n := 0
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		var st syscall.Stat_t
-		if syscall.Stat("/proc/"+e.Name(), &st) != nil || int(st.Uid) != uid {
-			continue
-		}
-		tasks, _ := os.ReadDir("/proc/" + e.Name() + "/task")
+	for _, pid := range userPids(uid) { // landlock_signal_live_test.go
+		tasks, _ := os.ReadDir("/proc/" + pid + "/task")
 		n += len(tasks)
 	}
 	return n

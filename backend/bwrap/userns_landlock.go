@@ -81,6 +81,10 @@ type LandlockPlan struct {
 	Sockets UnixSockets
 	// OnStart, when set, is told the command's pid once it runs.
 	OnStart func(pid int)
+	// OwnGroup starts the command in a process group of its own, whose id is its pid:
+	// without a terminal in front of box nothing signals box's group, so box passes each
+	// signal on to the command's (ForegroundTerminal).
+	OwnGroup bool
 }
 
 // DefaultLandlockReadOnly are the system trees a command needs to read and run.
@@ -436,7 +440,7 @@ func LandlockRun(p LandlockPlan, argv, env []string, dir string, stdio []uintptr
 			return
 		}
 		reapMu.Lock()
-		pid, err := syscall.ForkExec("/bin/sh", full, &syscall.ProcAttr{Dir: dir, Env: env, Files: stdio, Sys: &syscall.SysProcAttr{Setpgid: false}})
+		pid, err := syscall.ForkExec("/bin/sh", full, &syscall.ProcAttr{Dir: dir, Env: env, Files: stdio, Sys: &syscall.SysProcAttr{Setpgid: p.OwnGroup}})
 		if err == nil {
 			reapStarted(pid)
 		}

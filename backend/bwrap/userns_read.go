@@ -130,7 +130,7 @@ func usernsBefore(bin string, f UsernsFacts) error {
 		}
 	}
 	f.Bwrap = bin
-	return &UsernsError{DiagnoseUserns(f)}
+	return &UsernsError{UsernsDiagnosis: DiagnoseUserns(f)}
 }
 
 // usernsTrial is the full diagnosis with a trial sandbox, spared when a launch with the
@@ -141,7 +141,7 @@ func usernsTrial(bin, key string) error {
 	}
 	d := DiagnoseUserns(ReadUsernsFacts(bin))
 	if !d.OK() {
-		return &UsernsError{d}
+		return &UsernsError{UsernsDiagnosis: d}
 	}
 	rememberUsernsHealthy(key)
 	return nil
@@ -169,7 +169,7 @@ func usernsAfter(bin, key string, code int) error {
 	}
 	d := DiagnoseUserns(ReadUsernsFacts(bin))
 	if !d.OK() {
-		return &UsernsError{d}
+		return &UsernsError{UsernsDiagnosis: d}
 	}
 	rememberUsernsHealthy(key)
 	return nil

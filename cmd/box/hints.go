@@ -141,8 +141,17 @@ var hints = []func(error) (string, error){
 	as(terminalHint),
 	to[*bwrap.PortsTierError]("in tier full a server in the sandbox is on the host's own ports already; to forward only what you name, use --network none, allowlist or internet"),
 	to[*bwrap.PortTakenError]("another program holds that host port: publish on another one, for example --publish 8081:PORT (host:sandbox)"),
-	as(func(e *bwrap.UsernsError) string { return usernsErrHint(e) + "\n" + landlockOptIn }), // setupuserns.go
+	as(func(e *bwrap.UsernsError) string {
+		if e.Box {
+			return usernsErrHint(e) + "\n" + landlockNoBox
+		}
+		return usernsErrHint(e) + "\n" + landlockOptIn
+	}), // setupuserns.go
 	as(auditHint),
+	to[*bwrap.DataDirError]("set HOME (or XDG_DATA_HOME) to a directory of your own you can write, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/)"),
+	to[*bwrap.NofileError]("raise it where box is started: ulimit -n 1024 (as root, or in the container's settings: docker run --ulimit nofile=1024:1024; systemd LimitNOFILE=)"),
+	to[*bwrap.NoHomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\""),
+	to[*bwrap.HomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/); or run in the Landlock mode, which mounts no home (--isolation landlock)"),
 	is(bwrap.ErrRoot, "run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure"),
 	as(func(e *bwrap.CheckError) string { return checkHint(e.Need) }),
 	as(grantHint),
@@ -226,6 +235,11 @@ const landlockOptIn = `or opt into the Landlock mode, which needs no user namesp
 	`it does NOT hold a private /tmp or /proc (your other processes are visible), the internet and allowlist tiers, ` +
 	`read-only protected paths inside the working directory, or cgroup limits ` +
 	`(box run --isolation landlock --dry-run lists every item; docs/bwrap.md)`
+
+// landlockNoBox: a bwrap box keeps its own home at your home's path, which needs a mount
+// namespace; the Landlock mode runs box run only.
+const landlockNoBox = `a bwrap box cannot run in the Landlock mode (its home needs a mount namespace); ` +
+	`where no user namespace can be had, work with box run --isolation landlock in the box's working directory (docs/bwrap.md)`
 
 func auditHint(e *bwrap.AuditError) string {
 	h := "inspect the paths above before running git or opening the directory in an editor; the next box run in this directory audits again"
