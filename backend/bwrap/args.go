@@ -269,8 +269,12 @@ func checkNofile(hard uint64) error {
 }
 
 // CheckHome refuses a home that is / or a system directory the sandbox binds, or holds
-// one.
+// one, and an empty one (no home known: Resolve refuses it first; a plan built otherwise
+// must not read "" as /).
 func CheckHome(home string) error {
+	if home == "" {
+		return &NoHomeError{}
+	}
 	for _, sys := range []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/dev", "/proc", "/sys", "/run", "/nix/store"} {
 		if home == sys || strings.HasPrefix(sys, strings.TrimSuffix(home, "/")+"/") {
 			return &HomeError{home}

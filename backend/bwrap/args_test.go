@@ -228,4 +228,8 @@ func TestCheckHome(t *testing.T) {
 			t.Errorf("CheckHome(%q) = %v, want refused %v", home, err, refused)
 		}
 	}
+	var nh *NoHomeError
+	if err := CheckHome(""); !errors.As(err, &nh) {
+		t.Errorf("CheckHome(\"\") = %v, want the NoHomeError", err)
+	}
 }

@@ -147,7 +147,8 @@ func TestUsernsKeyTakenBeforeLaunch(t *testing.T) {
 	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
 
 	status("0")
-	p := &Plan{Isolation: IsolationPlan{Mode: IsolationBwrap}}
+	home := filepath.Join(dir, "home") // CheckHome runs after a healthy choice
+	p := &Plan{Isolation: IsolationPlan{Mode: IsolationBwrap}, Spec: Spec{Home: home}}
 	if err := p.chooseIsolation(bin, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestUsernsKeyTakenBeforeLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	status("0")
-	next := &Plan{Isolation: IsolationPlan{Mode: IsolationBwrap}}
+	next := &Plan{Isolation: IsolationPlan{Mode: IsolationBwrap}, Spec: Spec{Home: home}}
 	if err := next.chooseIsolation(bin, io.Discard); err != nil {
 		t.Fatal(err)
 	}

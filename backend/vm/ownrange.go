@@ -29,7 +29,9 @@ func (e *SharedRangeError) Error() string {
 // box checks after its own create, so of two racing mints the later one sees the other's
 // range; a clash is undone by turning the key off and on, which has incusd pick again.
 // The containers of every project are compared when the client may list them; else its
-// own project's.
+// own project's. Only containers on the same cluster member count: each member is its
+// own host and allocates from its own range (a lab cluster on one machine overlaps by
+// design; TestClusterLive was refused there).
 func OwnRange(ctx context.Context, c *incus.Client, name string) error {
 	for try := 0; ; try++ {
 		other, err := rangeClash(ctx, c, name)
@@ -68,6 +70,9 @@ func rangeClash(ctx context.Context, c *incus.Client, name string) (string, erro
 	for _, o := range all {
 		if o.Type != incus.TypeContainer || (o.Name == me.Name && o.Project == me.Project) {
 			continue
+		}
+		if o.Location != me.Location {
+			continue // another cluster member: another host kernel, its own uid space
 		}
 		if _, ok := incus.IsolatedBase(o); !ok {
 			continue // the shared range: said aloud on its own (SharedIDsError)

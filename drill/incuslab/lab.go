@@ -81,6 +81,7 @@ type Lab struct {
 
 	cmd    *exec.Cmd
 	exited chan struct{}
+	ids    *idWindow // idwindow.go
 	// ownNS: the lab created NetNS and deletes it.
 	ownNS  bool
 	closed atomic.Bool
@@ -217,19 +218,31 @@ func Launch(ctx context.Context, o Options) (_ *Lab, err error) {
 	return l, nil
 }
 
-// daemonScript runs in a private mount namespace: it keeps the host's cgroup tree aside,
+// daemonScript runs in a private mount namespace: it binds the lab's own window of
+// root's subordinate ids over /etc/subuid and /etc/subgid (idwindow.go), keeps the host's
+// cgroup tree aside,
 // enters the lab's network namespace, mounts a sysfs of that namespace (a plain
 // `ip netns exec` would hide /sys/fs/cgroup), puts the cgroup tree back, and execs
 // incusd. The storage pool's tmpfs is mounted in the same private namespace, so it
 // vanishes with the daemon.
 const daemonScript = `set -e
 mkdir -p "$LAB/cgroup" "$LAB/pool"
+mount --bind "$LAB/subid" /etc/subuid
+mount --bind "$LAB/subid" /etc/subgid
 mount --rbind /sys/fs/cgroup "$LAB/cgroup"
 mount -t tmpfs -o size="$POOL_SIZE",mode=0711 boxlab-pool "$LAB/pool"
 exec nsenter --net="$NETNS" sh -c 'mount -t sysfs sysfs /sys && mount --rbind "$LAB/cgroup" /sys/fs/cgroup && exec "$INCUSD" --group root'
 `
 
 func (l *Lab) startDaemon(ctx context.Context, poolSize string) error {
+	ids, err := takeIDWindow("/run/incuslab-idwindows", "/etc/subuid", "/etc/subgid")
+	if err != nil {
+		return fmt.Errorf("host id window: %w", err)
+	}
+	l.ids = ids
+	if err := os.WriteFile(filepath.Join(l.Dir, "subid"), []byte(ids.entry()), 0o644); err != nil {
+		return err
+	}
 	logf, err := os.Create(filepath.Join(l.Dir, "incusd.log"))
 	if err != nil {
 		return err
@@ -345,6 +358,7 @@ func (l *Lab) Close() error {
 	if l.Client != nil {
 		l.Client.Close()
 	}
+	l.ids.release() // its containers are gone with the daemon
 	if err := os.RemoveAll(l.Dir); err != nil {
 		errs = append(errs, err)
 	}

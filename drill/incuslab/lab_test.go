@@ -77,6 +77,7 @@ func TestStaleName(t *testing.T) {
 func TestParallelLabs(t *testing.T) {
 	Require(t)
 	var labs [2]*Lab
+	var maps [2][]incus.IDRange
 	t.Run("group", func(t *testing.T) {
 		for i := range labs {
 			t.Run("lab", func(t *testing.T) {
@@ -86,7 +87,7 @@ func TestParallelLabs(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 				defer cancel()
 				req, err := incus.MintRequest(incus.Mint{Name: "same", Profile: Profile, Image: ImageAlias,
-					CPU: "1", Memory: "256MiB", Disk: "1GiB", Pool: Pool, Template: "blank", User: "dev",
+					CPU: "1", Memory: "256MiB", Disk: "1GiB", Pool: Pool, Template: "blank", User: "dev", IsolatedIDs: true,
 					Created: time.Now()})
 				if err != nil {
 					t.Fatal(err)
@@ -103,6 +104,13 @@ func TestParallelLabs(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Logf("timing: launch to lease %s (%s)", time.Since(start).Round(time.Millisecond), ip)
+				inst, _, err := l.Client.Instance(ctx, "same")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if maps[i], err = incus.ParseIDMap(inst.Config[incus.KeyIDMapCurrent]); err != nil || len(maps[i]) == 0 {
+					t.Errorf("%s: %s %q: %v", l.Name, incus.KeyIDMapCurrent, inst.Config[incus.KeyIDMapCurrent], err)
+				}
 				// The CLI aimed at the lab (Incus) sees the same daemon.
 				out, err := l.Incus("exec", "same", "--", "cat", "/proc/net/route").CombinedOutput()
 				if err != nil || !bytes.Contains(out, []byte("eth0")) {
@@ -111,6 +119,12 @@ func TestParallelLabs(t *testing.T) {
 			})
 		}
 	})
+	// Each lab's incusd hands out host ids from a window of its own (idwindow.go): the
+	// first container of two labs had the same host uids, and one lab's fds in flight on
+	// them failed the other's container start.
+	if x, y, ok := incus.UIDOverlap(maps[0], maps[1]); ok {
+		t.Errorf("the two labs' first containers share host uids (%v, %v): %v / %v", x, y, maps[0], maps[1])
+	}
 	for _, l := range labs {
 		if l == nil {
 			continue
