@@ -59,9 +59,17 @@ func waitFor(name string) string {
 // the plant), B moves the repository to sub/stash (its own audit catches that), A
 // re-creates sub/.git with the same fsmonitor. A's audit must judge against the tree's
 // baseline, not its own snapshot: the host's git status in sub runs nothing.
+// The launch guard (launchguard.go) now makes A wait for B (sub/.git, A's read-only
+// mount point, lies in a directory B's sandbox can rename), so the audit's rule, the
+// layer behind it, is shown with the guard off.
 func TestConcurrentRunBeforeHoldsNoOtherSandboxPlant(t *testing.T) {
 	testenv.RequireTool(t, "git")
-	w := concurrentWorld(t)
+	w := newWorld(t)
+	off := "launch-guard"
+	if o := os.Getenv("BOX_TEST_OFF"); o != "" {
+		off += "," + o
+	}
+	w.withProtectionOff(t, off)
 	marks := w.markerDir()
 	plantRepo := `git init -q sub && git -C sub config core.fsmonitor "touch ` + marks + `/ran; false"; `
 	b := w.startRun(plantRepo + `touch .b1; ` + waitFor(".a1") + `mv sub/.git sub/stash; echo b-done`)
