@@ -61,21 +61,13 @@ func (b *Bwrap) linkSwapRow(p *bwrap.Plan) Result {
 		r.Status, r.Observed = Error, fmt.Sprintf(format, a...)
 		return r
 	}
-	scratch, err := os.MkdirTemp("", "box-drill-linkswap-")
+	// The user's nested repository: a git directory box recognises (HEAD, objects, refs).
+	scratch, err := scratchDirs("box-drill-linkswap-", "data", "home", "instance", "proj/.git", "proj/sub/.git/objects", "proj/sub/.git/refs", "proj/sub/.git/hooks")
 	if err != nil {
 		return fail("scratch directory: %v", err)
 	}
 	defer os.RemoveAll(scratch)
-	if scratch, err = filepath.EvalSymlinks(scratch); err != nil {
-		return fail("scratch directory: %v", err)
-	}
 	data, home, inst, proj := filepath.Join(scratch, "data"), filepath.Join(scratch, "home"), filepath.Join(scratch, "instance"), filepath.Join(scratch, "proj")
-	// The user's nested repository: a git directory box recognises (HEAD, objects, refs).
-	for _, d := range []string{data, home, inst, proj, proj + "/.git", proj + "/sub/.git/objects", proj + "/sub/.git/refs", proj + "/sub/.git/hooks"} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fail("scratch directory: %v", err)
-		}
-	}
 	if err := os.WriteFile(filepath.Join(proj, "sub/.git/HEAD"), []byte("ref: refs/heads/main\n"), 0o600); err != nil {
 		return fail("scratch directory: %v", err)
 	}
@@ -109,19 +101,11 @@ done`, proj)
 		os.WriteFile(filepath.Join(proj, "STOP"), nil, 0o600)
 		return <-first
 	}
-	for deadline := time.Now().Add(time.Minute); ; {
-		if _, err := os.Stat(filepath.Join(proj, "READY")); err == nil {
-			break
-		}
-		select {
-		case err := <-first:
-			return fail("the first run ended before its loop started: %v %s", err, finalLine(err1.String()))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			stopFirst()
-			return fail("the first run's loop did not start within a minute")
-		}
+	if ended, err := awaitReady(filepath.Join(proj, "READY"), first); ended {
+		return fail("the first run ended before its loop started: %v %s", err, finalLine(err1.String()))
+	} else if err != nil {
+		stopFirst()
+		return fail("the first run's loop %v", err)
 	}
 	try := `i=0; while [ $i -lt 300 ]; do i=$((i+1)); for d in sub sub.real; do
   if [ -d $d/.git/hooks ] && [ ! -L $d ] && (echo 'touch /tmp/box-drill-pwned' > $d/.git/hooks/post-checkout) 2>/dev/null; then echo WROTE; exit 0; fi
@@ -171,4 +155,43 @@ done; done; echo "no write"`
 		return fail("the second run neither wrote nor was kept read-only: %v %s %s", secondErr, strings.TrimSpace(out2.String()), finalLine(err2.String()))
 	}
 	return r
+}
+
+// scratchDirs makes a scratch directory (links resolved) holding dirs, for a row's runs
+// of its own; the caller removes it.
+func scratchDirs(prefix string, dirs ...string) (string, error) {
+	made, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	scratch, err := filepath.EvalSymlinks(made)
+	if err != nil {
+		os.RemoveAll(made)
+		return "", err
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(scratch, d), 0o700); err != nil {
+			os.RemoveAll(scratch)
+			return "", err
+		}
+	}
+	return scratch, nil
+}
+
+// awaitReady waits (a minute at most) for ready, which an attacker's loop makes when it
+// starts, while its run goes on: ended when the run ended first (with its error).
+func awaitReady(ready string, first <-chan error) (ended bool, err error) {
+	for deadline := time.Now().Add(time.Minute); ; {
+		if _, err := os.Stat(ready); err == nil {
+			return false, nil
+		}
+		select {
+		case err := <-first:
+			return true, err
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("did not start within a minute")
+		}
+	}
 }
