@@ -6,8 +6,9 @@ package drill
 // directory while it runs: it swaps a nested repository's work tree (never pinned) for
 // a link to the working directory through bwrap's /oldroot, in a loop, and a second
 // run's bwrap binds sub/.git read-only at the link's far end, leaving the nested
-// repository writable in the second sandbox. A run waits for every live run whose
-// sandbox could do that to one of its mount points (launchguard.go). The drill makes a
+// repository writable in the second sandbox (or its scan misses the repository while
+// the link is in place). A run waits while another run's sandbox is alive on its tree
+// (launchguard.go). The drill makes a
 // scratch project with a nested repository, runs the attacker's loop in a first run and
 // starts a second beside it: PASS when the second waits for the first and then cannot
 // write the hook; BREACH when it launched while the loop ran (and, when the race is won,

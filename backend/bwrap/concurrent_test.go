@@ -15,9 +15,24 @@ import (
 // for, and waits (bounded) for files the test creates, so the order is fixed without
 // timing.
 
-// concurrentWorld is a world; with BOX_TEST_OFF=NAME it runs the test build with that
-// protection off (audit-concurrent, trust), to show the test failing without the fix.
+// concurrentWorld is a world whose runs share the tree at once: the test build with the
+// launch guard off (launchguard.go), which otherwise makes a run wait until no other
+// sandbox is alive on the tree; these tests prove the layers behind it (the audit's
+// baseline, the tree's reach). With BOX_TEST_OFF=NAME that protection is off too
+// (audit-concurrent, trust), to show the test failing without the fix.
 func concurrentWorld(t *testing.T) *world {
+	w := newWorld(t)
+	off := "launch-guard"
+	if o := os.Getenv("BOX_TEST_OFF"); o != "" {
+		off += "," + o
+	}
+	w.withProtectionOff(t, off)
+	return w
+}
+
+// guardedWorld is a world with the launch guard on; with BOX_TEST_OFF=NAME it runs the
+// test build with that protection off.
+func guardedWorld(t *testing.T) *world {
 	w := newWorld(t)
 	if off := os.Getenv("BOX_TEST_OFF"); off != "" {
 		w.withProtectionOff(t, off)
@@ -59,17 +74,9 @@ func waitFor(name string) string {
 // the plant), B moves the repository to sub/stash (its own audit catches that), A
 // re-creates sub/.git with the same fsmonitor. A's audit must judge against the tree's
 // baseline, not its own snapshot: the host's git status in sub runs nothing.
-// The launch guard (launchguard.go) now makes A wait for B (sub/.git, A's read-only
-// mount point, lies in a directory B's sandbox can rename), so the audit's rule, the
-// layer behind it, is shown with the guard off.
 func TestConcurrentRunBeforeHoldsNoOtherSandboxPlant(t *testing.T) {
 	testenv.RequireTool(t, "git")
-	w := newWorld(t)
-	off := "launch-guard"
-	if o := os.Getenv("BOX_TEST_OFF"); o != "" {
-		off += "," + o
-	}
-	w.withProtectionOff(t, off)
+	w := concurrentWorld(t)
 	marks := w.markerDir()
 	plantRepo := `git init -q sub && git -C sub config core.fsmonitor "touch ` + marks + `/ran; false"; `
 	b := w.startRun(plantRepo + `touch .b1; ` + waitFor(".a1") + `mv sub/.git sub/stash; echo b-done`)

@@ -192,14 +192,6 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	}
 	defer release()
 	pr.Args = dropROBinds(pr.Args, skipped)
-	// Another run's sandbox on this tree must not be able to swap a link into the way of
-	// this run's mount points while bwrap makes them (launchguard.go): wait for it.
-	unguard, err := guardLaunch(p.ProtectLock, liveRun{PID: os.Getpid(), Command: commandText(p.Spec.Command),
-		Mounts: p.mountsIn(skipped), Roots: p.writableRoots()}, stderr)
-	if err != nil {
-		return 1, err
-	}
-	defer unguard()
 	if err := protect.Recheck(p.Protect, skipped); err != nil {
 		return 1, err
 	}

@@ -9,16 +9,14 @@ package bwrap
 // link. The read-only bind then lands outside the sandbox's view (the nested
 // repository stays writable inside, a redacted git config shows its credential), and a
 // mount point that does not exist at the link's far end is made there, on the host.
+// The same sandbox can hide a path from the second run's scan of the tree (rename it
+// away while the scan passes), and the protected set then lacks it altogether: so no
+// check made while another sandbox on the tree is alive can be trusted.
 //
-// A mount point is renamed or removed by no one in a mount namespace where it is a
-// mount point (EBUSY). So a run whose sandbox is alive on the tree registers, beside
-// the tree's lock, the mount points its sandbox has there and the roots it can write;
-// a run about to launch waits (never refuses) for every live run whose sandbox could
-// rename a directory on the way to one of its own mount points (one not mounted in that
-// sandbox, between a root it writes and the mount point), and says on stderr for which.
-// Runs whose protected sets match, the usual case of parallel tool calls, launch at
-// once. Registration happens under a gate with the check, so a run waits only for runs
-// that registered before it: no two wait for each other.
+// A run therefore holds the tree from before its scan until its sandbox has ended: it
+// registers beside the tree's lock (a record held exclusive while it lives, naming the
+// run), and a run about to scan waits (never refuses) while another is registered,
+// saying on stderr for which run. The check and the registration happen under a gate.
 
 import (
 	"crypto/rand"
@@ -41,69 +39,11 @@ import (
 // drill can show a second run's bwrap following a link the first run's sandbox swaps in).
 const ProtLaunchGuard = "launch-guard"
 
-// liveRun is one run's record while its sandbox is alive.
+// liveRun is one run's record while it holds the tree.
 type liveRun struct {
-	PID     int      `json:"pid"`
-	Command string   `json:"command"`
-	Started string   `json:"started"`
-	Mounts  []string `json:"mounts"` // its sandbox's mount points (none can be renamed there)
-	Roots   []string `json:"roots"`  // what its sandbox can write
-}
-
-// mountsIn are the plan's bwrap mount points that may lie in a tree a sandbox writes.
-func (p *Plan) mountsIn(skipped []string) []string {
-	skip := map[string]bool{}
-	for _, s := range skipped {
-		skip[s] = true
-	}
-	out := []string{p.Spec.Workdir}
-	for _, m := range p.Spec.Mounts {
-		out = append(out, m.Dst)
-	}
-	out = append(out, p.Spec.GitBinds...)
-	out = append(out, p.Spec.Pins...)
-	for _, r := range p.Spec.ReadOnly {
-		if !skip[r] {
-			out = append(out, r)
-		}
-	}
-	for _, r := range p.Spec.Redacted {
-		out = append(out, r.Path)
-	}
-	return out
-}
-
-// writableRoots are the places the plan's sandbox can write that another run may mount in.
-func (p *Plan) writableRoots() []string {
-	out := []string{p.Spec.Workdir}
-	for _, m := range p.Spec.Mounts {
-		if m.RW {
-			out = append(out, m.Dst)
-		}
-	}
-	return append(out, p.Spec.GitBinds...)
-}
-
-// blocks reports the first of mounts that r's sandbox could reach by renaming a
-// directory (or the mount point itself) it writes and has no mount on: "" when none.
-func (r liveRun) blocks(mounts []string) string {
-	has := map[string]bool{}
-	for _, m := range r.Mounts {
-		has[m] = true
-	}
-	for _, m := range mounts {
-		for _, root := range r.Roots {
-			if !within(m, root) {
-				continue
-			}
-			for c := m; c != root && c != "/" && c != "."; c = filepath.Dir(c) {
-				if !has[c] {
-					return m
-				}
-			}
-		}
-	}
-	return ""
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+	Started string `json:"started"`
 }
 
 // commandText is argv as a shell would read it, shortened, for the waiting run's message
@@ -130,8 +70,8 @@ func (e *LaunchWaitError) Error() string {
 	return fmt.Sprintf("launch guard: the record of a run on this tree (%s): %v", e.Record, e.Err)
 }
 
-// guardLaunch waits until no live run on the tree of lock could swap a link into the
-// way of mounts, then registers this run (mounts, roots) until release.
+// guardLaunch waits until no other run holds the tree of lock, then registers this run
+// until release.
 func guardLaunch(lock string, me liveRun, stderr io.Writer) (release func(), err error) {
 	if lock == "" || protectionOff(ProtLaunchGuard) {
 		return func() {}, nil
@@ -150,7 +90,7 @@ func guardLaunch(lock string, me liveRun, stderr io.Writer) (release func(), err
 			gate.Close()
 			return nil, fmt.Errorf("launch guard: %w", err)
 		}
-		wait, who, err := firstBlocker(dir, me.Mounts)
+		wait, who, err := firstBlocker(dir)
 		if err != nil {
 			gate.Close()
 			return nil, err
@@ -163,7 +103,7 @@ func guardLaunch(lock string, me liveRun, stderr io.Writer) (release func(), err
 		gate.Close()
 		if !said[wait.Name()] {
 			said[wait.Name()] = true
-			fmt.Fprintf(stderr, "box: waiting for the run %s on this directory to end: its sandbox can rename a directory on the way to %s, where this run's bwrap mounts\n", who, wait.mount)
+			fmt.Fprintf(stderr, "box: waiting for the run %s in this directory to end: a sandbox running on the tree could change it under this run's checks and mounts\n", who)
 		}
 		// Held exclusive by the live run while its sandbox lives.
 		syscall.Flock(int(wait.f.Fd()), syscall.LOCK_SH)
@@ -172,16 +112,13 @@ func guardLaunch(lock string, me liveRun, stderr io.Writer) (release func(), err
 }
 
 // blocker is a live run's record, open, that this launch waits for.
-type blocker struct {
-	f     *os.File
-	mount string
-}
+type blocker struct{ f *os.File }
 
 func (b *blocker) Name() string { return b.f.Name() }
 
 // firstBlocker reads the live runs' records (gate held): a record no one holds is a
-// run that ended (removed); the first live run that blocks mounts is returned, open.
-func firstBlocker(dir string, mounts []string) (*blocker, string, error) {
+// run that ended (removed); the first live run is returned, open.
+func firstBlocker(dir string) (*blocker, string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("launch guard: %w", err)
@@ -205,10 +142,7 @@ func firstBlocker(dir string, mounts []string) (*blocker, string, error) {
 			f.Close()
 			return nil, "", &LaunchWaitError{path, err}
 		}
-		if m := r.blocks(mounts); m != "" {
-			return &blocker{f: f, mount: m}, fmt.Sprintf("of pid %d (%s, since %s)", r.PID, termtext.Escape(r.Command, false), termtext.Escape(r.Started, false)), nil
-		}
-		f.Close()
+		return &blocker{f: f}, fmt.Sprintf("of pid %d (%s, since %s)", r.PID, termtext.Escape(r.Command, false), termtext.Escape(r.Started, false)), nil
 	}
 	return nil, "", nil
 }
@@ -237,4 +171,20 @@ func register(dir string, me liveRun) (func(), error) {
 		os.Remove(path)
 		f.Close()
 	}, nil
+}
+
+// guardTree takes the hold on the tree r runs in (the working directory, or a
+// persistent box's), under the same lock path as the plan's ProtectLock.
+func (s *Session) guardTree(r Request) (func(), error) {
+	wd, err := os.Getwd()
+	if r.Persistent != nil {
+		wd, err = r.Persistent.Workdir, nil
+	}
+	if err == nil {
+		wd, err = filepath.EvalSymlinks(wd)
+	}
+	if err != nil {
+		return nil, &GatherError{fmt.Errorf("working directory: %w", err)}
+	}
+	return guardLaunch(LegacyInstanceDir(s.Outside.DataHome, wd)+".lock", liveRun{PID: os.Getpid(), Command: commandText(r.Command)}, s.Stderr)
 }

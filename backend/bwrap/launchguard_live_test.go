@@ -52,15 +52,17 @@ done; done; echo "no write"`
 
 // Two runs at once on one tree, the first one's sandbox swapping a nested repository's
 // work tree for a link (hostile review, session 13): the second run's bwrap made its
-// read-only bind of sub/.git at the far end of the link, and its sandbox wrote a hook
-// into the user's nested repository (seen failing without the fix: attempt 1 of a
-// manual run, and this test with BOX_TEST_OFF=launch-guard). The second run waits for
-// the first to end, says so and for which run, and then launches with its binds in
-// place.
+// read-only bind of sub/.git at the far end of the link, or its scan of the tree missed
+// the repository while the link was in place, and its sandbox wrote a hook into the
+// user's nested repository (seen failing without the fix: attempt 1 of a manual run,
+// attempt 2 of this test with BOX_TEST_OFF=launch-guard; and with a guard that checked
+// only the mount points, after the scan: attempt 0, the scan had missed it). The second
+// run waits for the first to end, says so and for which run, and then finds the nested
+// repository read-only.
 func TestConcurrentRunWaitsForLinkSwapper(t *testing.T) {
 	testenv.RequireTool(t, "git")
 	testenv.RequireTool(t, "perl")
-	w := concurrentWorld(t)
+	w := guardedWorld(t)
 	if out, err := w.hostGit(w.proj, "init", "-q", "sub"); err != nil {
 		t.Fatal(out)
 	}
@@ -98,8 +100,8 @@ func TestConcurrentRunWaitsForLinkSwapper(t *testing.T) {
 		if !waited {
 			continue
 		}
-		if !strings.Contains(b.stderr.String(), "perl -e") || !strings.Contains(b.stderr.String(), "sub/.git") {
-			t.Errorf("the waiting run does not name the run it waits for and the mount point:\n%s", b.stderr)
+		if !strings.Contains(b.stderr.String(), "perl -e") {
+			t.Errorf("the waiting run does not name the run it waits for:\n%s", b.stderr)
 		}
 		select {
 		case <-b.done:
