@@ -49,8 +49,17 @@ type bg struct {
 
 func (w *world) startRun(script string, extra ...string) *bg {
 	w.t.Helper()
+	return w.startRunIn("", script, extra...)
+}
+
+// startRunIn is startRun in dir ("": the project).
+func (w *world) startRunIn(dir, script string, extra ...string) *bg {
+	w.t.Helper()
 	b := &bg{c: w.cmd(append(append([]string{"run", "-y"}, extra...), "--", "sh", "-c", script)...),
 		done: make(chan error, 1), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	if dir != "" {
+		b.c.Dir = dir
+	}
 	b.c.Stdout, b.c.Stderr = b.stdout, b.stderr
 	if err := b.c.Start(); err != nil {
 		w.t.Fatal(err)

@@ -14,9 +14,11 @@ package bwrap
 // check made while another sandbox on the tree is alive can be trusted.
 //
 // A run therefore holds the tree from before its scan until its sandbox has ended: it
-// registers beside the tree's lock (a record held exclusive while it lives, naming the
-// run), and a run about to scan waits (never refuses) while another is registered,
-// saying on stderr for which run. The check and the registration happen under a gate.
+// registers in box's data directory (a record held exclusive while it lives, naming the
+// run and its tree), and a run about to scan waits (never refuses) while a run on the
+// same tree, one inside it or one around it is registered, saying on stderr for which
+// run: a run in /proj writes /proj/sub, a run in /proj/sub writes what /proj's run binds
+// there. The check and the registration happen under a gate.
 
 import (
 	"crypto/rand"
@@ -44,6 +46,12 @@ type liveRun struct {
 	PID     int    `json:"pid"`
 	Command string `json:"command"`
 	Started string `json:"started"`
+	Tree    string `json:"tree"` // absolute, links resolved
+}
+
+// overlaps: one tree is the other or holds it.
+func overlaps(a, b string) bool {
+	return a == b || strings.HasPrefix(a, strings.TrimSuffix(b, "/")+"/") || strings.HasPrefix(b, strings.TrimSuffix(a, "/")+"/")
 }
 
 // commandText is argv as a shell would read it, shortened, for the waiting run's message
@@ -70,19 +78,18 @@ func (e *LaunchWaitError) Error() string {
 	return fmt.Sprintf("launch guard: the record of a run on this tree (%s): %v", e.Record, e.Err)
 }
 
-// guardLaunch waits until no other run holds the tree of lock, then registers this run
-// until release.
-func guardLaunch(lock string, me liveRun, stderr io.Writer) (release func(), err error) {
-	if lock == "" || protectionOff(ProtLaunchGuard) {
+// guardLaunch waits until no other run registered in dir holds a tree overlapping
+// me.Tree, then registers this run until release.
+func guardLaunch(dir string, me liveRun, stderr io.Writer) (release func(), err error) {
+	if protectionOff(ProtLaunchGuard) {
 		return func() {}, nil
 	}
-	dir := lock + ".live"
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("launch guard: %w", err)
 	}
 	said := map[string]bool{}
 	for {
-		gate, err := os.OpenFile(lock+".live.gate", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		gate, err := os.OpenFile(dir+".gate", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("launch guard: %w", err)
 		}
@@ -90,7 +97,7 @@ func guardLaunch(lock string, me liveRun, stderr io.Writer) (release func(), err
 			gate.Close()
 			return nil, fmt.Errorf("launch guard: %w", err)
 		}
-		wait, who, err := firstBlocker(dir)
+		wait, who, err := firstBlocker(dir, me.Tree)
 		if err != nil {
 			gate.Close()
 			return nil, err
@@ -103,7 +110,7 @@ func guardLaunch(lock string, me liveRun, stderr io.Writer) (release func(), err
 		gate.Close()
 		if !said[wait.Name()] {
 			said[wait.Name()] = true
-			fmt.Fprintf(stderr, "box: waiting for the run %s in this directory to end: a sandbox running on the tree could change it under this run's checks and mounts\n", who)
+			fmt.Fprintf(stderr, "box: waiting for the run %s to end: a sandbox running on this tree could change it under this run's checks and mounts\n", who)
 		}
 		// Held exclusive by the live run while its sandbox lives.
 		syscall.Flock(int(wait.f.Fd()), syscall.LOCK_SH)
@@ -117,8 +124,9 @@ type blocker struct{ f *os.File }
 func (b *blocker) Name() string { return b.f.Name() }
 
 // firstBlocker reads the live runs' records (gate held): a record no one holds is a
-// run that ended (removed); the first live run is returned, open.
-func firstBlocker(dir string) (*blocker, string, error) {
+// run that ended (removed); the first live run on a tree overlapping tree is returned,
+// open. A record that does not read is an error, never skipped.
+func firstBlocker(dir, tree string) (*blocker, string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("launch guard: %w", err)
@@ -142,7 +150,19 @@ func firstBlocker(dir string) (*blocker, string, error) {
 			f.Close()
 			return nil, "", &LaunchWaitError{path, err}
 		}
-		return &blocker{f: f}, fmt.Sprintf("of pid %d (%s, since %s)", r.PID, termtext.Escape(r.Command, false), termtext.Escape(r.Started, false)), nil
+		if !filepath.IsAbs(r.Tree) {
+			f.Close()
+			return nil, "", &LaunchWaitError{path, fmt.Errorf("no tree named (%q)", r.Tree)}
+		}
+		if !overlaps(r.Tree, tree) {
+			f.Close()
+			continue
+		}
+		where := "in this directory"
+		if r.Tree != tree {
+			where = "in " + termtext.Escape(r.Tree, false)
+		}
+		return &blocker{f: f}, fmt.Sprintf("of pid %d (%s, since %s) %s", r.PID, termtext.Escape(r.Command, false), termtext.Escape(r.Started, false), where), nil
 	}
 	return nil, "", nil
 }
@@ -174,7 +194,7 @@ func register(dir string, me liveRun) (func(), error) {
 }
 
 // guardTree takes the hold on the tree r runs in (the working directory, or a
-// persistent box's), under the same lock path as the plan's ProtectLock.
+// persistent box's), in the data directory that holds the trees' locks.
 func (s *Session) guardTree(r Request) (func(), error) {
 	wd, err := os.Getwd()
 	if r.Persistent != nil {
@@ -183,8 +203,15 @@ func (s *Session) guardTree(r Request) (func(), error) {
 	if err == nil {
 		wd, err = filepath.EvalSymlinks(wd)
 	}
+	if err == nil {
+		wd, err = filepath.Abs(wd)
+	}
 	if err != nil {
 		return nil, &GatherError{fmt.Errorf("working directory: %w", err)}
 	}
-	return guardLaunch(LegacyInstanceDir(s.Outside.DataHome, wd)+".lock", liveRun{PID: os.Getpid(), Command: commandText(r.Command)}, s.Stderr)
+	return guardLaunch(LiveRunsDir(s.Outside.DataHome), liveRun{PID: os.Getpid(), Command: commandText(r.Command), Tree: wd}, s.Stderr)
 }
+
+// LiveRunsDir holds the records of the runs whose sandboxes are alive (outside every
+// sandbox: the data directory is hidden in each).
+func LiveRunsDir(dataHome string) string { return filepath.Join(dataHome, "box", "live") }

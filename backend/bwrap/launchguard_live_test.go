@@ -58,15 +58,34 @@ done; done; echo "no write"`
 // attempt 2 of this test with BOX_TEST_OFF=launch-guard; and with a guard that checked
 // only the mount points, after the scan: attempt 0, the scan had missed it). The second
 // run waits for the first to end, says so and for which run, and then finds the nested
-// repository read-only.
+// repository read-only. The same holds for a second run in a directory inside the first
+// one's tree, which the first one's sandbox writes (a guard per tree let it through).
 func TestConcurrentRunWaitsForLinkSwapper(t *testing.T) {
 	testenv.RequireTool(t, "git")
 	testenv.RequireTool(t, "perl")
+	for _, inner := range []string{"", "inner"} {
+		name := "same tree"
+		if inner != "" {
+			name = "a run inside the tree"
+		}
+		t.Run(name, func(t *testing.T) { linkSwapCase(t, inner) })
+	}
+}
+
+// linkSwapCase: the first run works in the project and swaps inner/sub; the second runs
+// in the project's directory inner ("" for the project itself).
+func linkSwapCase(t *testing.T, inner string) {
 	w := guardedWorld(t)
-	if out, err := w.hostGit(w.proj, "init", "-q", "sub"); err != nil {
+	bdir := filepath.Join(w.proj, inner)
+	if inner != "" {
+		if out, err := w.hostGit(w.proj, "init", "-q", inner); err != nil {
+			t.Fatal(out)
+		}
+	}
+	if out, err := w.hostGit(bdir, "init", "-q", "sub"); err != nil {
 		t.Fatal(out)
 	}
-	a := w.startRun(`perl -e '` + linkSwapLoop(t, "sub", w.proj) + `'`)
+	a := w.startRun(`perl -e '` + linkSwapLoop(t, filepath.Join(inner, "sub"), bdir) + `'`)
 	waitFile(t, filepath.Join(w.proj, "READY"), a.done, a.stderr)
 	stopA := func() {
 		w.write(filepath.Join(w.proj, "STOP"), "")
@@ -79,7 +98,7 @@ func TestConcurrentRunWaitsForLinkSwapper(t *testing.T) {
 	waited := false
 	var tries []string
 	for i := 0; i < 10 && !waited; i++ {
-		b := w.startRun(tryHook("sub"))
+		b := w.startRunIn(bdir, tryHook("sub"))
 		for !waited {
 			if strings.Contains(b.stderr.String(), "box: waiting for the run") {
 				waited = true
@@ -121,7 +140,7 @@ func TestConcurrentRunWaitsForLinkSwapper(t *testing.T) {
 	if !strings.Contains(a.stdout.String(), "loop ended") {
 		t.Errorf("the first run's loop did not run to its end:\n%s\n%s", a.stdout, a.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(w.proj, "sub", ".git", "hooks", "post-checkout")); err == nil {
+	if _, err := os.Stat(filepath.Join(bdir, "sub", ".git", "hooks", "post-checkout")); err == nil {
 		t.Errorf("a hook is in the nested repository")
 	}
 }
