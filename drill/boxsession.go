@@ -47,20 +47,12 @@ func (b *Bwrap) boxSessionRow(p *bwrap.Plan, nonce string) Result {
 		r.Status, r.Observed = Error, fmt.Sprintf(format, a...)
 		return r
 	}
-	scratch, err := os.MkdirTemp("", "box-drill-session-")
+	scratch, err := scratchDirs("box-drill-session-", "data", "proj", "src", "outside") // linkswap.go
 	if err != nil {
 		return fail("scratch directory: %v", err)
 	}
 	defer os.RemoveAll(scratch)
-	if scratch, err = filepath.EvalSymlinks(scratch); err != nil {
-		return fail("scratch directory: %v", err)
-	}
 	data, proj, src, outside := filepath.Join(scratch, "data"), filepath.Join(scratch, "proj"), filepath.Join(scratch, "src"), filepath.Join(scratch, "outside")
-	for _, d := range []string{data, proj, src, outside} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			return fail("scratch directory: %v", err)
-		}
-	}
 	// The mount point's parent lies in the box's home: the link swapped in for it leads
 	// bwrap's mkdir to outside/m.
 	parent := ".box-drill-session-" + nonce
@@ -98,19 +90,11 @@ done`, parent, outside)
 		os.WriteFile(filepath.Join(proj, "STOP"), nil, 0o600)
 		return <-first
 	}
-	for deadline := time.Now().Add(time.Minute); ; {
-		if _, err := os.Stat(filepath.Join(proj, "READY")); err == nil {
-			break
-		}
-		select {
-		case err := <-first:
-			return fail("the first session ended before its loop started: %v %s", err, finalLine(err1.String()))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			stopFirst()
-			return fail("the first session's loop did not start within a minute")
-		}
+	if ended, err := awaitReady(filepath.Join(proj, "READY"), first); ended { // linkswap.go
+		return fail("the first session ended before its loop started: %v %s", err, finalLine(err1.String()))
+	} else if err != nil {
+		stopFirst()
+		return fail("the first session's loop %v", err)
 	}
 	started := 0
 	var refused *dirbox.SessionBusyError

@@ -262,6 +262,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	if o.Groups.Keep("trust") {
 		results = append(results, b.trustRows(p, hex.EncodeToString(nonce))...)  // trust.go: two runs of their own each
 		results = append(results, b.boxSessionRow(p, hex.EncodeToString(nonce))) // boxsession.go: a box of its own, two sessions
+		results = append(results, b.linkSwapRow(p))                              // linkswap.go: a scratch project, two runs
 	}
 	// The Landlock mode's own rows (harden.go): the bwrap mode holds them by construction
 	// (a pid namespace ends every descendant, the instance directory is not mounted, no

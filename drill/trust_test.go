@@ -12,7 +12,9 @@ import (
 // trust rule off (a tier-none run's hook is in the tier-full run's ~/.claude, and in a
 // --host-port run's: host ports are reach), and with the one-session rule of bwrap boxes
 // off (a second session starts beside one whose sandbox swaps a mount point's parent for
-// a link out of the box, and its bwrap may make the mount point outside). Every
+// a link out of the box, and its bwrap may make the mount point outside), and with the
+// launch guard off (a second box run launches beside one whose sandbox swaps a nested
+// repository's work tree for a link, and its read-only bind may land at the far end). Every
 // protected entry's derived row passes in the real sandbox. Drills of those groups only
 // (--group trust,protect; then trust).
 func TestDrillTrustAndEntries(t *testing.T) {
@@ -22,16 +24,18 @@ func TestDrillTrustAndEntries(t *testing.T) {
 	r.want(t, drill.TrustRowID, drill.Pass)
 	r.want(t, drill.TrustHostPortRowID, drill.Pass)
 	r.want(t, drill.BoxSessionRowID, drill.Pass)
+	r.want(t, drill.LinkSwapRowID, drill.Pass)
 	for _, e := range policy.ProtectEntries() {
 		r.want(t, drill.EntryProbeID(e), drill.Pass)
 	}
 	off := *w
-	off.withProtectionOff(t, bwrap.ProtTrust+","+bwrap.ProtBoxSession)
+	off.withProtectionOff(t, bwrap.ProtTrust+","+bwrap.ProtBoxSession+","+bwrap.ProtLaunchGuard)
 	r = off.drill(l, "--network", "none", "--group", "trust")
-	t.Logf("box drill, %s,%s off (exit %d):\n%s", bwrap.ProtTrust, bwrap.ProtBoxSession, r.code, r.table())
+	t.Logf("box drill, %s,%s,%s off (exit %d):\n%s", bwrap.ProtTrust, bwrap.ProtBoxSession, bwrap.ProtLaunchGuard, r.code, r.table())
 	r.want(t, drill.TrustRowID, drill.Breach)
 	r.want(t, drill.TrustHostPortRowID, drill.Breach)
 	r.want(t, drill.BoxSessionRowID, drill.Breach)
+	r.want(t, drill.LinkSwapRowID, drill.Breach)
 	if r.code != 1 {
 		t.Errorf("the breach did not fail the drill: exit %d", r.code)
 	}

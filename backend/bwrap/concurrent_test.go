@@ -15,9 +15,24 @@ import (
 // for, and waits (bounded) for files the test creates, so the order is fixed without
 // timing.
 
-// concurrentWorld is a world; with BOX_TEST_OFF=NAME it runs the test build with that
-// protection off (audit-concurrent, trust), to show the test failing without the fix.
+// concurrentWorld is a world whose runs share the tree at once: the test build with the
+// launch guard off (launchguard.go), which otherwise makes a run wait until no other
+// sandbox is alive on the tree; these tests prove the layers behind it (the audit's
+// baseline, the tree's reach). With BOX_TEST_OFF=NAME that protection is off too
+// (audit-concurrent, trust), to show the test failing without the fix.
 func concurrentWorld(t *testing.T) *world {
+	w := newWorld(t)
+	off := "launch-guard"
+	if o := os.Getenv("BOX_TEST_OFF"); o != "" {
+		off += "," + o
+	}
+	w.withProtectionOff(t, off)
+	return w
+}
+
+// guardedWorld is a world with the launch guard on; with BOX_TEST_OFF=NAME it runs the
+// test build with that protection off.
+func guardedWorld(t *testing.T) *world {
 	w := newWorld(t)
 	if off := os.Getenv("BOX_TEST_OFF"); off != "" {
 		w.withProtectionOff(t, off)
@@ -34,8 +49,17 @@ type bg struct {
 
 func (w *world) startRun(script string, extra ...string) *bg {
 	w.t.Helper()
+	return w.startRunIn("", script, extra...)
+}
+
+// startRunIn is startRun in dir ("": the project).
+func (w *world) startRunIn(dir, script string, extra ...string) *bg {
+	w.t.Helper()
 	b := &bg{c: w.cmd(append(append([]string{"run", "-y"}, extra...), "--", "sh", "-c", script)...),
 		done: make(chan error, 1), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	if dir != "" {
+		b.c.Dir = dir
+	}
 	b.c.Stdout, b.c.Stderr = b.stdout, b.stderr
 	if err := b.c.Start(); err != nil {
 		w.t.Fatal(err)

@@ -26,7 +26,9 @@ print(n)
 
 func TestSandboxPostRunAuditRaceNeverFollowsLinks(t *testing.T) {
 	testenv.RequireTool(t, "python3")
-	w := newWorld(t)
+	// A second run beside a live sandbox: the launch guard (launchguard.go) makes it wait
+	// for the swapper; the audit's own care, the layer behind, is shown with it off.
+	w := concurrentWorld(t)
 	victim := filepath.Join(w.home, "victim")
 	for _, d := range []string{victim, filepath.Join(victim, "d"), filepath.Join(w.proj, "r", "x", "d")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {

@@ -64,6 +64,15 @@ func (e *GatherError) Unwrap() error { return e.Err }
 // Run is the whole sequence for box run and the bwrap boxes: resolve, prepare, then
 // (unless DryRun) Launch.
 func (s *Session) Run(r Request) (Ran, error) {
+	if !s.DryRun {
+		// No other sandbox on the tree while this run reads it and bwrap mounts in it
+		// (launchguard.go): wait for the runs holding it.
+		unguard, err := s.guardTree(r)
+		if err != nil {
+			return Ran{}, err
+		}
+		defer unguard()
+	}
 	p, err := s.Resolve(r)
 	if err != nil {
 		return Ran{}, err
