@@ -209,7 +209,13 @@ func (s *Session) guardTree(r Request) (func(), error) {
 	if err != nil {
 		return nil, &GatherError{fmt.Errorf("working directory: %w", err)}
 	}
-	return guardLaunch(LiveRunsDir(s.Outside.DataHome), liveRun{PID: os.Getpid(), Command: commandText(r.Command), Tree: wd}, s.Stderr)
+	dir := LiveRunsDir(s.Outside.DataHome)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		// The first thing a run writes: a HOME of / or not the user's own (a container,
+		// a CI job) is said here as the audit would say it, with its hint.
+		return nil, &DataDirError{Dir: s.Outside.DataHome, Err: err}
+	}
+	return guardLaunch(dir, liveRun{PID: os.Getpid(), Command: commandText(r.Command), Tree: wd}, s.Stderr)
 }
 
 // LiveRunsDir holds the records of the runs whose sandboxes are alive (outside every
