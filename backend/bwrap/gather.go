@@ -39,16 +39,19 @@ func Gather(r Request, o Outside) (Facts, error) {
 	if o.Home == "" {
 		return f, nil // Resolve refuses it, with the reason
 	}
-	wd, err := os.Getwd()
-	if r.Persistent != nil {
-		wd, err = r.Persistent.Workdir, nil // the box's, whatever the current one
-	}
-	if err != nil {
-		return f, fmt.Errorf("working directory: %w", err)
-	}
-	// The real path: a symlink must not smuggle a bigger tree in under a harmless name.
-	if f.Workdir, err = filepath.EvalSymlinks(wd); err != nil {
-		return f, fmt.Errorf("working directory: %w", err)
+	var err error
+	if f.Workdir = r.Tree; f.Workdir == "" {
+		wd, err := os.Getwd()
+		if r.Persistent != nil {
+			wd, err = r.Persistent.Workdir, nil // the box's, whatever the current one
+		}
+		if err != nil {
+			return f, fmt.Errorf("working directory: %w", err)
+		}
+		// The real path: a symlink must not smuggle a bigger tree in under a harmless name.
+		if f.Workdir, err = filepath.EvalSymlinks(wd); err != nil {
+			return f, fmt.Errorf("working directory: %w", err)
+		}
 	}
 	phase.Mark("gather:workdir")
 	f.Homes = []string{resolved(o.Home)}

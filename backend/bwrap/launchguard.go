@@ -1,61 +1,352 @@
 package bwrap
 
-// The launch guard (hostile review, session 13). bwrap makes and binds its mount points
-// by path, following links, and box run's protected set is bound at its own paths
+// The launch guard (hostile review, sessions 13 and 14). bwrap makes and binds its mount
+// points by path, following links, and box run's protected set is bound at its own paths
 // inside the working directory, which another run's sandbox on the same tree writes
 // while it runs. That sandbox can swap a directory on the way to a mount point (a nested
 // repository's work tree, a directory it made) for a link, through bwrap's /oldroot, in
 // a loop: box's checks see the directory, the second run's bwrap a moment later the
-// link. The read-only bind then lands outside the sandbox's view (the nested
-// repository stays writable inside, a redacted git config shows its credential), and a
-// mount point that does not exist at the link's far end is made there, on the host.
-// The same sandbox can hide a path from the second run's scan of the tree (rename it
-// away while the scan passes), and the protected set then lacks it altogether: so no
-// check made while another sandbox on the tree is alive can be trusted.
+// link. The read-only bind then lands outside the sandbox's view (the nested repository
+// stays writable inside), and a mount point that does not exist at the link's far end is
+// made there, on the host. The same sandbox can hide a path from the second run's scan
+// (rename it away while the scan passes): no check made while another sandbox on the
+// tree is alive can be trusted.
 //
-// A run therefore holds the tree from before its scan until its sandbox has ended: it
-// registers in box's data directory (a record held exclusive while it lives, naming the
-// run and its tree), and a run about to scan waits (never refuses) while a run on the
-// same tree, one inside it or one around it is registered, saying on stderr for which
-// run: a run in /proj writes /proj/sub, a run in /proj/sub writes what /proj's run binds
-// there. The check and the registration happen under a gate.
+// A run therefore holds its tree from before its scan until its sandbox and audit have
+// ended, and a run whose tree is the same, inside it or around it waits (never refuses),
+// saying for which run. The hold is a lock on the directories themselves, not on their
+// names: an exclusive flock on the tree's directory and a shared one on each ancestor that
+// could be another run's tree, taken from the top down (so two runs never wait for each
+// other in a circle). A name would miss the same tree under another one (a link swapped
+// into the path, a bind mount of the project elsewhere: seen in the review of a guard by
+// path), and a file of records would be state a refused run leaves behind. The tree's
+// path is the kernel's for the directory held (never $PWD resolved again), read again
+// once held: a sandbox that moved it before it ended sends the run round again.
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/heavy-duty/box/internal/shellquote"
 	"github.com/heavy-duty/box/internal/termtext"
+	"golang.org/x/sys/unix"
 )
 
 // ProtLaunchGuard names the launch guard (switched off only in a test build, so the
 // drill can show a second run's bwrap following a link the first run's sandbox swaps in).
 const ProtLaunchGuard = "launch-guard"
 
-// liveRun is one run's record while it holds the tree.
-type liveRun struct {
-	PID     int    `json:"pid"`
-	Command string `json:"command"`
-	Started string `json:"started"`
-	Tree    string `json:"tree"` // absolute, links resolved
+// guardTries bounds the rounds of a run whose directory a sandbox kept moving.
+const guardTries = 3
+
+// TreeMovedError: the working directory's path changed while the run waited for its
+// tree (a sandbox on it moved it, or a box's directory is now reached through a link).
+type TreeMovedError struct{ Tree, Now string }
+
+func (e *TreeMovedError) Error() string {
+	return fmt.Sprintf("launch guard: the working directory %s changed while this run waited for its tree (it is now %s): not launched", termtext.Escape(e.Tree, false), termtext.Escape(e.Now, false))
 }
 
-// overlaps: one tree is the other or holds it.
-func overlaps(a, b string) bool {
-	return a == b || strings.HasPrefix(a, strings.TrimSuffix(b, "/")+"/") || strings.HasPrefix(b, strings.TrimSuffix(a, "/")+"/")
+// GuardLockError: a lock of the guard could not be taken (a filesystem without flock).
+type GuardLockError struct {
+	Dir string
+	Err error
 }
 
-// commandText is argv as a shell would read it, shortened, for the waiting run's message
-// (escaped there: it comes from another run's record).
+func (e *GuardLockError) Error() string {
+	return fmt.Sprintf("launch guard: cannot lock %s: %v", termtext.Escape(e.Dir, false), e.Err)
+}
+func (e *GuardLockError) Unwrap() error { return e.Err }
+
+// guardTree holds the tree r runs in (the working directory, or a persistent box's) and
+// returns its path as held, for the run to use as is (Request.Tree).
+func (s *Session) guardTree(r Request) (string, func(), error) {
+	if protectionOff(ProtLaunchGuard) {
+		return "", func() {}, nil
+	}
+	home := resolved(s.Outside.Home)
+	for try := 1; ; try++ {
+		dir, tree, err := openTree(r)
+		if err != nil {
+			return "", nil, err
+		}
+		release, err := holdTree(dir, tree, home, s.Stderr)
+		if err != nil {
+			dir.Close()
+			return "", nil, err
+		}
+		now, err := kernelPath(dir)
+		if err == nil && now == tree && (r.Persistent == nil || now == filepath.Clean(r.Persistent.Workdir)) {
+			return tree, release, nil
+		}
+		release()
+		if err != nil {
+			return "", nil, err
+		}
+		if r.Persistent != nil {
+			// The box is bound to its directory by name, as box new resolved it.
+			return "", nil, &TreeMovedError{Tree: r.Persistent.Workdir, Now: now}
+		}
+		if try == guardTries {
+			return "", nil, &TreeMovedError{Tree: tree, Now: now}
+		}
+	}
+}
+
+// openTree opens the directory r runs in and reads its kernel path.
+func openTree(r Request) (*os.File, string, error) {
+	name := "."
+	if r.Persistent != nil {
+		name = r.Persistent.Workdir
+	}
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, "", &GatherError{fmt.Errorf("working directory: %w", &os.PathError{Op: "open", Path: name, Err: err})}
+	}
+	dir := os.NewFile(uintptr(fd), name)
+	tree, err := kernelPath(dir)
+	if err != nil {
+		dir.Close()
+		return nil, "", err
+	}
+	return dir, tree, nil
+}
+
+// kernelPath is the path the kernel gives the open directory dir; one it no longer has
+// (removed) is an error.
+func kernelPath(dir *os.File) (string, error) {
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(dir.Fd())))
+	if err == nil && (!filepath.IsAbs(p) || strings.HasSuffix(p, " (deleted)")) {
+		err = errors.New("it was removed")
+	}
+	if err != nil {
+		return "", &GatherError{fmt.Errorf("working directory: %w", err)}
+	}
+	return p, nil
+}
+
+// holdTree locks tree (open as dir) exclusive and its ancestors that could be a run's
+// tree shared, waiting for the runs that hold them. It owns dir. The exclusive lock is
+// taken last, so a run waits only while it holds shared locks, which never stop another
+// run's: two runs never wait for each other in a circle, whatever the order.
+func holdTree(dir *os.File, tree, home string, stderr io.Writer) (func(), error) {
+	above, err := ancestorsOf(tree, home)
+	if err != nil {
+		return nil, err
+	}
+	var self unix.Stat_t
+	if err := unix.Fstat(int(dir.Fd()), &self); err != nil {
+		return nil, &GuardLockError{Dir: tree, Err: err}
+	}
+	var held []*os.File
+	release := func() {
+		for _, f := range held {
+			f.Close() // the lock goes with the last descriptor
+		}
+	}
+	for _, a := range above {
+		fd, err := unix.Open(a, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			// No run can hold what it cannot open; a link in the way is checked above
+			// it (the tree's path is read again once held).
+			continue
+		}
+		f := os.NewFile(uintptr(fd), a)
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Dev == self.Dev && st.Ino == self.Ino {
+			f.Close() // the tree itself under another name: its own lock covers it
+			continue
+		}
+		if err := lockDir(f, a, unix.LOCK_SH, tree, stderr); err != nil {
+			f.Close()
+			release()
+			return nil, err
+		}
+		held = append(held, f)
+	}
+	if err := lockDir(dir, tree, unix.LOCK_EX, tree, stderr); err != nil {
+		release()
+		return nil, err
+	}
+	held = append(held, dir)
+	return release, nil
+}
+
+// ancestorsOf lists the directories above tree that could be another run's tree (below
+// what CheckWorkdir refuses), farthest first: those of its path, and, when tree lies in a
+// bind mount of a directory (the operator's alias of a project, a container's volume),
+// those above that directory in the filesystem, by the names another mount of it gives
+// them here. A run in an alias of /proj/sub then meets a run in /proj.
+func ancestorsOf(tree, home string) ([]string, error) {
+	mounts, err := mountTable()
+	if err != nil {
+		return nil, err
+	}
+	return ancestorsIn(tree, home, mounts), nil
+}
+
+// ancestorsIn is ancestorsOf with the mount table given.
+func ancestorsIn(tree, home string, mounts []mount) []string {
+	var near []string // nearest first
+	seen := map[string]bool{}
+	add := func(d string) {
+		for ; CheckWorkdir(d, home) == nil && !seen[d]; d = filepath.Dir(d) {
+			seen[d] = true
+			near = append(near, d)
+		}
+	}
+	add(filepath.Dir(tree))
+	if m := mountOf(mounts, tree); m != nil && m.root != "/" {
+		inFS := filepath.Join(m.root, strings.TrimPrefix(tree, m.point))
+		for x := filepath.Dir(inFS); ; x = filepath.Dir(x) {
+			for _, n := range mounts {
+				if n.dev == m.dev && (n.root == "/" || x == n.root || strings.HasPrefix(x, n.root+"/")) {
+					add(filepath.Join(n.point, strings.TrimPrefix(x, strings.TrimSuffix(n.root, "/"))))
+				}
+			}
+			if x == "/" {
+				break
+			}
+		}
+	}
+	slices.Reverse(near)
+	return near
+}
+
+// mount is a line of /proc/self/mountinfo: the filesystem (major:minor), the directory of
+// it mounted (root) and where (point).
+type mount struct{ dev, root, point string }
+
+// MountTableError: /proc/self/mountinfo did not read, so the tree's other names are unknown.
+type MountTableError struct{ Err error }
+
+func (e *MountTableError) Error() string {
+	return fmt.Sprintf("launch guard: the mount table (/proc/self/mountinfo): %v", e.Err)
+}
+func (e *MountTableError) Unwrap() error { return e.Err }
+
+func mountTable() ([]mount, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, &MountTableError{err}
+	}
+	var ms []mount
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		ms = append(ms, mount{f[2], unescapeMountinfo(f[3]), unescapeMountinfo(f[4])})
+	}
+	if len(ms) == 0 {
+		return nil, &MountTableError{errors.New("empty")}
+	}
+	return ms, nil
+}
+
+// mountOf is the mount tree lies on: the longest mount point above it, the last mounted
+// of those at one point (the one on top).
+func mountOf(ms []mount, tree string) *mount {
+	var on *mount
+	for i := range ms {
+		m := &ms[i]
+		if (m.point == "/" || tree == m.point || strings.HasPrefix(tree, m.point+"/")) && (on == nil || len(m.point) >= len(on.point)) {
+			on = m
+		}
+	}
+	return on
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space, and so on).
+func unescapeMountinfo(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
+			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
+			i += 3
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+// lockDir takes how on f (the directory name), saying once for which run it waits.
+func lockDir(f *os.File, name string, how int, tree string, stderr io.Writer) error {
+	err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.EWOULDBLOCK) {
+		return &GuardLockError{Dir: name, Err: err}
+	}
+	fmt.Fprintf(stderr, "box: waiting for %s to end: a sandbox running on this tree could change it under this run's checks and mounts\n", holderOf(f, name, tree))
+	for {
+		err := unix.Flock(int(f.Fd()), how)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return &GuardLockError{Dir: name, Err: err}
+		}
+	}
+}
+
+// holderOf names, as well as /proc says, the run holding a lock on f: its pid, its
+// command line and its directory, escaped (another process's words).
+func holderOf(f *os.File, name, tree string) string {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return "another run on this tree"
+	}
+	pid := lockHolder(readProcLocks(), st)
+	if pid <= 0 {
+		return "another run on this tree (or another process holding a lock on " + termtext.Escape(name, false) + ")"
+	}
+	cmd := "?"
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
+		cmd = commandText(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"))
+	}
+	where := "in this directory"
+	if name != tree {
+		where = "in " + name
+	} else if cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd"); err == nil && strings.HasPrefix(cwd, tree+"/") {
+		where = "in " + cwd // a run inside this tree holds its part of it
+	}
+	return fmt.Sprintf("the run of pid %d (%s) %s", pid, termtext.Escape(cmd, false), termtext.Escape(where, false))
+}
+
+func readProcLocks() string {
+	b, _ := os.ReadFile("/proc/locks")
+	return string(b)
+}
+
+// lockHolder finds in locks (/proc/locks) a pid holding a flock on the inode st; 0 when
+// none shows (a process in another pid namespace shows as -1 or not at all).
+func lockHolder(locks string, st unix.Stat_t) int {
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	for _, line := range strings.Split(locks, "\n") {
+		// "1: FLOCK  ADVISORY  WRITE 4242 fd:01:131 0 EOF" ("->" before a waiter's)
+		f := strings.Fields(line)
+		if len(f) < 6 || f[1] != "FLOCK" || f[5] != id {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[4]); err == nil && pid > 0 {
+			return pid
+		}
+	}
+	return 0
+}
+
+// commandText is argv as a shell would read it, shortened, for the waiting run's message.
 func commandText(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
@@ -67,157 +358,3 @@ func commandText(argv []string) string {
 	}
 	return s
 }
-
-// LaunchWaitError: the wait for another run could not be kept (its record unreadable).
-type LaunchWaitError struct {
-	Record string
-	Err    error
-}
-
-func (e *LaunchWaitError) Error() string {
-	return fmt.Sprintf("launch guard: the record of a run on this tree (%s): %v", e.Record, e.Err)
-}
-
-// guardLaunch waits until no other run registered in dir holds a tree overlapping
-// me.Tree, then registers this run until release.
-func guardLaunch(dir string, me liveRun, stderr io.Writer) (release func(), err error) {
-	if protectionOff(ProtLaunchGuard) {
-		return func() {}, nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("launch guard: %w", err)
-	}
-	said := map[string]bool{}
-	for {
-		gate, err := os.OpenFile(dir+".gate", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("launch guard: %w", err)
-		}
-		if err := syscall.Flock(int(gate.Fd()), syscall.LOCK_EX); err != nil {
-			gate.Close()
-			return nil, fmt.Errorf("launch guard: %w", err)
-		}
-		wait, who, err := firstBlocker(dir, me.Tree)
-		if err != nil {
-			gate.Close()
-			return nil, err
-		}
-		if wait == nil {
-			release, err := register(dir, me)
-			gate.Close()
-			return release, err
-		}
-		gate.Close()
-		if !said[wait.Name()] {
-			said[wait.Name()] = true
-			fmt.Fprintf(stderr, "box: waiting for the run %s to end: a sandbox running on this tree could change it under this run's checks and mounts\n", who)
-		}
-		// Held exclusive by the live run while its sandbox lives.
-		syscall.Flock(int(wait.f.Fd()), syscall.LOCK_SH)
-		wait.f.Close()
-	}
-}
-
-// blocker is a live run's record, open, that this launch waits for.
-type blocker struct{ f *os.File }
-
-func (b *blocker) Name() string { return b.f.Name() }
-
-// firstBlocker reads the live runs' records (gate held): a record no one holds is a
-// run that ended (removed); the first live run on a tree overlapping tree is returned,
-// open. A record that does not read is an error, never skipped.
-func firstBlocker(dir, tree string) (*blocker, string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, "", fmt.Errorf("launch guard: %w", err)
-	}
-	for _, e := range ents {
-		path := filepath.Join(dir, e.Name())
-		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return nil, "", &LaunchWaitError{path, err}
-		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == nil {
-			os.Remove(path) // its run has ended
-			f.Close()
-			continue
-		}
-		var r liveRun
-		if err := json.NewDecoder(io.LimitReader(f, 16<<20)).Decode(&r); err != nil {
-			f.Close()
-			return nil, "", &LaunchWaitError{path, err}
-		}
-		if !filepath.IsAbs(r.Tree) {
-			f.Close()
-			return nil, "", &LaunchWaitError{path, fmt.Errorf("no tree named (%q)", r.Tree)}
-		}
-		if !overlaps(r.Tree, tree) {
-			f.Close()
-			continue
-		}
-		where := "in this directory"
-		if r.Tree != tree {
-			where = "in " + termtext.Escape(r.Tree, false)
-		}
-		return &blocker{f: f}, fmt.Sprintf("of pid %d (%s, since %s) %s", r.PID, termtext.Escape(r.Command, false), termtext.Escape(r.Started, false), where), nil
-	}
-	return nil, "", nil
-}
-
-// register writes this run's record and holds it exclusive until release.
-func register(dir string, me liveRun) (func(), error) {
-	id := make([]byte, 6)
-	rand.Read(id)
-	path := filepath.Join(dir, fmt.Sprintf("%d-%s.json", me.PID, hex.EncodeToString(id)))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("launch guard: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("launch guard: %w", err)
-	}
-	me.Started = time.Now().UTC().Format(time.RFC3339)
-	if err := json.NewEncoder(f).Encode(me); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("launch guard: %w", err)
-	}
-	return func() {
-		os.Remove(path)
-		f.Close()
-	}, nil
-}
-
-// guardTree takes the hold on the tree r runs in (the working directory, or a
-// persistent box's), in the data directory that holds the trees' locks.
-func (s *Session) guardTree(r Request) (func(), error) {
-	wd, err := os.Getwd()
-	if r.Persistent != nil {
-		wd, err = r.Persistent.Workdir, nil
-	}
-	if err == nil {
-		wd, err = filepath.EvalSymlinks(wd)
-	}
-	if err == nil {
-		wd, err = filepath.Abs(wd)
-	}
-	if err != nil {
-		return nil, &GatherError{fmt.Errorf("working directory: %w", err)}
-	}
-	dir := LiveRunsDir(s.Outside.DataHome)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		// The first thing a run writes: a HOME of / or not the user's own (a container,
-		// a CI job) is said here as the audit would say it, with its hint.
-		return nil, &DataDirError{Dir: s.Outside.DataHome, Err: err}
-	}
-	return guardLaunch(dir, liveRun{PID: os.Getpid(), Command: commandText(r.Command), Tree: wd}, s.Stderr)
-}
-
-// LiveRunsDir holds the records of the runs whose sandboxes are alive (outside every
-// sandbox: the data directory is hidden in each).
-func LiveRunsDir(dataHome string) string { return filepath.Join(dataHome, "box", "live") }

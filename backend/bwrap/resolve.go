@@ -48,6 +48,10 @@ type Request struct {
 	HostPorts []uint16
 	// Exposed are a persistent box's exposures (box expose; publish_box.go).
 	Exposed []policy.PortMap
+	// Tree is the working directory as the launch guard holds it (Session.Run sets it;
+	// launchguard.go): Gather takes it as is, since resolving the path again could land
+	// elsewhere. "": Gather resolves the working directory itself (a dry run, the drill).
+	Tree string
 }
 
 // Persistent is what a named bwrap box brings to a request: its own home in place of

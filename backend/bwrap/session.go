@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/phase"
+	"golang.org/x/sys/unix"
 )
 
 // Session is one bwrap launch, the sequence box run, the bwrap boxes and the drill all
@@ -37,6 +37,9 @@ type Session struct {
 	NoTTY bool
 	// DryRun makes Run stop once the plan is prepared: nothing is launched.
 	DryRun bool
+	// Recover makes Run first finish the audits earlier runs in the tree left unfinished
+	// (RecoverAudits), once the tree is held: nothing reads it while another sandbox lives.
+	Recover bool
 	// AuditOut is where the post-run audit reports (nil: Stderr).
 	AuditOut io.Writer
 	// Quiet (-q): nothing of box's own on stderr unless something is flagged. With Yes,
@@ -66,12 +69,19 @@ func (e *GatherError) Unwrap() error { return e.Err }
 func (s *Session) Run(r Request) (Ran, error) {
 	if !s.DryRun {
 		// No other sandbox on the tree while this run reads it and bwrap mounts in it
-		// (launchguard.go): wait for the runs holding it.
-		unguard, err := s.guardTree(r)
+		// (launchguard.go): wait for the runs holding it. The run then uses the tree's
+		// path as held, never resolving it again.
+		tree, unguard, err := s.guardTree(r)
 		if err != nil {
 			return Ran{}, err
 		}
 		defer unguard()
+		r.Tree = tree
+		if s.Recover {
+			if err := s.recoverAudits(tree); err != nil {
+				return Ran{}, err
+			}
+		}
 	}
 	p, err := s.Resolve(r)
 	if err != nil {
@@ -208,13 +218,16 @@ func (s *Session) supervise(p *Plan, pr Prepared, bin string) (int, *postrun.Rep
 // audits (box was killed, or a finding could not be neutralised), before anything reads
 // the tree for this run. It refuses the run while a finding is still in place.
 func (s *Session) RecoverAudits() error {
-	wd, err := os.Getwd()
-	if err == nil {
-		wd, err = filepath.EvalSymlinks(wd)
-	}
+	// The kernel's path, as the launch guard's: $PWD resolved by path races a sandbox
+	// swapping a directory on it for a link.
+	wd, err := unix.Getwd()
 	if err != nil {
 		return fmt.Errorf("working directory: %w", err)
 	}
+	return s.recoverAudits(wd)
+}
+
+func (s *Session) recoverAudits(wd string) error {
 	reps, err := RecoverAudits(wd, s.Outside.DataHome)
 	if err != nil {
 		return err

@@ -68,11 +68,7 @@ func newRunCmd(e *env) *cobra.Command {
 
 func runRun(e *env, o *runOptions) error {
 	s := e.session(o.yes)
-	if !o.dryRun {
-		if err := s.RecoverAudits(); err != nil {
-			return err
-		}
-	}
+	s.Recover = true // once the tree is held (launchguard.go)
 	req, err := runRequest(e, o)
 	if err != nil {
 		return err
