@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // JoinCluster makes leader (a full lab) the first member of a cluster named leaderName,
@@ -43,5 +44,48 @@ func JoinCluster(ctx context.Context, leader *Lab, leaderName, leaderAddr string
 		return fmt.Errorf("join %s to the cluster: %w", memberName, err)
 	}
 	member.HTTPSAddress = memberAddr
+	// Enable and join each restart the lab's bridge on their member (Incus's
+	// networkStartup, cmd/incusd/api_cluster.go), and a restart that fails leaves it
+	// "Unavailable" there until incusd retries it a minute later: dnsmasq.Kill kills
+	// the old dnsmasq and sleeps 100ms before the new one binds, and if the old one's
+	// sockets are not released yet (heavy load) the new one exits with "Address already
+	// in use". An instance started there meanwhile fails its NIC's pre-start check
+	// (CI: Network "boxlab0" unavailable on this server). The cluster is ready when the
+	// bridge is up on every member.
+	for m, l := range map[string]*Lab{leaderName: leader, memberName: member} {
+		if err := waitNetworkOn(ctx, leader, Network, m, l); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// networkRetry bounds the wait for a member's network: incusd retries a network that
+// failed to start once a minute.
+const networkRetry = 3 * time.Minute
+
+// waitNetworkOn asks c (any member's lab) until network name is Created on cluster
+// member m, whose lab is l (its local status: GET /1.0/networks/NAME?target=M answers
+// "Unavailable" while m failed to start it).
+func waitNetworkOn(ctx context.Context, c *Lab, name, m string, l *Lab) error {
+	ctx, cancel := context.WithTimeout(ctx, networkRetry)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n, err := c.Client.NetworkOn(ctx, name, m)
+		if err == nil && n.Status == "Created" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			status := "?"
+			if n != nil {
+				status = n.Status
+			}
+			return fmt.Errorf("network %s on member %s: status %q (%v) after %s: %w\n%s", name, m, status, err,
+				networkRetry, ctx.Err(), tail(filepath.Join(l.Dir, "incusd.log"), 2000))
+		case <-tick.C:
+		}
+	}
 }
