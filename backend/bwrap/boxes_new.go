@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
+	"golang.org/x/sys/unix"
 )
 
 // NoWorkdirError: the working directory asked for is not an existing directory (Err is
@@ -42,11 +44,16 @@ func (e *NetworkError) Unwrap() error { return e.Err }
 // run does.
 func Workdir(dir string) (string, error) {
 	if dir == "" {
-		wd, err := os.Getwd()
+		// The kernel's path of the directory the shell is in, never $PWD resolved by
+		// name: a sandbox live on a tree above can swap a link into that name, and the
+		// box was then bound to the directory the link named (hostile review, session
+		// 14). A box's sessions hold that path and refuse it once a link leads elsewhere
+		// (launchguard.go).
+		wd, err := unix.Getwd()
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("working directory: %w", err)
 		}
-		dir = wd
+		return wd, nil
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {

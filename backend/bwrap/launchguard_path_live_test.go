@@ -2,6 +2,7 @@ package bwrap_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -178,4 +179,60 @@ func TestConcurrentRunGuardSeesBindMountedTree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// box new --backend bwrap from a shell in a directory inside a live run's tree, while
+// that run's sandbox swaps the directory with a link to a directory elsewhere (hostile
+// review, session 14): box new resolved the working directory by its path, following
+// links, so a moment when the link stood there bound the new box to the far directory
+// the tenant chose, writable in every session. The box must be bound to the shell's own
+// directory (whatever its name at that moment: the tenant may rename it in its tree).
+func TestBwrapBoxNewNotBoundThroughSwappedLink(t *testing.T) {
+	w := guardedWorld(t)
+	inner := filepath.Join(w.proj, "inner")
+	far := filepath.Join(w.home, "src", "far")
+	w.write(filepath.Join(inner, "MINE"), "")
+	w.write(filepath.Join(far, "FAR"), "")
+	gate := filepath.Join(w.home, "GO") // outside every sandbox: the real home
+	// The operator's shell, already in inner before the tenant's loop starts (as cd left
+	// it), mints boxes once told to.
+	c := exec.Command("sh", "-c", `while [ ! -e "$GATE" ]; do sleep 0.02; done
+for i in $(seq 40); do "$BOX" new --backend bwrap --name "b$i" >/dev/null || echo "b$i: exit $?"; done`)
+	c.Dir = inner
+	c.Env = append(append([]string{}, w.env...), "PWD="+inner, "GATE="+gate, "BOX="+w.box)
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill() })
+	a := w.startRun(`perl -e '` + dirSwapLoop(t, "inner", far) + `'`)
+	waitFile(t, filepath.Join(w.proj, "READY"), a.done, a.stderr)
+	w.write(gate, "")
+	err := c.Wait()
+	w.write(filepath.Join(w.proj, "STOP"), "")
+	select {
+	case <-a.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the first run did not end:\n%s", a.stderr)
+	}
+	if err != nil {
+		t.Fatalf("the shell: %v\n%s", err, out.String())
+	}
+	var list []struct{ Name, Workdir string }
+	if err := json.Unmarshal([]byte(w.must("list", "--json").stdout), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) == 0 {
+		t.Fatalf("no box was made:\n%s", out.String())
+	}
+	var bound []string
+	for _, b := range list {
+		if b.Workdir == far || !strings.HasPrefix(b.Workdir, w.proj+"/") {
+			t.Errorf("box %s is bound to %s, not to the shell's directory in %s", b.Name, b.Workdir, w.proj)
+		}
+		bound = append(bound, b.Name+": "+b.Workdir)
+	}
+	t.Logf("%d boxes (failures: %q):\n%s", len(list), out.String(), strings.Join(bound, "\n"))
 }
