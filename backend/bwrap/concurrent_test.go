@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/heavy-duty/box/internal/testenv"
@@ -55,18 +56,35 @@ func (w *world) startRun(script string, extra ...string) *bg {
 // startRunIn is startRun in dir ("": the project).
 func (w *world) startRunIn(dir, script string, extra ...string) *bg {
 	w.t.Helper()
-	b := &bg{c: w.cmd(append(append([]string{"run", "-y"}, extra...), "--", "sh", "-c", script)...),
-		done: make(chan error, 1), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	c := w.cmd(append(append([]string{"run", "-y"}, extra...), "--", "sh", "-c", script)...)
 	if dir != "" {
-		b.c.Dir = dir
+		c.Dir = dir
 	}
-	b.c.Stdout, b.c.Stderr = b.stdout, b.stderr
-	if err := b.c.Start(); err != nil {
+	return w.startCmd(c)
+}
+
+// startCmd starts c in the background, its output kept, and kills it when the test ends.
+func (w *world) startCmd(c *exec.Cmd) *bg {
+	w.t.Helper()
+	b := &bg{c: c, done: make(chan error, 1), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	c.Stdout, c.Stderr = b.stdout, b.stderr
+	if err := c.Start(); err != nil {
 		w.t.Fatal(err)
 	}
-	go func() { b.done <- b.c.Wait() }()
-	w.t.Cleanup(func() { b.c.Process.Kill() })
+	go func() { b.done <- c.Wait() }()
+	w.t.Cleanup(func() { c.Process.Kill() })
 	return b
+}
+
+// shellIn is the operator's shell, already in dir (as cd left it, before any sandbox
+// runs), as the test user: it runs script once the file gate appears ($BOX is box).
+func (w *world) shellIn(dir, gate, script string) *bg {
+	w.t.Helper()
+	c := exec.Command("sh", "-c", `while [ ! -e "$GATE" ]; do sleep 0.02; done; `+script)
+	c.Dir = dir
+	c.Env = append(append([]string{}, w.env...), "PWD="+dir, "GATE="+gate, "BOX="+w.box)
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
+	return w.startCmd(c)
 }
 
 func (b *bg) wait() int {

@@ -1,7 +1,6 @@
 package bwrap_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -45,29 +43,13 @@ func TestConcurrentRunGuardNotFooledByPathSwap(t *testing.T) {
 	w.write(filepath.Join(inner, "MINE"), "")
 	w.write(filepath.Join(far, "FAR"), "")
 	gate := filepath.Join(w.home, "GO") // outside every sandbox: the real home
-	// The operator's shell, already in inner (by its real path, as cd leaves it), starts
-	// box run once told to.
-	startB := func() (*exec.Cmd, *bytes.Buffer, *bytes.Buffer, chan error) {
-		c := exec.Command("sh", "-c", `while [ ! -e "$GATE" ]; do sleep 0.02; done; exec "$BOX" run -y -- sh -c 'echo "RAN in $(pwd)"; ls'`)
-		c.Dir = inner
-		c.Env = append(append([]string{}, w.env...), "PWD="+inner, "GATE="+gate, "BOX="+w.box)
-		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
-		var o, e bytes.Buffer
-		c.Stdout, c.Stderr = &o, &e
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- c.Wait() }()
-		t.Cleanup(func() { c.Process.Kill() })
-		return c, &o, &e, done
-	}
 	var tries []string
 	for i := 0; i < 16; i++ {
 		os.Remove(gate)
 		os.Remove(filepath.Join(w.proj, "STOP"))
 		os.Remove(filepath.Join(w.proj, "READY"))
-		_, bo, be, bdone := startB()
+		sh := w.shellIn(inner, gate, `exec "$BOX" run -y -- sh -c 'echo "RAN in $(pwd)"; ls'`)
+		bo, be, bdone := sh.stdout, sh.stderr, sh.done
 		a := w.startRun(`perl -e '` + dirSwapLoop(t, "inner", far) + `'`)
 		waitFile(t, filepath.Join(w.proj, "READY"), a.done, a.stderr)
 		w.write(gate, "")
@@ -149,14 +131,8 @@ func TestConcurrentRunGuardSeesBindMountedTree(t *testing.T) {
 			c := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 				`mount --bind "$SRC" "$ALIAS" && cd "$ALIAS" && exec setpriv --reuid=`+fmt.Sprint(w.uid)+` --regid=`+fmt.Sprint(w.gid)+` --clear-groups "$BOX" run -y -- sh -c 'echo "RAN in $(pwd)"; ls'`)
 			c.Env = append(append([]string{}, w.env...), "SRC="+src, "ALIAS="+alias, "BOX="+w.box)
-			var o, e bytes.Buffer
-			c.Stdout, c.Stderr = &o, &e
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- c.Wait() }()
-			t.Cleanup(func() { c.Process.Kill() })
+			second := w.startCmd(c)
+			o, e, done := second.stdout, second.stderr, second.done
 			for !strings.Contains(e.String(), "box: waiting for the run") {
 				select {
 				case <-done:
@@ -194,23 +170,13 @@ func TestBwrapBoxNewNotBoundThroughSwappedLink(t *testing.T) {
 	w.write(filepath.Join(inner, "MINE"), "")
 	w.write(filepath.Join(far, "FAR"), "")
 	gate := filepath.Join(w.home, "GO") // outside every sandbox: the real home
-	// The operator's shell, already in inner before the tenant's loop starts (as cd left
-	// it), mints boxes once told to.
-	c := exec.Command("sh", "-c", `while [ ! -e "$GATE" ]; do sleep 0.02; done
-for i in $(seq 40); do "$BOX" new --backend bwrap --name "b$i" >/dev/null || echo "b$i: exit $?"; done`)
-	c.Dir = inner
-	c.Env = append(append([]string{}, w.env...), "PWD="+inner, "GATE="+gate, "BOX="+w.box)
-	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill() })
+	// The operator's shell, already in inner before the tenant's loop starts, mints boxes
+	// once told to.
+	sh := w.shellIn(inner, gate, `for i in $(seq 40); do "$BOX" new --backend bwrap --name "b$i" >/dev/null || echo "b$i: exit $?"; done`)
 	a := w.startRun(`perl -e '` + dirSwapLoop(t, "inner", far) + `'`)
 	waitFile(t, filepath.Join(w.proj, "READY"), a.done, a.stderr)
 	w.write(gate, "")
-	err := c.Wait()
+	err := <-sh.done
 	w.write(filepath.Join(w.proj, "STOP"), "")
 	select {
 	case <-a.done:
@@ -218,14 +184,14 @@ for i in $(seq 40); do "$BOX" new --backend bwrap --name "b$i" >/dev/null || ech
 		t.Fatalf("the first run did not end:\n%s", a.stderr)
 	}
 	if err != nil {
-		t.Fatalf("the shell: %v\n%s", err, out.String())
+		t.Fatalf("the shell: %v\n%s%s", err, sh.stdout, sh.stderr)
 	}
 	var list []struct{ Name, Workdir string }
 	if err := json.Unmarshal([]byte(w.must("list", "--json").stdout), &list); err != nil {
 		t.Fatal(err)
 	}
 	if len(list) == 0 {
-		t.Fatalf("no box was made:\n%s", out.String())
+		t.Fatalf("no box was made:\n%s%s", sh.stdout, sh.stderr)
 	}
 	var bound []string
 	for _, b := range list {
@@ -234,5 +200,5 @@ for i in $(seq 40); do "$BOX" new --backend bwrap --name "b$i" >/dev/null || ech
 		}
 		bound = append(bound, b.Name+": "+b.Workdir)
 	}
-	t.Logf("%d boxes (failures: %q):\n%s", len(list), out.String(), strings.Join(bound, "\n"))
+	t.Logf("%d boxes (failures: %q):\n%s", len(list), sh.stdout.String()+sh.stderr.String(), strings.Join(bound, "\n"))
 }
