@@ -265,10 +265,16 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		results = append(results, b.linkSwapRow(p))                              // linkswap.go: a scratch project, two runs
 	}
 	// The Landlock mode's own rows (harden.go): the bwrap mode holds them by construction
-	// (a pid namespace ends every descendant, the instance directory is not mounted, no
-	// /dev/pts of the host's), and in it their probe run hung a CI drill on its stderr.
+	// (a pid namespace ends every descendant, once box has waited for it: sandboxend.go;
+	// the instance directory is not mounted, no /dev/pts of the host's), and in it their
+	// probe run hung a CI drill on its stderr.
 	if p.Isolation.Landlock() && (o.Groups.Keep("trust") || o.Groups.Keep("kernel")) {
 		results = append(results, b.hardenRows(p, hex.EncodeToString(nonce))...)
+	}
+	// The bwrap mode's own: bwrap exits before the rest of its pid namespace has ended
+	// (sandboxend.go).
+	if !p.Isolation.Landlock() && o.Groups.Keep("kernel") {
+		results = append(results, b.sandboxEndRow(p, hex.EncodeToString(nonce)))
 	}
 	results = o.Groups.Results(IsolationVerdicts(p, results)) // isolation.go
 	return &BwrapReport{Results: results, Profile: p.Profile.Name, Tier: p.Spec.Network,

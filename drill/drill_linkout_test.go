@@ -26,3 +26,52 @@ func TestDrillLinkOut(t *testing.T) {
 		r.want(t, linkOutRow, want)
 	}
 }
+
+const unscannedRow = "protect:unscanned-envrc"
+
+// The drill's unscanned-envrc row (hostile review, session 15): the fixture's repository
+// in node_modules, which the protected set's scan does not enter, gets an .envrc from the
+// sandbox. The audit watches the project files at the top of every work tree it finds
+// and moves it aside (PASS); with that off in a test build, the host's direnv runs it
+// (BREACH).
+func TestDrillUnscannedRepo(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		w, l := labWorld(t)
+		want := drill.Pass
+		if off {
+			w.withProtectionOff(t, "audit-tops")
+			want = drill.Breach
+		}
+		r := w.drill(l, "--network", "none", "--group", "protect")
+		t.Logf("box drill, top guards off %v (exit %d): %s %q", off, r.code, r.rows[unscannedRow].Status, r.rows[unscannedRow].Observed)
+		r.want(t, unscannedRow, want)
+		if !off {
+			r.want(t, linkOutRow, drill.Pass)
+		}
+	}
+}
+
+const worktreeHooksRow = "protect:worktree-hooks"
+
+// The drill's worktree-hooks row (hostile review, session 15): the sandbox adds
+// core.worktree = ../sub to the config of the fixture's repository in node_modules
+// (writable: the scan does not reach it), whose core.hooksPath is the relative .githooks,
+// and puts a pre-commit in sub/.githooks. The audit watches the hooks directory in the
+// work tree core.worktree names and moves the hook aside (PASS); with that off in a test
+// build, the host's git commit runs it (BREACH).
+func TestDrillWorktreeHooks(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		w, l := labWorld(t)
+		want := drill.Pass
+		if off {
+			w.withProtectionOff(t, "audit-worktree-hooks")
+			want = drill.Breach
+		}
+		r := w.drill(l, "--network", "none", "--group", "protect")
+		t.Logf("box drill, worktree hooks off %v (exit %d): %s %q", off, r.code, r.rows[worktreeHooksRow].Status, r.rows[worktreeHooksRow].Observed)
+		r.want(t, worktreeHooksRow, want)
+		if !off {
+			r.want(t, unscannedRow, drill.Pass)
+		}
+	}
+}

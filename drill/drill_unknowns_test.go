@@ -100,3 +100,47 @@ func TestDrillWorktreeGitdir(t *testing.T) {
 		}
 	}
 }
+
+const worktreeLinkRow = "host-exec:worktree-link"
+
+// The worktree-gitdir plant behind a link (hostile review, session 15): the sandbox makes
+// worktrees/NAME a link to a directory of the working directory whose gitdir names a
+// directory beside it. The audit moves the link aside and the operator's git lists no
+// worktree outside (PASS); with the watch on such links off in a test build, it lists
+// the directory, where its git worktree repair would write a .git file (BREACH).
+func TestDrillWorktreeLink(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	for _, off := range []bool{false, true} {
+		w, l := labWorld(t)
+		for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "one"}} {
+			c := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@x"}, args...)...)
+			c.Dir, c.Env = w.proj, w.env
+			c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Fatal(args, err, string(out))
+			}
+		}
+		want := drill.Pass
+		if off {
+			w.withProtectionOff(t, "audit-worktree-links")
+			want = drill.Breach
+		}
+		r := w.drill(l, "--network", "none", "--group", "host-exec")
+		t.Logf("box drill, worktree links off %v (exit %d): %s %q", off, r.code, r.rows[worktreeLinkRow].Status, r.rows[worktreeLinkRow].Observed)
+		r.want(t, worktreeLinkRow, want)
+		r.want(t, worktreeGitdirRow, drill.Pass)
+		r.want(t, hostExecRow, drill.Pass)
+		left, _ := filepath.Glob(filepath.Join(w.proj, ".git", "worktrees", ".box-drill-*"))
+		beside, _ := filepath.Glob(filepath.Join(filepath.Dir(w.proj), ".box-drill-*"))
+		inside, _ := filepath.Glob(filepath.Join(w.proj, ".box-drill-*"))
+		if len(left)+len(beside)+len(inside) != 0 {
+			t.Errorf("left on the host: %v %v %v", left, beside, inside)
+		}
+		if !off {
+			_, qdir := auditDirs(w)
+			if q, _ := os.ReadDir(qdir); len(q) != 0 {
+				t.Errorf("left in the quarantine: %v", q)
+			}
+		}
+	}
+}

@@ -83,7 +83,7 @@ func verdict(pr Probe, o Observation) (Status, string) {
 	if pr.Kind == KindPlant && pr.AuditOnly {
 		seen = o.OnHost // landing inside is allowed: the host must not run it
 	}
-	if pr.Kind == KindWorktreeGitdir || pr.Kind == KindMainRebase {
+	if pr.Kind == KindWorktreeGitdir || pr.Kind == KindWorktreeLink || pr.Kind == KindMainRebase {
 		seen = o.OnHost // planted or refused inside: only the host's git decides
 	}
 	if pr.Kind == KindWrite {
@@ -214,6 +214,9 @@ func Settle(p Plan, obs []Observation) []Observation {
 			obs[i] = settleHiddenRepo(pr, obs[i])
 		}
 		if i, ok := idx[pr.ID]; ok && pr.Kind == KindWorktreeGitdir && len(pr.Targets) == 3 && pr.Skip == "" {
+			obs[i] = settleWorktreeGitdir(pr, obs[i])
+		}
+		if i, ok := idx[pr.ID]; ok && pr.Kind == KindWorktreeLink && len(pr.Targets) == 4 && pr.Skip == "" {
 			obs[i] = settleWorktreeGitdir(pr, obs[i])
 		}
 		if i, ok := idx[pr.ID]; ok && pr.Kind == KindMainRebase && len(pr.Targets) == 3 && pr.Skip == "" {

@@ -453,6 +453,7 @@ func BuildPlan(in Input) (Plan, error) {
 	add(he)
 	add(hiddenRepoProbe(in, name))     // drill/unknowns.go
 	add(worktreeGitdirProbe(in, name)) // drill/unknowns.go
+	add(worktreeLinkProbe(in, name))   // drill/unknowns.go
 	add(mainRebaseProbe(in, name))     // drill/unknowns.go
 	add(devShellImportProbe(in))       // drill/devshell_import.go
 	add(gitCredProbe(in))              // drill/gitcreds.go

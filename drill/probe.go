@@ -185,6 +185,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeHiddenRepo(pr.Targets)
 	case KindWorktreeGitdir:
 		o.Seen, o.Detail, err = probeWorktreeGitdir(pr.Targets)
+	case KindWorktreeLink:
+		o.Seen, o.Detail, err = probeWorktreeLink(pr.Targets)
 	case KindMainRebase:
 		o.Seen, o.Detail, err = probeMainRebase(pr.Targets)
 	case KindDevShellImport:

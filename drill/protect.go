@@ -72,7 +72,11 @@ type Fixture struct {
 	Hp      string // another one, for core.hooksPath (Repo's config takes fsmonitor)
 	HpGit   string
 	Wt      string // a linked worktree of Repo, inside it
-	Markers string // a host directory the sandbox cannot see
+	// Unscanned is a repository in node_modules, where the protected set's scan does
+	// not go: nothing of it is read-only, and only the post-run audit watches it. Its
+	// config names a relative hooks directory (husky's layout): UnscannedConfig.
+	Unscanned string
+	Markers   string // a host directory the sandbox cannot see
 	// Commit is the one commit of Repo's main branch (a rebase needs one).
 	Commit string
 	// Dotfile is a file of the fixture that HomeLink, a link in the operator's home (made
@@ -109,6 +113,7 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 	f.HpGit = filepath.Join(f.Dir, "gitdirs", "hp")
 	f.Wt = filepath.Join(f.Repo, "wt")
 	f.Shell = filepath.Join(f.Dir, "devshell")
+	f.Unscanned = filepath.Join(f.Dir, "node_modules", "dep")
 	m, err := os.MkdirTemp("", "box-drill-markers-")
 	if err != nil {
 		return nil, err
@@ -137,7 +142,7 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 		filepath.Join(f.Shell, "nix", "shell.nix"):        fixtureShell,
 	}
 	var dirs []string
-	for _, g := range []string{f.RepoGit, f.HpGit, filepath.Join(f.Nested, ".git"), filepath.Join(f.Shell, ".git")} {
+	for _, g := range []string{f.RepoGit, f.HpGit, filepath.Join(f.Nested, ".git"), filepath.Join(f.Shell, ".git"), filepath.Join(f.Unscanned, ".git")} {
 		files[filepath.Join(g, "HEAD")] = "ref: refs/heads/main\n"
 		files[filepath.Join(g, "config")] = fixtureConfig
 		dirs = append(dirs, filepath.Join(g, "hooks"), filepath.Join(g, "objects"), filepath.Join(g, "refs", "heads"))
@@ -150,6 +155,8 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 	f.HpHooks, f.HpInclude = filepath.Join(f.Hp, ".githooks"), filepath.Join(f.Hp, ".box-include")
 	files[filepath.Join(f.HpGit, "config")] = fixtureConfig + "\thooksPath = " + f.HpHooks + "\n[include]\n\tpath = " + f.HpInclude + "\n"
 	files[f.HpInclude] = "[user]\n\tname = box drill\n"
+	files[f.UnscannedConfig()] = fixtureConfig + "\thooksPath = .githooks\n"
+	f.Orig[f.UnscannedConfig()] = files[f.UnscannedConfig()]
 	f.Orig[f.HpConfig()] = files[f.HpConfig()]
 	f.plantGitCred(nonce) // gitcreds.go
 	files[f.HpConfig()] = f.Orig[f.HpConfig()]
@@ -215,6 +222,9 @@ func (f *Fixture) LinkHome(home string) error {
 	return nil
 }
 
+// UnscannedConfig is the config of the repository in node_modules.
+func (f *Fixture) UnscannedConfig() string { return filepath.Join(f.Unscanned, ".git", "config") }
+
 // Remove deletes the fixture and the markers.
 func (f *Fixture) Remove() {
 	if t, err := os.Readlink(f.HomeLink); f.HomeLink != "" && err == nil && t == f.Dotfile {
@@ -238,6 +248,8 @@ func protectProbes(in Input) []Probe {
 		{"envrc", ".envrc (direnv)"}, {"vscode-task", ".vscode folderOpen task"}, {"agent-settings", "agent settings hooks"},
 		{"rebase-exec", "rebase todo exec line"}, {"home-link", "dotfile the home links to"},
 		{"hook-link", "script a git hook links to"}, {"link-out", "a protected path through a link to the agent's state"},
+		{"unscanned-envrc", ".envrc of a repository the scan does not reach (node_modules)"},
+		{"worktree-hooks", "core.worktree moving a relative core.hooksPath"},
 	}
 	if f == nil {
 		for _, c := range classes {
@@ -325,7 +337,23 @@ func protectProbes(in Input) []Probe {
 	if in.AgentState == "" || in.AgentStateInside == "" {
 		lo.Skip = "no agent state directory"
 	}
-	out = append(out, rb, hl, hk, lo)
+	// A repository the protected set's scan does not reach (in node_modules; past its
+	// bound the same): its .envrc is creatable, and the post-run audit must take it away
+	// (hostile review, session 15: it watched only the tops the scan had found).
+	un := probe("unscanned-envrc", ".envrc of a repository the scan does not reach (node_modules)", HostDirenv, f.Unscanned,
+		PlantFile{Path: filepath.Join(f.Unscanned, ".envrc"), Content: touch("unscanned-envrc") + "\n"})
+	un.AuditOnly = true
+	// The same repository's config (writable: not scanned; in the Landlock mode every
+	// config is) gets core.worktree = ../sub, which runs nothing itself but moves its
+	// relative core.hooksPath to sub/.githooks, where the sandbox puts a pre-commit
+	// (hostile review, session 15: the audit watched only the .git entry's .githooks).
+	wtHooks := filepath.Join(f.Unscanned, "sub", ".githooks")
+	wh := probe("worktree-hooks", "core.worktree moving a relative core.hooksPath", HostGitCommit, f.Unscanned,
+		PlantFile{Path: filepath.Join(wtHooks, "pre-commit"), Content: hook("worktree-hooks"), Mode: 0o755},
+		PlantFile{Path: f.UnscannedConfig(), Content: f.Orig[f.UnscannedConfig()] + "\tworktree = ../sub\n"},
+		PlantFile{Path: wtHooks, Dir: true})
+	wh.AuditOnly = true
+	out = append(out, rb, hl, hk, lo, un, wh)
 	return append(out, entryProbes(in, probe)...)
 }
 

@@ -121,6 +121,9 @@ func probeWorktreeGitdir(targets []string) (bool, string, error) {
 func settleWorktreeGitdir(pr Probe, o Observation) Observation {
 	plant, victim, wd := pr.Targets[0], pr.Targets[1], pr.Targets[2]
 	defer os.RemoveAll(plant)
+	for _, p := range pr.Targets[3:] { // the worktree-link row's directory the link names
+		defer os.RemoveAll(p)
+	}
 	if !o.Seen || o.Err != "" {
 		return o
 	}
@@ -137,6 +140,46 @@ func settleWorktreeGitdir(pr Probe, o Observation) Observation {
 		o.Detail += "; the host's git lists no worktree outside"
 	}
 	return o
+}
+
+// KindWorktreeLink: the worktree-gitdir plant behind a link: worktrees/NAME a link to a
+// directory of the working directory holding the gitdir file.
+const KindWorktreeLink Kind = "host-exec-worktree-link"
+
+// worktreeLinkProbe is the row for a linked worktree's git directory that is a link
+// (hostile review, session 15): git follows it, and the audit listed only directories in
+// worktrees/. Targets: the link, the victim beside the working directory, the working
+// directory, and the directory the link names (in the working directory).
+func worktreeLinkProbe(in Input, name string) Probe {
+	p := worktreeGitdirProbe(in, name)
+	p.ID, p.Kind = "host-exec:worktree-link", KindWorktreeLink
+	p.Name = "worktrees/NAME a link to a directory whose gitdir names a directory outside, host git worktree repair"
+	p.Targets = []string{filepath.Join(in.Facts.GitCommon, "worktrees", name+"-link"), filepath.Join(filepath.Dir(in.Workdir), name+"-link-victim"),
+		in.Workdir, filepath.Join(in.Workdir, name+"-link-stash")}
+	return p
+}
+
+// probeWorktreeLink (inside) writes the gitdir file (naming targets[1]/.git) into
+// targets[3] and links worktrees/NAME (targets[0]) to it, as an attacker would. A write
+// refused is the sandbox held (not seen); any other failure is an error.
+func probeWorktreeLink(targets []string) (bool, string, error) {
+	if len(targets) != 4 {
+		return false, "", errors.New("worktree-link probe without its four targets")
+	}
+	if err := os.Mkdir(targets[3], 0o755); err != nil {
+		return false, "", err
+	}
+	if err := os.WriteFile(filepath.Join(targets[3], "gitdir"), []byte(filepath.Join(targets[1], ".git")+"\n"), 0o644); err != nil {
+		return false, "", err
+	}
+	os.Mkdir(filepath.Dir(targets[0]), 0o755) // worktrees/, when there is none yet
+	if err := os.Symlink(targets[3], targets[0]); err != nil {
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, os.ErrNotExist) {
+			return false, "not planted (" + errName(err) + ")", nil
+		}
+		return false, "", err
+	}
+	return true, "planted " + targets[0] + " -> " + targets[3], nil
 }
 
 // GitCommon is the common git directory of the repository whose top is wd ("" when wd

@@ -252,14 +252,6 @@ type ProtectOptionError struct{ Key, Value, Why string }
 
 func (e *ProtectOptionError) Error() string { return fmt.Sprintf("%s %q: %s", e.Key, e.Value, e.Why) }
 
-// Hint says what box accepts.
-func (e *ProtectOptionError) Hint() string {
-	if e.Key == "protect_drop" {
-		return "name an entry as 'box run --dry-run' lists it (for example .vscode or git:hooks)"
-	}
-	return "give a path relative to the project, for example .env or scripts/hooks"
-}
-
 // CheckProtect validates a profile's protect_add (add) and protect_drop (drop).
 func CheckProtect(add, drop []string) error {
 	for _, a := range add {

@@ -95,6 +95,11 @@ func (p *Plan) AuditInput() postrun.Input {
 		if e.AuditAsFile && !slices.Contains(p.Protect.Dropped, e.Name) {
 			in.GitdirGuards = append(in.GitdirGuards, postrun.Guard{Path: e.Path, Runs: e.Why})
 		}
+		// At the top of every work tree the audit finds, also those the scan did not
+		// reach (past its bound, in node_modules).
+		if e.Scope == policy.ScopeProject && !slices.Contains(p.Protect.Dropped, e.Name) {
+			in.TopGuards = append(in.TopGuards, postrun.Guard{Path: e.Path, Runs: e.Why})
+		}
 	}
 	return in
 }
@@ -128,6 +133,9 @@ func RecoverAudits(workdir, dataHome string) ([]*postrun.Report, error) {
 	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
 	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
 	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
+	postrun.DisableWorktreeLinks = protectionOff(ProtAuditWorktreeLinks)
+	postrun.DisableTopGuards = protectionOff(ProtAuditTops)
+	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
 	ents, err := os.ReadDir(pdir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -180,6 +188,9 @@ func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit,
 	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
 	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
 	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
+	postrun.DisableWorktreeLinks = protectionOff(ProtAuditWorktreeLinks)
+	postrun.DisableTopGuards = protectionOff(ProtAuditTops)
+	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return nil, &DataDirError{Dir: dataHome, Err: err}
 	}
@@ -267,6 +278,21 @@ const ProtAuditLinks = "audit-links"
 // its absence.
 const ProtAuditCommon = "audit-common"
 
+// ProtAuditWorktreeLinks names the audit's watching of links in a git directory's
+// worktrees/ (postrun.DisableWorktreeLinks), so the drill's worktree-link row can be
+// shown to catch its absence.
+const ProtAuditWorktreeLinks = "audit-worktree-links"
+
+// ProtAuditTops names the audit's watching of the project files at the top of every
+// work tree it finds (postrun.DisableTopGuards), so the drill's nested-project-file row
+// can be shown to catch its absence.
+const ProtAuditTops = "audit-tops"
+
+// ProtAuditWorktreeHooks names the audit's watching of a relative core.hooksPath in the
+// work tree core.worktree names (postrun.DisableWorktreeHooks), so the drill's
+// worktree-hooks row can be shown to catch its absence.
+const ProtAuditWorktreeHooks = "audit-worktree-hooks"
+
 // ProtAuditConcurrent names the audit's use of the tree's baseline by runs that start
 // while others run (switched off only in a test build, to show the breach).
 const ProtAuditConcurrent = "audit-concurrent"
@@ -291,7 +317,7 @@ func (a *Audit) End() *postrun.Report {
 		known := func(f postrun.Finding) bool {
 			return !protectionOff(ProtAuditConcurrent) && protect.IsPlaceholder(f.Path, placed)
 		}
-		in := a.in
+		in := a.before.Watched(a.in)
 		in.Listings = a.listings
 		r = postrun.AuditKnown(a.before, postrun.Take(in), a.quarantine, time.Now(), known)
 	}

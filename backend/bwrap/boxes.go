@@ -43,6 +43,8 @@ type Boxes struct {
 	// Confirm asks the operator a y/N question (unless force); refused is the error's
 	// wording when nobody answers yes.
 	Confirm func(force bool, question, refused string) error
+	// Warn says a warning about the box's use, with the CLI's hint (nil: the message alone).
+	Warn func(error)
 
 	held *dirbox.Box // the box the verb's name was found as (Holding): not looked up again
 }
@@ -203,8 +205,23 @@ func (be Boxes) Start(name string) error {
 	if _, err := be.Lookup(name); err != nil {
 		return err
 	}
-	return errs.Usage("box shell "+name+" or box exec "+name+" -- COMMAND launches its sandbox",
-		"box %s is a bwrap box: it is not started, it runs while box shell or box exec does", name)
+	return &errs.UsageError{Err: &StartError{Name: name}}
+}
+
+// StartError: box start of a bwrap box, which has no running state of its own: its
+// sandbox runs while a session (box shell, box exec) does. A usage error.
+type StartError struct{ Name string }
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("box %s is a bwrap box: it is not started, it runs while box shell or box exec does", e.Name)
+}
+
+// StopInUseError: box stop of a bwrap box a session holds: the sandbox is its
+// command's to end, not box stop's.
+type StopInUseError struct{ Name string }
+
+func (e *StopInUseError) Error() string {
+	return fmt.Sprintf("box stop does not end a bwrap box's sandbox: %s is in use", e.Name)
 }
 
 // Stop: nothing to stop when idle; a running sandbox is its command's to end (so
@@ -218,6 +235,5 @@ func (be Boxes) Stop(name string, _ time.Duration, _ bool) error {
 		fmt.Fprintf(be.Session.Stderr, "box: %s is not running (a bwrap box runs only while box shell or box exec does)\n", b.Name)
 		return nil
 	}
-	return errs.WithHint(fmt.Errorf("box stop does not end a bwrap box's sandbox: %s is in use", b.Name),
-		"end the command running in it (exit its shell, or Ctrl-C its box exec)")
+	return &StopInUseError{Name: b.Name}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap/sshagent"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/profiles"
-	"github.com/heavy-duty/box/templates"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,23 +68,6 @@ func Workdir(dir string) (string, error) {
 	return real, nil
 }
 
-// LoadProfile and LoadTemplate load by name from configHome with box's hints.
-func LoadProfile(configHome, name string) (*profiles.Profile, error) {
-	p, err := profiles.Load(name, profiles.Dir(configHome))
-	if err != nil && (errors.Is(err, profiles.ErrNotFound) || profiles.ValidName(name) != nil) {
-		return nil, errs.Usage("run 'box profiles' to list them", "%s", err)
-	}
-	return p, err
-}
-
-func LoadTemplate(configHome, name string) (*templates.Template, error) {
-	t, err := templates.Load(name, templates.Dir(configHome))
-	if err != nil && (errors.Is(err, templates.ErrNotFound) || templates.ValidName(name) != nil) {
-		return nil, errs.Usage("run 'box templates' to list them", "%s", err)
-	}
-	return t, err
-}
-
 // Mint makes a bwrap box (box new --backend bwrap), or clones one (From). The settings
 // a bwrap box (or a clone) cannot honour are refused first, by name
 // (backend.SettingsError), then a missing or bad name or source; r.Profile "" is the
@@ -118,7 +100,7 @@ func (be Boxes) Mint(r backend.MintRequest) error {
 	if err != nil {
 		return err
 	}
-	prof, err := LoadProfile(be.ConfigHome, r.Profile)
+	prof, err := backend.LoadProfile(be.ConfigHome, r.Profile)
 	if err != nil {
 		return err
 	}
@@ -126,7 +108,7 @@ func (be Boxes) Mint(r backend.MintRequest) error {
 	if r.Template != "" {
 		tmplName = r.Template
 	}
-	tmpl, err := LoadTemplate(be.ConfigHome, tmplName)
+	tmpl, err := backend.LoadTemplate(be.ConfigHome, tmplName)
 	if err != nil {
 		return err
 	}
@@ -160,7 +142,47 @@ func (be Boxes) Mint(r backend.MintRequest) error {
 		return err
 	}
 	be.note("%s is ready (bwrap, template %s, network %s, working directory %s): box shell %s", b.Name, tmpl.Name, network, wd, b.Name)
+	be.warnUnstartable(b.Name)
 	return nil
+}
+
+// UnstartableError: a bwrap box was made where its sessions cannot start (no user
+// namespace can be had here, Err says why); said at box new, not first at box shell.
+type UnstartableError struct {
+	Name string
+	Err  error
+}
+
+func (e *UnstartableError) Error() string {
+	return fmt.Sprintf("box %s is made, but no session of it can start here: %v", e.Name, e.Err)
+}
+func (e *UnstartableError) Unwrap() error { return e.Err }
+
+// warnUnstartable tries, as a session's launch would (the cheap facts, then a trial
+// sandbox, remembered per set of facts), whether a bwrap box can start here, and warns
+// when it cannot: the box stays (the host may be fixed), but nobody learns it at the
+// first session. The Landlock mode cannot run a box, so it is not offered.
+func (be Boxes) warnUnstartable(name string) {
+	bin, err := LookBwrap()
+	if err == nil {
+		facts := readUsernsSysctls()
+		if err = usernsBefore(bin, facts); err == nil {
+			err = usernsTrial(bin, usernsKey(bin, facts))
+		}
+	}
+	if err == nil {
+		return
+	}
+	var ue *UsernsError
+	if errors.As(err, &ue) {
+		ue.Box = true
+	}
+	w := &UnstartableError{Name: name, Err: err}
+	if be.Warn != nil {
+		be.Warn(w)
+		return
+	}
+	fmt.Fprintf(be.Session.Stderr, "box: warning: %s\n", w)
 }
 
 func (be Boxes) clone(r backend.MintRequest) error {
@@ -194,6 +216,7 @@ func (be Boxes) clone(r backend.MintRequest) error {
 	}
 	be.warnLeftOut("the clone "+r.Name+" of "+r.From, cs)
 	be.note("%s is ready (a clone of %s: %s, %s): box shell %s", r.Name, r.From, copyCost(cs), p.Elapsed().Round(time.Millisecond), r.Name)
+	be.warnUnstartable(r.Name)
 	return nil
 }
 

@@ -78,6 +78,11 @@ func TestBwrapBoxOneSessionAtATime(t *testing.T) {
 	waitFile(t, filepath.Join(w.proj, "READY"), waited, &errb)
 	// A snapshot copies the box while its session runs, as before.
 	w.must("snapshot", "agent", "live")
+	// box stop leaves the session alone, and says how to end it.
+	if r := w.run("stop", "agent"); r.code != 1 || !strings.Contains(r.stderr, "box: error: box stop does not end a bwrap box's sandbox: agent is in use") ||
+		!strings.Contains(r.stderr, "box: hint: end the command running in it (exit its shell, or Ctrl-C its box exec)") {
+		t.Errorf("box stop while a session runs: exit %d, want 1, the refusal and its hint\n%s", r.code, r.stderr)
+	}
 	w.write(filepath.Join(w.proj, "GO"), "")
 	ran := 0
 	for i := range 10 {

@@ -45,6 +45,12 @@ type forwarder struct {
 	out    *bytes.Buffer
 	pair   *os.File
 	mu     sync.Mutex // one socket request at a time on pair
+	// helperDone closes when the helper has exited (helperErr its Wait's error). A
+	// helper that serves sockets and ends before close ended mid-run: the published
+	// ports answered nothing from then on, and close says so on warn.
+	helperDone chan struct{}
+	helperErr  error
+	warn       io.Writer
 
 	// pool holds fresh IPv4 sockets of the sandbox's namespace, asked for ahead of the
 	// connections that take them: a connection does not wait for the helper's round trip
@@ -74,7 +80,7 @@ func (p *Plan) openPorts(warn io.Writer) (*forwarder, error) {
 		return nil, nil
 	}
 	f := &forwarder{ports: pr, conns: map[net.Conn]bool{}, pool: make(chan int, socketPool), quit: make(chan struct{}),
-		slots: make(chan struct{}, maxForwardConns)}
+		slots: make(chan struct{}, maxForwardConns), warn: warn}
 	if pr.HostsFile != "" {
 		host, err := os.ReadFile("/etc/hosts")
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -213,7 +219,8 @@ func (f *forwarder) attach(pid int) error {
 	if err != nil {
 		return fmt.Errorf("ports: start the helper: %w", err)
 	}
-	f.helper = cmd
+	f.helper, f.helperDone = cmd, make(chan struct{})
+	go func() { f.helperErr = cmd.Wait(); close(f.helperDone) }()
 	n := len(f.ports.HostPorts)
 	if widen {
 		n++
@@ -221,7 +228,7 @@ func (f *forwarder) attach(pid int) error {
 	lns, err := f.receiveListeners(n)
 	if err != nil {
 		f.helper.Process.Kill()
-		f.helper.Wait()
+		<-f.helperDone
 		return fmt.Errorf("ports: %w: %s", err, strings.TrimSpace(f.out.String()))
 	}
 	f.inside = lns
@@ -376,7 +383,16 @@ func (f *forwarder) socket(v6 bool) (int, error) {
 }
 
 // dialSandbox connects to the sandbox's own loopback: 127.0.0.1, else ::1 (a dev server
-// on "localhost" may listen on either).
+// on "localhost" may listen on either). The connection it returns is tracked (closed by
+// close); the caller untracks it.
+//
+// The connect never blocks a thread and ends with the forwarder: the sandbox's server
+// decides when it completes. A listener whose queue is full (a small backlog never
+// accepted, or a server too busy to) drops the SYN, and a blocking connect then waited
+// through the SYN retries, about two minutes, in a system call close could not end:
+// each such connection held an OS thread, and box's exit waited for the last of them
+// (a hostile review; a page the sandbox serves to the operator's browser can open
+// hundreds).
 func (f *forwarder) dialSandbox(port uint16) (net.Conn, error) {
 	var last error
 	for _, v6 := range []bool{false, true} {
@@ -388,18 +404,73 @@ func (f *forwarder) dialSandbox(port uint16) (net.Conn, error) {
 		if v6 {
 			sa = &unix.SockaddrInet6{Port: int(port), Addr: [16]byte{15: 1}}
 		}
-		// The loopback answers at once: a blocking connect does not wait.
-		if err := unix.Connect(fd, sa); err != nil {
-			unix.Close(fd)
-			last = err
-			continue
-		}
+		// net.FileConn makes the socket non-blocking and gives it to the runtime's poller
+		// before the connect, so the wait below is the poller's, and close ends it.
 		file := os.NewFile(uintptr(fd), "published")
 		c, err := net.FileConn(file)
 		file.Close()
-		return c, err
+		if err != nil {
+			return nil, err
+		}
+		if !f.track(c) {
+			c.Close()
+			return nil, net.ErrClosed
+		}
+		if err := connectPolled(c, sa); err != nil {
+			f.untrack(c)
+			last = err
+			continue
+		}
+		return c, nil
 	}
 	return nil, last
+}
+
+// connectPolled connects c's socket (non-blocking, unconnected) to sa, waiting for the
+// handshake in the poller: it returns when the connection is made or refused, or c is
+// closed.
+func connectPolled(c net.Conn, sa unix.Sockaddr) error {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return fmt.Errorf("ports: %T is not a socket", c)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cerr error
+	if err := rc.Control(func(fd uintptr) { cerr = unix.Connect(int(fd), sa) }); err != nil {
+		return err
+	}
+	if cerr == nil || !errors.Is(cerr, unix.EINPROGRESS) {
+		return cerr
+	}
+	// As the net package's own connect: writable means done, SO_ERROR says how; a
+	// wake-up with neither an error nor a peer is spurious.
+	werr := rc.Write(func(fd uintptr) bool {
+		n, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ERROR)
+		if err != nil {
+			cerr = err
+			return true
+		}
+		switch e := unix.Errno(n); e {
+		case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
+			return false
+		case 0, unix.EISCONN:
+			if _, err := unix.Getpeername(int(fd)); err != nil {
+				return false
+			}
+			cerr = nil
+			return true
+		default:
+			cerr = e
+			return true
+		}
+	})
+	if werr != nil {
+		return werr
+	}
+	return cerr
 }
 
 // maxForwardConns is how many connections a forwarder carries at once: each holds about
@@ -458,10 +529,6 @@ func (f *forwarder) toSandbox(c net.Conn, port uint16) {
 	in, err := f.dialSandbox(port)
 	if err != nil {
 		return // nothing listens there: the client sees its connection closed
-	}
-	if !f.track(in) {
-		in.Close()
-		return
 	}
 	defer f.untrack(in)
 	pipe(c, in)
@@ -605,10 +672,28 @@ func (f *forwarder) close() {
 		for _, ln := range f.inside {
 			ln.Close()
 		}
+		died := false
 		if f.helper != nil {
-			// Its death ends a request box is waiting on; then the pair can go.
-			f.helper.Process.Kill()
-			f.helper.Wait()
+			select {
+			case <-f.helperDone:
+				// Ended before the run did. Without -serve that is its job done (it
+				// handed over the host ports' listeners); with it, it is a death.
+				died = len(f.pub) > 0
+			default:
+				// Its death ends a request box is waiting on; then the pair can go.
+				f.helper.Process.Kill()
+				<-f.helperDone
+			}
+		}
+		if died && f.warn != nil {
+			why := "exited"
+			if f.helperErr != nil {
+				why = f.helperErr.Error()
+			}
+			if out := strings.TrimSpace(f.out.String()); out != "" {
+				why += ": " + out
+			}
+			fmt.Fprintf(f.warn, "box: warning: ports: box's port helper in the sandbox's network namespace ended while the sandbox ran (%s): the published ports closed new connections from then on, once the sockets it had made ahead were used\n", why)
 		}
 		if f.pair != nil {
 			f.mu.Lock()

@@ -255,3 +255,33 @@ func TestLandlockDrillTerminalRow(t *testing.T) {
 		t.Logf("filter off: %s %s", got.Status, got.Observed)
 	}
 }
+
+// The Landlock mode shares box's terminal, so what the command writes reaches it
+// unfiltered (NOT HELD); but the screen state it leaves is put back before box prints
+// its audit report, as after a bwrap run: a command that left concealed text on (SGR 8)
+// and the line-drawing character set hid the report that box moved its planted
+// repository aside, and garbled every letter of the shell after it (field review,
+// session 15).
+func TestLandlockScreenResetBeforeReport(t *testing.T) {
+	w := landlockWorld(t)
+	testenv.RequireTool(t, "git")
+	m, s := boxtest.OpenPty(t)
+	t.Cleanup(func() { s.Close(); m.Close() })
+	boxtest.Must(t, s.Chown(w.UID, w.GID))
+	screen := boxtest.WatchPTY(m)
+	c := w.Cmd("run", "-p", "ll", "-y", "--isolation", "landlock", "--", "sh", "-c",
+		`printf 'before\033[8m\033(0'; git init -q planted; echo done`)
+	c.Stdin, c.Stdout, c.Stderr = s, s, s
+	boxtest.Must(t, c.Start())
+	if err := c.Wait(); err != nil {
+		t.Fatalf("box run: %v\n%q", err, screen.String())
+	}
+	screen.WaitFor(t, 0, "planted", 2*time.Minute) // the audit's report
+	out := screen.String()
+	conceal := strings.Index(out, "\x1b[8m")
+	reset := strings.LastIndex(out, "\x1b[0m\x1b[?47l")
+	report := strings.LastIndex(out, "planted")
+	if conceal < 0 || reset < conceal || report < reset {
+		t.Errorf("no reset between the command's conceal (at %d) and box's report (at %d): reset at %d\n%q", conceal, report, reset, out)
+	}
+}

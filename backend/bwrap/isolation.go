@@ -19,8 +19,10 @@ import (
 	"syscall"
 
 	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/internal/ttyfilter"
 	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
+	"golang.org/x/sys/unix"
 )
 
 // Isolation is how a launch is sandboxed.
@@ -377,6 +379,7 @@ func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, er
 	terms := saveTerminals(fds)
 	code, err := LandlockRun(lp, p.landlockCommand(), envaudit.Environ(p.Vars), p.Spec.Workdir, fds)
 	terms.restore()
+	resetScreen(fds)
 	done()
 	select {
 	case <-pid:
@@ -384,6 +387,25 @@ func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, er
 	}
 	close(pid)
 	return code, err
+}
+
+// resetScreen puts back, on the terminal among the command's stdout and stderr, the
+// screen state it may have left (concealed text, the line-drawing character set, the
+// alternate screen, a hidden cursor, mouse reporting), before box prints its audit
+// report there, as the bwrap mode's relay does (tty.go). Field review, session 15: a
+// Landlock run's `printf '\033[8m\033(0'` hid the report that box had moved the
+// command's repository aside (TestLandlockScreenResetBeforeReport).
+func resetScreen(fds []uintptr) {
+	if protectionOff(ProtTerminal) {
+		return
+	}
+	for _, fd := range fds[1:] {
+		if _, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err != nil {
+			continue
+		}
+		withoutTTOU(func() { _, _ = unix.Write(int(fd), []byte(ttyfilter.Reset)) })
+		return
+	}
 }
 
 // stdioFds are the command's stdin, stdout and stderr as descriptors: a file's own, else

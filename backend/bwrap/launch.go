@@ -240,7 +240,12 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 			if err != nil {
 				return nil, needs(NeedInternet, fmt.Errorf("internet tier: %w", err))
 			}
-			return func() { s.Close() }, nil
+			return func() {
+				if ended, why := s.EndedEarly(); ended {
+					fmt.Fprintf(stderr, "box: warning: internet tier: %s ended while the sandbox ran (%s): the sandbox had no network from then on\n", s.Helper, why)
+				}
+				s.Close()
+			}, nil
 		}
 	}
 	if p.Spec.Network.Proxied() {

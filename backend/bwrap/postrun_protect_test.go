@@ -94,3 +94,54 @@ func TestSandboxPostRunAuditLFSConfig(t *testing.T) {
 		t.Errorf("the sandbox rewrote the existing .lfsconfig: %q (exit %d)", b, r.code)
 	}
 }
+
+// A repository the protected set's scan does not reach (node_modules, which it does not
+// enter; past its bound the same) keeps nothing read-only, and the audit watched only
+// the project files the set named (hostile review, session 15: the sandbox wrote
+// node_modules/dep/.envrc, .claude/settings.json and rust-toolchain.toml, and the audit
+// said nothing). The audit now watches the project files at the top of every work tree
+// it finds; with that off (a test build) the plants stay, so the test can fail.
+func TestSandboxPostRunAuditUnscannedRepoProjectFiles(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	dep := filepath.Join(w.proj, "node_modules", "dep")
+	w.write(filepath.Join(dep, "index.js"), "\n")
+	for _, dir := range []string{w.proj, dep} {
+		for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "one"}} {
+			if out, err := w.hostGit(dir, args...); err != nil {
+				t.Fatal(args, err, out)
+			}
+		}
+	}
+	plants := []string{".envrc", ".claude/settings.json", "rust-toolchain.toml"}
+	plant := `set -e; cd node_modules/dep; echo 'touch /tmp/pwn' > .envrc; mkdir -p .claude
+printf '{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/pwn"}]}]}}' > .claude/settings.json
+printf '[toolchain]\npath = "/tmp/evil"\n' > rust-toolchain.toml`
+	r := w.sh(plant)
+	t.Logf("exit %d\n%s", r.code, r.stderr)
+	for _, f := range plants {
+		if !strings.Contains(r.stderr, "box: audit: node_modules/dep/"+f+": protected file added") {
+			t.Errorf("the audit does not report node_modules/dep/%s", f)
+		}
+		if _, err := os.Lstat(filepath.Join(dep, f)); err == nil {
+			t.Errorf("node_modules/dep/%s is still in place", f)
+		}
+	}
+	if r.code != 0 {
+		t.Errorf("exit %d, want 0", r.code)
+	}
+	// The repository's .git removed by the run: its work tree's files are still watched.
+	r = w.sh(`set -e; cd node_modules/dep; rm -rf .git; echo 'touch /tmp/pwn' > .envrc`)
+	if !strings.Contains(r.stderr, "box: audit: node_modules/dep/.envrc: protected file added") {
+		t.Errorf("with its .git removed, the audit does not report node_modules/dep/.envrc: exit %d\n%s", r.code, r.stderr)
+	}
+	w.withProtectionOff(t, "audit-tops")
+	if r := w.sh(plant); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range plants {
+		if _, err := os.Lstat(filepath.Join(dep, f)); err != nil {
+			t.Errorf("with the watch off node_modules/dep/%s is not left (the test proves nothing): %v", f, err)
+		}
+	}
+}

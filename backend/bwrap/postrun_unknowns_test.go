@@ -138,6 +138,43 @@ echo ` + victim + `/.git > $d/gitdir`)
 	}
 }
 
+// The same pointer behind a link (hostile review, session 15): worktrees/evil is a link
+// to a directory of the work tree holding the gitdir file. The audit listed only the
+// directories in worktrees/, said nothing, and the host's git worktree repair, which
+// follows the link, wrote victim/.git. The link is a finding now, moved aside; with its
+// watch off (a test build) repair writes the .git again, so the test can fail.
+func TestSandboxPostRunAuditWorktreeLink(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	for _, args := range [][]string{{"init", "-q"}, {"commit", "-q", "--allow-empty", "-m", "one"}} {
+		if out, err := w.hostGit(w.proj, args...); err != nil {
+			t.Fatal(args, err, out)
+		}
+	}
+	victim := filepath.Join(w.home, "victim")
+	w.write(filepath.Join(victim, "keep"), "the user's\n")
+	plant := `set -e; mkdir -p stash .git/worktrees; echo ` + victim + `/.git > stash/gitdir; ln -s ../../stash .git/worktrees/evil`
+	r := w.sh(plant)
+	t.Logf("exit %d\n%s", r.code, r.stderr)
+	if r.code != 0 || !strings.Contains(r.stderr, "box: audit: .git/worktrees/evil: protected file added") {
+		t.Errorf("exit %d, want 0 and the link found:\n%s", r.code, r.stderr)
+	}
+	out, _ := w.hostGit(w.proj, "worktree", "repair")
+	t.Logf("host git worktree repair: %s", out)
+	if _, err := os.Lstat(filepath.Join(victim, ".git")); err == nil {
+		t.Errorf("the host's git worktree repair wrote %s/.git", victim)
+	}
+	w.withProtectionOff(t, "audit-worktree-links")
+	os.RemoveAll(filepath.Join(w.proj, "stash"))
+	if r := w.sh(plant); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	w.hostGit(w.proj, "worktree", "repair")
+	if _, err := os.Lstat(filepath.Join(victim, ".git")); err != nil {
+		t.Errorf("with the watch off the host's git worktree repair wrote no %s/.git (the test proves nothing): %v", victim, err)
+	}
+}
+
 // The same pointer planted from a linked worktree (field test, session 10): box runs in
 // the worktree, its main repository lies outside the working directory, and the common
 // git directory the sandbox writes holds worktrees/. Before, the audit listed worktrees/
@@ -332,4 +369,47 @@ printf '[core]\n\tfsmonitor = "echo RAN > `+mark+`; false"\n' >> $c/config.workt
 			t.Errorf("the host's git status in the main worktree ran the planted core.fsmonitor")
 		}
 	})
+}
+
+// core.worktree moves a relative core.hooksPath (hostile review, session 15): in the
+// Landlock mode the repository's config is writable during the run; the sandbox added
+// core.worktree = ../sub to a repository whose hooks are in .husky (husky's layout) and
+// planted sub/.husky/pre-commit. core.worktree runs nothing itself, the audit watched
+// only .husky, and the host's git commit ran the plant. The hooks directory in the work
+// tree core.worktree names is watched now; with that off (a test build) the host's
+// commit runs the plant again, so the test can fail.
+func TestSandboxPostRunAuditCoreWorktreeHooks(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	marks := w.markerDir()
+	w.write(filepath.Join(w.proj, ".husky", "pre-commit"), "#!/bin/sh\nexit 0\n")
+	os.Chmod(filepath.Join(w.proj, ".husky", "pre-commit"), 0o755)
+	for _, args := range [][]string{{"init", "-q"}, {"config", "core.hooksPath", ".husky"}, {"commit", "-q", "--allow-empty", "-m", "one"}} {
+		if out, err := w.hostGit(w.proj, args...); err != nil {
+			t.Fatal(args, err, out)
+		}
+	}
+	plant := `set -e; mkdir -p sub/.husky; printf '#!/bin/sh\ntouch ` + marks + `/ran\n' > sub/.husky/pre-commit
+chmod +x sub/.husky/pre-commit; printf '\tworktree = ../sub\n' >> .git/config`
+	ran := func() bool {
+		w.hostGit(w.proj, "commit", "-q", "--allow-empty", "-m", "two")
+		_, err := os.Lstat(filepath.Join(marks, "ran"))
+		return err == nil
+	}
+	r := w.sh(plant, "--isolation", "landlock")
+	t.Logf("exit %d\n%s", r.code, r.stderr)
+	if r.code != 0 || !strings.Contains(r.stderr, "box: audit: sub/.husky/pre-commit: protected file added") {
+		t.Errorf("exit %d, want 0 and the planted hook found:\n%s", r.code, r.stderr)
+	}
+	if ran() {
+		t.Errorf("the host's git commit ran the hook planted in core.worktree's .husky")
+	}
+	w.withProtectionOff(t, "audit-worktree-hooks")
+	os.RemoveAll(filepath.Join(w.proj, "sub"))
+	if r := w.sh(plant, "--isolation", "landlock"); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if !ran() {
+		t.Errorf("with the watch off the host's git commit did not run the plant (the test proves nothing)")
+	}
 }

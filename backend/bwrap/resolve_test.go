@@ -287,7 +287,9 @@ func TestResolveProtected(t *testing.T) {
 		t.Errorf("SANDBOX.md:\n%s", md)
 	}
 	r.Profile.ProtectDrop = []string{"nonsense"}
-	if _, err := Resolve(r, f); err == nil || errs.HintOf(err) == "" {
+	// A ProtectOptionError, whose hint cmd/box words (TestHints).
+	var oe *policy.ProtectOptionError
+	if _, err := Resolve(r, f); !errors.As(err, &oe) || oe.Key != "protect_drop" {
 		t.Errorf("bad protect_drop: %v", err)
 	}
 }

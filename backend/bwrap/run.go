@@ -189,10 +189,14 @@ func Run(l Launch) (int, error) {
 		defer tty.close()
 	}
 
-	child, infoErr := readChildPid(infoR)
+	child, pidns, infoErr := readChildPid(infoR)
 	if infoErr == nil {
 		infoErr = socks.start(child)
 	}
+	// The sandbox's pid 1, held from now: bwrap exits as soon as pid 1 has reported the
+	// command's code, before the rest of the sandbox has ended (sandboxEnd).
+	end := holdSandbox(child, pidns)
+	defer end.close()
 	var cleanup func()
 	if infoErr == nil && l.BeforeRelease != nil {
 		// A pidfd names this very process: if setup fails and the sandbox has already
@@ -247,6 +251,7 @@ func Run(l Launch) (int, error) {
 				}
 			}
 		case <-proc.done:
+			end.wait()
 			phase.Mark("run:sandbox")
 			ws := proc.status
 			if code, ok := cmd.killedInitCode(); ok {
@@ -337,16 +342,18 @@ func stdioName(fd int) string {
 	return [...]string{"stdin", "stdout", "stderr"}[fd]
 }
 
-// readChildPid reads bwrap's --info-fd JSON for the sandbox's pid 1 (seen from outside).
-func readChildPid(r io.Reader) (int, error) {
+// readChildPid reads bwrap's --info-fd JSON for the sandbox's pid 1 (seen from outside)
+// and its pid namespace (an inode number; 0 when bwrap did not say).
+func readChildPid(r io.Reader) (int, uint64, error) {
 	var info struct {
-		ChildPid int `json:"child-pid"`
+		ChildPid int    `json:"child-pid"`
+		PidNS    uint64 `json:"pid-namespace"`
 	}
 	if err := json.NewDecoder(r).Decode(&info); err != nil {
-		return 0, fmt.Errorf("bwrap did not report the sandbox pid: %w", err)
+		return 0, 0, fmt.Errorf("bwrap did not report the sandbox pid: %w", err)
 	}
 	if info.ChildPid <= 0 {
-		return 0, errors.New("bwrap reported no sandbox pid")
+		return 0, 0, errors.New("bwrap reported no sandbox pid")
 	}
-	return info.ChildPid, nil
+	return info.ChildPid, info.PidNS, nil
 }

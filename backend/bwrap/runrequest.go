@@ -3,6 +3,7 @@ package bwrap
 import (
 	"fmt"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/profiles"
 )
 
@@ -42,25 +43,25 @@ func (e *NotBwrapError) Error() string {
 // settings against them, and makes the resolver's request. It looks nothing else up.
 func NewRequest(configHome string, s RunSettings) (Request, error) {
 	req := s.Request
-	prof, err := LoadProfile(configHome, s.Profile)
+	prof, err := backend.LoadProfile(configHome, s.Profile)
 	if err != nil {
 		return req, err
 	}
-	backend := prof.Backend
+	kind := prof.Backend
 	if s.Backend != "" {
 		if err := profiles.ValidBackend(s.Backend); err != nil {
 			return req, &BackendError{err}
 		}
-		backend = s.Backend
+		kind = s.Backend
 	}
-	if backend != profiles.BackendBwrap {
-		return req, &NotBwrapError{Profile: prof.Name, Backend: backend, Asked: s.Backend != ""}
+	if kind != profiles.BackendBwrap {
+		return req, &NotBwrapError{Profile: prof.Name, Backend: kind, Asked: s.Backend != ""}
 	}
 	tmplName := prof.Template
 	if s.Template != "" {
 		tmplName = s.Template
 	}
-	tmpl, err := LoadTemplate(configHome, tmplName)
+	tmpl, err := backend.LoadTemplate(configHome, tmplName)
 	if err != nil {
 		return req, err
 	}

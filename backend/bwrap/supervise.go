@@ -266,9 +266,12 @@ func (c *command) signalInitGroup(s syscall.Signal) bool {
 
 // descendants are the sandbox's processes below its pid 1 (from each task's children
 // list: only the sandbox's, not every process of the machine).
-func (c *command) descendants() []int {
+func (c *command) descendants() []int { return descendantsOf(c.init) }
+
+// descendantsOf are the processes below init, from each task's children list.
+func descendantsOf(init int) []int {
 	var out []int
-	queue := []int{c.init}
+	queue := []int{init}
 	for len(queue) > 0 && len(out) < 1<<16 {
 		pid := queue[0]
 		queue = queue[1:]

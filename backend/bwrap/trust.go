@@ -250,10 +250,6 @@ func (e *WiderError) Error() string {
 	return fmt.Sprintf("box %s: this launch reaches further than the box's last (it adds %s): what the narrower launches left in its home would run with it", e.Box, strings.Join(e.Beyond, "; "))
 }
 
-func (e *WiderError) Hint() string {
-	return fmt.Sprintf("launch it as before, or use a box made for the wider reach (box new); to widen this one, review its home (%s) and then remove %s", e.Home, e.Record)
-}
-
 // RunLock is the lock every run using an instance directory holds while it runs, in
 // the directory's root (which no sandbox sees).
 const RunLock = "box-run.lock"

@@ -80,7 +80,7 @@ func TestSettleTrust(t *testing.T) {
 	p.Spec.HomeDir, p.Policy.Box = t.TempDir(), "b"
 	p.Reach.Network = policy.NetFull
 	var we *WiderError
-	if err := settle(); !errors.As(err, &we) || we.Beyond[0] != "network full" || !strings.Contains(we.Hint(), ReachFile) {
+	if err := settle(); !errors.As(err, &we) || we.Beyond[0] != "network full" || !strings.HasSuffix(we.Record, "/"+ReachFile) {
 		t.Errorf("box: %v", err)
 	}
 	// A narrower launch is recorded, and an equal one after it goes on.

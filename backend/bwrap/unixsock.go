@@ -194,7 +194,21 @@ type sockGuard struct {
 	stopW    *os.File
 	done     chan struct{}
 	handlers sync.WaitGroup
+	// slots bounds the notifications served at once (maxNotifications, the receiver
+	// among them); quit closes at stop, for a receiver waiting for a slot.
+	slots chan struct{}
+	quit  chan struct{}
 }
+
+// maxNotifications bounds the sandbox's calls box serves at once. A connect or a send box
+// makes for the sandbox may block (a listener whose queue is full drops the SYN, and a
+// connect waits through the retries, about two minutes; a peer that does not read), and
+// each blocked one held an OS thread and three descriptors of box's: a sandbox of 300
+// threads each blocked in a connect gave box 310 threads (measured), counted against the
+// operator's own process limit (ulimit -u, the bound the default pids leaves half of for
+// the operator's other sessions) and, past Go's 10,000, ending box mid-run (a hostile
+// review). Past the bound the sandbox's calls wait in the kernel for one to end.
+const maxNotifications = 128
 
 // newSockGuard is nil when the plan does not mediate (or a test build switched it off).
 func newSockGuard(cfg UnixSockets) *sockGuard {
@@ -254,6 +268,7 @@ func (g *sockGuard) begin(pidns uint64) error {
 		return err
 	}
 	g.done = make(chan struct{})
+	g.slots, g.quit = make(chan struct{}, maxNotifications), make(chan struct{})
 	go g.serve()
 	return nil
 }
@@ -264,6 +279,7 @@ func (g *sockGuard) stop() {
 		return
 	}
 	if g.done != nil {
+		close(g.quit)
 		g.stopW.Close()
 		<-g.done
 		g.handlers.Wait()
@@ -280,14 +296,25 @@ func (g *sockGuard) stop() {
 // on the sandbox's behalf may block, and no notification waits behind it, while the
 // answer takes no hop to another thread first (every launch waits on two: bwrap's own
 // netlink sends that bring up the sandbox's loopback). done closes when receiving ends.
+//
+// A receiver takes a slot first (maxNotifications): when every slot is held by a call
+// that blocks, the next notification waits in the kernel, not in a thread of box's.
 func (g *sockGuard) serve() {
+	select {
+	case g.slots <- struct{}{}:
+	case <-g.quit:
+		close(g.done)
+		return
+	}
 	n, ok := g.receive()
 	if !ok {
+		<-g.slots
 		close(g.done)
 		return
 	}
 	g.handlers.Add(1)
 	defer g.handlers.Done()
+	defer func() { <-g.slots }()
 	go g.serve()
 	r := g.decide(&n)
 	r.ID = n.ID

@@ -121,10 +121,6 @@ func (e *OffStackError) Error() string {
 	return fmt.Sprintf("the %s sets %s, which box never gives a box (it could move the box off the isolation stack)", e.Where, e.What)
 }
 
-func (e *OffStackError) Hint() string {
-	return "box imports boxes shaped as box mints them: remove it on the exporting host ('box incus BOX -- config ...') and export again, or import with incus itself, outside box"
-}
-
 // importableKey reports whether an instance's own config key is one a box minted by box
 // can carry: its stamp and user keys, the resources box sets, cloud-init, what Incus
 // records of the image, and Incus's volatile state.

@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -30,12 +31,24 @@ func refuseLaunch(l backend.LaunchRequest) error {
 		return &backend.SettingsError{Backend: profiles.BackendVM, Settings: []string{"tty"}}
 	}
 	if len(l.HostPorts) > 0 {
-		return errs.Usage("to open a vm box's port on your loopback: box expose BOX PORT", "--host-port is for bwrap boxes: a vm box reaches no host port")
+		return &errs.UsageError{Err: ErrHostPorts}
 	}
 	if l.Yes || l.AllowRoot || len(l.Allow) > 0 {
 		return errs.Usage("drop -y, --allow-root and --allow for a vm box", "-y, --allow-root and --allow are for bwrap boxes: a vm box gets no host environment to audit, and its network is the box bridge's")
 	}
 	return nil
+}
+
+// ErrHostPorts: --host-port given for a vm box, which reaches no host port (a usage
+// error; box expose is a vm box's door).
+var ErrHostPorts = errors.New("--host-port is for bwrap boxes: a vm box reaches no host port")
+
+// NoTerminalError: a verb that runs on a terminal (box shell, box tmux) was given none
+// on stdin and stdout (a usage error).
+type NoTerminalError struct{ Verb, Name string }
+
+func (e *NoTerminalError) Error() string {
+	return fmt.Sprintf("box %s needs a terminal on stdin and stdout", e.Verb)
 }
 
 // onTerminal runs cmd (nil: the user's login shell) in a box as its user, on your
@@ -44,7 +57,7 @@ func (b Backend) onTerminal(verb, name string, cmd []string) error {
 	in, inOK := b.Stdin.(*os.File)
 	out, outOK := b.Stdout.(*os.File)
 	if !inOK || !outOK || !term.IsTerminal(int(in.Fd())) || !term.IsTerminal(int(out.Fd())) {
-		return errs.Usage("for a command without a terminal: box exec "+name+" -- COMMAND", "box %s needs a terminal on stdin and stdout", verb)
+		return &errs.UsageError{Err: &NoTerminalError{Verb: verb, Name: name}}
 	}
 	ctx := context.Background()
 	c := b.Client()

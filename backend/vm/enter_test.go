@@ -9,10 +9,11 @@ import (
 	"github.com/heavy-duty/box/internal/errs"
 )
 
-// --host-port on box shell or box exec of a vm box is refused by name, never ignored.
+// --host-port on box shell or box exec of a vm box is refused by name, never ignored
+// (the CLI words the hint: box expose).
 func TestRefuseLaunchHostPorts(t *testing.T) {
 	err := refuseLaunch(backend.LaunchRequest{HostPorts: []uint16{5432}})
-	if err == nil || !errs.IsUsage(err) || !strings.Contains(err.Error(), "--host-port") || !strings.Contains(errs.HintOf(err), "box expose") {
+	if err == nil || !errs.IsUsage(err) || !errors.Is(err, ErrHostPorts) || !strings.Contains(err.Error(), "--host-port") {
 		t.Fatalf("refuseLaunch with host ports: %v", err)
 	}
 }

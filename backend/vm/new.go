@@ -16,7 +16,6 @@ import (
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/progress"
 	"github.com/heavy-duty/box/profiles"
-	"github.com/heavy-duty/box/templates"
 )
 
 // NewPlan is what box new will do, decided without incusd: a mint (Pool still to be
@@ -73,11 +72,8 @@ func (b Backend) Plan(r backend.MintRequest, now time.Time) (*NewPlan, error) {
 	}
 	var prof *profiles.Profile
 	if r.Profile != "" {
-		p, err := profiles.Load(r.Profile, profiles.Dir(b.ConfigHome))
+		p, err := backend.LoadProfile(b.ConfigHome, r.Profile)
 		if err != nil {
-			if errors.Is(err, profiles.ErrNotFound) || profiles.ValidName(r.Profile) != nil {
-				return nil, errs.Usage("run 'box profiles' to list them", "%s", err)
-			}
 			return nil, err
 		}
 		prof = p
@@ -86,12 +82,12 @@ func (b Backend) Plan(r backend.MintRequest, now time.Time) (*NewPlan, error) {
 		return nil, b.err(err)
 	}
 	name := TemplateName(o.Template, prof)
-	tmpl, err := templates.Load(name, templates.Dir(b.ConfigHome))
+	tmpl, err := backend.LoadTemplate(b.ConfigHome, name)
 	if err != nil {
-		if errors.Is(err, templates.ErrNotFound) || templates.ValidName(name) != nil {
-			return nil, errs.Usage("run 'box templates' to list them", "%s", err)
-		}
 		var h interface{ Hint() string }
+		if errors.As(err, new(*backend.NoSuchError)) {
+			return nil, err
+		}
 		if errors.As(err, &h) {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/incus"
+	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 )
@@ -87,11 +88,24 @@ func TemplateName(flag string, prof *profiles.Profile) string {
 	return DefaultTemplate
 }
 
+// ProfileBackendError: a vm verb was given a profile of another backend (a usage error).
+type ProfileBackendError struct{ Profile, Backend string }
+
+func (e *ProfileBackendError) Error() string {
+	return fmt.Sprintf("profile %q is for the %s backend, not vm", e.Profile, e.Backend)
+}
+
+// NoImageError: a vm mint from a template with no image, a bwrap template (a usage error).
+type NoImageError struct{ Template string }
+
+func (e *NoImageError) Error() string {
+	return fmt.Sprintf("template %q has no image: it is for the bwrap backend only", e.Template)
+}
+
 // CheckProfile refuses a profile that is not for the vm backend.
 func CheckProfile(prof *profiles.Profile) error {
 	if prof != nil && prof.Backend != profiles.BackendVM {
-		return usage("box new takes a profile whose backend is vm; bwrap profiles are for 'box run'",
-			"profile %q is for the %s backend, not vm", prof.Name, prof.Backend)
+		return &errs.UsageError{Err: &ProfileBackendError{Profile: prof.Name, Backend: prof.Backend}}
 	}
 	return nil
 }
@@ -167,8 +181,7 @@ func MintPlan(o NewOptions, prof *profiles.Profile, tmpl *templates.Template, pl
 		return incus.Mint{}, err
 	}
 	if tmpl.Image == "" {
-		return incus.Mint{}, usage("run 'box templates' to list them; a vm template sets image and user",
-			"template %q has no image: it is for the bwrap backend only", tmpl.Name)
+		return incus.Mint{}, &errs.UsageError{Err: &NoImageError{Template: tmpl.Name}}
 	}
 	if tmpl.User == "" {
 		return incus.Mint{}, fmt.Errorf("template %q has an image but no user", tmpl.Name)

@@ -4,6 +4,7 @@ package main
 // builds it from its environment.
 
 import (
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/profiles"
 )
@@ -15,6 +16,7 @@ func (e *env) bwrapBoxes() bwrap.Boxes {
 		User: e.userName(), Quiet: e.quiet, RemoteOnly: e.remoteName() != "",
 		NameTaken: func(name string) error { return registry(e).Taken(name) },
 		Confirm:   func(force bool, q, refused string) error { return ask(e, force, q, refused) },
+		Warn:      func(w error) { warnf(e, w) },
 	}
 }
 
@@ -31,5 +33,5 @@ func profileName(e *env, flag string) string {
 
 // loadProfile loads by name from e's configuration directory.
 func loadProfile(e *env, name string) (*profiles.Profile, error) {
-	return bwrap.LoadProfile(e.configHome(), name)
+	return backend.LoadProfile(e.configHome(), name)
 }

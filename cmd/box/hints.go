@@ -8,9 +8,11 @@ import (
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,6 +77,28 @@ var hints = []func(error) (string, error){
 	as(func(e *backend.PortArgError) string { return "for example: box expose " + e.Box + " 3000" }),
 	as(func(e *vm.SessionNameError) string { return "for example: box tmux " + e.Box + " run-1" }),
 	to[*vm.TemplateError]("run 'box templates' to list them"),
+	is(vm.ErrHostPorts, "to open a vm box's port on your loopback: box expose BOX PORT"),
+	as(func(e *vm.NoTerminalError) string {
+		return "for a command without a terminal: box exec " + e.Name + " -- COMMAND"
+	}),
+	to[*vm.ProfileBackendError]("box new takes a profile whose backend is vm; bwrap profiles are for 'box run'"),
+	to[*vm.NoImageError]("run 'box templates' to list them; a vm template sets image and user"),
+	to[*protect.ChangedError]("another process is changing the working directory: stop it (another box run there?) and launch again"),
+	as(func(e *policy.ProtectOptionError) string {
+		if e.Key == "protect_drop" {
+			return "name an entry as 'box run --dry-run' lists it (for example .vscode or git:hooks)"
+		}
+		return "give a path relative to the project, for example .env or scripts/hooks"
+	}),
+	as(func(e *bwrap.WiderError) string {
+		return fmt.Sprintf("launch it as before, or use a box made for the wider reach (box new); to widen this one, review its home (%s) and then remove %s", e.Home, e.Record)
+	}),
+	to[*vm.OffStackError]("box imports boxes shaped as box mints them: remove it on the exporting host ('box incus BOX -- config ...') and export again, or import with incus itself, outside box"),
+	as(func(e *bwrap.StartError) string {
+		return "box shell " + e.Name + " or box exec " + e.Name + " -- COMMAND launches its sandbox"
+	}),
+	to[*bwrap.StopInUseError]("end the command running in it (exit its shell, or Ctrl-C its box exec)"),
+	as(func(e *backend.NoSuchError) string { return "run 'box " + e.What + "s' to list them" }),
 	as(func(e *backend.RunningError) string {
 		return "box stop " + e.Name + " && box " + strings.Join(append([]string{e.Verb, e.Name}, e.Args...), " ")
 	}),
@@ -150,6 +174,11 @@ var hints = []func(error) (string, error){
 	as(auditHint),
 	to[*bwrap.DataDirError]("set HOME (or XDG_DATA_HOME) to a directory of your own you can write, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/)"),
 	to[*bwrap.NofileError]("raise it where box is started: ulimit -n 1024 (as root, or in the container's settings: docker run --ulimit nofile=1024:1024; systemd LimitNOFILE=)"),
+	as(func(e *bwrap.TreeMovedError) string {
+		return "another run's sandbox on a directory above may have moved it, or a link now stands in its place: look at what " + e.Tree + " is now, then run box again from the directory you mean"
+	}),
+	to[*bwrap.GuardLockError]("box locks the working directory and the directories above it so that concurrent runs never follow what one sandbox swaps in: run it in a directory on a local filesystem that supports flock"),
+	to[*bwrap.MountTableError]("box reads /proc/self/mountinfo to find the other names of the working directory: mount /proc where box runs (in a container, do not mask it)"),
 	to[*bwrap.NoHomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\""),
 	to[*bwrap.HomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/); or run in the Landlock mode, which mounts no home (--isolation landlock)"),
 	is(bwrap.ErrRoot, "run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure"),

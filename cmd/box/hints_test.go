@@ -11,6 +11,7 @@ import (
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/bwrap/dirbox"
+	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
 	"github.com/heavy-duty/box/internal/errs"
@@ -30,6 +31,22 @@ func TestHints(t *testing.T) {
 		hint string
 		code int
 	}{
+		{&bwrap.TreeMovedError{Tree: "/p/w", Now: "/q/w"}, "another run's sandbox on a directory above may have moved it, or a link now stands in its place: look at what /p/w is now, then run box again from the directory you mean", exitFail},
+		{&bwrap.GuardLockError{Dir: "/p/w", Err: base}, "box locks the working directory and the directories above it so that concurrent runs never follow what one sandbox swaps in: run it in a directory on a local filesystem that supports flock", exitFail},
+		{&bwrap.MountTableError{Err: base}, "box reads /proc/self/mountinfo to find the other names of the working directory: mount /proc where box runs (in a container, do not mask it)", exitFail},
+		{&errs.UsageError{Err: &backend.NoSuchError{What: "profile", Err: base}}, "run 'box profiles' to list them", exitUsage},
+		{&errs.UsageError{Err: &backend.NoSuchError{What: "template", Err: base}}, "run 'box templates' to list them", exitUsage},
+		{&errs.UsageError{Err: &bwrap.StartError{Name: "w"}}, "box shell w or box exec w -- COMMAND launches its sandbox", exitUsage},
+		{&bwrap.StopInUseError{Name: "w"}, "end the command running in it (exit its shell, or Ctrl-C its box exec)", exitFail},
+		{&protect.ChangedError{Path: "/w/.envrc", Now: "a link"}, "another process is changing the working directory: stop it (another box run there?) and launch again", exitFail},
+		{&policy.ProtectOptionError{Key: "protect_drop", Value: "x", Why: "no such entry"}, "name an entry as 'box run --dry-run' lists it (for example .vscode or git:hooks)", exitFail},
+		{&policy.ProtectOptionError{Key: "protect_add", Value: "/x", Why: "absolute"}, "give a path relative to the project, for example .env or scripts/hooks", exitFail},
+		{&bwrap.WiderError{Box: "b", Beyond: []string{"network full"}, Record: "/i/reach", Home: "/i/home"}, "launch it as before, or use a box made for the wider reach (box new); to widen this one, review its home (/i/home) and then remove /i/reach", exitFail},
+		{&vm.OffStackError{Where: "instance", What: "device \"h\" (disk)"}, "box imports boxes shaped as box mints them: remove it on the exporting host ('box incus BOX -- config ...') and export again, or import with incus itself, outside box", exitFail},
+		{&errs.UsageError{Err: vm.ErrHostPorts}, "to open a vm box's port on your loopback: box expose BOX PORT", exitUsage},
+		{&errs.UsageError{Err: &vm.NoTerminalError{Verb: "shell", Name: "b"}}, "for a command without a terminal: box exec b -- COMMAND", exitUsage},
+		{&errs.UsageError{Err: &vm.ProfileBackendError{Profile: "p", Backend: "bwrap"}}, "box new takes a profile whose backend is vm; bwrap profiles are for 'box run'", exitUsage},
+		{&errs.UsageError{Err: &vm.NoImageError{Template: "t"}}, "run 'box templates' to list them; a vm template sets image and user", exitUsage},
 		{bwrap.ErrRoot, "run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure", exitFail},
 		{&bwrap.CheckError{Need: bwrap.NeedAllowlist, Err: base}, "run 'box --check' to see what the sandbox needs here", exitFail},
 		{&bwrap.CheckError{Need: bwrap.NeedInternet, Err: base}, "run 'box --check' to see what the internet tier needs here", exitFail},

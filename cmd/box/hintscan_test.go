@@ -18,22 +18,6 @@ import (
 // function and verb: what #18 has yet to move into hints.go. The list only shrinks: a
 // hint that names a verb and is not listed fails, and so does a listed one that is gone.
 var hintsNamingVerbs = []string{
-	"backend/bwrap/boxes.go (Boxes).Start: box exec",
-	"backend/bwrap/boxes.go (Boxes).Start: box shell",
-	"backend/bwrap/boxes.go (Boxes).Stop: box exec",
-	"backend/bwrap/boxes_new.go LoadProfile: box profiles",
-	"backend/bwrap/boxes_new.go LoadTemplate: box templates",
-	"backend/bwrap/protect/place.go (*ChangedError).Hint: box run",
-	"backend/bwrap/trust.go (*WiderError).Hint: box new",
-	"backend/vm/archive.go (*OffStackError).Hint: box incus",
-	"backend/vm/enter.go refuseLaunch: box expose",
-	"backend/vm/enter.go (Backend).onTerminal: box exec",
-	"backend/vm/new.go (Backend).Plan: box profiles",
-	"backend/vm/new.go (Backend).Plan: box templates",
-	"backend/vm/plan.go CheckProfile: box new",
-	"backend/vm/plan.go CheckProfile: box run",
-	"backend/vm/plan.go MintPlan: box templates",
-	"policy/protect.go (*ProtectOptionError).Hint: box run",
 
 	"backend/bwrap/audit.go (*BaselineError).Hint: box version", // prose: "an older box version"
 }

@@ -100,6 +100,22 @@ type Session struct {
 // ResolvConf is the resolv.conf the sandbox must see at /etc/resolv.conf.
 func (s *Session) ResolvConf() string { return ResolvConf(s.Helper) }
 
+// EndedEarly reports whether the helper has already exited, and how (its exit status and
+// the last of its output). Asked before Close, which kills it: a helper that ended while
+// the sandbox ran left it without a network from then on (nothing more: the filter stays
+// in its namespace), and the operator is told (a hostile review found the end unseen).
+func (s *Session) EndedEarly() (bool, string) {
+	if s == nil || s.done == nil {
+		return false, ""
+	}
+	select {
+	case <-s.done:
+		return true, s.helperErr()
+	default:
+		return false, ""
+	}
+}
+
 // Close kills the helper (by pid) and releases the namespace fds. Idempotent.
 func (s *Session) Close() error {
 	if s == nil {

@@ -35,6 +35,23 @@ var DisableLinkGuards bool
 // sets it.
 var DisableCommonScan bool
 
+// DisableWorktreeLinks switches off the watching of links in a git directory's
+// worktrees/ (the audit takes only the directories there, as box did before), so the
+// drill's worktree-link row can be shown to catch its absence. Only a test build sets it.
+var DisableWorktreeLinks bool
+
+// DisableTopGuards switches off the watching of the project files at the top of every
+// work tree the audit finds (only those the protected set names are watched, as box did
+// before), so the drill's nested-project-file row can be shown to catch its absence.
+// Only a test build sets it.
+var DisableTopGuards bool
+
+// DisableWorktreeHooks switches off the watching of a relative core.hooksPath in the
+// work tree core.worktree names (only the .git entry's directory is watched, as box did
+// before), so the drill's worktree-hooks row can be shown to catch its absence. Only a
+// test build sets it.
+var DisableWorktreeHooks bool
+
 // access is the modes the audit changed, to put back.
 type access struct {
 	saved []savedMode

@@ -86,7 +86,7 @@ func ReadBaseline(path, workdir string) (*Snapshot, error) {
 // operator's choice for that run.
 func Joined(base, own *Snapshot) *Snapshot {
 	j := *base
-	j.Writable, j.Guards, j.Loosened, j.Home, j.GitdirGuards = own.Writable, own.Guards, own.Loosened, own.Home, own.GitdirGuards
+	j.Writable, j.Guards, j.Loosened, j.Home, j.GitdirGuards, j.TopGuards = own.Writable, own.Guards, own.Loosened, own.Home, own.GitdirGuards, own.TopGuards
 	j.Files = make(map[string]File, len(base.Files))
 	for p, f := range base.Files {
 		j.Files[p] = f

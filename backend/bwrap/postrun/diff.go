@@ -192,6 +192,9 @@ func Diff(before, after *Snapshot) []Finding {
 		if a.Todo && !a.TodoExec {
 			continue // a rebase with nothing to run: the host's --continue only picks
 		}
+		if _, had := before.Repos[a.Top]; a.Top != "" && (!had || len(before.TopGuards) == 0) {
+			continue // a new repository's work tree (its .git moved), or a snapshot that did not watch it
+		}
 		b := before.Files[p]
 		change := "added"
 		if b.Kind != "" {

@@ -53,7 +53,13 @@ type Input struct {
 	// relative to it: lazygit.yml), from the protected set's git entries the audit does
 	// not read by meaning (config, hooks, commondir, gitdir it reads itself).
 	GitdirGuards []Guard
-	Limits       Limits
+	// TopGuards are the protected set's project files (Path relative: .envrc,
+	// .vscode, ...), watched at the top of every work tree the audit finds in a writable
+	// root, as the protected set keeps them at the top of every repository its scan found:
+	// a repository past the scan's bound, or in a directory the scan does not enter
+	// (node_modules), is still audited.
+	TopGuards []Guard
+	Limits    Limits
 	// Listings are an earlier walk's directory listings (the protected set's scan, the
 	// snapshot before the run), each reused only while its directory provably has not
 	// changed (package dirlist); nil lists every directory.
@@ -97,8 +103,10 @@ type Snapshot struct {
 	Guards   []Guard  `json:"guards"`
 	Loosened []string `json:"loosened"`
 	// GitdirGuards: see Input.
-	GitdirGuards []Guard          `json:"gitdir_guards,omitempty"`
-	Repos        map[string]*Repo `json:"repos"` // by Dot
+	GitdirGuards []Guard `json:"gitdir_guards,omitempty"`
+	// TopGuards: see Input.
+	TopGuards []Guard          `json:"top_guards,omitempty"`
+	Repos     map[string]*Repo `json:"repos"` // by Dot
 	// Files are the protected paths and everything under protected directories, by
 	// absolute path; a path recorded absent has Kind "".
 	Files map[string]File `json:"files"`
@@ -143,6 +151,10 @@ type Repo struct {
 	// write a .git file elsewhere (git worktree repair).
 	Commondir  string `json:"commondir,omitempty"`
 	GitdirFile string `json:"gitdir_file,omitempty"`
+	// Worktree is the last core.worktree its config files set, as written ("" none): git
+	// then works, and runs hooks, in that directory, and a relative core.hooksPath names
+	// a directory there.
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // Repository kinds.
@@ -189,6 +201,10 @@ type File struct {
 	TodoExec bool `json:"todo_exec,omitempty"`
 	// Why: for an unread path, what refused it.
 	Why string `json:"why,omitempty"`
+	// Top: for a project file watched at the top of a work tree (Input.TopGuards), that
+	// repository's .git entry: judged only when the repository was there before the run
+	// (a new one is moved aside, its work tree's files stay, as in a plain directory).
+	Top string `json:"top,omitempty"`
 	// content is kept (within Limits.KeepBytes) to restore a changed file.
 	content []byte
 }
@@ -203,7 +219,7 @@ func Take(in Input) *Snapshot {
 	s := &Snapshot{Workdir: in.Workdir, Repos: map[string]*Repo{}, Files: make(map[string]File, len(in.Protected)+len(in.Protected)/4), Unread: map[string]File{}, listings: t.next}
 	// The modes granted to read the tree go back once it is read.
 	defer t.acc.restore()
-	s.Home, s.Writable, s.Guards, s.Loosened, s.GitdirGuards = in.Home, in.Writable, in.Protected, in.Loosened, in.GitdirGuards
+	s.Home, s.Writable, s.Guards, s.Loosened, s.GitdirGuards, s.TopGuards = in.Home, in.Writable, in.Protected, in.Loosened, in.GitdirGuards, in.TopGuards
 	if len(s.Writable) == 0 {
 		s.Writable = []string{in.Workdir}
 	}
@@ -221,9 +237,30 @@ func Take(in Input) *Snapshot {
 	return s
 }
 
-// Input is what took s, to take its "after" again (an audit finished by a later run).
+// Input is what took s, to take its "after" again (an audit finished by a later run),
+// with the project files s watched at work trees' tops (Watched).
 func (s *Snapshot) Input() Input {
-	return Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Protected: s.Guards, Loosened: s.Loosened, GitdirGuards: s.GitdirGuards}
+	return s.Watched(Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Protected: s.Guards, Loosened: s.Loosened, GitdirGuards: s.GitdirGuards, TopGuards: s.TopGuards})
+}
+
+// Watched is in (the input of the snapshot after the run) also watching the project
+// files s, the snapshot before it, watched at the top of a work tree (Input.TopGuards):
+// a sandbox that removes a repository's .git (one the protected set's scan did not
+// reach) must not take that work tree's .envrc out of the audit's sight with it.
+func (s *Snapshot) Watched(in Input) Input {
+	if DisableTopGuards {
+		return in
+	}
+	var add []Guard
+	for _, p := range sortedKeys(s.Files) {
+		if f := s.Files[p]; f.Top != "" && !f.Hook {
+			add = append(add, Guard{Path: p, Runs: f.Runs})
+		}
+	}
+	if len(add) > 0 {
+		in.Protected = append(slices.Clip(in.Protected), add...)
+	}
+	return in
 }
 
 type taker struct {
@@ -241,6 +278,7 @@ type taker struct {
 	ents     []dirent          // the walk's entries, reused from one directory to the next
 	listed   map[string]names  // guardAs's listings of guards' directories
 	next     *dirlist.Cache    // the walk's listings, for the next walk
+	top      string            // the .git entry whose work tree's project files are being guarded
 	listing  []dirlist.Ent     // the listing being read, to keep in next
 }
 
@@ -563,31 +601,55 @@ func (t *taker) repoKind(dot, kind string) {
 	for _, g := range t.in.GitdirGuards {
 		t.guard(filepath.Join(r.Common, g.Path), g.Runs)
 	}
+	// The project files at the top of its work tree (.envrc, .vscode/, ...): the
+	// protected set keeps them only where its scan found the repository.
+	if (r.Kind == RepoDir || r.Kind == RepoPointer) && !DisableTopGuards && t.s.writable(filepath.Dir(dot)) {
+		t.top = dot
+		for _, g := range t.in.TopGuards {
+			t.guard(filepath.Join(filepath.Dir(dot), g.Path), g.Runs)
+		}
+		t.top = ""
+	}
 	// Hooks, wherever they are run from.
 	runs := "git runs hooks/NAME on its event (commit, checkout, merge, push, ...)"
 	t.guardHooks(filepath.Join(r.Common, "hooks"), runs)
 	if r.Gitdir != r.Common {
 		t.guardHooks(filepath.Join(r.Gitdir, "hooks"), runs)
 	}
+	// A relative core.hooksPath names a directory in the work tree git runs the hook in:
+	// the .git entry's directory, or the one core.worktree names. A hostile review (the
+	// Landlock mode, where the config is writable) added core.worktree = ../sub to a
+	// repository whose hooks are in .husky, planted sub/.husky/pre-commit, and the host's
+	// git commit ran it: the audit watched only .husky.
+	tops := []string{worktreeOf(r)}
+	if r.Worktree != "" && !DisableWorktreeHooks {
+		w := expand(r.Worktree, t.in.Home)
+		if !filepath.IsAbs(w) {
+			w = filepath.Join(r.Gitdir, w) // relative to the git directory, as git reads it
+		}
+		tops = append(tops, filepath.Clean(w))
+	}
+	hooksAt := func(hp, runs string) {
+		p := expand(hp, t.in.Home)
+		if filepath.IsAbs(p) {
+			t.guardHooks(filepath.Clean(p), runs)
+			return
+		}
+		for _, top := range tops {
+			t.guardHooks(filepath.Join(top, p), runs)
+		}
+	}
 	own := false
 	for _, e := range r.Exec {
 		if e.Name == "core.hookspath" && e.HasValue && e.Value != "" {
 			own = true
-			p := expand(e.Value, t.in.Home)
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(worktreeOf(r), p)
-			}
-			t.guardHooks(filepath.Clean(p), "git runs hooks from here (core.hooksPath)")
+			hooksAt(e.Value, "git runs hooks from here (core.hooksPath)")
 		}
 	}
 	// Without one of its own, the global config's: relative, it names a directory in
 	// every work tree (core.hooksPath = .githooks).
 	if hp := t.globalHooksPath(); !own && hp != "" {
-		p := expand(hp, t.in.Home)
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(worktreeOf(r), p)
-		}
-		t.guardHooks(filepath.Clean(p), "git runs hooks from here (core.hooksPath in your global git config)")
+		hooksAt(hp, "git runs hooks from here (core.hooksPath in your global git config)")
 	}
 	// A rebase stopped in the sandbox (a conflict, a break) is carried on by the host's
 	// git rebase --continue, which runs the todo list's exec lines.
@@ -631,15 +693,24 @@ func (t *taker) todos(gd string) {
 		"git cherry-pick/revert --continue carries on with the sequencer's todo list, exec lines included", TodoExecs)
 }
 
-// worktrees takes the linked worktrees' git directories under gd/worktrees.
+// worktrees takes the linked worktrees' git directories under gd/worktrees. An entry
+// there that is a link is watched as a protected path: git follows it (git worktree
+// repair writes a .git file wherever the gitdir file behind it names), and a hostile
+// review planted worktrees/NAME as a link to a directory of the work tree holding such a
+// gitdir; the listing took only directories, and the host's git worktree repair made the
+// home a work tree. Git never makes such a link: added or changed, it is a finding.
 func (t *taker) worktrees(gd string) {
 	ws, err := t.readDir(filepath.Join(gd, "worktrees"))
 	if err != nil {
 		return
 	}
 	for _, w := range ws {
-		if w.IsDir() {
-			t.repoKind(filepath.Join(gd, "worktrees", w.Name()), RepoGitdir)
+		p := filepath.Join(gd, "worktrees", w.Name())
+		switch {
+		case w.IsDir():
+			t.repoKind(p, RepoGitdir)
+		case w.Type()&fs.ModeSymlink != 0 && !DisableWorktreeLinks:
+			t.guard(p, "git follows this link as a linked worktree's git directory: git worktree repair writes a .git file where its gitdir names, prune deletes by it")
 		}
 	}
 }
@@ -750,6 +821,9 @@ func (t *taker) config(r *Repo, file string, via []Loc) {
 		if _, ok := Executes(e); ok {
 			r.Exec = append(r.Exec, ConfigEntry{File: file, Entry: e, Via: via})
 		}
+		if e.Name == "core.worktree" && e.HasValue {
+			r.Worktree = e.Value
+		}
 		sec, _, key := e.Parts()
 		if key == "path" && (sec == "include" || sec == "includeif") && e.HasValue && e.Value != "" {
 			if depth+1 > t.lim.Includes {
@@ -781,7 +855,7 @@ func (t *taker) guardAs(p, runs string, hook bool) {
 	if !t.absent(p) {
 		f = t.stat(p, hook)
 	}
-	f.Runs, f.Hook = runs, hook
+	f.Runs, f.Hook, f.Top = runs, hook, t.top
 	t.s.Files[p] = f
 	if f.Kind != "dir" {
 		return
@@ -828,7 +902,7 @@ func (t *taker) guardTree(dir, runs string, hook bool) bool {
 			return false
 		}
 		g := t.stat(q, hook)
-		g.Runs, g.Hook = runs, hook
+		g.Runs, g.Hook, g.Top = runs, hook, t.top
 		t.s.Files[q] = g
 		if g.Kind == "dir" && !t.guardTree(q, runs, hook) {
 			return false

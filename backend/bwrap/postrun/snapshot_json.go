@@ -3,6 +3,9 @@ package postrun
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -29,13 +32,54 @@ type snapshotDisk struct {
 	// GuardsAbsent: each guard whose path has no entry in Files was recorded absent,
 	// with the guard's text.
 	GuardsAbsent bool `json:"guards_absent,omitempty"`
+	// TopsAbsent: by a work tree's .git entry, the indexes in TopGuards of the project
+	// files recorded absent at its top (the entry File{Runs: the guard's text, Top}).
+	TopsAbsent map[string][]int `json:"tops_absent,omitempty"`
+}
+
+// withoutTopsAbsent takes out of files (owned by the caller) the entries recorded absent
+// at the top of a work tree with only a top guard's text (File{Runs, Top}, at the
+// guard's path below Top's directory), and returns them by work tree as indexes in tops:
+// in a tree of 50 repositories they are some four thousand, each with its text, and
+// marshalling them was most of a run's JSON.
+func withoutTopsAbsent(files map[string]File, tops []Guard) map[string][]int {
+	byPath := make(map[string][]int, len(tops))
+	for i, g := range tops {
+		byPath[g.Path] = append(byPath[g.Path], i)
+	}
+	var out map[string][]int
+	for p, f := range files {
+		if f.Top == "" {
+			continue
+		}
+		dir := filepath.Dir(f.Top)
+		if len(p) <= len(dir)+1 || p[:len(dir)] != dir || p[len(dir)] != '/' {
+			continue
+		}
+		g := f
+		g.Top = ""
+		for _, i := range byPath[p[len(dir)+1:]] {
+			if g.onlyRuns(tops[i].Runs) {
+				if out == nil {
+					out = map[string][]int{}
+				}
+				out[f.Top] = append(out[f.Top], i)
+				delete(files, p)
+				break
+			}
+		}
+	}
+	for _, is := range out {
+		slices.Sort(is)
+	}
+	return out
 }
 
 // onlyRuns reports whether f is File{Runs: runs}: absent, nothing else known of it
 // (TestSnapshotJSONFields fails when File gains a field this does not look at).
 func (f File) onlyRuns(runs string) bool {
 	return f.Kind == "" && f.Runs == runs && f.Mode == 0 && f.Size == 0 && f.Ino == 0 && f.Ctime == 0 &&
-		f.Link == "" && !f.Hook && !f.Todo && !f.TodoExec && f.Why == "" && f.content == nil
+		f.Link == "" && !f.Hook && !f.Todo && !f.TodoExec && f.Why == "" && f.Top == "" && f.content == nil
 }
 
 // JSON is s as written to disk: MarshalJSON's bytes, without encoding/json's second
@@ -47,7 +91,10 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 	d := snapshotDisk{snapshotFields: snapshotFields(s), Guards: compactGuards(s.Guards, s.Workdir)}
 	if files, ok := withoutAbsentGuards(&s); ok {
 		d.Files, d.GuardsAbsent = files, true
+	} else {
+		d.Files = maps.Clone(s.Files)
 	}
+	d.TopsAbsent = withoutTopsAbsent(d.Files, s.TopGuards)
 	return json.Marshal(&d)
 }
 
@@ -62,10 +109,20 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	if s.Guards, err = d.Guards.expand(s.Workdir); err != nil {
 		return err
 	}
-	if d.GuardsAbsent {
-		if s.Files == nil {
-			s.Files = map[string]File{}
+	if s.Files == nil && (d.GuardsAbsent || len(d.TopsAbsent) > 0) {
+		s.Files = map[string]File{}
+	}
+	// The project files recorded absent at work trees' tops first: a guard's path among
+	// them has its entry, with Top, before the guards' fill below.
+	for top, is := range d.TopsAbsent {
+		for _, i := range is {
+			if i < 0 || i >= len(s.TopGuards) || top == "" {
+				return fmt.Errorf("snapshot: top guard %d of %d at %q", i, len(s.TopGuards), top)
+			}
+			s.Files[filepath.Join(filepath.Dir(top), s.TopGuards[i].Path)] = File{Runs: s.TopGuards[i].Runs, Top: top}
 		}
+	}
+	if d.GuardsAbsent {
 		for _, g := range s.Guards {
 			if _, ok := s.Files[g.Path]; !ok {
 				s.Files[g.Path] = File{Runs: g.Runs}

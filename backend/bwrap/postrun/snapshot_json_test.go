@@ -170,3 +170,44 @@ func aheadTree(t *testing.T) (string, Input) {
 	}}
 	return wd, in
 }
+
+// The project files recorded absent at work trees' tops (Input.TopGuards) are written
+// once per work tree as indexes, not each with its text, and read back exactly, their
+// Top included, also where a guard has the same path; an index out of range is refused.
+func TestSnapshotJSONTopsAbsent(t *testing.T) {
+	wd, in := aheadTree(t)
+	long := strings.Repeat("rustup runs the toolchain it names ", 3)
+	in.TopGuards = []Guard{{Path: ".envrc", Runs: "direnv"}, {Path: ".vscode/tasks.json", Runs: "vscode"}, {Path: "rust-toolchain.toml", Runs: long}}
+	s := Take(in)
+	absent := filepath.Join(wd, "deps", "d3", "e1", "rust-toolchain.toml")
+	if f, ok := s.Files[absent]; !ok || f.Kind != "" || f.Top == "" {
+		t.Fatalf("%s not recorded absent at a top: %+v", absent, f)
+	}
+	b, err := s.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte(`"`+absent+`":`)) || !bytes.Contains(b, []byte(`"tops_absent":`)) {
+		t.Errorf("the absent top guard is written in files:\n%s", b)
+	}
+	if n := strings.Count(string(b), long); n != 1 {
+		t.Errorf("the top guard's text written %d times, want once (in top_guards)", n)
+	}
+	var back Snapshot
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Files) != len(s.Files) {
+		t.Errorf("%d files read back, %d taken", len(back.Files), len(s.Files))
+	}
+	for p, f := range s.Files {
+		f.content = nil
+		if g := back.Files[p]; !reflect.DeepEqual(g, f) {
+			t.Errorf("%s: read back %+v, taken %+v", p, g, f)
+		}
+	}
+	bad := bytes.Replace(b, []byte(`"tops_absent":{`), []byte(`"tops_absent":{"/x/.git":[7],`), 1)
+	if err := json.Unmarshal(bad, &Snapshot{}); err == nil {
+		t.Error("an index past top_guards accepted")
+	}
+}

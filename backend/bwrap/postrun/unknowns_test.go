@@ -55,6 +55,150 @@ func TestAuditGitPointers(t *testing.T) {
 	}
 }
 
+// worktrees/NAME as a link (hostile review, session 15): git follows it to a directory of
+// the work tree whose gitdir names the home, and the host's git worktree repair writes
+// ~/.git. The listing took only directories; the link is now a finding, moved aside, and
+// nothing is left for git to follow. A link there before the run, unchanged, stays.
+func TestAuditWorktreeLink(t *testing.T) {
+	wd, home := t.TempDir(), t.TempDir()
+	gd := filepath.Join(wd, ".git")
+	for _, d := range []string{"objects", "refs/heads", "worktrees", "mine"} {
+		os.MkdirAll(filepath.Join(gd, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(gd, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.Symlink("../mine", filepath.Join(gd, "worktrees", "mine"))
+	in := Input{Workdir: wd}
+	before := Take(in)
+	os.MkdirAll(filepath.Join(wd, "stash"), 0o755)
+	os.WriteFile(filepath.Join(wd, "stash", "gitdir"), []byte(filepath.Join(home, ".git")+"\n"), 0o644)
+	os.Symlink("../../stash", filepath.Join(gd, "worktrees", "evil"))
+	r := Audit(before, Take(in), t.TempDir(), time.Now())
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range r.Findings {
+		rel, _ := filepath.Rel(wd, f.Path)
+		got = append(got, f.Kind+" "+rel+" "+f.Change)
+	}
+	if want := "file .git/worktrees/evil added"; strings.Join(got, ", ") != want {
+		t.Errorf("findings %q, want %q", got, want)
+	}
+	if _, err := os.Lstat(filepath.Join(gd, "worktrees", "evil")); err == nil {
+		t.Error("the link is still in place")
+	}
+	if _, err := os.Lstat(filepath.Join(gd, "worktrees", "mine")); err != nil {
+		t.Errorf("the link from before the run was moved: %v", err)
+	}
+}
+
+// The project files at the top of a repository the protected set's scan did not reach
+// (in node_modules, which it does not enter, or past its bound) are watched too (hostile
+// review, session 15: a sandbox wrote node_modules/dep/.envrc, .vscode/tasks.json and
+// rust-toolchain.toml and the audit said nothing). A repository made during the run is
+// moved aside and its work tree's files stay, as before.
+func TestAuditProjectFilesAtEveryTop(t *testing.T) {
+	wd := t.TempDir()
+	mkgit := func(dir string) {
+		for _, d := range []string{"objects", "refs/heads"} {
+			os.MkdirAll(filepath.Join(dir, ".git", d), 0o755)
+		}
+		os.WriteFile(filepath.Join(dir, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	}
+	mkgit(wd)
+	dep := filepath.Join(wd, "node_modules", "dep")
+	mkgit(dep)
+	os.MkdirAll(filepath.Join(dep, ".vscode"), 0o755)
+	os.WriteFile(filepath.Join(dep, ".vscode", "settings.json"), []byte("{}\n"), 0o644)
+	in := Input{Workdir: wd, TopGuards: []Guard{{Path: ".envrc", Runs: "direnv"}, {Path: ".vscode", Runs: "VS Code"}}}
+	before := Take(in)
+	os.WriteFile(filepath.Join(dep, ".envrc"), []byte("touch /tmp/pwn\n"), 0o644)
+	os.WriteFile(filepath.Join(dep, ".vscode", "tasks.json"), []byte("{}\n"), 0o644)
+	fresh := filepath.Join(wd, "fresh")
+	mkgit(fresh)
+	os.WriteFile(filepath.Join(fresh, ".envrc"), []byte("a clone's\n"), 0o644)
+	r := Audit(before, Take(in), t.TempDir(), time.Now())
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range r.Findings {
+		rel, _ := filepath.Rel(wd, f.Path)
+		got = append(got, f.Kind+" "+rel+" "+f.Change)
+	}
+	want := "repo fresh/.git added, file node_modules/dep/.envrc added, file node_modules/dep/.vscode/tasks.json added"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("findings %q, want %q", got, want)
+	}
+	for _, p := range []string{".envrc", ".vscode/tasks.json"} {
+		if _, err := os.Lstat(filepath.Join(dep, p)); err == nil {
+			t.Errorf("node_modules/dep/%s still in place", p)
+		}
+	}
+	for _, p := range []string{filepath.Join(dep, ".vscode", "settings.json"), filepath.Join(fresh, ".envrc")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was moved: %v", p, err)
+		}
+	}
+	// The repository's .git removed by the run: its work tree's files are still watched
+	// (the snapshot after takes what the one before watched, Watched).
+	before = Take(in)
+	os.RemoveAll(filepath.Join(dep, ".git"))
+	os.WriteFile(filepath.Join(dep, ".envrc"), []byte("touch /tmp/pwn\n"), 0o644)
+	r = Audit(before, Take(before.Watched(in)), t.TempDir(), time.Now())
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Findings) != 1 || r.Findings[0].Path != filepath.Join(dep, ".envrc") || r.Findings[0].Change != "added" {
+		t.Errorf("with dep/.git removed: %+v, want node_modules/dep/.envrc added", r.Findings)
+	}
+}
+
+// core.worktree moves a relative core.hooksPath (hostile review, session 15: in the
+// Landlock mode, where the config is writable, the sandbox added core.worktree = ../sub
+// to a repository whose hooks are in .husky and planted sub/.husky/pre-commit; the host's
+// git commit ran it). The hooks directory in the work tree core.worktree names is watched
+// too; the same for the global config's relative core.hooksPath.
+func TestAuditHooksPathInCoreWorktree(t *testing.T) {
+	for _, global := range []bool{false, true} {
+		wd, home := t.TempDir(), t.TempDir()
+		gd := filepath.Join(wd, ".git")
+		for _, d := range []string{"objects", "refs/heads", "hooks"} {
+			os.MkdirAll(filepath.Join(gd, d), 0o755)
+		}
+		os.WriteFile(filepath.Join(gd, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		cfg := "[core]\n\tbare = false\n"
+		if global {
+			os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = .husky\n"), 0o644)
+		} else {
+			cfg += "\thooksPath = .husky\n"
+		}
+		os.WriteFile(filepath.Join(gd, "config"), []byte(cfg), 0o644)
+		os.MkdirAll(filepath.Join(wd, ".husky"), 0o755)
+		os.WriteFile(filepath.Join(wd, ".husky", "pre-commit"), []byte("#!/bin/sh\n"), 0o755)
+		in := Input{Workdir: wd, Home: home}
+		before := Take(in)
+		os.WriteFile(filepath.Join(gd, "config"), []byte(cfg+"\tworktree = ../sub\n"), 0o644)
+		os.MkdirAll(filepath.Join(wd, "sub", ".husky"), 0o755)
+		os.WriteFile(filepath.Join(wd, "sub", ".husky", "pre-commit"), []byte("#!/bin/sh\ntouch /tmp/pwn\n"), 0o755)
+		r := Audit(before, Take(in), t.TempDir(), time.Now())
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range r.Findings {
+			rel, _ := filepath.Rel(wd, f.Path)
+			got = append(got, f.Kind+" "+rel+" "+f.Change)
+		}
+		if want := "file sub/.husky/pre-commit added"; strings.Join(got, ", ") != want {
+			t.Errorf("global %v: findings %q, want %q", global, got, want)
+		}
+		if _, err := os.Lstat(filepath.Join(wd, "sub", ".husky", "pre-commit")); err == nil {
+			t.Errorf("global %v: the planted hook is still in place", global)
+		}
+	}
+}
+
 // Across file systems the quarantine keeps holes, and past its bound renames the finding
 // aside where it is instead of copying it.
 func TestQuarantineAcrossFilesystems(t *testing.T) {

@@ -223,8 +223,8 @@ func TestOptions(t *testing.T) {
 	} {
 		_, err := Build(plainRepo(), o)
 		var oe *OptionError
-		if !errors.As(err, &oe) || oe.Hint() == "" {
-			t.Errorf("%+v: %v, want an OptionError with a hint", o, err)
+		if !errors.As(err, &oe) || oe.Key == "" || oe.Why == "" {
+			t.Errorf("%+v: %v, want an OptionError naming its key and why (cmd/box words the hint)", o, err)
 		}
 	}
 	s, err := Build(plainRepo(), Options{Drop: []string{".vscode", "git:config"}, Add: []string{"Makefile"}})

@@ -121,11 +121,6 @@ func (e *ChangedError) Error() string {
 	return fmt.Sprintf("protected set: %s changed during the launch (now %s); not launched", e.Path, e.Now)
 }
 
-// Hint says what to do.
-func (e *ChangedError) Hint() string {
-	return "another process is changing the working directory: stop it (another box run there?) and launch again"
-}
-
 // Recheck lstats every path the set binds, right before bwrap runs: bwrap follows links
 // when it binds, so a path that became a link since the scan stops the launch. It
 // narrows the window to the exec; it cannot close it.

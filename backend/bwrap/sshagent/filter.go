@@ -33,9 +33,12 @@ type Filter struct {
 	refused int
 	noBind  int // refused for want of a session-bind: said apart in the summary
 	conns   map[net.Conn]struct{}
-	ln      net.Listener
-	closed  bool
-	wg      sync.WaitGroup
+	// ups are the connections to the host's agent, closed by Close with the sandbox's:
+	// a request the host's agent holds (a key that asks its user first) ends with the run.
+	ups    map[net.Conn]struct{}
+	ln     net.Listener
+	closed bool
+	wg     sync.WaitGroup
 
 	// logged is what Log received; past the cap, requests are only counted.
 	logged                           int64
@@ -166,6 +169,11 @@ func (f *Filter) Close() error {
 	for c := range f.conns {
 		c.Close()
 	}
+	// A request the host's agent holds (one that asks its user first) would otherwise
+	// keep its connection's goroutine, and so Close, until someone answered it.
+	for c := range f.ups {
+		c.Close()
+	}
 	f.mu.Unlock()
 	f.wg.Wait()
 	f.closeLog()
@@ -241,9 +249,15 @@ type bind struct {
 
 func (s *session) close() {
 	if s.upConn != nil {
+		s.f.mu.Lock()
+		delete(s.f.ups, s.upConn)
+		s.f.mu.Unlock()
 		s.upConn.Close()
 	}
 }
+
+// errClosed: the filter closed while a connection was asking the host's agent.
+var errClosed = errors.New("box's ssh agent filter is closing")
 
 func (s *session) upstream() (agent.ExtendedAgent, error) {
 	if s.up != nil {
@@ -253,6 +267,17 @@ func (s *session) upstream() (agent.ExtendedAgent, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.f.mu.Lock()
+	if s.f.closed {
+		s.f.mu.Unlock()
+		c.Close()
+		return nil, errClosed
+	}
+	if s.f.ups == nil {
+		s.f.ups = map[net.Conn]struct{}{}
+	}
+	s.f.ups[c] = struct{}{}
+	s.f.mu.Unlock()
 	s.upConn, s.up = c, agent.NewClient(c)
 	return s.up, nil
 }

@@ -480,3 +480,102 @@ func TestRealAcceptSurvivesEMFILE(t *testing.T) {
 		}
 	}
 }
+
+// Close ends the run's filter even while the host's agent holds a request the sandbox
+// made: an agent that asks its user first (a key added with ssh-add -c, a desktop
+// password manager's approval, gpg-agent's pinentry, a forwarded agent whose link
+// stalled) answers when it answers, and before, Close closed the sandbox's connections
+// but waited on the one to the host's agent, so box did not exit until someone answered
+// a prompt for a sandbox that was gone (a hostile review). The agent here is a real
+// ssh-agent whose chosen key needs confirmation, and whose askpass waits until the test
+// has seen Close return.
+func TestRealCloseWhileHostAgentAsks(t *testing.T) {
+	for _, tool := range []string{"ssh-agent", "ssh-add", "ssh-keygen"} {
+		testenv.RequireTool(t, tool)
+	}
+	dir := t.TempDir()
+	hostSock, filterSock := filepath.Join(dir, "host.sock"), filepath.Join(dir, "filter.sock")
+	asked, answer := filepath.Join(dir, "asked"), filepath.Join(dir, "answer")
+	if err := unix.Mkfifo(answer, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	askpass := filepath.Join(dir, "askpass")
+	script := "#!/bin/sh\n: > '" + asked + "'\nread x < '" + answer + "'\necho yes\n"
+	if err := os.WriteFile(askpass, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ssh-agent", "-D", "-a", hostSock)
+	cmd.Env = append(os.Environ(), "SSH_ASKPASS="+askpass, "SSH_ASKPASS_REQUIRE=force", "DISPLAY=:0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.Contains(line, "SSH_AUTH_SOCK") {
+		t.Fatalf("ssh-agent did not start: %q %v", line, err)
+	}
+	go io.Copy(io.Discard, out)
+	key, fp := keygen(t, dir, "chosen")
+	mustRun(t, []string{"SSH_AUTH_SOCK=" + hostSock}, "ssh-add", "-c", key)
+
+	lg := &syncBuf{}
+	f := &Filter{Policy: Policy{Keys: []string{fp}, Sign: true}, Log: lg, Dial: func() (net.Conn, error) { return net.Dial("unix", hostSock) }}
+	ln, err := net.Listen("unix", filterSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- f.Serve(ln) }()
+
+	c, err := net.Dial("unix", filterSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	keys, err := agent.NewClient(c).List()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("the chosen key is not listed: %v %v", keys, err)
+	}
+	data := append([]byte(sshsigMagic), ssh.Marshal(sshsig{Namespace: sshsigNamespace, HashAlg: "sha512", Hash: make([]byte, 64)})...)
+	signed := make(chan error, 1)
+	go func() { _, err := agent.NewClient(c).Sign(keys[0], data); signed <- err }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The answer is given only at the end, whatever happens, so the agent never stays
+	// blocked past the test.
+	defer func() {
+		if w, err := os.OpenFile(answer, os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			w.Write([]byte("\n"))
+			w.Close()
+		}
+	}()
+	for {
+		if _, err := os.Stat(asked); err == nil {
+			break
+		}
+		select {
+		case err := <-signed:
+			t.Fatalf("the signature was answered without the agent asking its user: %v (log %v)", err, lg.records(t))
+		case <-ctx.Done():
+			t.Fatalf("the host's agent never asked for confirmation (log %v)", lg.records(t))
+		case <-time.After(10 * time.Millisecond): // waiting for the condition above, not a delay
+		}
+	}
+	closed := make(chan struct{})
+	go func() { f.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("Close waited for the host agent's answer to a request of a sandbox that was gone")
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if err := <-signed; err == nil {
+		t.Error("the sandbox's signature request was answered after Close")
+	}
+}
