@@ -196,9 +196,15 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		Nonce: hex.EncodeToString(nonce), Kernel: kernel.in,
 		Limits:  bwrapLimits(p.Spec),
 		Fixture: fixture, Dropped: p.Protect.Dropped, ReadOnly: p.Protect.ReadOnly(),
-		SystemGitCreds: p.SystemGitCreds,
-		AgentState:     agentState, AgentStateInside: agentInside,
+		SystemGitCreds: p.SystemGitCreds, BoxDirs: p.BoxDirs,
+		AgentState: agentState, AgentStateInside: agentInside,
 		AbstractScoped: p.Spec.ScopeAbstract,
+	}
+	for _, m := range p.Spec.Mounts {
+		if fi, err := os.Stat(m.Src); err == nil && fi.IsDir() && m.RW && m.Src == m.Dst &&
+			!strings.HasPrefix(m.Src+"/", p.Spec.Workdir+"/") && !strings.HasPrefix(p.Spec.Workdir+"/", m.Src+"/") {
+			in.RWMounts = append(in.RWMounts, m.Src)
+		}
 	}
 	if err := allowlistInput(&in, p.Spec, o); err != nil {
 		return nil, err
@@ -231,7 +237,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	}
 	code, rep, err := s.Supervise(p, pr)
 	stillChanged, stillExclusive := kernel.tty.changed()
-	roots, todo := []string{p.Spec.Workdir}, ""
+	roots, todo := append([]string{p.Spec.Workdir}, in.RWMounts...), ""
 	if facts.GitCommon != "" {
 		roots = append(roots, filepath.Join(facts.GitCommon, "worktrees"))
 		todo = filepath.Join(facts.GitCommon, "rebase-merge", "git-rebase-todo")

@@ -144,3 +144,43 @@ func TestDrillWorktreeLink(t *testing.T) {
 		}
 	}
 }
+
+const rwMountRow = "host-exec:rw-mount-repo"
+
+// The drill run with a profile that mounts a directory read-write outside the working
+// directory (hostile review, session 16): the sandbox plants a repository at the
+// mount's top whose core.fsmonitor writes a marker. The audit walks the mount and moves
+// the repository aside, and the host's git status there runs nothing (PASS); with that
+// walk off in a test build, it runs the plant (BREACH). Without such a mount the row
+// is SKIP.
+func TestDrillReadWriteMount(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	for _, off := range []bool{false, true} {
+		w, l := labWorld(t)
+		lib := filepath.Join(w.home, "lib")
+		w.write(filepath.Join(lib, "README"), "lib\n")
+		w.write(filepath.Join(w.home, ".config/box/profiles/libw.toml"), "[[mounts]]\npath = \"~/lib\"\nmode = \"rw\"\n")
+		want := drill.Pass
+		if off {
+			w.withProtectionOff(t, "audit-mounts")
+			want = drill.Breach
+		}
+		r := w.drill(l, "--profile", "libw", "--network", "none", "--group", "host-exec")
+		t.Logf("box drill, mount walk off %v (exit %d): %s %q", off, r.code, r.rows[rwMountRow].Status, r.rows[rwMountRow].Observed)
+		r.want(t, rwMountRow, want)
+		r.want(t, hostExecRow, drill.Pass)
+		if ents, _ := filepath.Glob(filepath.Join(lib, ".box-drill-*")); len(ents) != 0 {
+			t.Errorf("left in the mount: %v", ents)
+		}
+		if !off {
+			_, qdir := auditDirs(w)
+			if q, _ := os.ReadDir(qdir); len(q) != 0 {
+				t.Errorf("left in the quarantine: %v", q)
+			}
+		}
+	}
+	// Without a read-write mount the row says why it has nothing to probe.
+	w, l := labWorld(t)
+	r := w.drill(l, "--network", "none", "--group", "host-exec")
+	r.want(t, rwMountRow, drill.Skip)
+}

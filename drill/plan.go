@@ -194,6 +194,12 @@ type Input struct {
 	// SystemGitCreds are the system git configs that hold a credential on the host
 	// (backend/bwrap's Plan.SystemGitCreds; gitcreds.go).
 	SystemGitCreds []string
+	// BoxDirs are box's own directories (configuration, data, cache), which no sandbox
+	// may write (the box-state rows write there).
+	BoxDirs []string
+	// RWMounts are the profile's read-write mounts of directories outside the working
+	// directory, mounted at their own paths (the rw-mount row plants a repository there).
+	RWMounts []string
 	// ReadOnly are the protected set's read-only paths (the dev shell row's guard).
 	ReadOnly []string
 	// NixDaemon: the profile opted in to the host's nix-daemon (nix = "daemon").
@@ -431,6 +437,17 @@ func BuildPlan(in Input) (Plan, error) {
 		add(Probe{ID: "write:~/" + rel, Group: "writes", Name: "write ~/" + rel + " (real home)", Kind: KindWrite,
 			Targets: []string{filepath.Join(d, name)}, Want: Blocked, Scratch: true, Expected: "not on host"})
 	}
+	// box's own directories: a sandbox that wrote them would rewrite what box's next
+	// run reads (its profiles, its audit's state, a dev shell's cached shellHook). The
+	// sandbox's home is its own tmpfs, so only a write reaching the host counts.
+	for _, d := range in.BoxDirs {
+		id := d
+		if rel, err := filepath.Rel(in.Home, d); err == nil && !strings.HasPrefix(rel, "..") {
+			id = "~/" + rel
+		}
+		add(Probe{ID: "write:box:" + id, Group: "writes", Name: "write " + id + " (box's own state)", Kind: KindWrite,
+			Targets: []string{filepath.Join(d, name)}, Want: Blocked, Scratch: true, Expected: "not on host"})
+	}
 	if parent := filepath.Dir(in.Workdir); parent != in.Workdir && parent != in.Home {
 		add(Probe{ID: "write:parent", Group: "writes", Name: "write parent of working dir", Kind: KindWrite,
 			Targets: []string{filepath.Join(parent, name)}, Want: Blocked, Scratch: true, Expected: "not on host"})
@@ -454,6 +471,7 @@ func BuildPlan(in Input) (Plan, error) {
 	add(hiddenRepoProbe(in, name))     // drill/unknowns.go
 	add(worktreeGitdirProbe(in, name)) // drill/unknowns.go
 	add(worktreeLinkProbe(in, name))   // drill/unknowns.go
+	add(rwMountProbe(in, name))        // drill/unknowns.go
 	add(mainRebaseProbe(in, name))     // drill/unknowns.go
 	add(devShellImportProbe(in))       // drill/devshell_import.go
 	add(gitCredProbe(in))              // drill/gitcreds.go

@@ -68,6 +68,26 @@ func settleHiddenRepo(pr Probe, o Observation) Observation {
 	return o
 }
 
+// rwMountProbe is the row for a profile's read-write mount outside the working
+// directory (hostile review, session 16): the sandbox writes it as it writes the working
+// directory, and the post-run audit walked only the latter. Inside, a repository whose
+// core.fsmonitor writes a marker is planted at the mount's top; outside, after the
+// audit, the host's git status runs in it (KindHostExec's settle).
+func rwMountProbe(in Input, name string) Probe {
+	p := Probe{ID: "host-exec:rw-mount-repo", Group: "host-exec", Name: "repo planted in a read-write mount outside the working directory, host git status",
+		Kind: KindHostExec, Want: Blocked, Expected: "nothing runs on the host"}
+	switch {
+	case len(in.RWMounts) == 0:
+		p.Skip = "the profile mounts no directory read-write (at its own path) outside the working directory"
+	case in.Facts.Git == "":
+		p.Skip = "git not installed on the host"
+	default:
+		m := in.RWMounts[0]
+		p.Targets = []string{filepath.Join(m, name+"-mount-repo"), filepath.Join(m, name+"-mount-ran")}
+	}
+	return p
+}
+
 // KindWorktreeGitdir: a linked worktree's gitdir pointer planted in the working
 // directory's common git directory, naming a directory outside the sandbox.
 const KindWorktreeGitdir Kind = "host-exec-worktree-gitdir"

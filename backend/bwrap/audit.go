@@ -70,13 +70,25 @@ func AuditDirs(dataHome string) (pending, quarantine string) {
 	return filepath.Join(dataHome, "box", "audit"), filepath.Join(dataHome, "box", "quarantine")
 }
 
+// auditSwitches sets the audit's parts a test build can switch off (BOX_UNSAFE_OFF).
+func auditSwitches() {
+	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
+	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
+	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
+	postrun.DisableWorktreeLinks = protectionOff(ProtAuditWorktreeLinks)
+	postrun.DisableTopGuards = protectionOff(ProtAuditTops)
+	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
+	postrun.DisableMountTrees = protectionOff(ProtAuditMounts)
+}
+
 // AuditInput is what the audit of p's sandbox reads: its working directory, every path
 // it can write, and the protected paths.
 func (p *Plan) AuditInput() postrun.Input {
 	in := postrun.Input{Workdir: p.Spec.Workdir, Home: p.Spec.Home, Writable: []string{p.Spec.Workdir}, Listings: p.listings}
 	for _, m := range p.Spec.Mounts {
 		if m.RW {
-			in.Writable = append(in.Writable, m.Src)
+			// Written as the working directory is, so walked as it is.
+			in.Writable, in.Trees = append(in.Writable, m.Src), append(in.Trees, m.Src)
 		}
 	}
 	// Git directories outside the working directory bound read-write so commits work.
@@ -130,12 +142,7 @@ func pendingPrefix(workdir string) string {
 // in progress and is left alone.
 func RecoverAudits(workdir, dataHome string) ([]*postrun.Report, error) {
 	pdir, qdir := AuditDirs(dataHome)
-	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
-	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
-	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
-	postrun.DisableWorktreeLinks = protectionOff(ProtAuditWorktreeLinks)
-	postrun.DisableTopGuards = protectionOff(ProtAuditTops)
-	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
+	auditSwitches()
 	ents, err := os.ReadDir(pdir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -185,12 +192,7 @@ func recoverPending(path, workdir, qdir string) *postrun.Report {
 func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit, err error) {
 	pdir, qdir := AuditDirs(dataHome)
 	a = &Audit{in: in, quarantine: qdir}
-	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
-	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
-	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
-	postrun.DisableWorktreeLinks = protectionOff(ProtAuditWorktreeLinks)
-	postrun.DisableTopGuards = protectionOff(ProtAuditTops)
-	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
+	auditSwitches()
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return nil, &DataDirError{Dir: dataHome, Err: err}
 	}
@@ -292,6 +294,11 @@ const ProtAuditTops = "audit-tops"
 // work tree core.worktree names (postrun.DisableWorktreeHooks), so the drill's
 // worktree-hooks row can be shown to catch its absence.
 const ProtAuditWorktreeHooks = "audit-worktree-hooks"
+
+// ProtAuditMounts names the audit's walk of the profile's read-write mounts
+// (postrun.DisableMountTrees), so the drill's rw-mount row can be shown to catch its
+// absence.
+const ProtAuditMounts = "audit-mounts"
 
 // ProtAuditConcurrent names the audit's use of the tree's baseline by runs that start
 // while others run (switched off only in a test build, to show the breach).

@@ -87,12 +87,21 @@ func DevShellInstallable(setting, workdir string) string {
 
 // devShellCacheDir is the user's cache directory for dev shells.
 func devShellCacheDir(home string, environ []string) string {
+	return filepath.Join(BoxCacheDir(home, environ), "devshell")
+}
+
+// BoxCacheDir is box's cache directory, $XDG_CACHE_HOME/box (else ~/.cache/box). It is
+// box's own state like its data and configuration directories (Facts.BoxDirs): a dev
+// shell's cached variables and shellHook are read back from it without evaluating
+// anything, so a sandbox that could write it would plant what the next --devshell run
+// of any project starts with (hostile review, session 16).
+func BoxCacheDir(home string, environ []string) string {
 	for _, kv := range environ {
 		if v, ok := strings.CutPrefix(kv, "XDG_CACHE_HOME="); ok && filepath.IsAbs(v) {
-			return filepath.Join(v, "box", "devshell")
+			return filepath.Join(v, "box")
 		}
 	}
-	return filepath.Join(home, ".cache", "box", "devshell")
+	return filepath.Join(home, ".cache", "box")
 }
 
 // devShellKey keys the cache: the installable as named, where it was named from, and,

@@ -58,7 +58,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 	if u, err := user.Current(); err == nil && u.HomeDir != "" {
 		f.Homes = append(f.Homes, resolved(u.HomeDir))
 	}
-	for _, d := range []string{filepath.Join(o.ConfigHome, "box"), filepath.Join(o.DataHome, "box")} {
+	for _, d := range []string{filepath.Join(o.ConfigHome, "box"), filepath.Join(o.DataHome, "box"), BoxCacheDir(o.Home, o.Environ)} {
 		f.BoxDirs = append(f.BoxDirs, resolved(d))
 	}
 	pathEnv := envMap(o.Environ)["PATH"]
@@ -69,7 +69,11 @@ func Gather(r Request, o Outside) (Facts, error) {
 	for _, m := range r.Profile.Mounts {
 		src := ExpandHome(m.Path, o.Home)
 		real, err := filepath.EvalSymlinks(src)
-		f.Mounts[src] = MountFact{Real: real, Err: err}
+		mf := MountFact{Real: real, Err: err}
+		if fi, serr := os.Stat(real); err == nil && serr == nil && !fi.IsDir() {
+			mf.File = true
+		}
+		f.Mounts[src] = mf
 	}
 	phase.Mark("gather:tools")
 	if f.MemTotal, err = HostMemory(); err != nil {

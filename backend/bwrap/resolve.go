@@ -101,8 +101,9 @@ type Facts struct {
 	Home    string   // $HOME inside and out (absolute, clean)
 	Homes   []string // the home as $HOME and the password database say, resolved
 	User    string   // USER and LOGNAME inside
-	// BoxDirs are box's own configuration and data directories (resolved): never
-	// writable from inside, or the sandbox could rewrite its next run's policy.
+	// BoxDirs are box's own configuration, data and cache directories (resolved): never
+	// writable from inside, or the sandbox could rewrite its next run's policy (the
+	// cache holds each project's dev shell, its shellHook included: BoxCacheDir).
 	BoxDirs  []string
 	DataHome string // instance directories live under it
 	Environ  []string
@@ -178,6 +179,9 @@ type ToolFact struct {
 type MountFact struct {
 	Real string
 	Err  error
+	// File: the mount is not a directory (the post-run audit walks a read-write mount
+	// that is a directory; a file it cannot judge).
+	File bool
 }
 
 // Plan is a resolved run: the sandbox, the environment that enters it and its audit,
@@ -215,6 +219,9 @@ type Plan struct {
 	SystemGitCreds []string
 	// SSH is the filtering ssh-agent (sshfilter.go; nil: none).
 	SSH *SSHPlan
+	// BoxDirs are box's own directories (Facts.BoxDirs), which no sandbox may write:
+	// the drill's box-state rows write there.
+	BoxDirs []string
 	// usernsKey is the user-namespace facts' key (usernsKey), taken once before the
 	// launch by chooseIsolation and used after it (usernsAfter).
 	usernsKey string
@@ -228,7 +235,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	if r.Network != "" {
 		network = policy.Tier(r.Network)
 	}
-	p := &Plan{Profile: r.Profile, Template: r.Template, AllowRoot: r.AllowRoot}
+	p := &Plan{Profile: r.Profile, Template: r.Template, AllowRoot: r.AllowRoot, BoxDirs: f.BoxDirs}
 	allowed, err := p.allowlist(r, network)
 	if err != nil {
 		return nil, err
@@ -354,6 +361,11 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 				"remove the mount from the profile (the sandbox has its own /proc, /dev and a read-only /sys)")
 		}
 		mounts = append(mounts, Mount{Src: real, Dst: dst, RW: m.RW()})
+		if m.RW() && mf.File {
+			// The audit walks a read-write directory as it walks the working directory;
+			// what a host tool makes of a file it cannot tell, so it says so.
+			p.warn("profile %q mounts the file %s read-write: the post-run audit does not judge it, so what the sandbox writes there stays; never mount read-write a file a host tool runs or obeys (a shell rc, a git config)", r.Profile.Name, real)
+		}
 		for _, h := range f.Homes {
 			if w := policy.SecretAt(real, h); w != "" {
 				p.warn("profile %q mounts %s, which holds %s", r.Profile.Name, real, w)
@@ -613,9 +625,16 @@ func checkWorkdir(f Facts) error {
 	return refuseBoxDirs(f.BoxDirs, f.Workdir, "the working directory")
 }
 
+// ProtBoxDirs names the refusal of a writable path holding box's own directories
+// (refuseBoxDirs), so the drill's box-state rows can be shown to catch its absence.
+const ProtBoxDirs = "box-dirs"
+
 // refuseBoxDirs refuses a writable path that holds (or lies in) box's own configuration
 // or data: from inside, the sandbox could rewrite the policy of its next run.
 func refuseBoxDirs(boxDirs []string, p, what string) error {
+	if protectionOff(ProtBoxDirs) {
+		return nil
+	}
 	for _, d := range boxDirs {
 		if within(d, p) || within(p, d) {
 			hint := "run box from a project directory that does not contain " + d

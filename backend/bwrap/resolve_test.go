@@ -145,6 +145,18 @@ func TestResolveWarnings(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := strings.Join(p.Warnings, "\n")
+	// A read-write mount of a file: the post-run audit walks directories only.
+	r, f = testRequest(), testFacts()
+	r.Profile.Mounts = []profiles.Mount{{Path: "/home/u/.bashrc", Target: "/home/u/.bashrc", Mode: "rw"}, {Path: "/home/u/lib", Target: "/home/u/lib", Mode: "rw"}}
+	f.Mounts["/home/u/.bashrc"] = MountFact{Real: "/home/u/.bashrc", File: true}
+	f.Mounts["/home/u/lib"] = MountFact{Real: "/home/u/lib"}
+	pf, err := Resolve(r, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fw := strings.Join(pf.Warnings, "\n"); !strings.Contains(fw, "mounts the file /home/u/.bashrc read-write: the post-run audit does not judge it") || strings.Contains(fw, "/home/u/lib read-write") {
+		t.Errorf("warnings %q: want the file mount named, not the directory", fw)
+	}
 	for _, want := range []string{`tool "jq" is not on your PATH`, "auth passthrough: no host login", "--env UNSET_ONE: not set"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings %q lack %q", w, want)

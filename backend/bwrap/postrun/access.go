@@ -52,6 +52,12 @@ var DisableTopGuards bool
 // test build sets it.
 var DisableWorktreeHooks bool
 
+// DisableMountTrees switches off the walk of the profile's read-write mounts outside
+// the working directory (Input.Trees: only the working directory is walked, as box did
+// before), so the drill's rw-mount row can be shown to catch its absence. Only a test
+// build sets it.
+var DisableMountTrees bool
+
 // access is the modes the audit changed, to put back.
 type access struct {
 	saved []savedMode

@@ -43,6 +43,12 @@ type Input struct {
 	// gitdirs bound read-write): a change elsewhere was not the sandbox's. Empty means
 	// [Workdir].
 	Writable []string
+	// Trees are the profile's read-write mounts that lie outside Workdir (their real
+	// paths): each is walked as Workdir is (every repository in it and the one containing
+	// it, with their configs and hooks, and the project files at its top and at the top
+	// of every work tree in it). The sandbox writes them as it writes Workdir: a hook or a
+	// core.fsmonitor it plants in a mounted repository runs on the host's next git there.
+	Trees []string
 	// Protected are the protected paths to watch (from the protected set).
 	Protected []Guard
 	// Loosened are the protected set's git entries a user profile dropped
@@ -100,6 +106,8 @@ type Snapshot struct {
 	Workdir  string   `json:"workdir"`
 	Home     string   `json:"home"`
 	Writable []string `json:"writable"`
+	// Trees: see Input.
+	Trees    []string `json:"trees,omitempty"`
 	Guards   []Guard  `json:"guards"`
 	Loosened []string `json:"loosened"`
 	// GitdirGuards: see Input.
@@ -220,6 +228,7 @@ func Take(in Input) *Snapshot {
 	// The modes granted to read the tree go back once it is read.
 	defer t.acc.restore()
 	s.Home, s.Writable, s.Guards, s.Loosened, s.GitdirGuards, s.TopGuards = in.Home, in.Writable, in.Protected, in.Loosened, in.GitdirGuards, in.TopGuards
+	s.Trees = in.Trees
 	if len(s.Writable) == 0 {
 		s.Writable = []string{in.Workdir}
 	}
@@ -228,6 +237,7 @@ func Take(in Input) *Snapshot {
 		t.repo(dot)
 	}
 	t.walk(-1, "", in.Workdir, 0)
+	t.trees()
 	for _, g := range in.Protected {
 		t.guard(g.Path, g.Runs)
 	}
@@ -240,7 +250,7 @@ func Take(in Input) *Snapshot {
 // Input is what took s, to take its "after" again (an audit finished by a later run),
 // with the project files s watched at work trees' tops (Watched).
 func (s *Snapshot) Input() Input {
-	return s.Watched(Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Protected: s.Guards, Loosened: s.Loosened, GitdirGuards: s.GitdirGuards, TopGuards: s.TopGuards})
+	return s.Watched(Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Trees: s.Trees, Protected: s.Guards, Loosened: s.Loosened, GitdirGuards: s.GitdirGuards, TopGuards: s.TopGuards})
 }
 
 // Watched is in (the input of the snapshot after the run) also watching the project
@@ -364,6 +374,37 @@ func (t *taker) globalHooksPath() string {
 func (t *taker) incomplete(why string) {
 	if t.s.Incomplete == "" {
 		t.s.Incomplete = why
+	}
+}
+
+// trees walks the read-write mounts outside the working directory (Input.Trees) as the
+// working directory is walked: a sandbox that writes a mounted repository plants there
+// what the host's git in it runs (hostile review, session 16: the walk read only the
+// working directory, and a hook and a core.fsmonitor planted in a mounted ~/lib ran on
+// the operator's next git status and commit there, unreported). The project files the
+// protected set names are watched at each mount's top too, as at the working
+// directory's. A mount that is not a directory is not walked (the launch says so).
+func (t *taker) trees() {
+	if DisableMountTrees {
+		return
+	}
+	for _, root := range t.in.Trees {
+		if within(root, t.in.Workdir) {
+			continue // walked with the working directory
+		}
+		if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				t.unread(root, err)
+			}
+			continue
+		}
+		if dot := containing(root); dot != "" {
+			t.repo(dot)
+		}
+		t.walk(-1, "", root, 0)
+		for _, g := range t.in.TopGuards {
+			t.guard(filepath.Join(root, g.Path), g.Runs)
+		}
 	}
 }
 

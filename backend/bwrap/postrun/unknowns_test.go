@@ -3,6 +3,7 @@ package postrun
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -252,5 +253,52 @@ func TestQuarantineAcrossFilesystems(t *testing.T) {
 				t.Errorf("past the bound: kept at %s", f.Kept[0])
 			}
 		}
+	}
+}
+
+// A read-write mount outside the working directory (Input.Trees) is walked as the
+// working directory is (hostile review, session 16: a hook and a core.fsmonitor planted
+// in a mounted repository were not seen): a hook and a config key added in a repository
+// there, a new repository, and the project files at the mount's top are findings.
+func TestAuditReadWriteMountTrees(t *testing.T) {
+	wd, lib, notes := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, d := range []string{"objects", "refs/heads", "hooks"} {
+		os.MkdirAll(filepath.Join(lib, ".git", d), 0o755)
+	}
+	os.WriteFile(filepath.Join(lib, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(lib, ".git", "config"), []byte("[core]\n\tbare = false\n"), 0o644)
+	in := Input{Workdir: wd, Writable: []string{wd, lib, notes}, Trees: []string{lib, notes},
+		TopGuards: []Guard{{Path: ".envrc", Runs: "direnv"}}}
+	before := Take(in)
+	os.WriteFile(filepath.Join(lib, ".git", "hooks", "post-commit"), []byte("#!/bin/sh\ntouch /tmp/pwn\n"), 0o755)
+	os.WriteFile(filepath.Join(lib, ".git", "config"), []byte("[core]\n\tbare = false\n\tfsmonitor = touch /tmp/pwn\n"), 0o644)
+	os.WriteFile(filepath.Join(lib, ".envrc"), []byte("touch /tmp/pwn\n"), 0o644)
+	os.WriteFile(filepath.Join(notes, ".envrc"), []byte("touch /tmp/pwn\n"), 0o644)
+	for _, d := range []string{"objects", "refs"} {
+		os.MkdirAll(filepath.Join(notes, "sub", ".git", d), 0o755)
+	}
+	os.WriteFile(filepath.Join(notes, "sub", ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	r := Audit(before, Take(in), t.TempDir(), time.Now())
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, f := range r.Findings {
+		got[f.Path] = true
+	}
+	for _, p := range []string{filepath.Join(lib, ".git", "hooks", "post-commit"), filepath.Join(lib, ".git", "config"),
+		filepath.Join(lib, ".envrc"), filepath.Join(notes, ".envrc"), filepath.Join(notes, "sub", ".git")} {
+		if !got[p] {
+			t.Errorf("no finding for %s (findings: %v)", p, got)
+		}
+	}
+	// The snapshot kept on disk for a later run's audit keeps its trees.
+	b, err := before.JSON()
+	var back Snapshot
+	if err == nil {
+		err = back.UnmarshalJSON(b)
+	}
+	if err != nil || !slices.Equal(back.Input().Trees, in.Trees) {
+		t.Errorf("the snapshot read back does not walk its trees: %v %v", err, back.Trees)
 	}
 }
