@@ -75,3 +75,26 @@ func TestDrillWorktreeHooks(t *testing.T) {
 		}
 	}
 }
+
+const configHookRow = "protect:config-hook"
+
+// The drill's config-hook row (hostile review, session 16): the sandbox adds a configured
+// hook of git 2.54 ([hook "box-drill"] event = pre-commit, command = ...) to the config of
+// the fixture's repository in node_modules (writable: the scan does not reach it). The
+// audit cuts it (PASS); with git 2.54's keys left out of the audit in a test build, the
+// host's git commit, as git 2.54 runs it, runs the command (BREACH).
+func TestDrillConfigHook(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		w, l := labWorld(t)
+		want := drill.Pass
+		if off {
+			w.withProtectionOff(t, "audit-config-hooks")
+			want = drill.Breach
+		}
+		r := w.drill(l, "--network", "none", "--group", "protect")
+		t.Logf("box drill, config hooks off %v (exit %d): %s %q", off, r.code, r.rows[configHookRow].Status, r.rows[configHookRow].Observed)
+		r.want(t, configHookRow, want)
+		r.want(t, worktreeHooksRow, drill.Pass)
+		r.want(t, unscannedRow, drill.Pass)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,6 +58,11 @@ const (
 	HostClaudeStart = "Claude Code session start" // SessionStart hooks run
 	HostGitRebase   = "git rebase --continue"     // the todo list's exec lines run
 	HostShellRc     = "shell (. ~/LINK)"          // a dotfile the home links to runs
+	// The configured hooks of git 2.54 and later (hook.NAME.command on the events
+	// hook.NAME.event names), run by git commit. The drill reads them with the host's
+	// git config and runs the pre-commit ones as such a git would: the host's git may be
+	// older and run none, and the operator's next git may be newer.
+	HostGitConfigHook = "git commit (configured hooks, git 2.54+)"
 )
 
 // Fixture is the drill's own little project inside the working directory: Repo and Hp
@@ -250,6 +256,7 @@ func protectProbes(in Input) []Probe {
 		{"hook-link", "script a git hook links to"}, {"link-out", "a protected path through a link to the agent's state"},
 		{"unscanned-envrc", ".envrc of a repository the scan does not reach (node_modules)"},
 		{"worktree-hooks", "core.worktree moving a relative core.hooksPath"},
+		{"config-hook", "git 2.54 configured hook (hook.NAME.command)"},
 	}
 	if f == nil {
 		for _, c := range classes {
@@ -353,7 +360,13 @@ func protectProbes(in Input) []Probe {
 		PlantFile{Path: f.UnscannedConfig(), Content: f.Orig[f.UnscannedConfig()] + "\tworktree = ../sub\n"},
 		PlantFile{Path: wtHooks, Dir: true})
 	wh.AuditOnly = true
-	out = append(out, rb, hl, hk, lo, un, wh)
+	// The same repository's config gets a configured hook (git 2.54 and later): the
+	// audit knew only git 2.39's keys (hostile review, session 16). Planted after the
+	// worktree-hooks row's line, which it keeps (one file, two rows).
+	ch := probe("config-hook", "git 2.54 configured hook (hook.NAME.command)", HostGitConfigHook, f.Unscanned,
+		PlantFile{Path: f.UnscannedConfig(), Content: f.Orig[f.UnscannedConfig()] + "\tworktree = ../sub\n" + configHookSection + touch("config-hook") + "\n"})
+	ch.AuditOnly = true
+	out = append(out, rb, hl, hk, lo, un, wh, ch)
 	return append(out, entryProbes(in, probe)...)
 }
 
@@ -488,11 +501,16 @@ func settlePlant(pr Probe) (onHost bool, detail string) {
 	}
 	target := pr.Plant[0]
 	cur, _ := os.ReadFile(target.Path)
-	switch string(cur) {
-	case target.Content:
+	switch {
+	case string(cur) == target.Content:
 		detail = "planted"
-	case pr.Original:
+	case string(cur) == pr.Original:
 		detail = "unchanged"
+	case pr.Host == HostGitConfigHook && strings.HasPrefix(string(cur), pr.Original) &&
+		strings.Contains(target.Content, configHookSection) && !strings.Contains(string(cur), configHookSection):
+		// The audit cut the planted keys from the live file (its other bytes kept):
+		// nothing of the plant is left to run.
+		return false, "the planted keys were cut from the config; the host's " + pr.Host + " ran nothing"
 	default:
 		// Not the drill's plant: never run what someone else put there.
 		return true, "changed by someone else (not run)"
@@ -510,6 +528,8 @@ func settlePlant(pr Probe) (onHost bool, detail string) {
 		err = hostRun(ctx, pr.HostDir, "sh", ".envrc")
 	case HostGitRebase:
 		err = hostRun(ctx, pr.HostDir, "git", "rebase", "--continue")
+	case HostGitConfigHook:
+		err = runConfigHooks(ctx, pr.HostDir, "pre-commit")
 	case HostShellRc:
 		err = hostRun(ctx, pr.HostDir, "sh", "-c", `. "$0"`, pr.Targets[0])
 	case HostVSCodeOpen:
@@ -549,6 +569,46 @@ func settlePlant(pr Probe) (onHost bool, detail string) {
 		return true, detail + "; the host's " + pr.Host + " RAN IT"
 	}
 	return detail == "planted", detail + "; the host's " + pr.Host + " ran nothing"
+}
+
+// configHookSection is the config-hook row's plant, before its command.
+const configHookSection = "[hook \"box-drill\"]\n\tevent = pre-commit\n\tcommand = "
+
+// runConfigHooks runs, in dir, the configured hooks (git 2.54's hook.NAME.command)
+// whose hook.NAME.event lists event, through the shell, as such a git does; the host's
+// git config reads the keys whatever its version.
+func runConfigHooks(ctx context.Context, dir, event string) error {
+	c := exec.CommandContext(ctx, "git", "config", "--null", "--get-regexp", `^hook\.`)
+	c.Dir = dir
+	out, err := c.Output()
+	if err != nil {
+		return err
+	}
+	cmds, events := map[string]string{}, map[string][]string{}
+	for _, kv := range strings.Split(string(out), "\x00") {
+		k, v, _ := strings.Cut(kv, "\n")
+		if !strings.HasPrefix(k, "hook.") {
+			continue
+		}
+		i := strings.LastIndexByte(k, '.')
+		name, key := k[len("hook."):i], k[i+1:]
+		switch key {
+		case "command":
+			cmds[name] = v
+		case "event":
+			if v == "" {
+				events[name] = nil
+			} else {
+				events[name] = append(events[name], v)
+			}
+		}
+	}
+	for name, cmd := range cmds {
+		if slices.Contains(events[name], event) {
+			err = errors.Join(err, hostRun(ctx, dir, "sh", "-c", cmd))
+		}
+	}
+	return err
 }
 
 func hostRun(ctx context.Context, dir string, argv ...string) error {

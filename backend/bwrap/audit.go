@@ -79,6 +79,7 @@ func auditSwitches() {
 	postrun.DisableTopGuards = protectionOff(ProtAuditTops)
 	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
 	postrun.DisableMountTrees = protectionOff(ProtAuditMounts)
+	postrun.DisableConfigHooks = protectionOff(ProtAuditConfigHooks)
 }
 
 // AuditInput is what the audit of p's sandbox reads: its working directory, every path
@@ -299,6 +300,11 @@ const ProtAuditWorktreeHooks = "audit-worktree-hooks"
 // (postrun.DisableMountTrees), so the drill's rw-mount row can be shown to catch its
 // absence.
 const ProtAuditMounts = "audit-mounts"
+
+// ProtAuditConfigHooks names the audit's keys for git 2.54's configured hooks
+// (hook.*; postrun.DisableConfigHooks), so the drill's config-hook row can be shown to
+// catch their absence.
+const ProtAuditConfigHooks = "audit-config-hooks"
 
 // ProtAuditConcurrent names the audit's use of the tree's baseline by runs that start
 // while others run (switched off only in a test build, to show the breach).

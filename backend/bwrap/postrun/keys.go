@@ -15,7 +15,9 @@ type ExecKey struct {
 }
 
 // ExecKeys is the audit's list, from git-config(1), git-send-email(1), gitattributes(5)
-// and gitremote-helpers(7) of git 2.39; docs/bwrap.md explains each. A key added or
+// and gitremote-helpers(7) of git 2.39, and git-hook(1) of git 2.54 (the configured
+// hooks: the host's git may be newer than the one box was tested with); docs/bwrap.md
+// explains each. A key added or
 // changed during a run that matches is a finding.
 var ExecKeys = []ExecKey{
 	// Run by everyday commands, often from a shell prompt's `git status`.
@@ -29,6 +31,12 @@ var ExecKeys = []ExecKey{
 	{"alias.?.*", "`git NAME` runs the alias through the shell", shellAlias},
 	{"include.path", "git reads the file it names as more config (which can hold any key here)", nil},
 	{"includeif.*.path", "git reads the file it names as more config when the condition holds", nil},
+	// Configured hooks (git 2.54 and later, which the host's git may be, whatever git box
+	// was tested with): hook.NAME.command runs on every event hook.NAME.event names, and
+	// hook.NAME.enabled turns on one that another config (your global one) defines.
+	{"hook.*.command", "git runs it on each event hook.NAME.event names (commit, checkout, push, ...; git 2.54 and later)", nil},
+	{"hook.*.event", "git runs hook.NAME.command, wherever it is defined, on the event it names (git 2.54 and later)", nil},
+	{"hook.*.enabled", "git runs a configured hook another config file defines and disables (git 2.54 and later)", notFalse},
 	// Content drivers, selected by .gitattributes (which the agent writes freely).
 	{"diff.external", "git diff runs it instead of the internal diff", nil},
 	{"diff.*.textconv", "git diff, log -p, blame run it on files the attributes select", nil},
@@ -102,6 +110,19 @@ func notBool(_, v string, hasValue bool) bool {
 	return true
 }
 
+// notFalse: a boolean key set to anything git reads as true (a bare key is true; an
+// empty value is false).
+func notFalse(_, v string, hasValue bool) bool {
+	if !hasValue {
+		return true
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "false", "no", "off", "0", "":
+		return false
+	}
+	return true
+}
+
 // shellAlias: an alias whose value starts with ! is a shell command (git trims no
 // space before it, box does: a lookalike is flagged too). Other aliases only expand to
 // git arguments, and git refuses aliases that set config (-c) or the environment.
@@ -115,10 +136,18 @@ func extBase(sub, _ string, _ bool) bool {
 	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(sub)), "ext::")
 }
 
+// DisableConfigHooks leaves git 2.54's configured hooks (hook.*) out of the audit's
+// keys, as box did before, so the drill's config-hook row can be shown to catch their
+// absence. Only a test build sets it.
+var DisableConfigHooks bool
+
 // Executes reports the ExecKeys pattern e matches, if any.
 func Executes(e Entry) (ExecKey, bool) {
 	sec, sub, key := e.Parts()
 	for _, k := range ExecKeys {
+		if DisableConfigHooks && strings.HasPrefix(k.Pattern, "hook.") {
+			continue
+		}
 		ps, pk, _ := strings.Cut(k.Pattern, ".")
 		psub := ""
 		if i := strings.LastIndexByte(pk, '.'); i >= 0 {

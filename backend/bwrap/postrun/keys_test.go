@@ -12,6 +12,15 @@ func TestExecutes(t *testing.T) {
 		want   bool
 	}{
 		{"[core]\nfsmonitor = id", true},
+		// git 2.54's configured hooks (hook.<friendly-name>.command runs on each event
+		// hook.<friendly-name>.event names): a hostile review, session 16.
+		{"[hook \"lint\"]\ncommand = touch /tmp/pwn", true},
+		{"[hook \"lint\"]\nevent = pre-commit", true},
+		{"[hook \"lint\"]\nenabled = true", true},
+		{"[hook \"lint\"]\nenabled", true},
+		{"[hook \"lint\"]\nenabled = false", false},
+		{"[hook \"pre-commit\"]\njobs = 4", false},
+		{"[hook \"lint\"]\nparallel = true", false},
 		{"[Core]\nFSMonitor = id", true},
 		{"[core]\nfsmonitor", true},
 		{"[core]\nhooksPath = .h", true},
