@@ -80,6 +80,7 @@ func auditSwitches() {
 	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
 	postrun.DisableMountTrees = protectionOff(ProtAuditMounts)
 	postrun.DisableConfigHooks = protectionOff(ProtAuditConfigHooks)
+	postrun.DisableTooLong = protectionOff(ProtAuditTooLong)
 }
 
 // AuditInput is what the audit of p's sandbox reads: its working directory, every path
@@ -305,6 +306,11 @@ const ProtAuditMounts = "audit-mounts"
 // (hook.*; postrun.DisableConfigHooks), so the drill's config-hook row can be shown to
 // catch their absence.
 const ProtAuditConfigHooks = "audit-config-hooks"
+
+// ProtAuditTooLong names the audit's taking a path it cannot ask about (longer than
+// PATH_MAX) for a finding (postrun.DisableTooLong), so a test can show the silence
+// without it.
+const ProtAuditTooLong = "audit-too-long"
 
 // ProtAuditConcurrent names the audit's use of the tree's baseline by runs that start
 // while others run (switched off only in a test build, to show the breach).

@@ -47,3 +47,38 @@ func TestSandboxPostRunAuditConfigHook(t *testing.T) {
 		t.Errorf("with the keys off the hook is not left (the test proves nothing):\n%s", b)
 	}
 }
+
+// A repository below a path longer than PATH_MAX (hostile review, session 16): the
+// audit's walk and access(2) failed with ENAMETOOLONG there and it said nothing. Now the
+// directory it cannot reach is a finding (unread), moved aside whole.
+func TestSandboxPostRunAuditPathTooLong(t *testing.T) {
+	w := newWorld(t)
+	plant := `python3 -c '
+import os
+for i in range(40):
+    os.mkdir("d"*120); os.chdir("d"*120)
+os.makedirs(".git/objects"); os.makedirs(".git/refs")
+open(".git/HEAD", "w").write("ref: refs/heads/main\n")
+open(".git/config", "w").write("[core]\n\tfsmonitor = touch /tmp/pwn\n")
+'`
+	r := w.sh(plant)
+	t.Logf("exit %d\n%s", r.code, r.stderr)
+	if !strings.Contains(r.stderr, "file name too long") || !strings.Contains(r.stderr, "moved aside whole") {
+		t.Errorf("the audit does not report the tree it cannot reach")
+	}
+	if r.code != 0 {
+		t.Errorf("exit %d, want 0", r.code)
+	}
+	// What is left above the part moved aside holds no repository: the next run's audit
+	// finds nothing.
+	if r := w.sh("true"); r.code != 0 || strings.Contains(r.stderr, "box: audit:") {
+		t.Errorf("the next run: exit %d\n%s", r.code, r.stderr)
+	}
+	if err := os.RemoveAll(w.proj + "/" + strings.Repeat("d", 120)); err != nil {
+		t.Fatal(err)
+	}
+	w.withProtectionOff(t, "audit-too-long")
+	if r := w.sh(plant); r.code != 0 || strings.Contains(r.stderr, "box: audit:") {
+		t.Errorf("with the check off the audit was not silent (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+}

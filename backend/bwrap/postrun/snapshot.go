@@ -336,7 +336,7 @@ func (t *taker) unread(p string, err error) {
 	if DisableModeRepair || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || !t.s.writable(p) {
 		return
 	}
-	if unix.Access(p, unix.X_OK) != nil && unix.Access(p, unix.W_OK) != nil && unix.Access(p, unix.R_OK) != nil {
+	if nobodyEnters(p) {
 		return
 	}
 	f := t.stat(p, true)
@@ -345,6 +345,26 @@ func (t *taker) unread(p string, err error) {
 		f.Why = pe.Err.Error()
 	}
 	t.s.Unread[p] = f
+}
+
+// nobodyEnters reports whether the operator can neither search, write nor read p, each
+// refused for its permissions: git, run later as the operator, cannot go in either. An
+// answer other than a refusal (a path longer than the kernel takes, ENAMETOOLONG; a loop
+// of links) proves nothing: a hostile review (session 16) planted a repository below a
+// path longer than PATH_MAX, the walk's open and every access(2) failed with
+// ENAMETOOLONG, and the audit skipped it in silence.
+func nobodyEnters(p string) bool {
+	for _, mode := range []uint32{unix.X_OK, unix.W_OK, unix.R_OK} {
+		err := unix.Access(p, mode)
+		if err == nil {
+			return false
+		}
+		refused := errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) || errors.Is(err, unix.ENOENT)
+		if !refused && !DisableTooLong {
+			return false
+		}
+	}
+	return true
 }
 
 // globalHooksPath is core.hooksPath from your global git config (~/.gitconfig, read after
