@@ -201,6 +201,9 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		AbstractScoped: p.Spec.ScopeAbstract,
 	}
 	for _, m := range p.Spec.Mounts {
+		if fixture != nil && m.Dst != m.Src && strings.HasPrefix(fixture.HpConfig(), m.Src+"/") && in.GitCredVia == "" {
+			in.GitCredVia = filepath.Join(m.Dst, strings.TrimPrefix(fixture.HpConfig(), m.Src))
+		}
 		if fi, err := os.Stat(m.Src); err == nil && fi.IsDir() && m.RW && m.Src == m.Dst &&
 			!strings.HasPrefix(m.Src+"/", p.Spec.Workdir+"/") && !strings.HasPrefix(p.Spec.Workdir+"/", m.Src+"/") {
 			in.RWMounts = append(in.RWMounts, m.Src)

@@ -37,3 +37,27 @@ func TestDrillBoxCacheRow(t *testing.T) {
 		t.Errorf("left in box's cache: %v", ents)
 	}
 }
+
+const gitCredViaMountRow = "secret:git-config-via-mount"
+
+// The drill's git-config-via-mount row (hostile review, session 16): a profile that
+// mounts the working directory's parent at another path shows the fixture's git config
+// there, with the credential box binds a copy without at the config's own path. box
+// refuses such a mount, so the row has nothing to probe (SKIP, with why); with the
+// refusal off in a test build, the probe reads the credential there (BREACH).
+func TestDrillGitCredViaMount(t *testing.T) {
+	w, l := labWorld(t)
+	r := w.drill(l, "--network", "none", "--group", "secrets")
+	t.Logf("box drill (exit %d): %s %q", r.code, r.rows[gitCredViaMountRow].Status, r.rows[gitCredViaMountRow].Observed)
+	r.want(t, gitCredViaMountRow, drill.Skip)
+	r.want(t, "secret:git-config-credential", drill.Pass)
+	w.write(filepath.Join(w.home, ".config/box/profiles/srcro.toml"), "[[mounts]]\npath = \""+filepath.Dir(w.proj)+"\"\ntarget = \"/src\"\n")
+	if r := w.sh("true", "--profile", "srcro"); r.code != 125 || !strings.Contains(r.stderr, "it holds the working directory") {
+		t.Errorf("the profile was not refused: exit %d\n%s", r.code, r.stderr)
+	}
+	w.withProtectionOff(t, "mount-overlap")
+	r = w.drill(l, "--profile", "srcro", "--network", "none", "--group", "secrets")
+	t.Logf("box drill, refusal off (exit %d): %s %q", r.code, r.rows[gitCredViaMountRow].Status, r.rows[gitCredViaMountRow].Observed)
+	r.want(t, gitCredViaMountRow, drill.Breach)
+	r.want(t, "secret:git-config-credential", drill.Pass)
+}

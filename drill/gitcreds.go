@@ -65,6 +65,26 @@ func gitCredProbe(in Input) Probe {
 	return p
 }
 
+// gitCredViaMountProbe reads the same config through a profile mount that shows the
+// working directory at another path (in.GitCredVia): box binds the copy without the
+// credential at the config's own path only, so it refuses such a mount
+// (backend/bwrap's MountOverlapError; hostile review, session 16).
+func gitCredViaMountProbe(in Input) Probe {
+	p := Probe{ID: "secret:git-config-via-mount", Group: "secrets", Name: "the repository's git config through a mount showing the working directory elsewhere",
+		Kind: KindGitCred, Want: Blocked, Expected: "no such mount (box refuses it)"}
+	switch f := in.Fixture; {
+	case f == nil:
+		p.Skip = "no fixture"
+	case f.GitCred == "":
+		p.Skip = "no credential planted"
+	case in.GitCredVia == "":
+		p.Skip = "no profile mount shows the working directory at another path (box refuses one)"
+	default:
+		p.Targets = []string{in.GitCredVia, f.GitCred}
+	}
+	return p
+}
+
 // probeGitCred (inside) reads the config. Unreadable is held; another failure an error.
 func probeGitCred(targets []string) (bool, string, error) {
 	if len(targets) != 2 {

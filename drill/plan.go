@@ -197,6 +197,9 @@ type Input struct {
 	// BoxDirs are box's own directories (configuration, data, cache), which no sandbox
 	// may write (the box-state rows write there).
 	BoxDirs []string
+	// GitCredVia is the fixture's credential-holding git config as a profile mount shows
+	// it at another path than its own ("": none; box refuses such a mount).
+	GitCredVia string
 	// RWMounts are the profile's read-write mounts of directories outside the working
 	// directory, mounted at their own paths (the rw-mount row plants a repository there).
 	RWMounts []string
@@ -475,6 +478,7 @@ func BuildPlan(in Input) (Plan, error) {
 	add(mainRebaseProbe(in, name))     // drill/unknowns.go
 	add(devShellImportProbe(in))       // drill/devshell_import.go
 	add(gitCredProbe(in))              // drill/gitcreds.go
+	add(gitCredViaMountProbe(in))      // drill/gitcreds.go
 	add(systemGitCredProbe(in))        // drill/gitcreds.go
 
 	// Network, by the contract of in.Expect.

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/heavy-duty/box/internal/testenv"
 )
 
 func TestBoxCacheDirNotWritable(t *testing.T) {
@@ -45,5 +47,37 @@ func TestBoxCacheDirNotWritable(t *testing.T) {
 		if b, _ := os.ReadFile(p); string(b) != "{}\n" {
 			t.Errorf("%s was written: %q", p, b)
 		}
+	}
+}
+
+// A profile mount that shows the working directory at another path (hostile review,
+// session 16): through a read-only mount of ~/src at /src the sandbox read the token box
+// said it hid in ~/src/proj/.git/config ("the sandbox sees a copy without it"), and
+// through a read-write one it wrote /src/proj/.git/hooks/pre-commit during the run. Such
+// a mount is refused now (MountOverlapError).
+func TestMountOverlapRefused(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	for _, args := range [][]string{{"init", "-q"}, {"remote", "add", "origin", "https://oauth2:glpat-boxtestsecret0123456789@gitlab.example/x.git"}} {
+		if out, err := w.hostGit(w.proj, args...); err != nil {
+			t.Fatal(args, err, out)
+		}
+	}
+	src := filepath.Dir(w.proj)
+	rel := filepath.Base(w.proj)
+	w.write(filepath.Join(w.home, ".config/box/profiles/srcro.toml"), "[[mounts]]\npath = \""+src+"\"\ntarget = \"/src\"\n")
+	read := "cat /src/" + rel + "/.git/config"
+	r := w.sh(read, "--profile", "srcro")
+	if r.code != 125 || !strings.Contains(r.stderr, "box: error: profile \"srcro\" mounts "+src+" at /src: it holds the working directory "+w.proj) ||
+		!strings.Contains(r.stderr, "box: hint: mount it at its own path") {
+		t.Errorf("exit %d, want 125 and the refusal\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "boxtestsecret") {
+		t.Errorf("the sandbox read the token through the mount:\n%s", r.stdout)
+	}
+	// With the refusal off (a test build) the token is read there: the test proves it.
+	w.withProtectionOff(t, "mount-overlap")
+	if r := w.sh(read, "--profile", "srcro"); !strings.Contains(r.stdout, "boxtestsecret") {
+		t.Errorf("with the refusal off the token is not read (the test proves nothing): exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -360,6 +360,13 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 			return nil, errs.WithHint(fmt.Errorf("profile %q: refusing %s of %s: it gives the sandbox %s", r.Profile.Name, mode, real, w),
 				"remove the mount from the profile (the sandbox has its own /proc, /dev and a read-only /sys)")
 		}
+		// The working directory is bound at its own path, with the protected set's
+		// read-only binds and the git configs' copies on top: the same tree shown at
+		// another path through a mount would have none of them.
+		if (within(f.Workdir, real) || within(real, f.Workdir)) && dst != real && !protectionOff(ProtMountOverlap) {
+			return nil, errs.WithHint(&MountOverlapError{Profile: r.Profile.Name, Src: real, Dst: dst, Workdir: f.Workdir},
+				"mount it at its own path (target = path), or mount a directory that neither holds nor lies in the working directory")
+		}
 		mounts = append(mounts, Mount{Src: real, Dst: dst, RW: m.RW()})
 		if m.RW() && mf.File {
 			// The audit walks a read-write directory as it walks the working directory;
@@ -624,6 +631,29 @@ func checkWorkdir(f Facts) error {
 	}
 	return refuseBoxDirs(f.BoxDirs, f.Workdir, "the working directory")
 }
+
+// MountOverlapError: a profile mount shows the working directory (or a part of it) at
+// another path than its own, where the protected set's read-only binds and the copies
+// of git configs without their credentials, all bound at the working directory's own
+// paths, are not. A hostile review (session 16) read, through a read-only mount of
+// ~/src at /src, the token box said it hid in ~/src/app/.git/config, and through a
+// read-write one wrote /src/app/.git/hooks/pre-commit during the run. Nothing has run.
+type MountOverlapError struct {
+	Profile, Src, Dst, Workdir string
+}
+
+func (e *MountOverlapError) Error() string {
+	how := "holds"
+	if within(e.Src, e.Workdir) {
+		how = "lies in"
+	}
+	return fmt.Sprintf("profile %q mounts %s at %s: it %s the working directory %s, which the sandbox would see there without the protected set's read-only paths and with the git credentials box hides", e.Profile, e.Src, e.Dst, how, e.Workdir)
+}
+
+// ProtMountOverlap names the refusal of a mount showing the working directory at
+// another path (MountOverlapError), so the drill's mount-view row can be shown to catch
+// its absence.
+const ProtMountOverlap = "mount-overlap"
 
 // ProtBoxDirs names the refusal of a writable path holding box's own directories
 // (refuseBoxDirs), so the drill's box-state rows can be shown to catch its absence.

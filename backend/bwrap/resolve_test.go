@@ -82,6 +82,18 @@ func TestResolveRefusals(t *testing.T) {
 			r.Profile.Mounts = []profiles.Mount{{Path: "/home/u/src/app/l", Target: "/l", Mode: "ro"}}
 			f.Mounts["/home/u/src/app/l"] = MountFact{Real: "/home/u/.ssh"}
 		}, "a symlink", false},
+		{"mount holding the workdir elsewhere", func(r *Request, f *Facts) {
+			r.Profile.Mounts = []profiles.Mount{{Path: "/home/u/src", Target: "/src", Mode: "ro"}}
+			f.Mounts["/home/u/src"] = MountFact{Real: "/home/u/src"}
+		}, "profile \"default\" mounts /home/u/src at /src: it holds the working directory /home/u/src/app", false},
+		{"mount in the workdir elsewhere", func(r *Request, f *Facts) {
+			r.Profile.Mounts = []profiles.Mount{{Path: "/home/u/src/app/.git", Target: "/g", Mode: "rw"}}
+			f.Mounts["/home/u/src/app/.git"] = MountFact{Real: "/home/u/src/app/.git"}
+		}, "it lies in the working directory", false},
+		{"mount through a link holding the workdir", func(r *Request, f *Facts) {
+			r.Profile.Mounts = []profiles.Mount{{Path: "/home/u/code", Target: "/home/u/code", Mode: "ro"}}
+			f.Mounts["/home/u/code"] = MountFact{Real: "/home/u/src"}
+		}, "it holds the working directory", false},
 		{"missing mount", func(r *Request, f *Facts) {
 			r.Profile.Mounts = []profiles.Mount{{Path: "/nope", Target: "/nope", Mode: "ro"}}
 			f.Mounts["/nope"] = MountFact{Err: errors.New("no such file")}

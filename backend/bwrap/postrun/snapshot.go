@@ -580,7 +580,11 @@ func (m gitMarks) gitDir() bool { return m.head && (m.objects && m.refs || m.com
 // the walk must stop (the entry bound).
 func (t *taker) entry(dir, n string, isDir bool, m *gitMarks, subdirs *[]string) bool {
 	if t.entries++; t.entries > t.lim.Entries {
-		t.incomplete(fmt.Sprintf("the working directory has more than %d entries; the walk stopped at %s", t.lim.Entries, dir))
+		what := "the working directory has"
+		if len(t.in.Trees) > 0 && !DisableMountTrees {
+			what = "the working directory and the read-write mounts have"
+		}
+		t.incomplete(fmt.Sprintf("%s more than %d entries; the walk stopped at %s", what, t.lim.Entries, dir))
 		return false
 	}
 	m.head, m.objects, m.refs = m.head || n == "HEAD", m.objects || n == "objects", m.refs || n == "refs"
