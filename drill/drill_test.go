@@ -176,7 +176,7 @@ path = "~/agent.sock"
 target = "/run/docker.sock"
 `, nil, map[string]drill.Status{"socket:docker-sock": drill.Breach}, "sockets"},
 		{"mount-run-user", `[[mounts]]
-path = "~/src"
+path = "~/.ssh"
 target = "` + runDir + `"
 `, nil, map[string]drill.Status{"socket:run-user": drill.Breach}, "sockets"},
 		{"mount-gpg-agent", `[[mounts]]

@@ -61,6 +61,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 	for _, d := range []string{filepath.Join(o.ConfigHome, "box"), filepath.Join(o.DataHome, "box"), BoxCacheDir(o.Home, o.Environ)} {
 		f.BoxDirs = append(f.BoxDirs, resolved(d))
 	}
+	f.BoxData = resolved(filepath.Join(o.DataHome, "box"))
 	pathEnv := envMap(o.Environ)["PATH"]
 	for _, name := range r.toolNames() {
 		t, err := ResolveTool(name, pathEnv)

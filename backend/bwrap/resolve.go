@@ -104,7 +104,10 @@ type Facts struct {
 	// BoxDirs are box's own configuration, data and cache directories (resolved): never
 	// writable from inside, or the sandbox could rewrite its next run's policy (the
 	// cache holds each project's dev shell, its shellHook included: BoxCacheDir).
-	BoxDirs  []string
+	BoxDirs []string
+	// BoxData is box's data directory ($XDG_DATA_HOME/box, resolved; one of BoxDirs):
+	// no mount may hold it or lie in it, in any mode.
+	BoxData  string
 	DataHome string // instance directories live under it
 	Environ  []string
 	Tools    map[string]ToolFact  // every name of Request.toolNames
@@ -351,6 +354,14 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 			if err := refuseBoxDirs(f.BoxDirs, real, "a read-write mount"); err != nil {
 				return nil, err
 			}
+		}
+		// box's data directory holds what a sandbox should not read: the homes of bwrap
+		// boxes with the logins made in them, other projects' agent state. A hostile
+		// review (session 16) read a box's ~/.claude/.credentials.json through a
+		// read-only mount of ~/.local/share, warned only about Tailscale's state. As for
+		// any well-known secret path, a read-only mount of it is said aloud.
+		if d := f.BoxData; d != "" && (within(real, d) || within(d, real)) {
+			p.warn("profile %q mounts %s, which holds box's own data (%s: the homes and logins of bwrap boxes, other projects' agent state)", r.Profile.Name, real, d)
 		}
 		if w := policy.KernelAt(real, m.RW()); w != "" && !protectionOff(ProtKernelMounts) {
 			mode := "a mount"

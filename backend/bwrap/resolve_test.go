@@ -24,7 +24,7 @@ func testRequest() Request {
 func testFacts() Facts {
 	return Facts{
 		Workdir: "/home/u/src/app", Euid: 1000, Home: "/home/u", Homes: []string{"/home/u"}, User: "u",
-		BoxDirs:  []string{"/home/u/.config/box", "/home/u/.local/share/box"},
+		BoxDirs: []string{"/home/u/.config/box", "/home/u/.local/share/box"}, BoxData: "/home/u/.local/share/box",
 		DataHome: "/home/u/.local/share",
 		Environ:  []string{"PATH=/usr/bin", "TERM=xterm", "AWS_SECRET_ACCESS_KEY=x", "HOME=/home/u"},
 		Tools:    map[string]ToolFact{"sh": {Tool: Tool{Name: "sh", Path: "/usr/bin/dash"}}},
@@ -168,6 +168,13 @@ func TestResolveWarnings(t *testing.T) {
 	}
 	if fw := strings.Join(pf.Warnings, "\n"); !strings.Contains(fw, "mounts the file /home/u/.bashrc read-write: the post-run audit does not judge it") || strings.Contains(fw, "/home/u/lib read-write") {
 		t.Errorf("warnings %q: want the file mount named, not the directory", fw)
+	}
+	// A read-only mount holding box's data directory (the bwrap boxes' logins) is said.
+	r, f = testRequest(), testFacts()
+	r.Profile.Mounts = []profiles.Mount{{Path: "/home/u/.local/share", Target: "/home/u/.local/share", Mode: "ro"}}
+	f.Mounts["/home/u/.local/share"] = MountFact{Real: "/home/u/.local/share"}
+	if pd, err := Resolve(r, f); err != nil || !strings.Contains(strings.Join(pd.Warnings, "\n"), "mounts /home/u/.local/share, which holds box's own data (/home/u/.local/share/box: the homes and logins of bwrap boxes") {
+		t.Errorf("a read-only mount of ~/.local/share: %v, warnings %v", err, pd)
 	}
 	for _, want := range []string{`tool "jq" is not on your PATH`, "auth passthrough: no host login", "--env UNSET_ONE: not set"} {
 		if !strings.Contains(w, want) {
