@@ -62,7 +62,7 @@ const (
 	// hook.NAME.event names), run by git commit. The drill reads them with the host's
 	// git config and runs the pre-commit ones as such a git would: the host's git may be
 	// older and run none, and the operator's next git may be newer.
-	HostGitConfigHook = "git commit (configured hooks, git 2.54+)"
+	HostGitConfigHook = "git commit (configured hooks, git 2.54+; gc.recentObjectsHook, git 2.42+)"
 )
 
 // Fixture is the drill's own little project inside the working directory: Repo and Hp
@@ -364,7 +364,7 @@ func protectProbes(in Input) []Probe {
 	// audit knew only git 2.39's keys (hostile review, session 16). Planted after the
 	// worktree-hooks row's line, which it keeps (one file, two rows).
 	ch := probe("config-hook", "git 2.54 configured hook (hook.NAME.command)", HostGitConfigHook, f.Unscanned,
-		PlantFile{Path: f.UnscannedConfig(), Content: f.Orig[f.UnscannedConfig()] + "\tworktree = ../sub\n" + configHookSection + touch("config-hook") + "\n"})
+		PlantFile{Path: f.UnscannedConfig(), Content: f.Orig[f.UnscannedConfig()] + "\tworktree = ../sub\n" + configHookSection + touch("config-hook") + "\n[gc]\n\trecentObjectsHook = " + touch("config-hook") + "\n"})
 	ch.AuditOnly = true
 	out = append(out, rb, hl, hk, lo, un, wh, ch)
 	return append(out, entryProbes(in, probe)...)
@@ -507,7 +507,7 @@ func settlePlant(pr Probe) (onHost bool, detail string) {
 	case string(cur) == pr.Original:
 		detail = "unchanged"
 	case pr.Host == HostGitConfigHook && strings.HasPrefix(string(cur), pr.Original) &&
-		strings.Contains(target.Content, configHookSection) && !strings.Contains(string(cur), configHookSection):
+		strings.Contains(target.Content, pr.Marker) && !strings.Contains(string(cur), pr.Marker):
 		// The audit cut the planted keys from the live file (its other bytes kept):
 		// nothing of the plant is left to run.
 		return false, "the planted keys were cut from the config; the host's " + pr.Host + " ran nothing"
@@ -530,6 +530,17 @@ func settlePlant(pr Probe) (onHost bool, detail string) {
 		err = hostRun(ctx, pr.HostDir, "git", "rebase", "--continue")
 	case HostGitConfigHook:
 		err = runConfigHooks(ctx, pr.HostDir, "pre-commit")
+		// git gc (git 2.42 and later; commit runs it automatically past its threshold)
+		// runs every gc.recentObjectsHook through the shell.
+		c := exec.CommandContext(ctx, "git", "config", "--get-all", "gc.recentObjectsHook")
+		c.Dir = pr.HostDir
+		if out, gerr := c.Output(); gerr == nil {
+			for _, cmd := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if cmd != "" {
+					err = errors.Join(err, hostRun(ctx, pr.HostDir, "sh", "-c", cmd))
+				}
+			}
+		}
 	case HostShellRc:
 		err = hostRun(ctx, pr.HostDir, "sh", "-c", `. "$0"`, pr.Targets[0])
 	case HostVSCodeOpen:

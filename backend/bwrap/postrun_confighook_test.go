@@ -1,6 +1,6 @@
 package bwrap_test
 
-// git 2.54's configured hooks (hostile review, session 16): [hook "NAME"] event =
+// git 2.54's configured hooks and git 2.42's gc.recentObjectsHook (hostile review, session 16): [hook "NAME"] event =
 // pre-commit, command = ... in a config the sandbox can write (a repository the protected
 // set's scan does not reach, in node_modules) runs on the host's next git commit with
 // git 2.54 or later; the audit, knowing only git 2.39's keys, said nothing.
@@ -25,15 +25,15 @@ func TestSandboxPostRunAuditConfigHook(t *testing.T) {
 			}
 		}
 	}
-	plant := `set -e; cd node_modules/dep; printf '[hook "lint"]\n\tevent = pre-commit\n\tcommand = touch /tmp/pwn\n' >> .git/config`
+	plant := `set -e; cd node_modules/dep; printf '[hook "lint"]\n\tevent = pre-commit\n\tcommand = touch /tmp/pwn\n[gc]\n\trecentObjectsHook = touch /tmp/pwn\n' >> .git/config`
 	r := w.sh(plant)
 	t.Logf("exit %d\n%s", r.code, r.stderr)
-	for _, k := range []string{"hook.lint.event = pre-commit", "hook.lint.command = touch /tmp/pwn"} {
+	for _, k := range []string{"hook.lint.event = pre-commit", "hook.lint.command = touch /tmp/pwn", "gc.recentobjectshook = touch /tmp/pwn"} {
 		if !strings.Contains(r.stderr, "box: audit: node_modules/dep/.git/config: added "+k) {
 			t.Errorf("the audit does not report %s", k)
 		}
 	}
-	if b, _ := os.ReadFile(dep + "/.git/config"); strings.Contains(string(b), "command") || strings.Contains(string(b), "event") {
+	if b, _ := os.ReadFile(dep + "/.git/config"); strings.Contains(string(b), "command") || strings.Contains(string(b), "event") || strings.Contains(string(b), "recentObjectsHook") {
 		t.Errorf("the configured hook is still in the config:\n%s", b)
 	}
 	if r.code != 0 {

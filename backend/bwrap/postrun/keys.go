@@ -37,6 +37,7 @@ var ExecKeys = []ExecKey{
 	{"hook.*.command", "git runs it on each event hook.NAME.event names (commit, checkout, push, ...; git 2.54 and later)", nil},
 	{"hook.*.event", "git runs hook.NAME.command, wherever it is defined, on the event it names (git 2.54 and later)", nil},
 	{"hook.*.enabled", "git runs a configured hook another config file defines and disables (git 2.54 and later)", notFalse},
+	{"gc.recentobjectshook", "git gc (and the automatic gc after commit, merge, fetch) runs it through the shell to list objects to keep (git 2.42 and later)", nil},
 	// Content drivers, selected by .gitattributes (which the agent writes freely).
 	{"diff.external", "git diff runs it instead of the internal diff", nil},
 	{"diff.*.textconv", "git diff, log -p, blame run it on files the attributes select", nil},
@@ -136,16 +137,17 @@ func extBase(sub, _ string, _ bool) bool {
 	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(sub)), "ext::")
 }
 
-// DisableConfigHooks leaves git 2.54's configured hooks (hook.*) out of the audit's
-// keys, as box did before, so the drill's config-hook row can be shown to catch their
-// absence. Only a test build sets it.
+// DisableConfigHooks leaves the keys of gits newer than 2.39 (git 2.54's configured
+// hooks, hook.*; git 2.42's gc.recentObjectsHook) out of the audit's keys, as box did
+// before, so the drill's config-hook row can be shown to catch their absence. Only a
+// test build sets it.
 var DisableConfigHooks bool
 
 // Executes reports the ExecKeys pattern e matches, if any.
 func Executes(e Entry) (ExecKey, bool) {
 	sec, sub, key := e.Parts()
 	for _, k := range ExecKeys {
-		if DisableConfigHooks && strings.HasPrefix(k.Pattern, "hook.") {
+		if DisableConfigHooks && (strings.HasPrefix(k.Pattern, "hook.") || k.Pattern == "gc.recentobjectshook") {
 			continue
 		}
 		ps, pk, _ := strings.Cut(k.Pattern, ".")

@@ -21,6 +21,9 @@ func TestExecutes(t *testing.T) {
 		{"[hook \"lint\"]\nenabled = false", false},
 		{"[hook \"pre-commit\"]\njobs = 4", false},
 		{"[hook \"lint\"]\nparallel = true", false},
+		// git 2.42's gc.recentObjectsHook: git gc runs it through the shell.
+		{"[gc]\nrecentObjectsHook = touch /tmp/pwn", true},
+		{"[gc]\nauto = 0", false},
 		{"[Core]\nFSMonitor = id", true},
 		{"[core]\nfsmonitor", true},
 		{"[core]\nhooksPath = .h", true},
