@@ -75,3 +75,26 @@ func TestDrillWorktreeHooks(t *testing.T) {
 		}
 	}
 }
+
+const degitRow = "protect:degit-envrc"
+
+// The drill's degit-envrc row (session 16; the variant the session-15 review found after
+// the top guards): the sandbox removes the .git of the fixture's second repository in
+// node_modules, so the snapshot after the run no longer finds a work tree there, and
+// writes its .envrc. The audit carries the tops the snapshot before watched into the one
+// after and moves it aside (PASS); with that off in a test build (the top guards still
+// on), the host's direnv runs it (BREACH).
+func TestDrillDegitRepo(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		w, l := labWorld(t)
+		want := drill.Pass
+		if off {
+			w.withProtectionOff(t, "audit-watched")
+			want = drill.Breach
+		}
+		r := w.drill(l, "--network", "none", "--group", "protect")
+		t.Logf("box drill, watched tops off %v (exit %d): %s %q", off, r.code, r.rows[degitRow].Status, r.rows[degitRow].Observed)
+		r.want(t, degitRow, want)
+		r.want(t, unscannedRow, drill.Pass) // the top guards themselves stay on
+	}
+}

@@ -130,12 +130,7 @@ func pendingPrefix(workdir string) string {
 // in progress and is left alone.
 func RecoverAudits(workdir, dataHome string) ([]*postrun.Report, error) {
 	pdir, qdir := AuditDirs(dataHome)
-	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
-	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
-	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
-	postrun.DisableWorktreeLinks = protectionOff(ProtAuditWorktreeLinks)
-	postrun.DisableTopGuards = protectionOff(ProtAuditTops)
-	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
+	auditSwitches()
 	ents, err := os.ReadDir(pdir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -185,12 +180,7 @@ func recoverPending(path, workdir, qdir string) *postrun.Report {
 func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit, err error) {
 	pdir, qdir := AuditDirs(dataHome)
 	a = &Audit{in: in, quarantine: qdir}
-	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
-	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
-	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
-	postrun.DisableWorktreeLinks = protectionOff(ProtAuditWorktreeLinks)
-	postrun.DisableTopGuards = protectionOff(ProtAuditTops)
-	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
+	auditSwitches()
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return nil, &DataDirError{Dir: dataHome, Err: err}
 	}
@@ -292,6 +282,22 @@ const ProtAuditTops = "audit-tops"
 // work tree core.worktree names (postrun.DisableWorktreeHooks), so the drill's
 // worktree-hooks row can be shown to catch its absence.
 const ProtAuditWorktreeHooks = "audit-worktree-hooks"
+
+// ProtAuditWatched names the audit's carrying of the work trees' top guards from the
+// snapshot before into the one after (postrun.DisableWatched), so the drill's
+// degit-envrc row can be shown to catch its absence.
+const ProtAuditWatched = "audit-watched"
+
+// auditSwitches sets the audit's test-build switches (all off in a release build).
+func auditSwitches() {
+	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
+	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
+	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
+	postrun.DisableWorktreeLinks = protectionOff(ProtAuditWorktreeLinks)
+	postrun.DisableTopGuards = protectionOff(ProtAuditTops)
+	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
+	postrun.DisableWatched = protectionOff(ProtAuditWatched)
+}
 
 // ProtAuditConcurrent names the audit's use of the tree's baseline by runs that start
 // while others run (switched off only in a test build, to show the breach).
