@@ -14,17 +14,7 @@ import (
 const linkOutRow = "protect:link-out"
 
 func TestDrillLinkOut(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "audit-links")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "protect")
-		t.Logf("box drill, link guard off %v (exit %d): %s %q", off, r.code, r.rows[linkOutRow].Status, r.rows[linkOutRow].Observed)
-		r.want(t, linkOutRow, want)
-	}
+	switchDrill(t, "audit-links", "protect", linkOutRow, nil, nil)
 }
 
 const unscannedRow = "protect:unscanned-envrc"
@@ -35,20 +25,11 @@ const unscannedRow = "protect:unscanned-envrc"
 // and moves it aside (PASS); with that off in a test build, the host's direnv runs it
 // (BREACH).
 func TestDrillUnscannedRepo(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "audit-tops")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "protect")
-		t.Logf("box drill, top guards off %v (exit %d): %s %q", off, r.code, r.rows[unscannedRow].Status, r.rows[unscannedRow].Observed)
-		r.want(t, unscannedRow, want)
+	switchDrill(t, "audit-tops", "protect", unscannedRow, nil, func(off bool, w *world, r drillRun) {
 		if !off {
 			r.want(t, linkOutRow, drill.Pass)
 		}
-	}
+	})
 }
 
 const worktreeHooksRow = "protect:worktree-hooks"
@@ -60,20 +41,11 @@ const worktreeHooksRow = "protect:worktree-hooks"
 // work tree core.worktree names and moves the hook aside (PASS); with that off in a test
 // build, the host's git commit runs it (BREACH).
 func TestDrillWorktreeHooks(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "audit-worktree-hooks")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "protect")
-		t.Logf("box drill, worktree hooks off %v (exit %d): %s %q", off, r.code, r.rows[worktreeHooksRow].Status, r.rows[worktreeHooksRow].Observed)
-		r.want(t, worktreeHooksRow, want)
+	switchDrill(t, "audit-worktree-hooks", "protect", worktreeHooksRow, nil, func(off bool, w *world, r drillRun) {
 		if !off {
 			r.want(t, unscannedRow, drill.Pass)
 		}
-	}
+	})
 }
 
 const degitRow = "protect:degit-envrc"
@@ -85,16 +57,7 @@ const degitRow = "protect:degit-envrc"
 // after and moves it aside (PASS); with that off in a test build (the top guards still
 // on), the host's direnv runs it (BREACH).
 func TestDrillDegitRepo(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "audit-watched")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "protect")
-		t.Logf("box drill, watched tops off %v (exit %d): %s %q", off, r.code, r.rows[degitRow].Status, r.rows[degitRow].Observed)
-		r.want(t, degitRow, want)
+	switchDrill(t, "audit-watched", "protect", degitRow, nil, func(off bool, w *world, r drillRun) {
 		r.want(t, unscannedRow, drill.Pass) // the top guards themselves stay on
-	}
+	})
 }
