@@ -259,6 +259,7 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	obs = SettleTermExclusive(obs, stillExclusive)
 	if kernel.tty != nil {
 		obs = SettleTermStrings(obs, kernel.tty.seen.Bytes(), hex.EncodeToString(nonce)) // terminal.go
+		obs = SettleScreen(obs, kernel.tty.seen.Bytes(), hex.EncodeToString(nonce))
 	}
 	obs = ports.settle(obs) // publish.go: what the outside saw of the ports
 	// Settle runs the host's git where the probes planted, after the audit: as the

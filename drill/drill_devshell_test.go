@@ -19,23 +19,11 @@ const devShellImportRow = "host-exec:devshell-import"
 
 func TestDrillDevShellImport(t *testing.T) {
 	testenv.NixDaemon(t)
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "devshell-writable")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "host-exec")
-		row := r.rows[devShellImportRow]
-		t.Logf("box drill, guard off %v (exit %d): %s %q", off, r.code, row.Status, row.Observed)
-		r.want(t, devShellImportRow, want)
+	switchDrill(t, "devshell-writable", "host-exec", devShellImportRow, nil, func(off bool, w *world, r drillRun) {
 		r.want(t, hostExecRow, drill.Pass)
-		if off && !strings.Contains(row.Observed, "world-readable store") {
+		if row := r.rows[devShellImportRow]; off && !strings.Contains(row.Observed, "world-readable store") {
 			t.Errorf("guard off: the secret did not reach the store: %q", row.Observed)
 		}
-		if left, _ := filepath.Glob(filepath.Join(w.proj, ".box-drill-*")); len(left) != 0 {
-			t.Errorf("left in the project: %v", left)
-		}
-	}
+		leftNothing(t, filepath.Join(w.proj, ".box-drill-*"))
+	})
 }

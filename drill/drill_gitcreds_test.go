@@ -11,27 +11,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/drill/lab"
 )
 
 const gitCredRow = "secret:git-config-credential"
 
 func TestDrillGitConfigCredential(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "git-creds")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "secrets")
-		row := r.rows[gitCredRow]
-		t.Logf("box drill, redaction off %v (exit %d): %s %q", off, r.code, row.Status, row.Observed)
-		r.want(t, gitCredRow, want)
-		if !off && !strings.Contains(row.Observed, "without the credential") {
+	switchDrill(t, "git-creds", "secrets", gitCredRow, nil, func(off bool, w *world, r drillRun) {
+		if row := r.rows[gitCredRow]; !off && !strings.Contains(row.Observed, "without the credential") {
 			t.Errorf("redaction on: the probe did not read the copy: %q", row.Observed)
 		}
-	}
+	})
 }
 
 // The system git config's row (hostile review, session 12): the lab lays an /etc of the
@@ -39,9 +29,7 @@ func TestDrillGitConfigCredential(t *testing.T) {
 // whose gitconfig holds a credential; the probe reads /etc/gitconfig inside. PASS: a
 // copy without it. With the redaction off (BOX_UNSAFE_OFF=system-git-creds), BREACH.
 func TestDrillSystemGitConfigCredential(t *testing.T) {
-	const row = "secret:system-git-config"
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
+	switchDrill(t, "system-git-creds", "secrets", "secret:system-git-config", func(w *world, l *lab.Lab) {
 		d := t.TempDir()
 		l.EtcUpper, l.EtcWork = filepath.Join(d, "upper"), filepath.Join(d, "work")
 		os.MkdirAll(l.EtcWork, 0o755)
@@ -49,16 +37,9 @@ func TestDrillSystemGitConfigCredential(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(l.EtcUpper, "gitconfig"), []byte("[http]\n\textraheader = AUTHORIZATION: bearer box-drill-sys-7d2\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "system-git-creds")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "secrets")
-		t.Logf("box drill, redaction off %v (exit %d): %s %q", off, r.code, r.rows[row].Status, r.rows[row].Observed)
-		r.want(t, row, want)
+	}, func(off bool, w *world, r drillRun) {
 		if strings.Contains(r.stdout+r.stderr, "box-drill-sys-7d2") {
 			t.Errorf("the drill printed the credential's value")
 		}
-	}
+	})
 }

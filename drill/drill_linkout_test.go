@@ -14,17 +14,7 @@ import (
 const linkOutRow = "protect:link-out"
 
 func TestDrillLinkOut(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "audit-links")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "protect")
-		t.Logf("box drill, link guard off %v (exit %d): %s %q", off, r.code, r.rows[linkOutRow].Status, r.rows[linkOutRow].Observed)
-		r.want(t, linkOutRow, want)
-	}
+	switchDrill(t, "audit-links", "protect", linkOutRow, nil, nil)
 }
 
 const unscannedRow = "protect:unscanned-envrc"
@@ -35,20 +25,11 @@ const unscannedRow = "protect:unscanned-envrc"
 // and moves it aside (PASS); with that off in a test build, the host's direnv runs it
 // (BREACH).
 func TestDrillUnscannedRepo(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "audit-tops")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "protect")
-		t.Logf("box drill, top guards off %v (exit %d): %s %q", off, r.code, r.rows[unscannedRow].Status, r.rows[unscannedRow].Observed)
-		r.want(t, unscannedRow, want)
+	switchDrill(t, "audit-tops", "protect", unscannedRow, nil, func(off bool, w *world, r drillRun) {
 		if !off {
 			r.want(t, linkOutRow, drill.Pass)
 		}
-	}
+	})
 }
 
 const worktreeHooksRow = "protect:worktree-hooks"
@@ -60,20 +41,25 @@ const worktreeHooksRow = "protect:worktree-hooks"
 // work tree core.worktree names and moves the hook aside (PASS); with that off in a test
 // build, the host's git commit runs it (BREACH).
 func TestDrillWorktreeHooks(t *testing.T) {
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "audit-worktree-hooks")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "protect")
-		t.Logf("box drill, worktree hooks off %v (exit %d): %s %q", off, r.code, r.rows[worktreeHooksRow].Status, r.rows[worktreeHooksRow].Observed)
-		r.want(t, worktreeHooksRow, want)
+	switchDrill(t, "audit-worktree-hooks", "protect", worktreeHooksRow, nil, func(off bool, w *world, r drillRun) {
 		if !off {
 			r.want(t, unscannedRow, drill.Pass)
 		}
-	}
+	})
+}
+
+const degitRow = "protect:degit-envrc"
+
+// The drill's degit-envrc row (session 16; the variant the session-15 review found after
+// the top guards): the sandbox removes the .git of the fixture's second repository in
+// node_modules, so the snapshot after the run no longer finds a work tree there, and
+// writes its .envrc. The audit carries the tops the snapshot before watched into the one
+// after and moves it aside (PASS); with that off in a test build (the top guards still
+// on), the host's direnv runs it (BREACH).
+func TestDrillDegitRepo(t *testing.T) {
+	switchDrill(t, "audit-watched", "protect", degitRow, nil, func(off bool, w *world, r drillRun) {
+		r.want(t, unscannedRow, drill.Pass) // the top guards themselves stay on
+	})
 }
 
 const configHookRow = "protect:config-hook"

@@ -118,16 +118,5 @@ func TestDrillHostExecBreachWithoutAudit(t *testing.T) {
 // launch, the plant lands and the post-run audit must move it aside; with the audit off
 // (a test build, BOX_UNSAFE_OFF=audit) the host finds it: BREACH.
 func TestDrillLFSConfig(t *testing.T) {
-	const row = "protect:entry:.lfsconfig"
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "audit")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "protect")
-		t.Logf("box drill, audit off %v (exit %d): %s %q", off, r.code, r.rows[row].Status, r.rows[row].Observed)
-		r.want(t, row, want)
-	}
+	switchDrill(t, "audit", "protect", "protect:entry:.lfsconfig", nil, nil)
 }

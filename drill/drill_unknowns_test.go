@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/heavy-duty/box/drill"
+	"github.com/heavy-duty/box/drill/lab"
 	"github.com/heavy-duty/box/internal/testenv"
 )
 
@@ -20,28 +21,14 @@ const hiddenRepoRow = "host-exec:unreadable-repo"
 
 func TestDrillHiddenRepo(t *testing.T) {
 	testenv.RequireTool(t, "git")
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "audit-modes")
-			want = drill.Breach
-		}
-		// The group of the rows judged; the whole drill's clean-up is TestDrillHostExec's.
-		r := w.drill(l, "--network", "none", "--group", "host-exec")
-		t.Logf("box drill, modes off %v (exit %d): %s %q", off, r.code, r.rows[hiddenRepoRow].Status, r.rows[hiddenRepoRow].Observed)
-		r.want(t, hiddenRepoRow, want)
+	// The group of the rows judged; the whole drill's clean-up is TestDrillHostExec's.
+	switchDrill(t, "audit-modes", "host-exec", hiddenRepoRow, nil, func(off bool, w *world, r drillRun) {
 		r.want(t, hostExecRow, drill.Pass) // the audit itself is on
-		if ents, _ := filepath.Glob(filepath.Join(w.proj, ".box-drill-*")); len(ents) != 0 {
-			t.Errorf("left in the project: %v", ents)
-		}
+		leftNothing(t, filepath.Join(w.proj, ".box-drill-*"))
 		if !off {
-			_, qdir := auditDirs(w)
-			if q, _ := os.ReadDir(qdir); len(q) != 0 {
-				t.Errorf("left in the quarantine: %v", q)
-			}
+			quarantineEmpty(t, w)
 		}
-	}
+	})
 }
 
 const (
@@ -59,46 +46,25 @@ const (
 // its exec line as the next command of the git rebase --continue it tells you to run.
 func TestDrillWorktreeGitdir(t *testing.T) {
 	testenv.RequireTool(t, "git")
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		main := filepath.Join(filepath.Dir(w.proj), "main")
+	var main string
+	switchDrill(t, "audit-common", "host-exec", worktreeGitdirRow, func(w *world, l *lab.Lab) {
+		main = filepath.Join(filepath.Dir(w.proj), "main")
 		w.write(filepath.Join(main, "README"), "main\n")
-		for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "README"}, {"commit", "-q", "-m", "one"},
-			{"worktree", "add", "-q", "-b", "wt", "../wt"}} {
-			c := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@x"}, args...)...)
-			c.Dir, c.Env = main, w.env
-			c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
-			if out, err := c.CombinedOutput(); err != nil {
-				t.Fatal(args, err, string(out))
-			}
-		}
+		gitAs(t, w, main, []string{"init", "-q", "-b", "main"}, []string{"add", "README"}, []string{"commit", "-q", "-m", "one"},
+			[]string{"worktree", "add", "-q", "-b", "wt", "../wt"})
 		w.proj = filepath.Join(filepath.Dir(w.proj), "wt")
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "audit-common")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "host-exec")
-		t.Logf("box drill, common scan off %v (exit %d): %s %q", off, r.code, r.rows[worktreeGitdirRow].Status, r.rows[worktreeGitdirRow].Observed)
+	}, func(off bool, w *world, r drillRun) {
 		t.Logf("%s: %s %q", mainRebaseRow, r.rows[mainRebaseRow].Status, r.rows[mainRebaseRow].Observed)
-		r.want(t, worktreeGitdirRow, want)
-		r.want(t, mainRebaseRow, want)
+		r.want(t, mainRebaseRow, map[bool]drill.Status{false: drill.Pass, true: drill.Breach}[off])
 		r.want(t, hostExecRow, drill.Pass)
 		if _, err := os.Lstat(filepath.Join(main, ".git", "rebase-merge")); err == nil {
 			t.Error("the planted rebase-merge is left in the main repository")
 		}
-		left, _ := filepath.Glob(filepath.Join(main, ".git", "worktrees", ".box-drill-*"))
-		beside, _ := filepath.Glob(filepath.Join(filepath.Dir(w.proj), ".box-drill-*"))
-		if len(left)+len(beside) != 0 {
-			t.Errorf("left on the host: %v %v", left, beside)
-		}
+		leftNothing(t, filepath.Join(main, ".git", "worktrees", ".box-drill-*"), filepath.Join(filepath.Dir(w.proj), ".box-drill-*"))
 		if !off {
-			_, qdir := auditDirs(w)
-			if q, _ := os.ReadDir(qdir); len(q) != 0 {
-				t.Errorf("left in the quarantine: %v", q)
-			}
+			quarantineEmpty(t, w)
 		}
-	}
+	})
 }
 
 const worktreeLinkRow = "host-exec:worktree-link"
@@ -110,37 +76,28 @@ const worktreeLinkRow = "host-exec:worktree-link"
 // the directory, where its git worktree repair would write a .git file (BREACH).
 func TestDrillWorktreeLink(t *testing.T) {
 	testenv.RequireTool(t, "git")
-	for _, off := range []bool{false, true} {
-		w, l := labWorld(t)
-		for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "one"}} {
-			c := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@x"}, args...)...)
-			c.Dir, c.Env = w.proj, w.env
-			c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
-			if out, err := c.CombinedOutput(); err != nil {
-				t.Fatal(args, err, string(out))
-			}
-		}
-		want := drill.Pass
-		if off {
-			w.withProtectionOff(t, "audit-worktree-links")
-			want = drill.Breach
-		}
-		r := w.drill(l, "--network", "none", "--group", "host-exec")
-		t.Logf("box drill, worktree links off %v (exit %d): %s %q", off, r.code, r.rows[worktreeLinkRow].Status, r.rows[worktreeLinkRow].Observed)
-		r.want(t, worktreeLinkRow, want)
+	switchDrill(t, "audit-worktree-links", "host-exec", worktreeLinkRow, func(w *world, l *lab.Lab) {
+		gitAs(t, w, w.proj, []string{"init", "-q", "-b", "main"}, []string{"commit", "-q", "--allow-empty", "-m", "one"})
+	}, func(off bool, w *world, r drillRun) {
 		r.want(t, worktreeGitdirRow, drill.Pass)
 		r.want(t, hostExecRow, drill.Pass)
-		left, _ := filepath.Glob(filepath.Join(w.proj, ".git", "worktrees", ".box-drill-*"))
-		beside, _ := filepath.Glob(filepath.Join(filepath.Dir(w.proj), ".box-drill-*"))
-		inside, _ := filepath.Glob(filepath.Join(w.proj, ".box-drill-*"))
-		if len(left)+len(beside)+len(inside) != 0 {
-			t.Errorf("left on the host: %v %v %v", left, beside, inside)
-		}
+		leftNothing(t, filepath.Join(w.proj, ".git", "worktrees", ".box-drill-*"), filepath.Join(filepath.Dir(w.proj), ".box-drill-*"),
+			filepath.Join(w.proj, ".box-drill-*"))
 		if !off {
-			_, qdir := auditDirs(w)
-			if q, _ := os.ReadDir(qdir); len(q) != 0 {
-				t.Errorf("left in the quarantine: %v", q)
-			}
+			quarantineEmpty(t, w)
+		}
+	})
+}
+
+// gitAs runs git with each of calls' arguments in dir as w's user, failing t on an error.
+func gitAs(t *testing.T, w *world, dir string, calls ...[]string) {
+	t.Helper()
+	for _, args := range calls {
+		c := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@x"}, args...)...)
+		c.Dir, c.Env = dir, w.env
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.gid)}}
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatal(args, err, string(out))
 		}
 	}
 }

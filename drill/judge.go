@@ -77,7 +77,7 @@ func Judge(p Plan, obs []Observation) []Result {
 
 func verdict(pr Probe, o Observation) (Status, string) {
 	seen, detail := o.Seen, o.Detail
-	if pr.Kind == KindTerminal || pr.Kind == KindTermStrings || pr.Kind == KindTermExcl {
+	if pr.Kind == KindTerminal || pr.Kind == KindTermStrings || pr.Kind == KindTermExcl || pr.Kind == KindScreen {
 		seen = o.OnHost // only the outside sees what box put back, or passed on
 	}
 	if pr.Kind == KindPlant && pr.AuditOnly {

@@ -271,6 +271,7 @@ func kernelProbes(in Input) []Probe {
 	add(excl)
 	add(hostTTYProbe(k))
 	add(termStringsProbe(k, in.Nonce))
+	add(screenProbe(k, in.Nonce))
 	add(sendZerocopyProbe())
 	add(otherProcessProbe(k.OwnPID, k.OwnStart))
 	add(watchHomeProbe(k.Watch))

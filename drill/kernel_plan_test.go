@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/heavy-duty/box/internal/ttyfilter"
 	"github.com/heavy-duty/box/policy"
 )
 
@@ -97,6 +98,26 @@ func TestKernelPlan(t *testing.T) {
 		r := Judge(ps, SettleTermStrings([]Observation{{ID: "kernel:terminal-strings", Detail: "wrote"}}, []byte(c.seen), "n1"))
 		if r[0].Status != c.want {
 			t.Errorf("seen %q: %s, want %s", c.seen, r[0].Status, c.want)
+		}
+	}
+	// The screen row: BREACH only when its sequences reached the terminal and box printed
+	// no reset after their last arrival.
+	sc := Plan{Probes: []Probe{{ID: "kernel:screen", Kind: KindScreen, Want: Blocked}}}
+	probe := string(screenSeq("n1"))
+	for _, c := range []struct {
+		seen string
+		want Status
+	}{
+		{"", Pass}, // dropped by the relay: it hid nothing
+		{"out" + probe + "more", Breach},
+		{probe + "more" + ttyfilter.Reset + "report", Pass},
+		{probe + ttyfilter.Reset + probe, Breach},            // left hidden again after the reset
+		{ttyfilter.Reset + probe, Breach},                    // the reset came before it
+		{string(screenSeq("other")) + ttyfilter.Reset, Pass}, // another run's
+	} {
+		r := Judge(sc, SettleScreen([]Observation{{ID: "kernel:screen", Detail: "wrote"}}, []byte(c.seen), "n1"))
+		if r[0].Status != c.want {
+			t.Errorf("screen, seen %q: %s, want %s", c.seen, r[0].Status, c.want)
 		}
 	}
 }

@@ -4,7 +4,9 @@ package drill_test
 // against these unexported helpers, and kept them when they moved.
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/nftables"
@@ -167,3 +169,52 @@ func (h *hostLab) drill(t *testing.T) (map[string]drill.Result, int) {
 }
 
 func drillArgs(h *hostLab) []string { return boxtest.DrillArgs(h.pub()) }
+
+// switchDrill is the proof that a protection holds a drill row: the drill of group (tier
+// none) with the protection on, where row must PASS, then in a test build with
+// BOX_UNSAFE_OFF=sw, where it must report BREACH. prep (if any) readies each run's world
+// before its drill; check (if any) judges more of each run.
+func switchDrill(t *testing.T, sw, group, row string, prep func(w *world, l *lab.Lab), check func(off bool, w *world, r drillRun)) {
+	t.Helper()
+	for _, off := range []bool{false, true} {
+		w, l := labWorld(t)
+		if prep != nil {
+			prep(w, l)
+		}
+		want := drill.Pass
+		if off {
+			w.withProtectionOff(t, sw)
+			want = drill.Breach
+		}
+		r := w.drill(l, "--network", "none", "--group", group)
+		t.Logf("box drill, %s off %v (exit %d): %s %q", sw, off, r.code, r.rows[row].Status, r.rows[row].Observed)
+		r.want(t, row, want)
+		if check != nil {
+			check(off, w, r)
+		}
+	}
+}
+
+// leftNothing fails t when the drill left anything matching globs (its plants) on the
+// host.
+func leftNothing(t *testing.T, globs ...string) {
+	t.Helper()
+	var left []string
+	for _, g := range globs {
+		m, _ := filepath.Glob(g)
+		left = append(left, m...)
+	}
+	if len(left) != 0 {
+		t.Errorf("left on the host: %v", left)
+	}
+}
+
+// quarantineEmpty fails t when the audit's quarantine holds anything (it moved a plant
+// aside for good).
+func quarantineEmpty(t *testing.T, w *world) {
+	t.Helper()
+	_, qdir := auditDirs(w)
+	if q, _ := os.ReadDir(qdir); len(q) != 0 {
+		t.Errorf("left in the quarantine: %v", q)
+	}
+}

@@ -163,6 +163,8 @@ func (r *runner) run(pr Probe) (o Observation) {
 		o.Seen, o.Detail, err = probeHostTTY(pr.Targets)
 	case KindTermStrings:
 		o.Seen, o.Detail, err = probeTermStrings(pr.Targets)
+	case KindScreen:
+		o.Seen, o.Detail, err = probeScreen(pr.Targets)
 	case KindPidsBound:
 		o.Seen, o.Detail = probePidsBound(int(pr.Limit))
 	case KindMemoryBound:

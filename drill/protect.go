@@ -46,7 +46,8 @@ type PlantFile struct {
 	Content string `json:"content,omitempty"`
 	Mode    uint32 `json:"mode,omitempty"`
 	Dir     bool   `json:"dir,omitempty"`
-	Link    string `json:"link,omitempty"` // made a symbolic link to Link (not for the first file)
+	Link    string `json:"link,omitempty"`   // made a symbolic link to Link (not for the first file)
+	Remove  bool   `json:"remove,omitempty"` // removed, whole (not for the first file)
 }
 
 // Host actions Settle performs outside, as the host's tools would.
@@ -82,7 +83,10 @@ type Fixture struct {
 	// not go: nothing of it is read-only, and only the post-run audit watches it. Its
 	// config names a relative hooks directory (husky's layout): UnscannedConfig.
 	Unscanned string
-	Markers   string // a host directory the sandbox cannot see
+	// Degit is another repository in node_modules, whose .git the sandbox removes before
+	// it writes the work tree's .envrc.
+	Degit   string
+	Markers string // a host directory the sandbox cannot see
 	// Commit is the one commit of Repo's main branch (a rebase needs one).
 	Commit string
 	// Dotfile is a file of the fixture that HomeLink, a link in the operator's home (made
@@ -120,6 +124,7 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 	f.Wt = filepath.Join(f.Repo, "wt")
 	f.Shell = filepath.Join(f.Dir, "devshell")
 	f.Unscanned = filepath.Join(f.Dir, "node_modules", "dep")
+	f.Degit = filepath.Join(f.Dir, "node_modules", "dep2")
 	m, err := os.MkdirTemp("", "box-drill-markers-")
 	if err != nil {
 		return nil, err
@@ -148,7 +153,7 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 		filepath.Join(f.Shell, "nix", "shell.nix"):        fixtureShell,
 	}
 	var dirs []string
-	for _, g := range []string{f.RepoGit, f.HpGit, filepath.Join(f.Nested, ".git"), filepath.Join(f.Shell, ".git"), filepath.Join(f.Unscanned, ".git")} {
+	for _, g := range []string{f.RepoGit, f.HpGit, filepath.Join(f.Nested, ".git"), filepath.Join(f.Shell, ".git"), filepath.Join(f.Unscanned, ".git"), filepath.Join(f.Degit, ".git")} {
 		files[filepath.Join(g, "HEAD")] = "ref: refs/heads/main\n"
 		files[filepath.Join(g, "config")] = fixtureConfig
 		dirs = append(dirs, filepath.Join(g, "hooks"), filepath.Join(g, "objects"), filepath.Join(g, "refs", "heads"))
@@ -257,6 +262,7 @@ func protectProbes(in Input) []Probe {
 		{"unscanned-envrc", ".envrc of a repository the scan does not reach (node_modules)"},
 		{"worktree-hooks", "core.worktree moving a relative core.hooksPath"},
 		{"config-hook", "git 2.54 configured hook (hook.NAME.command)"},
+		{"degit-envrc", ".envrc of a repository whose .git the run removed"},
 	}
 	if f == nil {
 		for _, c := range classes {
@@ -366,7 +372,14 @@ func protectProbes(in Input) []Probe {
 	ch := probe("config-hook", "git 2.54 configured hook (hook.NAME.command)", HostGitConfigHook, f.Unscanned,
 		PlantFile{Path: f.UnscannedConfig(), Content: f.Orig[f.UnscannedConfig()] + "\tworktree = ../sub\n" + configHookSection + touch("config-hook") + "\n[gc]\n\trecentObjectsHook = " + touch("config-hook") + "\n"})
 	ch.AuditOnly = true
-	out = append(out, rb, hl, hk, lo, un, wh, ch)
+	// Another such repository: the sandbox removes its .git, so it is no longer a work
+	// tree when the audit looks again, and then writes its .envrc (hostile review,
+	// session 15: the snapshot after watched only the tops it found itself).
+	dg := probe("degit-envrc", ".envrc of a repository whose .git the run removed", HostDirenv, f.Degit,
+		PlantFile{Path: filepath.Join(f.Degit, ".envrc"), Content: touch("degit-envrc") + "\n"},
+		PlantFile{Path: filepath.Join(f.Degit, ".git"), Remove: true})
+	dg.AuditOnly = true
+	out = append(out, rb, hl, hk, lo, un, wh, dg, ch)
 	return append(out, entryProbes(in, probe)...)
 }
 
@@ -455,7 +468,9 @@ func probePlant(files []PlantFile) (bool, string) {
 		return false, "nothing to plant"
 	}
 	for _, f := range files[1:] {
-		if f.Link != "" {
+		if f.Remove {
+			os.RemoveAll(f.Path)
+		} else if f.Link != "" {
 			os.Symlink(f.Link, f.Path)
 		} else if f.Dir {
 			os.MkdirAll(f.Path, 0o755)

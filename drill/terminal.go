@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/heavy-duty/box/internal/ttyfilter"
 	"golang.org/x/sys/unix"
 )
 
@@ -106,18 +107,27 @@ func termStrings(nonce string) [][]byte {
 
 // probeTermStrings writes termStrings to stderr, the sandbox's terminal.
 func probeTermStrings(targets []string) (bool, string, error) {
-	if len(targets) != 1 {
-		return false, "", fmt.Errorf("want the nonce")
-	}
-	if _, err := unix.IoctlGetTermios(2, unix.TCGETS); err != nil {
-		return false, "", fmt.Errorf("stderr is not a terminal: %v", err)
-	}
-	for _, s := range termStrings(targets[0]) {
-		if _, err := os.Stderr.Write(s); err != nil {
-			return false, "", err
-		}
+	if err := writeTerminal(targets, termStrings); err != nil {
+		return false, "", err
 	}
 	return false, "wrote an unknown DCS, a kitty graphics read of a host path and a vim terminal API call (OSC 51) to its terminal", nil
+}
+
+// writeTerminal writes seqs of the nonce (targets' one) to stderr, which must be the
+// sandbox's terminal.
+func writeTerminal(targets []string, seqs func(nonce string) [][]byte) error {
+	if len(targets) != 1 {
+		return fmt.Errorf("want the nonce")
+	}
+	if _, err := unix.IoctlGetTermios(2, unix.TCGETS); err != nil {
+		return fmt.Errorf("stderr is not a terminal: %v", err)
+	}
+	for _, s := range seqs(targets[0]) {
+		if _, err := os.Stderr.Write(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SettleTermStrings records, outside, whether any of the probe's sequences reached the
@@ -138,6 +148,60 @@ func SettleTermStrings(obs []Observation, seen []byte, nonce string) []Observati
 			obs[i].Detail += "; REACHED THE HOST'S TERMINAL: " + strings.Join(reached, ", ")
 		} else {
 			obs[i].Detail += "; none reached the host's terminal"
+		}
+	}
+	return obs
+}
+
+// KindScreen: inside, the probe leaves its terminal's screen concealed (SGR 8), in the
+// line-drawing character set, on the alternate screen and with the cursor hidden, as
+// `printf '\033[8m\033(0'` would to hide what box prints next (the audit's report); seen
+// = box printed no reset after it on the drill's terminal (SettleScreen).
+const KindScreen Kind = "screen"
+
+// screenProbe is the row for the screen state the sandbox leaves: the bwrap mode's relay
+// and the Landlock mode (which shares the operator's terminal) both reset it at the end.
+func screenProbe(k Kernel, nonce string) Probe {
+	p := Probe{ID: "kernel:screen", Group: "kernel", Name: "the screen state the sandbox leaves (concealed text, line drawing, alternate screen) before box's report",
+		Kind: KindScreen, Targets: []string{nonce}, Want: Blocked, Expected: "reset before box's report"}
+	if !k.Terminal {
+		p.Skip = "no terminal to test with"
+	}
+	return p
+}
+
+// screenSeq is what the screen probe writes: a marker carrying the nonce, then the
+// sequences that hide what follows.
+func screenSeq(nonce string) []byte {
+	return []byte("box-drill-screen-" + nonce + "\x1b[8m\x1b(0\x1b[?1049h\x1b[?25l")
+}
+
+// probeScreen writes screenSeq to stderr, the sandbox's terminal.
+func probeScreen(targets []string) (bool, string, error) {
+	if err := writeTerminal(targets, func(nonce string) [][]byte { return [][]byte{screenSeq(nonce)} }); err != nil {
+		return false, "", err
+	}
+	return false, "left its terminal concealed, in line drawing, on the alternate screen, cursor hidden", nil
+}
+
+// SettleScreen records, outside, whether box reset the screen (ttyfilter.Reset) on the
+// drill's terminal after the probe's sequences last reached it (seen: what box wrote to
+// it during the run). Sequences the relay dropped hid nothing.
+func SettleScreen(obs []Observation, seen []byte, nonce string) []Observation {
+	for i := range obs {
+		if obs[i].ID != "kernel:screen" || obs[i].Err != "" {
+			continue
+		}
+		marker := screenSeq(nonce)[:len("box-drill-screen-")+len(nonce)]
+		at := bytes.LastIndex(seen, marker)
+		switch {
+		case at < 0:
+			obs[i].Detail += "; never reached the host's terminal"
+		case bytes.Contains(seen[at:], []byte(ttyfilter.Reset)):
+			obs[i].Detail += "; box reset the screen after it"
+		default:
+			obs[i].OnHost = true
+			obs[i].Detail += "; NOT RESET: what box printed next was hidden"
 		}
 	}
 	return obs

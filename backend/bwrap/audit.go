@@ -70,19 +70,6 @@ func AuditDirs(dataHome string) (pending, quarantine string) {
 	return filepath.Join(dataHome, "box", "audit"), filepath.Join(dataHome, "box", "quarantine")
 }
 
-// auditSwitches sets the audit's parts a test build can switch off (BOX_UNSAFE_OFF).
-func auditSwitches() {
-	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
-	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
-	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
-	postrun.DisableWorktreeLinks = protectionOff(ProtAuditWorktreeLinks)
-	postrun.DisableTopGuards = protectionOff(ProtAuditTops)
-	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
-	postrun.DisableMountTrees = protectionOff(ProtAuditMounts)
-	postrun.DisableConfigHooks = protectionOff(ProtAuditConfigHooks)
-	postrun.DisableTooLong = protectionOff(ProtAuditTooLong)
-}
-
 // AuditInput is what the audit of p's sandbox reads: its working directory, every path
 // it can write, and the protected paths.
 func (p *Plan) AuditInput() postrun.Input {
@@ -311,6 +298,25 @@ const ProtAuditConfigHooks = "audit-config-hooks"
 // PATH_MAX) for a finding (postrun.DisableTooLong), so a test can show the silence
 // without it.
 const ProtAuditTooLong = "audit-too-long"
+
+// ProtAuditWatched names the audit's carrying of the work trees' top guards from the
+// snapshot before into the one after (postrun.DisableWatched), so the drill's
+// degit-envrc row can be shown to catch its absence.
+const ProtAuditWatched = "audit-watched"
+
+// auditSwitches sets the audit's test-build switches (all off in a release build).
+func auditSwitches() {
+	postrun.DisableModeRepair = protectionOff(ProtAuditModes)
+	postrun.DisableLinkGuards = protectionOff(ProtAuditLinks)
+	postrun.DisableCommonScan = protectionOff(ProtAuditCommon)
+	postrun.DisableWorktreeLinks = protectionOff(ProtAuditWorktreeLinks)
+	postrun.DisableTopGuards = protectionOff(ProtAuditTops)
+	postrun.DisableWorktreeHooks = protectionOff(ProtAuditWorktreeHooks)
+	postrun.DisableWatched = protectionOff(ProtAuditWatched)
+	postrun.DisableMountTrees = protectionOff(ProtAuditMounts)
+	postrun.DisableConfigHooks = protectionOff(ProtAuditConfigHooks)
+	postrun.DisableTooLong = protectionOff(ProtAuditTooLong)
+}
 
 // ProtAuditConcurrent names the audit's use of the tree's baseline by runs that start
 // while others run (switched off only in a test build, to show the breach).

@@ -256,6 +256,25 @@ func TestLandlockDrillTerminalRow(t *testing.T) {
 	}
 }
 
+// The drill's kernel:screen row in both modes: the probe leaves its terminal concealed,
+// in line drawing and on the alternate screen; box resets the screen before it prints
+// its report (PASS: the bwrap mode's relay, the Landlock mode's reset of the terminal it
+// shares); with that off in a test build, the screen stays hidden (BREACH).
+func TestDrillScreenRow(t *testing.T) {
+	w := landlockWorld(t)
+	box, env := w.Box, w.Env // the release build
+	for _, mode := range []string{"bwrap", "landlock"} {
+		w.Box, w.Env = box, env
+		if got := kernelDrillRows(t, w, mode, "kernel:screen")["kernel:screen"]; got.Status != drill.Pass {
+			t.Errorf("%s: kernel:screen: %s %s", mode, got.Status, got.Observed)
+		}
+		w.WithProtectionOff(t, bwrap.ProtTerminal)
+		if got := kernelDrillRows(t, w, mode, "kernel:screen")["kernel:screen"]; got.Status != drill.Breach {
+			t.Errorf("%s, terminal off: kernel:screen: %s %s", mode, got.Status, got.Observed)
+		}
+	}
+}
+
 // The Landlock mode shares box's terminal, so what the command writes reaches it
 // unfiltered (NOT HELD); but the screen state it leaves is put back before box prints
 // its audit report, as after a bwrap run: a command that left concealed text on (SGR 8)

@@ -443,7 +443,7 @@ func TestKernelTerminalRestored(t *testing.T) {
 func TestDrillKernel(t *testing.T) {
 	w, l := labWorld(t)
 	const groups = "kernel,syscalls"
-	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "kernel:terminal-strings", "kernel:send-zerocopy", "kernel:netlink-admin", "kernel:other-process", "kernel:watch-home", "socket:vsock", "socket:netlink", "socket:allowed"}
+	kernelRows := []string{"kernel:fds", "kernel:keyring", "kernel:sysv-shm", "kernel:seccomp", "kernel:trace-init", "kernel:terminal", "kernel:host-tty", "kernel:terminal-strings", "kernel:screen", "kernel:send-zerocopy", "kernel:netlink-admin", "kernel:other-process", "kernel:watch-home", "socket:vsock", "socket:netlink", "socket:allowed"}
 	var syscallRows []string
 	r := w.drill(l, "--group", groups)
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)
@@ -466,7 +466,7 @@ func TestDrillKernel(t *testing.T) {
 		{"fds", "fds", "", []string{"kernel:fds"}},
 		{"keyring", "keyring", "syscalls = [\"keyring\"]\n", []string{"kernel:keyring"}},
 		{"seccomp", "seccomp", "", append([]string{"kernel:seccomp", "kernel:trace-init", "socket:vsock", "socket:netlink"}, syscallRows...)},
-		{"terminal", "tty,terminal", "", []string{"kernel:terminal", "kernel:host-tty", "kernel:terminal-strings"}},
+		{"terminal", "tty,terminal", "", []string{"kernel:terminal", "kernel:host-tty", "kernel:terminal-strings", "kernel:screen"}},
 		// The relay on, its filter off: the DCS and kitty's file read reach the terminal.
 		{"terminal-filter", "terminal", "", []string{"kernel:terminal-strings"}},
 		// The filter on, its OSC allowlist off: vim's terminal API call (OSC 51) reaches it.

@@ -13,8 +13,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,46 +89,6 @@ func startSpliceProxy(tb testing.TB, l *lab.Lab, port int, ns, addr string) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { c.Process.Kill(); c.Wait() })
-}
-
-// descendantRunning is the first process, root or below it, running prog (its argv[0]'s
-// base name) with word among its arguments (a breadth-first walk of the process tree,
-// from /proc): 0 when there is none. The shells above the sandbox have the server's
-// command line in their arguments too, so the program is named. (root itself matches
-// for box: the lab's user command execs its way to box run.)
-func descendantRunning(root int, prog, word string) int {
-	entries, _ := os.ReadDir("/proc")
-	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so after the last ')'.
-		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], pid)
-	}
-	queue := []int{root}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
-			argv := strings.Split(string(cmd), "\x00")
-			if filepath.Base(argv[0]) == prog && slices.Contains(argv[1:], word) {
-				return pid
-			}
-		}
-		queue = append(queue, children[pid]...)
-	}
-	return 0
 }
 
 // cpuTime is the user and system time pid has used (from /proc; clock ticks of 10 ms):

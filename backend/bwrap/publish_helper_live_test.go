@@ -1,7 +1,6 @@
 package bwrap_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -67,54 +66,6 @@ func waitReaped(t *testing.T, pid int) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling a condition, not a delay
 	}
-}
-
-// descendantWithArg is the pid of the one process below root whose argv has arg (the
-// test fails when there is none, or more than one).
-func descendantWithArg(t *testing.T, root int, arg string) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent := map[int]int{}
-	var candidates []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // gone
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		parent[pid], _ = strconv.Atoi(f[1])
-		argv, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		for _, a := range bytes.Split(argv, []byte{0}) {
-			if string(a) == arg {
-				candidates = append(candidates, pid)
-				break
-			}
-		}
-	}
-	var found []int
-	for _, pid := range candidates {
-		for p := parent[pid]; p > 1; p = parent[p] {
-			if p == root {
-				found = append(found, pid)
-				break
-			}
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("processes below %d with %q in argv: %v, want one", root, arg, found)
-	}
-	return found[0]
 }
 
 // The internet tier's helper (pasta here) ending while the sandbox runs leaves the

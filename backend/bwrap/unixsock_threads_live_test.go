@@ -143,39 +143,3 @@ func TestUnixMediationThreadsBounded(t *testing.T) {
 		t.Errorf("box runs %d threads while %d of the sandbox's are in connect: a thread of box's for each blocked call", threads, n)
 	}
 }
-
-// descendantWhere is the pid of root or a process below it whose argv matches (0: none
-// yet). box run is the lab command's own pid (nsenter, unshare, sh and setpriv exec).
-func descendantWhere(root int, match func(argv []string) bool) int {
-	ents, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
-	var candidates []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		parent[pid], _ = strconv.Atoi(f[1])
-		raw, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		argv := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
-		if match(argv) {
-			candidates = append(candidates, pid)
-		}
-	}
-	for _, pid := range candidates {
-		for p := pid; p > 1; p = parent[p] {
-			if p == root {
-				return pid
-			}
-		}
-	}
-	return 0
-}

@@ -71,11 +71,11 @@ func registerCompletions(root *cobra.Command, e *env) {
 		"profile":  described(profiles.Choices),
 		"template": described(templates.Choices),
 		"network":  fixed(policy.TierNames()...),
-		"backend":  fixed("bwrap"),
+		"backend":  fixed(profiles.BackendBwrap), // box run is bwrap's
 	} {
 		register(run, flag, fn)
 		if flag == "backend" {
-			fn = fixed("vm", "bwrap")
+			fn = fixed(profiles.BackendVM, profiles.BackendBwrap)
 		}
 		if nu, _, err := root.Find([]string{"new"}); err == nil && nu != root {
 			register(nu, flag, fn)

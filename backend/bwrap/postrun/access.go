@@ -63,6 +63,12 @@ var DisableMountTrees bool
 // show the silence without it. Only a test build sets it.
 var DisableTooLong bool
 
+// DisableWatched switches off the audit's carrying of the top guards of the snapshot
+// before into the snapshot after (Snapshot.Watched: a work tree's .envrc stays watched
+// when the run removed its .git), so the drill's degit-envrc row can be shown to catch
+// its absence. Only a test build sets it.
+var DisableWatched bool
+
 // access is the modes the audit changed, to put back.
 type access struct {
 	saved []savedMode

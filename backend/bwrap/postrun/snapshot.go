@@ -258,7 +258,7 @@ func (s *Snapshot) Input() Input {
 // a sandbox that removes a repository's .git (one the protected set's scan did not
 // reach) must not take that work tree's .envrc out of the audit's sight with it.
 func (s *Snapshot) Watched(in Input) Input {
-	if DisableTopGuards {
+	if DisableTopGuards || DisableWatched {
 		return in
 	}
 	var add []Guard
