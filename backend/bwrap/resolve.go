@@ -362,6 +362,8 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		}
 	}
 
+	p.warnHooksOutside(f.Tree.HooksOutside, mounts, r.namesLandlock())
+
 	var auth []string
 	if r.Profile.AuthPassthrough {
 		auth = f.AuthFiles
@@ -651,4 +653,41 @@ func (b *BuiltSet) set(t protect.Tree, o protect.Options) (protect.Set, error) {
 		b = buildSet(t, o)
 	}
 	return b.Set, b.Err
+}
+
+// warnHooksOutside says which of your git hooks commits inside do not run: git skips a
+// hooks directory it cannot find without a word, so a commit inside passed over your
+// pre-commit checks silently (field review, session 16; TestRunHooksOutsideWarned). A
+// repository's own core.hooksPath outside the working directory runs inside once a
+// profile mounts it; your global config's is not read inside at all.
+func (p *Plan) warnHooksOutside(hooks []protect.HooksFact, mounts []Mount, landlock bool) {
+	for _, h := range hooks {
+		if landlock && !h.Global {
+			p.warn("the git hooks of %s are not granted to the Landlock mode: its core.hooksPath names %s, outside the working directory, so commits inside fail (git cannot execute them); commit on the host, or run in the bwrap mode with a profile's [[mounts]] path = %q (mode \"ro\")", h.Top, h.Dir, h.Dir)
+			continue
+		}
+		if h.Global {
+			p.warn("your global git config's core.hooksPath (%s) does not apply inside: git there reads no global config of yours, so commits in %s skip those hooks (its .git/hooks run instead); run them on the host, or set core.hooksPath in the repository's own config", h.Dir, h.Top)
+			continue
+		}
+		visible := false
+		for _, m := range mounts {
+			if within(h.Dir, m.Dst) {
+				visible = true
+				break
+			}
+		}
+		if !visible {
+			p.warn("the git hooks of %s are not in the sandbox: its core.hooksPath names %s, outside the working directory, and git skips a hooks directory it cannot find, so commits inside do not run them; a profile's [[mounts]] path = %q (mode \"ro\") brings them in", h.Top, h.Dir, h.Dir)
+		}
+	}
+}
+
+// namesLandlock: the request names the Landlock mode (the flag, else the profile's key).
+func (r Request) namesLandlock() bool {
+	mode := r.Isolation
+	if mode == "" && r.Profile != nil {
+		mode = r.Profile.Isolation
+	}
+	return Isolation(mode) == IsolationLandlock
 }
