@@ -197,6 +197,15 @@ func TestUsernsContainerCases(t *testing.T) {
 			if r.Code != 1 || !strings.Contains(r.Stdout, "FAIL  user namespaces") {
 				t.Fatalf("box --check: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
+			// The syscall filter's trial is a sandbox too: its failure here is the
+			// namespace's, not a kernel without seccomp (field review, session 16).
+			if strings.Contains(r.Stdout, "FAIL  seccomp") || strings.Contains(r.Stdout, "CONFIG_SECCOMP_FILTER") ||
+				!strings.Contains(r.Stdout, "not tried: its trial sandbox needs the user namespace refused above") {
+				t.Errorf("box --check blames the kernel's seccomp for the namespace:\n%s", r.Stdout)
+			}
+			if !strings.Contains(r.Stderr, "(1 problem(s) above)") {
+				t.Errorf("box --check counts more than the namespace as a problem:\n%s", r.Stderr)
+			}
 			for _, s := range c.says {
 				if !strings.Contains(r.Stdout, s) {
 					t.Errorf("box --check lacks %q:\n%s", s, r.Stdout)
