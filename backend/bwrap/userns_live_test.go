@@ -378,3 +378,18 @@ func TestUsernsBwrapBoxHint(t *testing.T) {
 		t.Errorf("box run: exit %d, want 125 and the opt-in\n%s", r.Code, r.Stderr)
 	}
 }
+
+// box drill where bwrap cannot start fails as box run does, and its hint names the
+// drill's own opt-in (box drill --isolation landlock), not box run's (field review,
+// session 16: it offered box run --isolation landlock to a drill).
+func TestUsernsDrillHint(t *testing.T) {
+	testenv.RequireRoot(t)
+	w := boxtest.NewWorld(t)
+	r := inCase(w, "seccomp", "drill")
+	if r.Code != 125 || !strings.Contains(r.Stderr, "box: error: the sandbox cannot start: ") {
+		t.Fatalf("box drill in the seccomp case: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "box: hint: or opt into the Landlock mode, which needs no user namespace: box drill --isolation landlock ") {
+		t.Errorf("box drill's hint does not name box drill --isolation landlock:\n%s", r.Stderr)
+	}
+}
