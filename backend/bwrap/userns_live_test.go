@@ -206,6 +206,9 @@ func TestUsernsContainerCases(t *testing.T) {
 			if !strings.Contains(r.Stderr, "(1 problem(s) above)") {
 				t.Errorf("box --check counts more than the namespace as a problem:\n%s", r.Stderr)
 			}
+			if !strings.Contains(r.Stderr, "box: hint: or opt into the Landlock mode, which needs no user namespace: box run --isolation landlock ") {
+				t.Errorf("box --check names no way to work here meanwhile (the Landlock mode):\n%s", r.Stderr)
+			}
 			for _, s := range c.says {
 				if !strings.Contains(r.Stdout, s) {
 					t.Errorf("box --check lacks %q:\n%s", s, r.Stdout)
