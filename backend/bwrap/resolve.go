@@ -95,12 +95,14 @@ func (r Request) toolNames() []string {
 
 // Facts are what the resolver knows of the host. Gather finds them; tests write them.
 type Facts struct {
-	Workdir string // the working directory, symlinks resolved
-	Euid    int
-	Egid    int
-	Home    string   // $HOME inside and out (absolute, clean)
-	Homes   []string // the home as $HOME and the password database say, resolved
-	User    string   // USER and LOGNAME inside
+	// TermInfo: where the host finds $TERM's terminfo entry (terminfo.go).
+	TermInfo TermInfoFact
+	Workdir  string // the working directory, symlinks resolved
+	Euid     int
+	Egid     int
+	Home     string   // $HOME inside and out (absolute, clean)
+	Homes    []string // the home as $HOME and the password database say, resolved
+	User     string   // USER and LOGNAME inside
 	// BoxDirs are box's own configuration and data directories (resolved): never
 	// writable from inside, or the sandbox could rewrite its next run's policy.
 	BoxDirs  []string
@@ -423,11 +425,13 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		}
 		boxSet["NIX_CONFIG"] = conf
 	}
+	term := p.terminfo(f.TermInfo, boxSet) // terminfo.go
 	p.gitIdentity(r.Profile.PassGitIdentity(), f.Git, f.Home, agent.StateDir, boxSet)
 	if err := p.resolveSSH(r, f, network, boxSet); err != nil {
 		return nil, err
 	}
 	p.Vars = f.DevShell.merge(allow.Filter(f.Environ, boxSet)) // devshell.go
+	setTerm(p.Vars, term)
 	p.Findings = envaudit.Audit(p.Vars)
 
 	toolNames := make([]string, len(tools))
