@@ -102,7 +102,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 	}
 
 	globalHP := globalHooksPath(home)
-	inside := true // the repositories below are the sandbox's, not the containing one
+	inside := true // a repository the sandbox commits in (not a nested clone, not the containing one)
 	hooksPath := func(common, top string) {
 		hp, incs := readGitConfig(filepath.Join(common, "config"), home)
 		global := hp == ""
@@ -138,7 +138,9 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 			hooksPath(dg, top)
 		case fi.IsDir():
 			t.Nested = append(t.Nested, dg)
+			inside = false // a nested clone's .git is read-only inside: no commits there
 			hooksPath(dg, top)
+			inside = true
 		case fi.Mode().IsRegular():
 			t.Pointers = append(t.Pointers, dg)
 			g, err := readPointer(dg)
