@@ -203,6 +203,9 @@ func TestUsernsContainerCases(t *testing.T) {
 				!strings.Contains(r.Stdout, "not tried: its trial sandbox needs the user namespace refused above") {
 				t.Errorf("box --check blames the kernel's seccomp for the namespace:\n%s", r.Stdout)
 			}
+			if strings.Contains(r.Stdout, "fork/exec") {
+				t.Errorf("box --check reports its namespace trials' fork/exec errno, not the namespace:\n%s", r.Stdout)
+			}
 			if !strings.Contains(r.Stderr, "(1 problem(s) above)") {
 				t.Errorf("box --check counts more than the namespace as a problem:\n%s", r.Stderr)
 			}
