@@ -26,6 +26,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/internal/userenv"
 	"github.com/heavy-duty/box/profiles"
 )
 
@@ -96,10 +97,15 @@ func devShellCacheDir(home string, environ []string) string {
 // anything, so a sandbox that could write it would plant what the next --devshell run
 // of any project starts with (hostile review, session 16).
 func BoxCacheDir(home string, environ []string) string {
-	for _, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, "XDG_CACHE_HOME="); ok && filepath.IsAbs(v) {
-			return filepath.Join(v, "box")
+	env := envMap(environ)
+	getenv := func(k string) string {
+		if k == "HOME" {
+			return home
 		}
+		return env[k]
+	}
+	if c := userenv.CacheHome(getenv); c != "" { // the XDG rule, in one place
+		return filepath.Join(c, "box")
 	}
 	return filepath.Join(home, ".cache", "box")
 }

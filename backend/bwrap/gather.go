@@ -143,6 +143,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 		f.Git = ReadGitIdentity(o.Environ)
 	}
 	f.SSH = gatherSSH(r, o)
+	f.TermInfo = readTermInfo(envMap(o.Environ), o.Home) // terminfo.go
 	phase.Mark("gather:gitident")
 	if f.Host, err = DetectHost(); err != nil {
 		return f, err

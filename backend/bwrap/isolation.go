@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/ttyfilter"
@@ -345,16 +346,27 @@ func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, er
 	// the command gets a group of its own and box passes every ending signal on to that
 	// group, so a shell's children end with it (field review, session 13: a cancelled
 	// job ran to its end and box exited 0).
-	lp.OwnGroup = !ForegroundTerminal()
+	// In the background on a terminal (box run ... &) the command shares box's group
+	// too: job control then stops and continues them together. With a group of its
+	// own there, a command reading the terminal stopped (SIGTTIN) and stayed stopped
+	// after fg, which continued box's group only and gave the terminal to it: the
+	// shell was stuck, Ctrl-C reached box alone (field review, session 16,
+	// TestLandlockBackgroundThenFg).
+	lp.OwnGroup = !OnTerminal()
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sig)
 	pid := make(chan int, 1)
 	lp.OnStart = func(n int) { pid <- n }
+	ended := make(chan struct{})
+	defer close(ended)
 	go func() {
 		n, ok := <-pid
 		if !ok {
 			return
+		}
+		if !lp.OwnGroup {
+			go continueInFront(ended)
 		}
 		for s := range sig {
 			switch {
@@ -467,4 +479,28 @@ func stdioFds(stdin io.Reader, stdout, stderr io.Writer) ([]uintptr, func(), err
 		done()
 	}
 	return fds, done, err
+}
+
+// continueInFront: box on a terminal shares its group with the command. In the
+// background (box run ... &, or bg after Ctrl-Z) a command that reads the terminal is
+// stopped (SIGTTIN), and bash's fg gives the group the terminal but sends no SIGCONT to
+// a job it saw running (box was): the command stayed stopped, the shell stuck (field
+// review, session 16, TestLandlockBackgroundThenFg). So each time box finds its group in
+// front again (a look every 200 ms until the run ends) it continues the group.
+func continueInFront(ended <-chan struct{}) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	front := ForegroundTerminal()
+	for {
+		select {
+		case <-ended:
+			return
+		case <-t.C:
+			now := ForegroundTerminal()
+			if now && !front {
+				syscall.Kill(0, syscall.SIGCONT)
+			}
+			front = now
+		}
+	}
 }

@@ -42,6 +42,17 @@ func (p LandlockPlan) withTerminals(stdio []uintptr) LandlockPlan {
 	return p
 }
 
+// OnTerminal is whether box has a controlling terminal, in front or in the background
+// (box run ... &, under timeout): job control applies to box's group there.
+func OnTerminal() bool {
+	f, err := os.OpenFile("/dev/tty", os.O_RDONLY|unix.O_NOCTTY, 0)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
 // ForegroundTerminal is whether box runs in front on a controlling terminal: its process
 // group is the terminal's foreground group, so the terminal's Ctrl-C reaches the group.
 func ForegroundTerminal() bool {

@@ -95,18 +95,20 @@ func (r Request) toolNames() []string {
 
 // Facts are what the resolver knows of the host. Gather finds them; tests write them.
 type Facts struct {
-	Workdir string // the working directory, symlinks resolved
-	Euid    int
-	Egid    int
-	Home    string   // $HOME inside and out (absolute, clean)
-	Homes   []string // the home as $HOME and the password database say, resolved
-	User    string   // USER and LOGNAME inside
+	// TermInfo: where the host finds $TERM's terminfo entry (terminfo.go).
+	TermInfo TermInfoFact
+	Workdir  string // the working directory, symlinks resolved
+	Euid     int
+	Egid     int
+	Home     string   // $HOME inside and out (absolute, clean)
+	Homes    []string // the home as $HOME and the password database say, resolved
+	User     string   // USER and LOGNAME inside
 	// BoxDirs are box's own configuration, data and cache directories (resolved): never
 	// writable from inside, or the sandbox could rewrite its next run's policy (the
 	// cache holds each project's dev shell, its shellHook included: BoxCacheDir).
 	BoxDirs []string
 	// BoxData is box's data directory ($XDG_DATA_HOME/box, resolved; one of BoxDirs):
-	// no mount may hold it or lie in it, in any mode.
+	// a mount holding it or lying in it is said aloud.
 	BoxData  string
 	DataHome string // instance directories live under it
 	Environ  []string
@@ -392,6 +394,8 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		}
 	}
 
+	p.warnHooksOutside(f.Tree.HooksOutside, mounts, r.namesLandlock())
+
 	var auth []string
 	if r.Profile.AuthPassthrough {
 		auth = f.AuthFiles
@@ -451,11 +455,13 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 		}
 		boxSet["NIX_CONFIG"] = conf
 	}
+	term := p.terminfo(f.TermInfo, boxSet) // terminfo.go
 	p.gitIdentity(r.Profile.PassGitIdentity(), f.Git, f.Home, agent.StateDir, boxSet)
 	if err := p.resolveSSH(r, f, network, boxSet); err != nil {
 		return nil, err
 	}
 	p.Vars = f.DevShell.merge(allow.Filter(f.Environ, boxSet)) // devshell.go
+	setTerm(p.Vars, term)
 	p.Findings = envaudit.Audit(p.Vars)
 
 	toolNames := make([]string, len(tools))
@@ -711,4 +717,41 @@ func (b *BuiltSet) set(t protect.Tree, o protect.Options) (protect.Set, error) {
 		b = buildSet(t, o)
 	}
 	return b.Set, b.Err
+}
+
+// warnHooksOutside says which of your git hooks commits inside do not run: git skips a
+// hooks directory it cannot find without a word, so a commit inside passed over your
+// pre-commit checks silently (field review, session 16; TestRunHooksOutsideWarned). A
+// repository's own core.hooksPath outside the working directory runs inside once a
+// profile mounts it; your global config's is not read inside at all.
+func (p *Plan) warnHooksOutside(hooks []protect.HooksFact, mounts []Mount, landlock bool) {
+	for _, h := range hooks {
+		if landlock && !h.Global {
+			p.warn("the git hooks of %s are not granted to the Landlock mode: its core.hooksPath names %s, outside the working directory, so commits inside fail (git cannot execute them); commit on the host, or run in the bwrap mode with a profile's [[mounts]] path = %q (mode \"ro\")", h.Top, h.Dir, h.Dir)
+			continue
+		}
+		if h.Global {
+			p.warn("your global git config's core.hooksPath (%s) does not apply inside: git there reads no global config of yours, so commits in %s skip those hooks (its .git/hooks run instead); run them on the host, or set core.hooksPath in the repository's own config", h.Dir, h.Top)
+			continue
+		}
+		visible := false
+		for _, m := range mounts {
+			if within(h.Dir, m.Dst) {
+				visible = true
+				break
+			}
+		}
+		if !visible {
+			p.warn("the git hooks of %s are not in the sandbox: its core.hooksPath names %s, outside the working directory, and git skips a hooks directory it cannot find, so commits inside do not run them; a profile's [[mounts]] path = %q (mode \"ro\") brings them in", h.Top, h.Dir, h.Dir)
+		}
+	}
+}
+
+// namesLandlock: the request names the Landlock mode (the flag, else the profile's key).
+func (r Request) namesLandlock() bool {
+	mode := r.Isolation
+	if mode == "" && r.Profile != nil {
+		mode = r.Profile.Isolation
+	}
+	return Isolation(mode) == IsolationLandlock
 }

@@ -257,6 +257,10 @@ func (r *relay) makeRaw() {
 	})
 }
 
+// foregroundLook is how often box in the background looks whether it is in the
+// foreground again (one ioctl).
+const foregroundLook = 200 * time.Millisecond
+
 // pumpIn copies keystrokes to the sandbox's terminal while box is in the foreground.
 func (r *relay) pumpIn() {
 	defer close(r.inDone)
@@ -264,13 +268,22 @@ func (r *relay) pumpIn() {
 	fds := []unix.PollFd{{Fd: int32(r.in), Events: unix.POLLIN}, {Fd: int32(r.wake), Events: unix.POLLIN}}
 	for {
 		if !r.foreground() {
-			// Wait to be continued in the foreground (the shell's fg sends SIGCONT).
+			// Wait to be brought to the foreground: a SIGCONT (fg of a stopped job),
+			// or a look now and then, since bash's fg sends none to a job that was
+			// running, as box in the background is (it reads nothing, so it never
+			// stops): it waited for a SIGCONT that never came, the terminal stayed
+			// cooked and nothing reached the sandbox (field review, session 16,
+			// TestTTYFieldBackgroundThenFg).
 			select {
 			case <-r.cont:
-				continue
+			case <-time.After(foregroundLook):
 			case <-r.stop:
 				return
 			}
+			if r.foreground() {
+				r.resize() // SIGWINCH reaches only the foreground: a resize meanwhile was missed
+			}
+			continue
 		}
 		r.makeRaw()
 		fds[0].Revents, fds[1].Revents = 0, 0

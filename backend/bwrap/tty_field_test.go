@@ -62,3 +62,66 @@ func TestTTYFieldBwrapBox(t *testing.T) {
 		t.Errorf("the terminal's modes after box exec -t differ from before")
 	}
 }
+
+// `box run -y -- bash -i &` then `fg` at an interactive shell: bash's fg sends no SIGCONT
+// to a job that was running (box reads nothing in the background, so it never stopped),
+// and box waited for one: the terminal stayed cooked, nothing reached the sandbox and
+// the shell was stuck (field review, session 16). box now sees the foreground come back
+// by itself.
+func TestTTYFieldBackgroundThenFg(t *testing.T) {
+	bash := testenv.RequireTool(t, "bash")
+	w := newWorld(t)
+	c := w.cmd()
+	c.Path, c.Args = bash, []string{"bash", "--norc", "--noprofile", "-i"}
+	p := startOnPTY(t, w, c)
+	at := p.screen.WaitFor(t, 0, "$ ", within)
+	// The relay runs in the background before fg: the sandbox's first words came through.
+	p.typ(t, w.box+" run -q -y -- sh -c 'echo sand\"\"box-up; exec bash --norc --noprofile -i' &\r")
+	at = p.screen.WaitFor(t, at, "[1] ", within)
+	at = p.screen.WaitFor(t, at, "sandbox-up", within)
+	p.typ(t, "fg\r")
+	at = p.screen.WaitFor(t, at, "fg\r\n", within)
+	p.typ(t, "PS1=IN\">\"' '\r")
+	at = p.screen.WaitFor(t, at, "IN> ", within)
+	p.typ(t, "echo in\"\"side=$BOX_SANDBOX.\r")
+	at = p.screen.WaitFor(t, at, "inside=bwrap.", within)
+	at = p.screen.WaitFor(t, at, "IN> ", within)
+	p.typ(t, "exit 3\r")
+	at = p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "echo co\"\"de=$?.\r")
+	at = p.screen.WaitFor(t, at, "code=3.", within)
+	p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "exit 0\r")
+	p.wait(t)
+}
+
+// The same in the Landlock mode, where the command shares box's terminal: in the
+// background it had a process group of its own, was stopped reading the terminal
+// (SIGTTIN), and stayed stopped after fg, which gave the terminal to box's group alone;
+// the shell was stuck and Ctrl-C reached box only (field review, session 16). Now it
+// shares box's group on a terminal, and box continues the group when it is in front again.
+func TestLandlockBackgroundThenFg(t *testing.T) {
+	bash := testenv.RequireTool(t, "bash")
+	w := newWorld(t)
+	c := w.cmd()
+	c.Path, c.Args = bash, []string{"bash", "--norc", "--noprofile", "-i"}
+	p := startOnPTY(t, w, c)
+	at := p.screen.WaitFor(t, 0, "$ ", within)
+	p.typ(t, w.box+" run -q -y --isolation landlock -- sh -c 'echo sand\"\"box-up; exec bash --norc --noprofile -i' &\r")
+	at = p.screen.WaitFor(t, at, "[1] ", within)
+	at = p.screen.WaitFor(t, at, "sandbox-up", within)
+	p.typ(t, "fg\r")
+	at = p.screen.WaitFor(t, at, "fg\r\n", within)
+	p.typ(t, "PS1=IN\">\"' '\r")
+	at = p.screen.WaitFor(t, at, "IN> ", within)
+	p.typ(t, "echo in\"\"side=ok.\r")
+	at = p.screen.WaitFor(t, at, "inside=ok.", within)
+	at = p.screen.WaitFor(t, at, "IN> ", within)
+	p.typ(t, "exit 3\r")
+	at = p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "echo co\"\"de=${PIPESTATUS[0]}.\r")
+	at = p.screen.WaitFor(t, at, "code=3.", within)
+	p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "exit 0\r")
+	p.wait(t)
+}

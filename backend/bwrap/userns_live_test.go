@@ -197,6 +197,21 @@ func TestUsernsContainerCases(t *testing.T) {
 			if r.Code != 1 || !strings.Contains(r.Stdout, "FAIL  user namespaces") {
 				t.Fatalf("box --check: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
+			// The syscall filter's trial is a sandbox too: its failure here is the
+			// namespace's, not a kernel without seccomp (field review, session 16).
+			if strings.Contains(r.Stdout, "FAIL  seccomp") || strings.Contains(r.Stdout, "CONFIG_SECCOMP_FILTER") ||
+				!strings.Contains(r.Stdout, "not tried: its trial sandbox needs the user namespace refused above") {
+				t.Errorf("box --check blames the kernel's seccomp for the namespace:\n%s", r.Stdout)
+			}
+			if strings.Contains(r.Stdout, "fork/exec") {
+				t.Errorf("box --check reports its namespace trials' fork/exec errno, not the namespace:\n%s", r.Stdout)
+			}
+			if !strings.Contains(r.Stderr, "(1 problem(s) above)") {
+				t.Errorf("box --check counts more than the namespace as a problem:\n%s", r.Stderr)
+			}
+			if !strings.Contains(r.Stderr, "box: hint: or opt into the Landlock mode, which needs no user namespace: box run --isolation landlock ") {
+				t.Errorf("box --check names no way to work here meanwhile (the Landlock mode):\n%s", r.Stderr)
+			}
 			for _, s := range c.says {
 				if !strings.Contains(r.Stdout, s) {
 					t.Errorf("box --check lacks %q:\n%s", s, r.Stdout)
@@ -367,5 +382,20 @@ func TestUsernsBwrapBoxHint(t *testing.T) {
 	}
 	if r := inCase(w, "seccomp", "run", "-y", "--", "true"); r.Code != 125 || !strings.Contains(r.Stderr, "isolation = \"auto\"") {
 		t.Errorf("box run: exit %d, want 125 and the opt-in\n%s", r.Code, r.Stderr)
+	}
+}
+
+// box drill where bwrap cannot start fails as box run does, and its hint names the
+// drill's own opt-in (box drill --isolation landlock), not box run's (field review,
+// session 16: it offered box run --isolation landlock to a drill).
+func TestUsernsDrillHint(t *testing.T) {
+	testenv.RequireRoot(t)
+	w := boxtest.NewWorld(t)
+	r := inCase(w, "seccomp", "drill")
+	if r.Code != 125 || !strings.Contains(r.Stderr, "box: error: the sandbox cannot start: ") {
+		t.Fatalf("box drill in the seccomp case: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "box: hint: or opt into the Landlock mode, which needs no user namespace: box drill --isolation landlock ") {
+		t.Errorf("box drill's hint does not name box drill --isolation landlock:\n%s", r.Stderr)
 	}
 }

@@ -7,6 +7,7 @@ package bwrap
 import (
 	"bytes"
 	"fmt"
+	"github.com/heavy-duty/box/internal/userenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,8 +197,8 @@ func usernsKey(bin string, f UsernsFacts) string {
 // usernsHealthyFile is where the last healthy launch's key is kept (the operator's
 // cache; the sandbox never sees it, and it only spares a diagnosis, never a check).
 func usernsHealthyFile() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
+	dir := userenv.CacheHome(os.Getenv) // never relative: HOME=rel named the working directory
+	if dir == "" {
 		return ""
 	}
 	return filepath.Join(dir, "box", "userns-ok")

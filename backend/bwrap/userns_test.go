@@ -169,3 +169,21 @@ func TestUsernsKeyTakenBeforeLaunch(t *testing.T) {
 		t.Fatalf("the next launch with the same facts is not known healthy: remembered %q, its key %q", b, next.usernsKey)
 	}
 }
+
+// The healthy-launch record is the operator's cache, never a path in the working
+// directory: with HOME relative (HOME=rel, as a misconfigured CI job or container sets
+// it) os.UserCacheDir answered rel/.cache, and box wrote rel/.cache/box/userns-ok into
+// the directory it was run in, the tree the sandbox writes (field review, session 16).
+// An XDG_CACHE_HOME that is not absolute is ignored, as the XDG rule says.
+func TestUsernsHealthyFileNeverRelative(t *testing.T) {
+	for _, env := range [][2]string{{"HOME", "rel"}, {"XDG_CACHE_HOME", "rel/cache"}} {
+		t.Run(env[0], func(t *testing.T) {
+			t.Setenv("XDG_CACHE_HOME", "")
+			t.Setenv(env[0], env[1])
+			p := usernsHealthyFile()
+			if p != "" && !filepath.IsAbs(p) {
+				t.Fatalf("%s=%s: the record is at %q, relative to the working directory", env[0], env[1], p)
+			}
+		})
+	}
+}

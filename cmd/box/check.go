@@ -22,11 +22,13 @@ type checkJSON struct {
 // backend cannot run.
 func runCheck(e *env, asJSON bool) error {
 	fatal := 0
+	noUserns := false
 	out := []checkJSON{}
 	for _, r := range bwrap.HostChecks() {
 		c := checkJSON{Name: r.Name, Status: r.Status(), Fatal: r.Fatal, Detail: r.Detail, Cause: r.CauseName()}
 		if !r.OK {
 			c.Fix = cmp.Or(usernsHint(r.Cause), r.Fix)
+			noUserns = noUserns || c.Cause != ""
 		}
 		if c.Status == "fail" {
 			fatal++
@@ -49,7 +51,13 @@ func runCheck(e *env, asJSON bool) error {
 		}
 	}
 	if fatal > 0 {
-		return withHint(fmt.Errorf("the bwrap backend cannot run here (%d problem(s) above)", fatal), "apply the fixes above, then run 'box --check' again")
+		hint := "apply the fixes above, then run 'box --check' again"
+		if noUserns {
+			// box run says it where it fails; --check is where a user looks first
+			// (field review, session 16: it named no way to work meanwhile).
+			hint += "\n" + landlockOptIn
+		}
+		return withHint(fmt.Errorf("the bwrap backend cannot run here (%d problem(s) above)", fatal), hint)
 	}
 	return nil
 }

@@ -130,6 +130,7 @@ func runDrill(e *env, o *drillOptions) error {
 				network: o.network, env: o.env, allow: o.allow, command: probe, isolation: o.isolation})
 		})}
 	rep, err := d.Run()
+	var userns *bwrap.UsernsError
 	var allowed *drill.InternetAllowedError
 	switch {
 	case errors.Is(err, drill.ErrAllowlistTargets):
@@ -137,6 +138,8 @@ func runDrill(e *env, o *drillOptions) error {
 	case errors.As(err, &allowed):
 		return usagef("give --internet-url a host the allowlist refuses (it is the 'name not allowed' probe)",
 			"--internet-url %s: %s is allowed", allowed.URL, allowed.Host)
+	case errors.As(err, &userns) && !userns.Box:
+		return withHint(err, usernsErrHint(userns)+"\n"+landlockOptInFor("box drill"))
 	case errors.As(err, new(*drill.RunnerError)):
 		return withHint(err, "run 'box --check' to diagnose the sandbox")
 	case err != nil:

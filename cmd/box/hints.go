@@ -258,12 +258,19 @@ func terminalHint(e *bwrap.TerminalError) string {
 }
 
 // landlockOptIn: where bwrap cannot start, the mode that needs no namespace, by name.
-const landlockOptIn = `or opt into the Landlock mode, which needs no user namespace: box run --isolation landlock ` +
-	`(for a profile, once: isolation = "auto" runs it only where bwrap cannot start). ` +
-	`It keeps your home and secrets unreadable and writes to the working and instance directories, tier none only; ` +
-	`it does NOT hold a private /tmp or /proc (your other processes are visible), the internet and allowlist tiers, ` +
-	`read-only protected paths inside the working directory, or cgroup limits ` +
-	`(box run --isolation landlock --dry-run lists every item; docs/bwrap.md)`
+var landlockOptIn = landlockOptInFor("box run")
+
+// landlockOptInFor is landlockOptIn in the words of the verb that could not start (box
+// drill drills the mode with its own --isolation: field review, session 16, found its
+// hint naming box run).
+func landlockOptInFor(verb string) string {
+	return `or opt into the Landlock mode, which needs no user namespace: ` + verb + ` --isolation landlock ` +
+		`(for a profile, once: isolation = "auto" runs it only where bwrap cannot start). ` +
+		`It keeps your home and secrets unreadable and writes to the working and instance directories, tier none only; ` +
+		`it does NOT hold a private /tmp or /proc (your other processes are visible), the internet and allowlist tiers, ` +
+		`read-only protected paths inside the working directory, or cgroup limits ` +
+		`(box run --isolation landlock --dry-run lists every item; docs/bwrap.md)`
+}
 
 // landlockNoBox: a bwrap box keeps its own home at your home's path, which needs a mount
 // namespace; the Landlock mode runs box run only.

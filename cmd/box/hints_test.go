@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,6 +168,25 @@ func TestRefusalHints(t *testing.T) {
 		}
 		if b.String() != want || code != wantCode {
 			t.Errorf("%T: exit %d, printed\n%s\nwant exit %d, printed\n%s", c.err, code, b.String(), wantCode, want)
+		}
+	}
+}
+
+// A warning's hint of several lines is said as an error's is, one "box: hint:" a line
+// (field review, session 16: box new --backend bwrap where no user namespace can be had
+// printed the user-namespace hint's later lines bare).
+func TestWarnHintLines(t *testing.T) {
+	var out strings.Builder
+	e := &env{stderr: &out}
+	w := &bwrap.UnstartableError{Name: "b", Err: &bwrap.UsernsError{UsernsDiagnosis: bwrap.UsernsDiagnosis{Cause: bwrap.UsernsSeccomp, Detail: "refused"}, Box: true}}
+	warnf(e, w)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("want the warning and a hint of several lines:\n%s", out.String())
+	}
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, "box: hint: ") {
+			t.Errorf("a hint line without its prefix: %q\n%s", l, out.String())
 		}
 	}
 }

@@ -37,7 +37,14 @@ func newNewCmdWith(e *env, mintF func(backend.MintRequest) error) *cobra.Command
 		GroupID: groupVM,
 		Long:    helpText("new", "{{placement-env}}", vm.PlacementEnv, "{{placement}}", vm.DefaultPlacement, "{{cpu}}", vm.DefaultCPU, "{{memory}}", vm.DefaultMemory, "{{disk}}", vm.DefaultDisk),
 		Example: helpText("new.example"),
-		Args:    noArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			// box new agent: the name given as an argument, as incus launch and most
+			// tools take it (field review, session 16: the usage error named no way on).
+			if len(args) == 1 && !cmd.Flags().Changed("name") && backend.ValidName(args[0]) == nil {
+				return usagef("box new --name "+args[0]+" (with the same flags)", "new takes the box's name as --name, got %q", args[0])
+			}
+			return noArgs(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var given []string
 			cmd.Flags().Visit(func(f *pflag.Flag) { given = append(given, f.Name) })

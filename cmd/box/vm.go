@@ -45,7 +45,11 @@ func (e *env) vmBackend() vm.Backend {
 func warnf(e *env, w error) {
 	fmt.Fprintf(e.stderr, "box: warning: %s\n", termSafe(w.Error()))
 	if h, _ := hintFor(w); h != "" {
-		fmt.Fprintf(e.stderr, "box: hint: %s\n", termSafe(h))
+		// One "box: hint:" a line, as an error's (field review, session 16: box new's
+		// unstartable warning left its hint's second and third lines bare).
+		for _, line := range strings.Split(h, "\n") {
+			fmt.Fprintf(e.stderr, "box: hint: %s\n", termSafe(line))
+		}
 	}
 }
 

@@ -155,6 +155,7 @@ func TestNewUsageErrors(t *testing.T) {
 		{[]string{"snapshot", "a", "x/y"}, `invalid snapshot name "x/y"`},
 		{[]string{"restore", "a", "x y"}, `invalid snapshot name "x y"`},
 		{[]string{"list", "extra"}, "list takes no arguments"},
+		{[]string{"new", "agent", "--backend", "bwrap"}, "new takes the box's name as --name, got \"agent\"\nbox: hint: box new --name agent (with the same flags)"},
 	} {
 		_, stderr, code := runMain(t, c.args...)
 		want := exitUsage

@@ -32,6 +32,18 @@ func xdg(getenv func(string) string, name, fallback string) string {
 // ConfigHome is $XDG_CONFIG_HOME, else ~/.config.
 func ConfigHome(getenv func(string) string) string { return xdg(getenv, "XDG_CONFIG_HOME", ".config") }
 
+// CacheHome is $XDG_CACHE_HOME, else ~/.cache; "" when the home cannot be told (never
+// a relative path: os.UserCacheDir takes a relative $HOME as it is).
+func CacheHome(getenv func(string) string) string {
+	if d := getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		return filepath.Clean(d)
+	}
+	if h := Home(getenv); filepath.IsAbs(h) {
+		return filepath.Join(h, ".cache")
+	}
+	return ""
+}
+
 // DataHome is $XDG_DATA_HOME, else ~/.local/share.
 func DataHome(getenv func(string) string) string {
 	return xdg(getenv, "XDG_DATA_HOME", ".local/share")

@@ -37,6 +37,12 @@ type Tree struct {
 	Nested []string
 	// HooksPaths are the directories the repositories' core.hooksPath names (absolute).
 	HooksPaths []string
+	// HooksOutside are the hooks directories (core.hooksPath) of the repositories the
+	// sandbox commits in that git inside does not run: the repository's own when it lies
+	// outside the working directory (not in the sandbox: git skips a missing hooks
+	// directory without a word), and your global config's wherever it lies (git inside
+	// reads no global config of yours).
+	HooksOutside []HooksFact
 	// Includes are the files the repositories' configs include (include.path,
 	// includeIf.*.path) that lie in the working directory.
 	Includes []string
@@ -60,6 +66,13 @@ type Tree struct {
 	// Listings are the directories the scan read, for the post-run audit's walk of the
 	// same tree, which lists again only those changed since (package dirlist).
 	Listings *dirlist.Cache `json:"-"`
+}
+
+// HooksFact is a repository's hooks directory outside the working directory.
+type HooksFact struct {
+	Top    string // the repository's work tree
+	Dir    string // the directory core.hooksPath names (absolute)
+	Global bool   // named by your global git config, not the repository's
 }
 
 // GitDirFact is one git directory.

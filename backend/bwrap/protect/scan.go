@@ -102,13 +102,22 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 	}
 
 	globalHP := globalHooksPath(home)
+	inside := true // a repository the sandbox commits in (not a nested clone, not the containing one)
 	hooksPath := func(common, top string) {
 		hp, incs := readGitConfig(filepath.Join(common, "config"), home)
-		if hp == "" {
+		global := hp == ""
+		if global {
 			hp = globalHP // a relative one names a directory in every work tree
 		}
-		if h := resolveHooksPath(hp, top, home); h != "" && within(h, workdir) && h != workdir {
+		h := resolveHooksPath(hp, top, home)
+		in := h != "" && within(h, workdir) && h != workdir
+		if in {
 			t.HooksPaths = append(t.HooksPaths, h)
+		}
+		// Inside, git reads no global config of yours (its home is the sandbox's), and
+		// a directory outside the working directory is not there.
+		if f := (HooksFact{Top: top, Dir: h, Global: global}); h != "" && inside && (global || !in) && !slices.Contains(t.HooksOutside, f) {
+			t.HooksOutside = append(t.HooksOutside, f)
 		}
 		for _, inc := range incs {
 			if within(inc, workdir) && inc != workdir && !slices.Contains(t.Includes, inc) {
@@ -129,7 +138,9 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 			hooksPath(dg, top)
 		case fi.IsDir():
 			t.Nested = append(t.Nested, dg)
+			inside = false // a nested clone's .git is read-only inside: no commits there
 			hooksPath(dg, top)
+			inside = true
 		case fi.Mode().IsRegular():
 			t.Pointers = append(t.Pointers, dg)
 			g, err := readPointer(dg)
@@ -173,6 +184,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 			// Its git is the host's, run while the sandbox runs: a core.hooksPath or
 			// an include it names inside the working directory is protected too.
 			if common := commonOf(filepath.Join(top, ".git")); common != "" {
+				inside = false
 				hooksPath(common, top)
 			}
 		}
