@@ -148,7 +148,7 @@ func Attach(ctx context.Context, childPid int, opts Options) (s *Session, err er
 	// bwrap's own process does not kill it. Killing the sandbox's pid 1 ends it.
 	pidfd, err := unix.PidfdOpen(childPid, 0)
 	if err != nil {
-		return nil, fmt.Errorf("internet tier: sandbox pid %d: %w", childPid, err)
+		return nil, fmt.Errorf("sandbox pid %d: %w", childPid, err)
 	}
 	defer unix.Close(pidfd)
 	s = &Session{Helper: opts.Helper}
@@ -161,22 +161,22 @@ func Attach(ctx context.Context, childPid int, opts Options) (s *Session, err er
 	}()
 	netns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", childPid))
 	if err != nil {
-		return nil, fmt.Errorf("internet tier: sandbox pid %d: %w", childPid, err)
+		return nil, fmt.Errorf("sandbox pid %d: %w", childPid, err)
 	}
 	s.files = append(s.files, netns)
 	var st, own unix.Stat_t
 	if err := unix.Fstat(int(netns.Fd()), &st); err != nil {
-		return nil, fmt.Errorf("internet tier: stat netns of pid %d: %w", childPid, err)
+		return nil, fmt.Errorf("stat netns of pid %d: %w", childPid, err)
 	}
 	if err := unix.Stat("/proc/self/ns/net", &own); err != nil {
-		return nil, fmt.Errorf("internet tier: stat own netns: %w", err)
+		return nil, fmt.Errorf("stat own netns: %w", err)
 	}
 	if st.Ino == own.Ino && st.Dev == own.Dev {
-		return nil, fmt.Errorf("internet tier: pid %d shares box's network namespace (hint: bwrap needs --unshare-net)", childPid)
+		return nil, fmt.Errorf("pid %d shares box's network namespace (hint: bwrap needs --unshare-net)", childPid)
 	}
 	userns, err := ioctlUserns(netns)
 	if err != nil {
-		return nil, fmt.Errorf("internet tier: owner of netns of pid %d: %w", childPid, err)
+		return nil, fmt.Errorf("owner of netns of pid %d: %w", childPid, err)
 	}
 	s.files = append(s.files, userns)
 
@@ -196,7 +196,7 @@ func Attach(ctx context.Context, childPid int, opts Options) (s *Session, err er
 	}
 	select {
 	case <-s.done:
-		return nil, fmt.Errorf("internet tier: %s exited during setup: %s", opts.Helper, s.helperErr())
+		return nil, fmt.Errorf("%s exited during setup: %s", opts.Helper, s.helperErr())
 	default:
 	}
 	return s, nil
@@ -210,13 +210,13 @@ func (s *Session) startHelper(opts Options, userns, netns *os.File) error {
 		// at Close. The ready fd is not read: the filter helper waits for the link.
 		exitR, exitW, err := os.Pipe()
 		if err != nil {
-			return fmt.Errorf("internet tier: exit pipe: %w", err)
+			return fmt.Errorf("exit pipe: %w", err)
 		}
 		readyR, readyW, err := os.Pipe()
 		if err != nil {
 			exitR.Close()
 			exitW.Close()
-			return fmt.Errorf("internet tier: ready pipe: %w", err)
+			return fmt.Errorf("ready pipe: %w", err)
 		}
 		cmd.ExtraFiles = append(cmd.ExtraFiles, exitR, readyW)
 		defer exitR.Close()
@@ -228,7 +228,7 @@ func (s *Session) startHelper(opts Options, userns, netns *os.File) error {
 	cmd.WaitDelay = time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("internet tier: start %s: %w", opts.HelperPath, err)
+		return fmt.Errorf("start %s: %w", opts.HelperPath, err)
 	}
 	s.helper, s.HelperPid = cmd, cmd.Process.Pid
 	s.stderr = stderr
@@ -252,7 +252,7 @@ func (s *Session) runFilter(ctx context.Context, opts Options, userns, netns *os
 	rs := Plan(opts)
 	js, err := json.Marshal(rs)
 	if err != nil {
-		return fmt.Errorf("internet tier: encode ruleset: %w", err)
+		return fmt.Errorf("encode ruleset: %w", err)
 	}
 	// Leave the helper time to report before ctx kills it, so the error says why: a
 	// tenth of what is left, but at least a second (a loaded host is slow to start the
@@ -276,7 +276,7 @@ func (s *Session) runFilter(ctx context.Context, opts Options, userns, netns *os
 	if err != nil {
 		select {
 		case <-s.done:
-			return fmt.Errorf("internet tier: %s exited during setup: %s", opts.Helper, s.helperErr())
+			return fmt.Errorf("%s exited during setup: %s", opts.Helper, s.helperErr())
 		default:
 		}
 		msg := out
@@ -290,7 +290,7 @@ func (s *Session) runFilter(ctx context.Context, opts Options, userns, netns *os
 		case strings.Contains(msg, "unknown") || strings.Contains(msg, "flag provided but not defined"):
 			hint = " (hint: the binary must dispatch `" + FilterSubcommand + "` to inet.FilterMain)"
 		}
-		return fmt.Errorf("internet tier: install egress filter: %w: %s%s", err, msg, hint)
+		return fmt.Errorf("install egress filter: %w: %s%s", err, msg, hint)
 	}
 	return nil
 }
@@ -342,14 +342,14 @@ func waitMapped(ctx context.Context, pid int) error {
 		u, uerr := os.ReadFile(fmt.Sprintf("/proc/%d/uid_map", pid))
 		g, gerr := os.ReadFile(fmt.Sprintf("/proc/%d/gid_map", pid))
 		if uerr != nil || gerr != nil {
-			return fmt.Errorf("internet tier: sandbox pid %d: %w", pid, errors.Join(uerr, gerr))
+			return fmt.Errorf("sandbox pid %d: %w", pid, errors.Join(uerr, gerr))
 		}
 		if len(bytes.TrimSpace(u)) > 0 && len(bytes.TrimSpace(g)) > 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("internet tier: sandbox pid %d never mapped its user namespace: %w", pid, ctx.Err())
+			return fmt.Errorf("sandbox pid %d never mapped its user namespace: %w", pid, ctx.Err())
 		case <-time.After(time.Millisecond):
 		}
 	}
