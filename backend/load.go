@@ -2,6 +2,7 @@ package backend
 
 import (
 	"errors"
+	"io/fs"
 
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/profiles"
@@ -19,21 +20,41 @@ type NoSuchError struct {
 func (e *NoSuchError) Error() string { return e.Err.Error() }
 func (e *NoSuchError) Unwrap() error { return e.Err }
 
+// UnreadableError: box may not read its profiles or templates (Dir: where it looks;
+// Err: the loader's own wording). Nothing is assumed in their place: a policy box
+// cannot read is never taken as none.
+type UnreadableError struct {
+	What, Dir string // "profile" or "template"; the directory of them
+	Err       error
+}
+
+func (e *UnreadableError) Error() string { return e.Err.Error() }
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
 // LoadProfile and LoadTemplate load by name from configHome, as both backends do: a
-// name box has none of is a NoSuchError (a usage error); a file that does not parse is
-// the loader's error as it is.
+// name box has none of is a NoSuchError (a usage error); one box may not read is an
+// UnreadableError; a file that does not parse is the loader's error as it is.
 func LoadProfile(configHome, name string) (*profiles.Profile, error) {
-	p, err := profiles.Load(name, profiles.Dir(configHome))
-	if err != nil && (errors.Is(err, profiles.ErrNotFound) || profiles.ValidName(name) != nil) {
-		return nil, &errs.UsageError{Err: &NoSuchError{What: "profile", Err: err}}
-	}
-	return p, err
+	dir := profiles.Dir(configHome)
+	p, err := profiles.Load(name, dir)
+	return p, loadErr("profile", dir, err, errors.Is(err, profiles.ErrNotFound) || profiles.ValidName(name) != nil)
 }
 
 func LoadTemplate(configHome, name string) (*templates.Template, error) {
-	t, err := templates.Load(name, templates.Dir(configHome))
-	if err != nil && (errors.Is(err, templates.ErrNotFound) || templates.ValidName(name) != nil) {
-		return nil, &errs.UsageError{Err: &NoSuchError{What: "template", Err: err}}
+	dir := templates.Dir(configHome)
+	t, err := templates.Load(name, dir)
+	return t, loadErr("template", dir, err, errors.Is(err, templates.ErrNotFound) || templates.ValidName(name) != nil)
+}
+
+// loadErr types a loader's error: none is a NoSuchError, denied an UnreadableError.
+func loadErr(what, dir string, err error, none bool) error {
+	switch {
+	case err == nil:
+		return nil
+	case none:
+		return &errs.UsageError{Err: &NoSuchError{What: what, Err: err}}
+	case errors.Is(err, fs.ErrPermission):
+		return &UnreadableError{What: what, Dir: dir, Err: err}
 	}
-	return t, err
+	return err
 }

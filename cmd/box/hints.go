@@ -99,6 +99,9 @@ var hints = []func(error) (string, error){
 	}),
 	to[*bwrap.StopInUseError]("end the command running in it (exit its shell, or Ctrl-C its box exec)"),
 	as(func(e *backend.NoSuchError) string { return "run 'box " + e.What + "s' to list them" }),
+	as(func(e *backend.UnreadableError) string {
+		return "box reads its " + e.What + "s from " + e.Dir + " ($XDG_CONFIG_HOME/box, else ~/.config/box): make it readable to you (chmod u+rx), or set XDG_CONFIG_HOME to a directory you own"
+	}),
 	as(func(e *backend.RunningError) string {
 		return "box stop " + e.Name + " && box " + strings.Join(append([]string{e.Verb, e.Name}, e.Args...), " ")
 	}),
