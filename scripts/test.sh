@@ -18,10 +18,7 @@ env $gocmd vet ./...
 # running side by side do not wait on each other's.
 env $gocmd run ./drill/incuslab/cmd/box-test-image >/dev/null
 # The live tests sit in the packages they prove (backend/bwrap, backend/vm, host, drill),
-# and go test runs four packages side by side (-p 4, whatever the cores): the live ones
-# mostly wait on containers, daemons and sandboxes (the whole suite used 103% of two
-# cores), so four at once finished in 19 minutes where two took 24. Their labs,
-# namespaces, cgroups and temp directories are named per process, the test user is made
-# race-free, and the tests that need the nix daemon take a machine-wide lock
-# (internal/testenv).
-env $gocmd test -count=1 -p 4 -timeout 60m ./... "$@"
+# so go test runs two of them side by side: their labs, namespaces, cgroups and temp
+# directories are named per process, the test user is made race-free, and the tests that
+# need the nix daemon take a machine-wide lock (internal/testenv).
+env $gocmd test -count=1 -timeout 60m ./... "$@"
