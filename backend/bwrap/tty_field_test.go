@@ -69,6 +69,13 @@ func TestTTYFieldBwrapBox(t *testing.T) {
 // the shell was stuck (field review, session 16). box now sees the foreground come back
 // by itself.
 func TestTTYFieldBackgroundThenFg(t *testing.T) {
+	backgroundThenFg(t, "", `echo in""side=$BOX_SANDBOX.`, "inside=bwrap.", `echo co""de=$?.`)
+}
+
+// backgroundThenFg starts box run (with flags) in the background of an interactive bash
+// on a pty, brings it to the front with fg, runs inside (its output must show want),
+// exits 3 and checks bash saw that code (code: the echo that prints it).
+func backgroundThenFg(t *testing.T, flags, inside, want, code string) {
 	bash := testenv.RequireTool(t, "bash")
 	w := newWorld(t)
 	c := w.cmd()
@@ -76,19 +83,19 @@ func TestTTYFieldBackgroundThenFg(t *testing.T) {
 	p := startOnPTY(t, w, c)
 	at := p.screen.WaitFor(t, 0, "$ ", within)
 	// The relay runs in the background before fg: the sandbox's first words came through.
-	p.typ(t, w.box+" run -q -y -- sh -c 'echo sand\"\"box-up; exec bash --norc --noprofile -i' &\r")
+	p.typ(t, w.box+" run -q -y "+flags+"-- sh -c 'echo sand\"\"box-up; exec bash --norc --noprofile -i' &\r")
 	at = p.screen.WaitFor(t, at, "[1] ", within)
 	at = p.screen.WaitFor(t, at, "sandbox-up", within)
 	p.typ(t, "fg\r")
 	at = p.screen.WaitFor(t, at, "fg\r\n", within)
 	p.typ(t, "PS1=IN\">\"' '\r")
 	at = p.screen.WaitFor(t, at, "IN> ", within)
-	p.typ(t, "echo in\"\"side=$BOX_SANDBOX.\r")
-	at = p.screen.WaitFor(t, at, "inside=bwrap.", within)
+	p.typ(t, inside+"\r")
+	at = p.screen.WaitFor(t, at, want, within)
 	at = p.screen.WaitFor(t, at, "IN> ", within)
 	p.typ(t, "exit 3\r")
 	at = p.screen.WaitFor(t, at, "$ ", within)
-	p.typ(t, "echo co\"\"de=$?.\r")
+	p.typ(t, code+"\r")
 	at = p.screen.WaitFor(t, at, "code=3.", within)
 	p.screen.WaitFor(t, at, "$ ", within)
 	p.typ(t, "exit 0\r")
@@ -101,27 +108,5 @@ func TestTTYFieldBackgroundThenFg(t *testing.T) {
 // the shell was stuck and Ctrl-C reached box only (field review, session 16). Now it
 // shares box's group on a terminal, and box continues the group when it is in front again.
 func TestLandlockBackgroundThenFg(t *testing.T) {
-	bash := testenv.RequireTool(t, "bash")
-	w := newWorld(t)
-	c := w.cmd()
-	c.Path, c.Args = bash, []string{"bash", "--norc", "--noprofile", "-i"}
-	p := startOnPTY(t, w, c)
-	at := p.screen.WaitFor(t, 0, "$ ", within)
-	p.typ(t, w.box+" run -q -y --isolation landlock -- sh -c 'echo sand\"\"box-up; exec bash --norc --noprofile -i' &\r")
-	at = p.screen.WaitFor(t, at, "[1] ", within)
-	at = p.screen.WaitFor(t, at, "sandbox-up", within)
-	p.typ(t, "fg\r")
-	at = p.screen.WaitFor(t, at, "fg\r\n", within)
-	p.typ(t, "PS1=IN\">\"' '\r")
-	at = p.screen.WaitFor(t, at, "IN> ", within)
-	p.typ(t, "echo in\"\"side=ok.\r")
-	at = p.screen.WaitFor(t, at, "inside=ok.", within)
-	at = p.screen.WaitFor(t, at, "IN> ", within)
-	p.typ(t, "exit 3\r")
-	at = p.screen.WaitFor(t, at, "$ ", within)
-	p.typ(t, "echo co\"\"de=${PIPESTATUS[0]}.\r")
-	at = p.screen.WaitFor(t, at, "code=3.", within)
-	p.screen.WaitFor(t, at, "$ ", within)
-	p.typ(t, "exit 0\r")
-	p.wait(t)
+	backgroundThenFg(t, "--isolation landlock ", `echo in""side=ok.`, "inside=ok.", `echo co""de=${PIPESTATUS[0]}.`)
 }
