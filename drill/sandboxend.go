@@ -102,6 +102,12 @@ func (b *Bwrap) sandboxEndRow(p *bwrap.Plan, nonce string) Result {
 		sess := *b.Session
 		var out, errb bytes.Buffer
 		sess.Outside.DataHome, sess.Yes, sess.DryRun = scratch, true, false
+		// Where the post-run audit begins, box must have ended the sandbox: a process
+		// of it still running there may write after the audit has looked. The
+		// descendant holds the fifo open for reading; a writer can open it only while
+		// a reader lives.
+		aliveAtAudit := false
+		sess.Ended = func() { aliveAtAudit = fifoHeld(dir + ".fifo") }
 		sess.Stdin, sess.Stdout, sess.Stderr, sess.AuditOut, sess.StdinTTY = bytes.NewReader(nil), &out, &errb, &errb, nil
 		ran, err := sess.Run(bwrap.Request{Profile: &prof, Template: p.Template, Network: string(policy.NetNone),
 			Isolation: string(p.Isolation.Mode), Command: []string{"sh", "-c", SandboxEndScript, "sandbox-end", dir}})
@@ -112,10 +118,7 @@ func (b *Bwrap) sandboxEndRow(p *bwrap.Plan, nonce string) Result {
 			r.Status, r.Observed = Error, fmt.Sprintf("the probe run: %v %s %s", err, strings.TrimSpace(out.String()), strings.TrimSpace(errb.String()))
 			return r
 		}
-		// A writer opens the fifo only while a reader holds it: the descendant, alive
-		// after box's run (and its audit) returned.
-		if f, err := os.OpenFile(dir+".fifo", os.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
-			f.Close()
+		if fifoHeld(dir + ".fifo") {
 			r.Status, r.Observed = Breach, fmt.Sprintf("run %d of %d: a process of the sandbox was still running after the run and its post-run audit had ended", try, sandboxEndTries)
 			return r
 		}
@@ -123,7 +126,22 @@ func (b *Bwrap) sandboxEndRow(p *bwrap.Plan, nonce string) Result {
 			r.Status, r.Observed = Breach, fmt.Sprintf("run %d of %d: a process of the sandbox wrote %s after the post-run audit (the audit had moved the repository aside)", try, sandboxEndTries, hook)
 			return r
 		}
+		if aliveAtAudit {
+			r.Status, r.Observed = Breach, fmt.Sprintf("run %d of %d: a process of the sandbox was still running when the post-run audit began (it could write after the audit had looked)", try, sandboxEndTries)
+			return r
+		}
 	}
-	r.Status, r.Observed = Pass, fmt.Sprintf("in %d runs no process of the sandbox was left after the run, none wrote after the audit", sandboxEndTries)
+	r.Status, r.Observed = Pass, fmt.Sprintf("in %d runs no process of the sandbox was left when the post-run audit began, none wrote after it", sandboxEndTries)
 	return r
+}
+
+// fifoHeld reports whether a process holds the fifo at path open for reading: a writer
+// can open it (without blocking) only then.
+func fifoHeld(path string) bool {
+	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }

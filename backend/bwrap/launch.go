@@ -28,6 +28,8 @@ type Prepared struct {
 	// Quiet (-q): box's own notes (the allowlist's opening line) are not printed;
 	// warnings and findings still are.
 	Quiet bool
+	// Ended is Session.Ended (Launch.Ended).
+	Ended func()
 }
 
 // Prepare makes a resolved plan ready to launch: the network tier's helper (found on
@@ -199,7 +201,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	launch := Launch{
 		Bwrap: bin, Args: pr.Args, Env: envaudit.Environ(p.Vars),
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,
-		ScopeAbstract: p.Spec.ScopeAbstract, UnixSockets: p.Spec.UnixSockets, NoTTY: pr.NoTTY,
+		ScopeAbstract: p.Spec.ScopeAbstract, UnixSockets: p.Spec.UnixSockets, NoTTY: pr.NoTTY, Ended: pr.Ended,
 	}
 	if p.Spec.Seccomp != nil {
 		prog, err := p.Spec.Seccomp.Bytes()

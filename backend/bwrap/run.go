@@ -50,6 +50,9 @@ type Launch struct {
 	UnixSockets UnixSockets
 	// NoTTY: no terminal for the command; terminals on stdio are bridged by pipes.
 	NoTTY bool
+	// Ended, when set, is called once bwrap has exited and the sandbox has ended (every
+	// process of its pid namespace: sandboxEnd), before Run returns.
+	Ended func()
 }
 
 // forwarded are the signals box passes on to the sandboxed command. bwrap forwards
@@ -253,6 +256,9 @@ func Run(l Launch) (int, error) {
 		case <-proc.done:
 			end.wait()
 			phase.Mark("run:sandbox")
+			if l.Ended != nil {
+				l.Ended()
+			}
 			ws := proc.status
 			if code, ok := cmd.killedInitCode(); ok {
 				// The sandbox's pid 1 was stopped after the command ended, and box

@@ -47,6 +47,10 @@ type Session struct {
 	// audit that found nothing, the allowlist's opening line). Warnings, findings and
 	// errors still print.
 	Quiet bool
+	// Ended, when set, is called once the sandbox has ended and before the post-run
+	// audit looks (the drill's kernel:sandbox-end row looks there for a process of the
+	// sandbox still running).
+	Ended func()
 }
 
 // Ran is what Run did: the plan and its argv (all a dry run has), and the
@@ -124,7 +128,7 @@ func (s *Session) Prepare(p *Plan) (Prepared, error) {
 	pr, err := Prepare(p, s.InternetHelper)
 	pr.NoTTY = s.NoTTY
 	phase.Mark("prepare")
-	pr.Quiet = s.Quiet
+	pr.Quiet, pr.Ended = s.Quiet, s.Ended
 	return pr, err
 }
 
