@@ -236,6 +236,9 @@ func Run(l Launch) (int, error) {
 	if infoErr == nil {
 		cmd = superviseCommand(child, proc.done)
 		defer cmd.close()
+		if tty != nil {
+			tty.watchJob(cmd) // tty_suspend.go
+		}
 	}
 	phase.Mark("run:release")
 	for {

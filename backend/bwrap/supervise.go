@@ -141,8 +141,11 @@ func (c *command) watch(bwrapDone <-chan struct{}) {
 const initGrace = 2 * time.Second
 
 // pid is the command's pid, read back from its pidfd's fdinfo (-1 once it is gone).
-func (c *command) pidOf() int {
-	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(c.fd))
+func (c *command) pidOf() int { return pidfdPid(c.fd) }
+
+// pidfdPid is the pid of the process the pidfd fd holds (-1 once it is gone).
+func pidfdPid(fd int) int {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
 	if err != nil {
 		return -1
 	}

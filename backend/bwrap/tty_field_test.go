@@ -76,12 +76,7 @@ func TestTTYFieldBackgroundThenFg(t *testing.T) {
 // on a pty, brings it to the front with fg, runs inside (its output must show want),
 // exits 3 and checks bash saw that code (code: the echo that prints it).
 func backgroundThenFg(t *testing.T, flags, inside, want, code string) {
-	bash := testenv.RequireTool(t, "bash")
-	w := newWorld(t)
-	c := w.cmd()
-	c.Path, c.Args = bash, []string{"bash", "--norc", "--noprofile", "-i"}
-	p := startOnPTY(t, w, c)
-	at := p.screen.WaitFor(t, 0, "$ ", within)
+	w, p, at := interactiveBash(t)
 	// The relay runs in the background before fg: the sandbox's first words came through.
 	p.typ(t, w.box+" run -q -y "+flags+"-- sh -c 'echo sand\"\"box-up; exec bash --norc --noprofile -i' &\r")
 	at = p.screen.WaitFor(t, at, "[1] ", within)
@@ -109,4 +104,55 @@ func backgroundThenFg(t *testing.T, flags, inside, want, code string) {
 // shares box's group on a terminal, and box continues the group when it is in front again.
 func TestLandlockBackgroundThenFg(t *testing.T) {
 	backgroundThenFg(t, "--isolation landlock ", `echo in""side=ok.`, "inside=ok.", `echo co""de=${PIPESTATUS[0]}.`)
+}
+
+// Ctrl-Z on a command that is not a shell (an agent, an editor, sleep) at an interactive
+// shell suspends box run as it suspends any job: the shell says Stopped and has the
+// terminal; fg continues box and the command, which reads what is typed next. In the
+// bwrap mode the command led a process group whose parent was outside its session, an
+// orphaned group, whose stop signals the kernel drops: ^Z was echoed and nothing
+// stopped (a program suspending itself with SIGSTOP hung the terminal instead) (field
+// review, session 16).
+func TestTTYFieldCtrlZSuspendsBox(t *testing.T) {
+	ctrlZSuspends(t, "")
+}
+
+// The same in the Landlock mode, where the command shares box's terminal and group.
+func TestLandlockCtrlZSuspendsBox(t *testing.T) {
+	ctrlZSuspends(t, "--isolation landlock ")
+}
+
+func ctrlZSuspends(t *testing.T, flags string) {
+	w, p, at := interactiveBash(t)
+	p.typ(t, w.box+" run -q -y "+flags+"-- sh -c 'echo wai\"\"ting; read v; echo got-$v.; exit 4'\r")
+	at = p.screen.WaitFor(t, at, "waiting", within)
+	p.typ(t, "\x1a")
+	at = p.screen.WaitFor(t, at, "Stopped", within)
+	at = p.screen.WaitFor(t, at, "$ ", within)
+	// The shell has the terminal: what is typed now is its.
+	p.typ(t, "echo out\"\"side\r")
+	at = p.screen.WaitFor(t, at, "outside", within)
+	at = p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "fg\r")
+	at = p.screen.WaitFor(t, at, "fg\r\n", within)
+	at = p.screen.WaitFor(t, at, "sh -c", within) // bash names the job it continues
+	p.typ(t, "ok\r")
+	at = p.screen.WaitFor(t, at, "got-ok.", within)
+	at = p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "echo co\"\"de=$?.\r")
+	at = p.screen.WaitFor(t, at, "code=4.", within)
+	p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "exit 0\r")
+	p.wait(t)
+}
+
+// interactiveBash starts an interactive bash, the operator's shell, on a pty of a new
+// world, and waits for its prompt (at: where the screen shows it).
+func interactiveBash(t *testing.T) (*world, *onPTY, int) {
+	bash := testenv.RequireTool(t, "bash")
+	w := newWorld(t)
+	c := w.cmd()
+	c.Path, c.Args = bash, []string{"bash", "--norc", "--noprofile", "-i"}
+	p := startOnPTY(t, w, c)
+	return w, p, p.screen.WaitFor(t, 0, "$ ", within)
 }

@@ -1,0 +1,134 @@
+package bwrap
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heavy-duty/box/internal/ttyfilter"
+	"golang.org/x/sys/unix"
+)
+
+// The command's job stopped is box stopped: on the sandbox's terminal the command runs
+// as a job of the session (runJob), so Ctrl-Z, or a program suspending itself, stops it;
+// nothing inside would ever continue it, and the host's terminal, raw and relayed, would
+// hang on a stopped job. So the relay looks for the job's stop, gives the host terminal
+// its modes back, and stops box's own process group as the terminal would have: the
+// operator's shell says Stopped and has the terminal; fg (SIGCONT) continues box, which
+// continues the job. An interactive shell inside keeps its jobs to itself: a job of its
+// own that stops is not the command's, and its shell takes the terminal back.
+
+// jobLook is how often the relay looks whether the command's job has stopped, and how
+// soon after a suspend keystroke it looks again.
+const jobLook = 100 * time.Millisecond
+
+// watchJob starts looking for the stop of the command's job (c), until the relay ends.
+// Only a relay with a terminal on box's stdin does: box suspended without one would
+// wait for a continue no shell of the operator's sends.
+func (r *relay) watchJob(c *command) {
+	if r == nil || c == nil || r.in < 0 {
+		return
+	}
+	go func() {
+		t := time.NewTicker(jobLook)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.stop:
+				return
+			case <-t.C:
+			}
+			if job := c.stoppedJob(); job >= 0 {
+				r.suspend()
+				contJob(job)
+			}
+		}
+	}()
+}
+
+// suspend puts the host terminal back as the operator's shell had it (its modes, and a
+// reset of what the sandbox left on the screen, as at the end of a run) and stops box's
+// process group; it returns once box is continued (or at once when the kernel drops the
+// stop: box's group is orphaned, nobody would continue it). In the foreground again, the
+// terminal is made raw and the sandbox's terminal gets its size.
+func (r *relay) suspend() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	withoutTTOU(func() {
+		if !protectionOff(ProtTerminal) {
+			_, _ = r.out.Write([]byte(ttyfilter.Reset))
+		}
+		if r.saved != nil {
+			_ = unix.IoctlSetTermios(r.in, unix.TCSETS, r.saved)
+		}
+	})
+	r.saved = nil
+	r.mu.Unlock()
+	_ = unix.Kill(0, unix.SIGTSTP)
+	if r.foreground() {
+		r.makeRaw()
+		r.resize()
+	}
+}
+
+// stoppedJob holds the command's job by a pidfd when it is stopped (-1 otherwise): the
+// child of the command's session (SessionMain's runJob) that leads its own process
+// group, checked after the pidfd is open (a pid read from /proc may have been reused).
+func (c *command) stoppedJob() int {
+	select {
+	case <-c.found:
+	default:
+		return -1
+	}
+	c.mu.Lock()
+	session := -1
+	if c.fd >= 0 {
+		session = c.pidOf()
+	}
+	c.mu.Unlock()
+	if session <= 0 {
+		return -1
+	}
+	// A child is listed under the thread that forked it, and the session is a Go
+	// program: any of its threads.
+	sid := strconv.Itoa(session)
+	var children []string
+	tasks, _ := os.ReadDir("/proc/" + sid + "/task")
+	for _, t := range tasks {
+		if b, err := os.ReadFile("/proc/" + sid + "/task/" + t.Name() + "/children"); err == nil {
+			children = append(children, strings.Fields(string(b))...)
+		}
+	}
+	for _, f := range children {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue
+		}
+		if st, err := procStat(pid); err == nil && len(st) > 2 && st[0] == "T" && st[1] == sid && st[2] == f {
+			return fd
+		}
+		unix.Close(fd)
+	}
+	return -1
+}
+
+// contJob continues the process group led by the job the pidfd fd holds, and closes fd.
+func contJob(fd int) {
+	defer unix.Close(fd)
+	if err := unix.PidfdSendSignal(fd, unix.SIGCONT, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP); err != unix.EINVAL {
+		return
+	}
+	// Before Linux 6.9 (no group flag): the group by its id, the leader's pid, while
+	// the pidfd says the leader lives.
+	if pid := pidfdPid(fd); pid > 0 && unix.PidfdSendSignal(fd, 0, nil, 0) == nil {
+		_ = unix.Kill(-pid, unix.SIGCONT)
+	}
+}
