@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -267,5 +268,57 @@ func TestHungUpOnWrite(t *testing.T) {
 		if h.seen.Load() == answered {
 			t.Errorf("answered %v: hung up seen %v", answered, h.seen.Load())
 		}
+	}
+}
+
+// A file push the daemon hangs up on before answering is made again, once: the second
+// connection gets the answer and the file is written (a CI run met such a hang-up in
+// the middle of a drill probe's push). A daemon that hangs up on every try still fails
+// with ErrHungUp.
+func TestWriteFileAgainAfterHangUp(t *testing.T) {
+	for _, hangups := range []int{1, 2} {
+		sock := filepath.Join(t.TempDir(), "push.sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pushes atomic.Int32
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if string(body) != "probe" || r.URL.Query().Get("path") != "/root/p" {
+				http.Error(w, "bad push", http.StatusBadRequest)
+				return
+			}
+			pushes.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"type":"sync","status":"Success","status_code":200,"metadata":{}}`)
+		})}
+		go srv.Serve(&hangUpFirst{Listener: ln, left: hangups})
+		err = New(sock).WriteFile(context.Background(), "b", "/root/p", []byte("probe"), 0, 0, 0o644)
+		srv.Close()
+		switch {
+		case hangups == 1 && (err != nil || pushes.Load() != 1):
+			t.Errorf("one hang-up: %v, %d pushes answered; want the file written on the second try", err, pushes.Load())
+		case hangups == 2 && !errors.Is(err, ErrHungUp):
+			t.Errorf("two hang-ups: %v, want ErrHungUp", err)
+		}
+	}
+}
+
+// hangUpFirst closes the first left connections it accepts unread, as a daemon that
+// hangs up does.
+type hangUpFirst struct {
+	net.Listener
+	left int
+}
+
+func (l *hangUpFirst) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil || l.left == 0 {
+			return c, err
+		}
+		l.left--
+		c.Close()
 	}
 }

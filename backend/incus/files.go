@@ -3,6 +3,7 @@ package incus
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -21,17 +22,26 @@ func (c *Client) WriteFile(ctx context.Context, name, abs string, content []byte
 	if err := checkFilePath(name, abs); err != nil {
 		return err
 	}
-	env, _, err := c.do(ctx, request{method: http.MethodPost, path: instPath(name) + "/files",
-		query: url.Values{"path": {abs}}, raw: bytes.NewReader(content), contentType: "application/octet-stream",
-		headers: map[string]string{
-			"X-Incus-type":  "file",
-			"X-Incus-write": "overwrite",
-			"X-Incus-uid":   strconv.Itoa(uid),
-			"X-Incus-gid":   strconv.Itoa(gid),
-			"X-Incus-mode":  fmt.Sprintf("%04o", mode.Perm()),
-		}})
-	if err == nil && env.Type == "async" {
-		_, err = c.wait(ctx, env)
+	var err error
+	// A whole overwrite is idempotent: a daemon that hung up before a byte of answer
+	// (a CI run met one mid-push, once in many) is asked again, once.
+	for try := 0; try < 2; try++ {
+		var env *response
+		env, _, err = c.do(ctx, request{method: http.MethodPost, path: instPath(name) + "/files",
+			query: url.Values{"path": {abs}}, raw: bytes.NewReader(content), contentType: "application/octet-stream",
+			headers: map[string]string{
+				"X-Incus-type":  "file",
+				"X-Incus-write": "overwrite",
+				"X-Incus-uid":   strconv.Itoa(uid),
+				"X-Incus-gid":   strconv.Itoa(gid),
+				"X-Incus-mode":  fmt.Sprintf("%04o", mode.Perm()),
+			}})
+		if err == nil && env.Type == "async" {
+			_, err = c.wait(ctx, env)
+		}
+		if !errors.Is(err, ErrHungUp) {
+			break
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("instance %q: write %s: %w", name, abs, err)
