@@ -274,6 +274,9 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		results = append(results, b.boxSessionRow(p, hex.EncodeToString(nonce))) // boxsession.go: a box of its own, two sessions
 		results = append(results, b.linkSwapRow(p))                              // linkswap.go: a scratch project, two runs
 	}
+	if o.Groups.Keep("protect") {
+		results = append(results, b.keptRepoRow(p, hex.EncodeToString(nonce))) // kept.go: a run of its own
+	}
 	// The Landlock mode's own rows (harden.go): the bwrap mode holds them by construction
 	// (a pid namespace ends every descendant, once box has waited for it: sandboxend.go;
 	// the instance directory is not mounted, no /dev/pts of the host's), and in it their

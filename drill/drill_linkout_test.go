@@ -6,6 +6,8 @@ package drill_test
 // Claude Code session start runs the plant (BREACH).
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/heavy-duty/box/drill"
@@ -83,4 +85,15 @@ func TestDrillConfigHook(t *testing.T) {
 		r.want(t, worktreeHooksRow, drill.Pass)
 		r.want(t, unscannedRow, drill.Pass)
 	}
+}
+
+// The drill's kept-repo row (hostile review, session 16): a run makes a repository whose
+// config has an alias; the audit moves its .git into the quarantine, where the host's
+// git, run in the kept copy as the operator reads it, runs nothing (PASS: its HEAD is
+// renamed). With that renaming off in a test build, the kept copy is a live git
+// directory and the alias runs (BREACH). Nothing is left in the project either way.
+func TestDrillKeptRepo(t *testing.T) {
+	switchDrill(t, "audit-kept", "protect", drill.KeptRepoID, nil, func(off bool, w *world, r drillRun) {
+		leftNothing(t, filepath.Join(w.proj, ".box-drill-*"), filepath.Join(os.TempDir(), "box-drill-kept-*"))
+	})
 }

@@ -316,7 +316,13 @@ func auditSwitches() {
 	postrun.DisableMountTrees = protectionOff(ProtAuditMounts)
 	postrun.DisableConfigHooks = protectionOff(ProtAuditConfigHooks)
 	postrun.DisableTooLong = protectionOff(ProtAuditTooLong)
+	postrun.DisableKeptDefuse = protectionOff(ProtAuditKept)
 }
+
+// ProtAuditKept names the renaming of HEAD in a git directory the audit keeps in the
+// quarantine, so that git takes the copy for no repository (switched off only in a
+// test build, to show the drill's protect:kept-repo row catch its absence).
+const ProtAuditKept = "audit-kept"
 
 // ProtAuditConcurrent names the audit's use of the tree's baseline by runs that start
 // while others run (switched off only in a test build, to show the breach).

@@ -172,3 +172,8 @@ func (a *access) openTree(p string) error {
 func denied(err error) bool {
 	return errors.Is(err, fs.ErrPermission)
 }
+
+// DisableKeptDefuse switches off the renaming of HEAD in a git directory the audit kept
+// (defuse: the kept copy stays a live git directory, as before), so the drill's
+// quarantine row can be shown to catch its absence. Only a test build sets it.
+var DisableKeptDefuse bool

@@ -89,6 +89,15 @@ func TestAuditRealGit(t *testing.T) {
 	must(wd, "init", "-q", "vendor/lib")
 	must(filepath.Join(wd, "vendor/lib"), "config", "core.fsmonitor", "id >"+m("m3")+"; false")
 	must(filepath.Join(wd, "vendor/lib"), "config", "alias.x", "!id")
+	// Runs wherever git takes the directory for a repository: the kept copy too.
+	must(filepath.Join(wd, "vendor/lib"), "config", "alias.st", "!id >"+m("kept"))
+	must(filepath.Join(wd, "vendor/lib"), "-c", "core.fsmonitor=false", "commit", "-q", "--allow-empty", "-m", "lib")
+	// A directory shaped like a git directory, under a directory named as a file git reads.
+	write(filepath.Join(wd, "vendor/lib/.git/info/config/x/HEAD"), "ref: refs/heads/main\n", 0o644)
+	write(filepath.Join(wd, "vendor/lib/.git/info/config/x/config"), "[alias]\n\tst = !id >"+m("deep")+"\n", 0o644)
+	os.MkdirAll(filepath.Join(wd, "vendor/lib/.git/info/config/x/objects"), 0o755)
+	os.MkdirAll(filepath.Join(wd, "vendor/lib/.git/info/config/x/refs"), 0o755)
+	must(filepath.Join(wd, "vendor/lib"), "-c", "core.fsmonitor=false", "worktree", "add", "-q", filepath.Join(base, "lib-wt"))
 	write(filepath.Join(wd, "vendor/lib/code.go"), "package lib\n", 0o644)
 	write(filepath.Join(wd, "bare/HEAD"), "ref: refs/heads/main\n", 0o644)
 	os.MkdirAll(filepath.Join(wd, "bare/objects"), 0o755)
@@ -142,8 +151,18 @@ func TestAuditRealGit(t *testing.T) {
 		t.Errorf("findings %v, want exactly %v", sortedKeys(got), want)
 	}
 
-	// The host's git, everywhere the agent touched, runs nothing.
-	for _, dir := range []string{wd, filepath.Join(wd, "vendor/lib"), filepath.Join(wd, "bare"), filepath.Join(wd, "linked"), filepath.Join(wd, "wt2")} {
+	// The host's git, everywhere the agent touched, runs nothing: nor in the
+	// quarantine, where the operator reads what the run did (git log in a kept .git, or
+	// in a linked worktree's git directory kept in it).
+	dirs := []string{wd, filepath.Join(wd, "vendor/lib"), filepath.Join(wd, "bare"), filepath.Join(wd, "linked"), filepath.Join(wd, "wt2")}
+	for _, f := range r.Findings {
+		if strings.HasSuffix(f.Path, "vendor/lib/.git") {
+			dirs = append(dirs, f.Kept[0], filepath.Join(f.Kept[0], "worktrees", "lib-wt"), filepath.Join(f.Kept[0], "info", "config", "x"),
+				filepath.Join(f.Kept[0], "info", "config"+".box-quarantined", "x"))
+		}
+	}
+	for _, dir := range dirs {
+		git(base, "--git-dir="+dir, "st") // git 2.39 reads a named git directory's config without its HEAD
 		git(dir, "status")
 		git(dir, "log", "-1")
 		git(dir, "st")
@@ -220,6 +239,12 @@ func TestAuditRealGit(t *testing.T) {
 	}
 	if out, err := git(filepath.Join(wd, "vendor/lib"), "config", "core.fsmonitor"); err != nil || !strings.Contains(out, m("m3")) {
 		t.Errorf("restored repository: %q %v", out, err)
+	}
+	if out, err := git(filepath.Join(wd, "vendor/lib"), "log", "--format=%s"); err != nil {
+		t.Errorf("restored repository's history: %q %v", out, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(wd, "vendor/lib/.git/info/config/x/HEAD")); err != nil || string(b) != "ref: refs/heads/main\n" {
+		t.Errorf("restored repository: info/config/x/HEAD %q %v", b, err)
 	}
 }
 

@@ -343,7 +343,71 @@ func (q *quarantineDir) repo(f *Finding, before *Snapshot) error {
 		return err
 	}
 	f.Action, f.Kept, f.Restore = "moved the repository's .git aside", []string{dst}, fmt.Sprintf("mv %s %s", shq(dst), shq(f.Path))
+	if DisableKeptDefuse || !fi.IsDir() {
+		return nil
+	}
+	renamed, err := defuse(dst)
+	if err != nil {
+		return fmt.Errorf("the kept copy %s is still a git directory: %w", dst, err)
+	}
+	restore := []string{f.Restore}
+	for _, rel := range slices.Backward(renamed) { // parents first: their contents were renamed before them
+		restore = append(restore, fmt.Sprintf("mv %s %s", shq(filepath.Join(f.Path, rel+defusedSuffix)), shq(filepath.Join(f.Path, rel))))
+	}
+	f.Action += " (its HEAD and config renamed NAME" + defusedSuffix + " there: git takes the kept copy for no repository and reads nothing of it)"
+	f.Restore = strings.Join(restore, "; ")
 	return nil
+}
+
+// defusedSuffix is added to the name of every file git reads first in a kept git
+// directory (defuse).
+const defusedSuffix = ".box-quarantined"
+
+// defused are the names defuse renames wherever they are in a kept git directory: git
+// takes a directory for a repository only when its HEAD is valid, and named one
+// (--git-dir, GIT_DIR) it reads its config, the config's worktree part and the config of
+// the directory commondir names, even without HEAD (git 2.39 runs an alias from there).
+var defused = map[string]bool{"HEAD": true, "config": true, "config.worktree": true, "commondir": true}
+
+// defuse renames every entry of the tree at kept (a git directory moved aside) that git
+// reads first (defused) to NAME.box-quarantined, and returns their paths relative to
+// kept. So no git command run in the quarantine (git log there, to see what the run
+// did, or git --git-dir naming it) reads the kept config, whose aliases, core.pager or
+// core.fsmonitor the sandbox may have set, or runs a kept hook: the kept .git, a linked
+// worktree's or a submodule's git directory in it, or any directory the sandbox shaped
+// like one (hostile review, session 16). The tree is box's now: a directory the sandbox
+// left closed is opened to walk it.
+func defuse(kept string) ([]string, error) {
+	var found []string
+	err := filepath.WalkDir(kept, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if fi, err := d.Info(); err == nil && fi.Mode().Perm()&0o700 != 0o700 {
+				if err := os.Chmod(p, fi.Mode().Perm()|0o700); err != nil {
+					return err
+				}
+			}
+		}
+		if p != kept && defused[d.Name()] {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Deepest first: a directory named config is renamed after what is in it.
+	var renamed []string
+	for _, p := range slices.Backward(found) {
+		if err := os.Rename(p, p+defusedSuffix); err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(kept, p)
+		renamed = append(renamed, rel)
+	}
+	return renamed, nil
 }
 
 // moveRestore moves f.Path aside and, when put is set, writes back the content from
