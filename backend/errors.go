@@ -13,6 +13,9 @@ var (
 	ErrNameTaken      = errors.New("name taken")
 	ErrSnapshotExists = errors.New("snapshot exists")
 	ErrNoSnapshot     = errors.New("no such snapshot")
+	// ErrIncusStopped: Incus is installed, its daemon's socket is missing (a NoBoxError's
+	// VMErr when the vm boxes could not be asked for that reason).
+	ErrIncusStopped = errors.New("Incus is installed, but incusd is not running")
 )
 
 // NameTakenError: name is taken in the backend Backend (the registry's answer).

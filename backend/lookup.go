@@ -2,6 +2,7 @@ package backend
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/heavy-duty/box/profiles"
 )
@@ -58,8 +59,13 @@ func (l Lookup) For(name string, askVM bool) (Backend, error) {
 	}
 	// Not a bwrap box: a vm box, or no box at all, said the same way on every verb. With
 	// Incus installed but stopped, box cannot tell: the vm verb goes on, checks its
-	// arguments and says Incus is not running.
+	// arguments and says Incus is not running; unless the name is close to a local
+	// box's, most likely a typo of it (field review, session 16: box said Incus was not
+	// running to an operator of bwrap boxes only).
 	if absent, installed := l.IncusAbsent(); absent && installed {
+		if err := l.stopped(name); err != nil {
+			return nil, err
+		}
 		return l.Registry.For(name)
 	}
 	if !askVM {
@@ -97,11 +103,27 @@ func (l Lookup) Source(name string) error {
 		return nil
 	}
 	if absent, installed := l.IncusAbsent(); absent && installed {
-		return nil // incusd stopped: the vm verb says so in its turn, after its usage checks
+		// incusd stopped: the vm verb says so in its turn, after its usage checks; a
+		// typo of a local box's name is said now.
+		return l.stopped(name)
 	}
 	taken, vmErr := l.VMTaken(name)
 	if vmErr == nil && taken {
 		return nil
 	}
 	return l.NoBox(name, vmErr)
+}
+
+// stopped is the answer for name while Incus is installed but stopped: the NoBox
+// refusal when name is one edit away from a local box's (the vm boxes could not be
+// asked: ErrIncusStopped), else nil, and the vm backend has the name. One edit, not
+// Closest's bound: a vm box's short name is within two edits of many a name.
+func (l Lookup) stopped(name string) error {
+	nb := l.NoBox(name, ErrIncusStopped)
+	for _, c := range nb.Closest {
+		if editDistance(strings.ToLower(name), strings.ToLower(c)) <= 1 {
+			return nb
+		}
+	}
+	return nil
 }
