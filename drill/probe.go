@@ -2,6 +2,7 @@ package drill
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -23,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/envaudit"
 )
 
@@ -332,13 +334,15 @@ func (r *runner) probeAbstract(names []string) (bool, string) {
 }
 
 // probePIDs: more processes than the sandbox's own, or the drill's outer command line,
-// mean the host's PIDs are visible.
+// mean the host's PIDs are visible. On a terminal the probe's parent is box's session
+// helper (it runs the command as a job: tty_session.go), the sandbox's own beside its
+// pid 1: not counted.
 func probePIDs(p Plan) (bool, string, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return false, "", err
 	}
-	self := os.Getpid()
+	self, parent := os.Getpid(), os.Getppid()
 	n := 0
 	outer := false
 	for _, e := range ents {
@@ -346,13 +350,14 @@ func probePIDs(p Plan) (bool, string, error) {
 		if err != nil {
 			continue
 		}
-		n++
-		if pid == self {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && p.OuterCmdline != "" && cmdline(b) == p.OuterCmdline {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if pid != self && err == nil && p.OuterCmdline != "" && cmdline(b) == p.OuterCmdline {
 			outer = true
 		}
+		if pid == parent && err == nil && bytes.HasPrefix(b, []byte(bwrap.SessionPath+"\x00"+bwrap.SessionSubcommand+"\x00")) {
+			continue
+		}
+		n++
 	}
 	d := fmt.Sprintf("%d processes visible", n)
 	if outer {

@@ -111,8 +111,10 @@ func TestSandboxPostRunAudit(t *testing.T) {
 			restore = f.Restore
 			if len(f.Kept) != 1 {
 				t.Errorf("kept %q", f.Kept)
-			} else if _, err := os.Stat(filepath.Join(f.Kept[0], "HEAD")); err != nil {
-				t.Errorf("the quarantined repository: %v", err)
+			} else if _, err := os.Stat(filepath.Join(f.Kept[0], "HEAD.box-quarantined")); err != nil {
+				t.Errorf("the quarantined repository (whole, its HEAD renamed): %v", err)
+			} else if _, err := os.Lstat(filepath.Join(f.Kept[0], "HEAD")); err == nil {
+				t.Errorf("the quarantined repository still has its HEAD: git takes it for a repository")
 			}
 		}
 	}
