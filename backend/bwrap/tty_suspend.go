@@ -68,11 +68,44 @@ func (r *relay) suspend() {
 	})
 	r.saved = nil
 	r.mu.Unlock()
-	_ = unix.Kill(0, unix.SIGTSTP)
+	stopOwnGroup()
 	if r.foreground() {
 		r.makeRaw()
 		r.resize()
 	}
+}
+
+// stopOwnGroup stops box's process group as the terminal's Ctrl-Z would, and returns
+// once box has been continued, or at once when the kernel drops the stop (the group is
+// orphaned, or SIGTSTP ignored). The kernel hands a group's signal to one thread of box,
+// mostly not the caller, which ran on for a moment after kill returned: box continued
+// the command before it had stopped itself, and in the Landlock mode the command read a
+// keystroke the operator's shell was meant to have (field review, session 17). So it
+// waits until the signal has been taken, and a little longer, for the stop of every
+// thread of box to be complete.
+func stopOwnGroup() {
+	if unix.Kill(0, unix.SIGTSTP) != nil {
+		return
+	}
+	for i := 0; i < 1000 && tstpPending(); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+}
+
+// tstpPending is whether a SIGTSTP waits to be taken by a thread of box.
+func tstpPending() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "ShdPnd:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && m&(1<<(uint(unix.SIGTSTP)-1)) != 0
+		}
+	}
+	return false
 }
 
 // stoppedJob holds the command's job by a pidfd when it is stopped (-1 otherwise): the
