@@ -177,3 +177,19 @@ func interactiveBash(t *testing.T) (*world, *onPTY, int) {
 	p := startOnPTY(t, w, c)
 	return w, p, p.screen.WaitFor(t, 0, "$ ", within)
 }
+
+// Only stdout a terminal (stdin a pipe): a command that stops itself is continued at
+// once, as before the command ran as a job, since box does not suspend there. It was
+// left stopped: box, and the shell, waited on it (field review, session 17).
+func TestTTYFieldSelfStopStdinPiped(t *testing.T) {
+	w, p, at := interactiveBash(t)
+	p.typ(t, "true | "+w.box+" run -q -y -- sh -c 'echo wai\"\"ting; kill -TSTP $$; echo go\"\"ne-on; exit 4'\r")
+	at = p.screen.WaitFor(t, at, "waiting", within)
+	at = p.screen.WaitFor(t, at, "gone-on", within)
+	at = p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "echo co\"\"de=${PIPESTATUS[1]}.\r")
+	at = p.screen.WaitFor(t, at, "code=4.", within)
+	p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "exit 0\r")
+	p.wait(t)
+}

@@ -24,10 +24,14 @@ import (
 const jobLook = 100 * time.Millisecond
 
 // watchJob starts looking for the stop of the command's job (c), until the relay ends.
-// Only a relay with a terminal on box's stdin does: box suspended without one would
-// wait for a continue no shell of the operator's sends.
+// Only a relay with a terminal on box's stdin suspends box: box suspended without one
+// would wait for a continue no shell of the operator's sends. Without one (only stdout
+// a terminal: cat x | box run -- cmd) the job is continued at once, as the kernel did
+// when it dropped the stop of the orphaned group the command led before: a command
+// stopping itself there was left stopped, box and the shell waiting on it (field
+// review, session 17, TestTTYFieldSelfStopStdinPiped).
 func (r *relay) watchJob(c *command) {
-	if r == nil || c == nil || r.in < 0 {
+	if r == nil || c == nil {
 		return
 	}
 	go func() {
@@ -40,7 +44,9 @@ func (r *relay) watchJob(c *command) {
 			case <-t.C:
 			}
 			if job := c.stoppedJob(); job >= 0 {
-				r.suspend()
+				if r.in >= 0 {
+					r.suspend()
+				}
 				contJob(job)
 			}
 		}
