@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -366,7 +367,7 @@ func (p *Plan) startLandlock(stdin io.Reader, stdout, stderr io.Writer) (int, er
 			return
 		}
 		if !lp.OwnGroup {
-			go continueInFront(ended)
+			go continueInFront(ended, n)
 		}
 		for s := range sig {
 			switch {
@@ -487,7 +488,15 @@ func stdioFds(stdin io.Reader, stdout, stderr io.Writer) ([]uintptr, func(), err
 // a job it saw running (box was): the command stayed stopped, the shell stuck (field
 // review, session 16, TestLandlockBackgroundThenFg). So each time box finds its group in
 // front again (a look every 200 ms until the run ends) it continues the group.
-func continueInFront(ended <-chan struct{}) {
+//
+// A command (cmd, box's child) that stops alone, as node's Ctrl-Z does (SIGTSTP to its
+// own pid) or a SIGSTOP to itself, left box running and waiting for it: the operator's
+// shell waited for box, nothing continued the command, the terminal hung (field review,
+// session 17). So box, finding it stopped, stops its group as the terminal would have:
+// the shell says Stopped, and fg continues box and the command together. When the kernel
+// drops that stop (box's group is orphaned: a parent without job control), box continues
+// the command at once.
+func continueInFront(ended <-chan struct{}, cmd int) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	front := ForegroundTerminal()
@@ -501,6 +510,20 @@ func continueInFront(ended <-chan struct{}) {
 				syscall.Kill(0, syscall.SIGCONT)
 			}
 			front = now
+			if stoppedChild(cmd) {
+				stopOwnGroup() // tty_suspend.go
+				if stoppedChild(cmd) {
+					syscall.Kill(cmd, syscall.SIGCONT)
+				}
+				front = ForegroundTerminal()
+			}
 		}
 	}
+}
+
+// stoppedChild is whether pid is box's child (not yet reaped: its pid is not reused) and
+// stopped.
+func stoppedChild(pid int) bool {
+	st, err := procStat(pid)
+	return err == nil && len(st) > 1 && st[0] == "T" && st[1] == strconv.Itoa(os.Getpid())
 }

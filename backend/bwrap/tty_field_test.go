@@ -123,10 +123,31 @@ func TestLandlockCtrlZSuspendsBox(t *testing.T) {
 }
 
 func ctrlZSuspends(t *testing.T, flags string) {
+	suspends(t, flags, "", "\x1a")
+}
+
+// A command that stops itself alone, as node does on Ctrl-Z (SIGTSTP to its own pid, not
+// its group), suspends box as Ctrl-Z does. In the Landlock mode box went on waiting for
+// the stopped command, the operator's shell for box: the terminal hung (field review,
+// session 17).
+func TestTTYFieldSelfStopSuspendsBox(t *testing.T) {
+	suspends(t, "", "kill -TSTP $$; ", "")
+}
+
+func TestLandlockSelfStopSuspendsBox(t *testing.T) {
+	suspends(t, "--isolation landlock ", "kill -TSTP $$; ", "")
+}
+
+// suspends runs a command that waits for a line at an interactive bash, with stop (sh)
+// before it waits and key typed once it waits, and checks bash says Stopped, has the
+// terminal, and that fg continues box and the command.
+func suspends(t *testing.T, flags, stop, key string) {
 	w, p, at := interactiveBash(t)
-	p.typ(t, w.box+" run -q -y "+flags+"-- sh -c 'echo wai\"\"ting; read v; echo got-$v.; exit 4'\r")
+	p.typ(t, w.box+" run -q -y "+flags+"-- sh -c 'echo wai\"\"ting; "+stop+"read v; echo got-$v.; exit 4'\r")
 	at = p.screen.WaitFor(t, at, "waiting", within)
-	p.typ(t, "\x1a")
+	if key != "" {
+		p.typ(t, key)
+	}
 	at = p.screen.WaitFor(t, at, "Stopped", within)
 	at = p.screen.WaitFor(t, at, "$ ", within)
 	// The shell has the terminal: what is typed now is its.
@@ -155,4 +176,20 @@ func interactiveBash(t *testing.T) (*world, *onPTY, int) {
 	c.Path, c.Args = bash, []string{"bash", "--norc", "--noprofile", "-i"}
 	p := startOnPTY(t, w, c)
 	return w, p, p.screen.WaitFor(t, 0, "$ ", within)
+}
+
+// Only stdout a terminal (stdin a pipe): a command that stops itself is continued at
+// once, as before the command ran as a job, since box does not suspend there. It was
+// left stopped: box, and the shell, waited on it (field review, session 17).
+func TestTTYFieldSelfStopStdinPiped(t *testing.T) {
+	w, p, at := interactiveBash(t)
+	p.typ(t, "true | "+w.box+" run -q -y -- sh -c 'echo wai\"\"ting; kill -TSTP $$; echo go\"\"ne-on; exit 4'\r")
+	at = p.screen.WaitFor(t, at, "waiting", within)
+	at = p.screen.WaitFor(t, at, "gone-on", within)
+	at = p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "echo co\"\"de=${PIPESTATUS[1]}.\r")
+	at = p.screen.WaitFor(t, at, "code=4.", within)
+	p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "exit 0\r")
+	p.wait(t)
 }

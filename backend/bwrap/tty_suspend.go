@@ -24,10 +24,14 @@ import (
 const jobLook = 100 * time.Millisecond
 
 // watchJob starts looking for the stop of the command's job (c), until the relay ends.
-// Only a relay with a terminal on box's stdin does: box suspended without one would
-// wait for a continue no shell of the operator's sends.
+// Only a relay with a terminal on box's stdin suspends box: box suspended without one
+// would wait for a continue no shell of the operator's sends. Without one (only stdout
+// a terminal: cat x | box run -- cmd) the job is continued at once, as the kernel did
+// when it dropped the stop of the orphaned group the command led before: a command
+// stopping itself there was left stopped, box and the shell waiting on it (field
+// review, session 17, TestTTYFieldSelfStopStdinPiped).
 func (r *relay) watchJob(c *command) {
-	if r == nil || c == nil || r.in < 0 {
+	if r == nil || c == nil {
 		return
 	}
 	go func() {
@@ -40,7 +44,9 @@ func (r *relay) watchJob(c *command) {
 			case <-t.C:
 			}
 			if job := c.stoppedJob(); job >= 0 {
-				r.suspend()
+				if r.in >= 0 {
+					r.suspend()
+				}
 				contJob(job)
 			}
 		}
@@ -68,11 +74,44 @@ func (r *relay) suspend() {
 	})
 	r.saved = nil
 	r.mu.Unlock()
-	_ = unix.Kill(0, unix.SIGTSTP)
+	stopOwnGroup()
 	if r.foreground() {
 		r.makeRaw()
 		r.resize()
 	}
+}
+
+// stopOwnGroup stops box's process group as the terminal's Ctrl-Z would, and returns
+// once box has been continued, or at once when the kernel drops the stop (the group is
+// orphaned, or SIGTSTP ignored). The kernel hands a group's signal to one thread of box,
+// mostly not the caller, which ran on for a moment after kill returned: box continued
+// the command before it had stopped itself, and in the Landlock mode the command read a
+// keystroke the operator's shell was meant to have (field review, session 17). So it
+// waits until the signal has been taken, and a little longer, for the stop of every
+// thread of box to be complete.
+func stopOwnGroup() {
+	if unix.Kill(0, unix.SIGTSTP) != nil {
+		return
+	}
+	for i := 0; i < 1000 && tstpPending(); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+}
+
+// tstpPending is whether a SIGTSTP waits to be taken by a thread of box.
+func tstpPending() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "ShdPnd:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && m&(1<<(uint(unix.SIGTSTP)-1)) != 0
+		}
+	}
+	return false
 }
 
 // stoppedJob holds the command's job by a pidfd when it is stopped (-1 otherwise): the
