@@ -65,7 +65,9 @@ func (r *relay) suspend() {
 		return
 	}
 	withoutTTOU(func() {
-		if !protectionOff(ProtTerminal) {
+		// In the background the screen is another job's: a reset would turn off its
+		// modes (a vim's mouse and paste), past stty tostop.
+		if !protectionOff(ProtTerminal) && r.foreground() {
 			_, _ = r.out.Write([]byte(ttyfilter.Reset))
 		}
 		if r.saved != nil {
@@ -87,8 +89,9 @@ func (r *relay) suspend() {
 // mostly not the caller, which ran on for a moment after kill returned: box continued
 // the command before it had stopped itself, and in the Landlock mode the command read a
 // keystroke the operator's shell was meant to have (field review, session 17). So it
-// waits until the signal has been taken, and a little longer, for the stop of every
-// thread of box to be complete.
+// waits until the signal has been taken: the thread that takes it starts the group stop
+// under the same lock /proc/self/status is read under, so the read that finds it taken
+// returns only into the stop (or after the kernel dropped it).
 func stopOwnGroup() {
 	if unix.Kill(0, unix.SIGTSTP) != nil {
 		return
@@ -96,7 +99,6 @@ func stopOwnGroup() {
 	for i := 0; i < 1000 && tstpPending(); i++ {
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(20 * time.Millisecond)
 }
 
 // tstpPending is whether a SIGTSTP waits to be taken by a thread of box.
@@ -151,12 +153,21 @@ func (c *command) stoppedJob() int {
 		if err != nil {
 			continue
 		}
-		if st, err := procStat(pid); err == nil && len(st) > 2 && st[0] == "T" && st[1] == sid && st[2] == f {
+		// The session still alive after the check: its pid was not reused, so the
+		// process the pidfd holds is its child.
+		if st, err := procStat(pid); err == nil && len(st) > 2 && st[0] == "T" && st[1] == sid && st[2] == f && c.alive() {
 			return fd
 		}
 		unix.Close(fd)
 	}
 	return -1
+}
+
+// alive is whether the command (the session) has not exited, by its pidfd.
+func (c *command) alive() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fd >= 0 && unix.PidfdSendSignal(c.fd, 0, nil, 0) == nil
 }
 
 // contJob continues the process group led by the job the pidfd fd holds, and closes fd.
