@@ -346,16 +346,17 @@ func (q *quarantineDir) repo(f *Finding, before *Snapshot) error {
 	if DisableKeptDefuse || !fi.IsDir() {
 		return nil
 	}
+	// The restore undoes what was renamed, also when a rename then failed.
 	renamed, err := defuse(dst)
-	if err != nil {
-		return fmt.Errorf("the kept copy %s is still a git directory: %w", dst, err)
-	}
 	restore := []string{f.Restore}
 	for _, rel := range slices.Backward(renamed) { // parents first: their contents were renamed before them
 		restore = append(restore, fmt.Sprintf("mv %s %s", shq(filepath.Join(f.Path, rel+defusedSuffix)), shq(filepath.Join(f.Path, rel))))
 	}
-	f.Action += " (its HEAD and config renamed NAME" + defusedSuffix + " there: git takes the kept copy for no repository and reads nothing of it)"
 	f.Restore = strings.Join(restore, "; ")
+	if err != nil {
+		return fmt.Errorf("the kept copy %s is still a git directory: %w", dst, err)
+	}
+	f.Action += " (its HEAD and config renamed NAME" + defusedSuffix + " there: git takes the kept copy for no repository and reads nothing of it)"
 	return nil
 }
 
@@ -402,7 +403,7 @@ func defuse(kept string) ([]string, error) {
 	var renamed []string
 	for _, p := range slices.Backward(found) {
 		if err := os.Rename(p, p+defusedSuffix); err != nil {
-			return nil, err
+			return renamed, err
 		}
 		rel, _ := filepath.Rel(kept, p)
 		renamed = append(renamed, rel)
