@@ -275,7 +275,8 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		results = append(results, b.linkSwapRow(p))                              // linkswap.go: a scratch project, two runs
 	}
 	if o.Groups.Keep("protect") {
-		results = append(results, b.keptRepoRow(p, hex.EncodeToString(nonce))) // kept.go: a run of its own
+		results = append(results, b.keptRepoRow(p, hex.EncodeToString(nonce)))     // kept.go: a run of its own
+		results = append(results, b.staleListingRow(p, hex.EncodeToString(nonce))) // listing.go: two runs of their own
 	}
 	// The Landlock mode's own rows (harden.go): the bwrap mode holds them by construction
 	// (a pid namespace ends every descendant, once box has waited for it: sandboxend.go;

@@ -97,3 +97,14 @@ func TestDrillKeptRepo(t *testing.T) {
 		leftNothing(t, filepath.Join(w.proj, ".box-drill-*"), filepath.Join(os.TempDir(), "box-drill-kept-*"))
 	})
 }
+
+// The drill's stale-listing row: a repository cloned between two runs into a directory
+// whose listing the first run kept (its times set back) is seen by the second, whose
+// planted hook the host's git commit then never runs (PASS). With the stamp check off in
+// a test build, the second run takes the old listing and never looks at the clone
+// (BREACH). Nothing is left in the project either way.
+func TestDrillStaleListing(t *testing.T) {
+	switchDrill(t, "listing-stamps", "protect", drill.StaleListingID, nil, func(off bool, w *world, r drillRun) {
+		leftNothing(t, filepath.Join(w.proj, ".box-drill-*"), filepath.Join(os.TempDir(), "box-drill-listing-*"))
+	})
+}

@@ -57,27 +57,12 @@ func (b *Bwrap) keptRepoRow(p *bwrap.Plan, nonce string) Result {
 	}
 	defer os.RemoveAll(dir)
 	r.Targets = []string{filepath.Join(dir, "sub", ".git", "config")}
-	prof := profiles.Profile{Name: "box-drill-kept", Network: policy.NetNone, Template: p.Template.Name, Source: "the drill", Pids: p.Profile.Pids}
-	sess := *b.Session
-	var out, errb bytes.Buffer
-	sess.Outside.DataHome, sess.Yes, sess.DryRun, sess.Quiet = filepath.Join(scratch, "data"), true, false, true
-	sess.Stdin, sess.Stdout, sess.Stderr, sess.AuditOut, sess.StdinTTY = bytes.NewReader(nil), &out, &errb, &errb, nil
-	rp, err := sess.Resolve(bwrap.Request{Profile: &prof, Template: p.Template, Network: string(policy.NetNone),
-		Isolation: string(p.Isolation.Mode), Command: []string{"sh", "-c", keptRepoScript, "kept-repo", dir, marker}})
-	var pr bwrap.Prepared
-	if err == nil {
-		pr, err = sess.Prepare(rp)
-	}
-	var code int
-	var rep *postrun.Report
-	if err == nil {
-		code, rep, err = sess.Supervise(rp, pr)
-	}
+	code, rep, stderr, err := b.ownRun(p, filepath.Join(scratch, "data"), "sh", "-c", keptRepoScript, "kept-repo", dir, marker)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit %d", code)
 	}
 	if err != nil || rep == nil {
-		r.Status, r.Observed = Error, fmt.Sprintf("the probe run: %v %s", err, strings.TrimSpace(errb.String()))
+		r.Status, r.Observed = Error, fmt.Sprintf("the probe run: %v %s", err, stderr)
 		return r
 	}
 	gitDir := filepath.Join(dir, "sub", ".git")
@@ -88,7 +73,7 @@ func (b *Bwrap) keptRepoRow(p *bwrap.Plan, nonce string) Result {
 		}
 	}
 	if kept == "" {
-		r.Status, r.Observed = Error, "the audit kept no copy of the repository the run made: "+strings.TrimSpace(errb.String())
+		r.Status, r.Observed = Error, "the audit kept no copy of the repository the run made: "+stderr
 		return r
 	}
 	// As the operator reads it: in the kept directory, and naming it.
@@ -102,4 +87,26 @@ func (b *Bwrap) keptRepoRow(p *bwrap.Plan, nonce string) Result {
 	}
 	r.Status, r.Observed = Pass, "the host's git in the quarantine's copy ran nothing: the audit "+action
 	return r
+}
+
+// ownRun runs argv through the session box run uses, as a row's run of its own: quiet,
+// without asking, in the data directory dataHome (its quarantine and kept listings),
+// with the drilled plan's template, isolation and pids limit at tier none. stderr is
+// what box and the command said there, trimmed.
+func (b *Bwrap) ownRun(p *bwrap.Plan, dataHome string, argv ...string) (code int, rep *postrun.Report, stderr string, err error) {
+	prof := profiles.Profile{Name: "box-drill-own", Network: policy.NetNone, Template: p.Template.Name, Source: "the drill", Pids: p.Profile.Pids}
+	sess := *b.Session
+	var out, errb bytes.Buffer
+	sess.Outside.DataHome, sess.Yes, sess.DryRun, sess.Quiet = dataHome, true, false, true
+	sess.Stdin, sess.Stdout, sess.Stderr, sess.AuditOut, sess.StdinTTY = bytes.NewReader(nil), &out, &errb, &errb, nil
+	rp, err := sess.Resolve(bwrap.Request{Profile: &prof, Template: p.Template, Network: string(policy.NetNone),
+		Isolation: string(p.Isolation.Mode), Command: argv})
+	var pr bwrap.Prepared
+	if err == nil {
+		pr, err = sess.Prepare(rp)
+	}
+	if err == nil {
+		code, rep, err = sess.Supervise(rp, pr)
+	}
+	return code, rep, strings.TrimSpace(errb.String()), err
 }

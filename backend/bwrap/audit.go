@@ -44,6 +44,9 @@ type Audit struct {
 	// listings are the before-walk's directory listings: the after-walk lists again
 	// only the directories changed since (package dirlist).
 	listings *dirlist.Cache
+	// keep is where the after-walk's listings are kept for the next run's scan
+	// (ListingsPath).
+	keep string
 }
 
 // BaselineError: other box runs hold the working directory, and their baseline (the
@@ -68,6 +71,18 @@ func (e *BaselineError) Hint() string {
 // snapshots and the quarantine.
 func AuditDirs(dataHome string) (pending, quarantine string) {
 	return filepath.Join(dataHome, "box", "audit"), filepath.Join(dataHome, "box", "quarantine")
+}
+
+// ListingsPath is where the directory listings of the last run's walk after its sandbox
+// ended are kept for the next run in workdir (dirlist.Save; "" for none), in box's data
+// directory, outside every sandbox: the next run's scan and snapshot list again only
+// the directories changed since.
+func ListingsPath(dataHome, workdir string) string {
+	if !filepath.IsAbs(dataHome) {
+		return "" // nowhere: never a path relative to the working directory
+	}
+	sum := sha256.Sum256([]byte(workdir))
+	return filepath.Join(dataHome, "box", "audit", "listings", hex.EncodeToString(sum[:16]))
 }
 
 // AuditInput is what the audit of p's sandbox reads: its working directory, every path
@@ -180,7 +195,7 @@ func recoverPending(path, workdir, qdir string) *postrun.Report {
 // only with the reach of the runs holding it (trust_tree.go).
 func BeginAudit(in postrun.Input, dataHome, lock string, reach Reach) (a *Audit, err error) {
 	pdir, qdir := AuditDirs(dataHome)
-	a = &Audit{in: in, quarantine: qdir}
+	a = &Audit{in: in, quarantine: qdir, keep: ListingsPath(dataHome, in.Workdir)}
 	auditSwitches()
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return nil, &DataDirError{Dir: dataHome, Err: err}
@@ -317,7 +332,14 @@ func auditSwitches() {
 	postrun.DisableConfigHooks = protectionOff(ProtAuditConfigHooks)
 	postrun.DisableTooLong = protectionOff(ProtAuditTooLong)
 	postrun.DisableKeptDefuse = protectionOff(ProtAuditKept)
+	dirlist.DisableStamps = protectionOff(ProtListingStamps)
 }
+
+// ProtListingStamps names the check that a directory's kept listing (this run's earlier
+// walk's, or the last run's) is reused only while the directory is unchanged since
+// (dirlist.DisableStamps; switched off only in a test build, to show the drill's
+// protect:stale-listing row catch its absence).
+const ProtListingStamps = "listing-stamps"
 
 // ProtAuditKept names the renaming of HEAD in a git directory the audit keeps in the
 // quarantine, so that git takes the copy for no repository (switched off only in a
@@ -350,7 +372,11 @@ func (a *Audit) End() *postrun.Report {
 		}
 		in := a.before.Watched(a.in)
 		in.Listings = a.listings
-		r = postrun.AuditKnown(a.before, postrun.Take(in), a.quarantine, time.Now(), known)
+		after := postrun.Take(in)
+		r = postrun.AuditKnown(a.before, after, a.quarantine, time.Now(), known)
+		// Each listing kept was read whole (dirlist.Put); a failure to keep them costs
+		// the next run its listings, nothing else.
+		after.Listings().Save(a.keep)
 	}
 	if a.tree != nil {
 		// Under the tree's gate: the last run out removes the placeholders first.

@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"path/filepath"
 
+	"github.com/heavy-duty/box/backend/bwrap/dirlist"
 	"github.com/heavy-duty/box/backend/bwrap/nixpkg"
 	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/backend/bwrap/seccomp"
@@ -111,7 +112,8 @@ func Gather(r Request, o Outside) (Facts, error) {
 			}
 		}
 		opts := protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop}
-		f.Tree = protect.Scan(f.Workdir, f.Homes[0], opts, refuse)
+		dirlist.DisableStamps = protectionOff(ProtListingStamps)
+		f.Tree = protect.ScanAfter(dirlist.Load(ListingsPath(o.DataHome, f.Workdir)), f.Workdir, f.Homes[0], opts, refuse)
 		// The configs the sandbox can read, for their credentials (a bad option is
 		// Resolve's refusal, from the same set).
 		f.Built = buildSet(f.Tree, opts)

@@ -1,10 +1,10 @@
 package bwrap
 
 import (
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -24,14 +24,7 @@ import (
 func TestScanListingsAudit(t *testing.T) {
 	testenv.RequireTool(t, "git")
 	wd := t.TempDir()
-	git := func(dir string, args ...string) {
-		t.Helper()
-		c := exec.Command("git", args...)
-		c.Dir, c.Env = dir, []string{"HOME=" + wd, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("git %q: %v\n%s", args, err, out)
-		}
-	}
+	git := gitAt(t, wd)
 	git(wd, "init", "-q")
 	for _, d := range []string{"a/b/c/d/e/f/g/h/i/j/k/l", "vendor/lib", "outside/repo"} {
 		os.MkdirAll(filepath.Join(wd, d), 0o755)
@@ -77,27 +70,71 @@ func TestScanListingsAudit(t *testing.T) {
 	}
 }
 
-// waitTreeOlder waits until every directory under root was changed more than
-// dirlist.Margin ago (a tree made by a test is younger than one the operator works in).
+// waitTreeOlder waits until the tree under root is old enough for a walk to keep its listings.
 func waitTreeOlder(t *testing.T, root string) {
 	t.Helper()
-	var newest int64
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		var st unix.Stat_t
-		if err == nil && d.IsDir() && unix.Lstat(p, &st) == nil {
-			newest = max(newest, st.Ctim.Nano())
+	if err := dirlist.WaitOlder(root, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The protected set's scan of a run reuses the listings the last run kept
+// (protect.ScanAfter, dirlist.Load) and learns exactly what reading every directory
+// learns: the same repositories, tops and candidates' kinds (a file, a link, a fifo, a
+// directory), also for a repository cloned since into a directory whose listing was
+// kept (its times set back), and for a directory the last run's walk listed (the
+// audit's walks enter node_modules, the scan does not).
+func TestScanAfterStoredListings(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	wd := t.TempDir()
+	git := gitAt(t, wd)
+	git(wd, "init", "-q")
+	for _, d := range []string{"vendor/a", "vendor/b", "src/x/y", "node_modules/dep/lib", ".vscode"} {
+		os.MkdirAll(filepath.Join(wd, d), 0o755)
+	}
+	git(filepath.Join(wd, "vendor/a"), "init", "-q")
+	os.WriteFile(filepath.Join(wd, ".envrc"), []byte("use nix\n"), 0o644)
+	os.Symlink("src", filepath.Join(wd, ".mise.toml"))
+	unix.Mkfifo(filepath.Join(wd, "vendor/a/.envrc"), 0o644)
+	waitTreeOlder(t, wd)
+	in := postrun.Input{Workdir: wd, Home: wd}
+	path := filepath.Join(t.TempDir(), "listings")
+	if err := postrun.Take(in).Listings().Save(path); err != nil {
+		t.Fatal(err)
+	}
+	same := func(when string) {
+		t.Helper()
+		stored := dirlist.Load(path)
+		if stored.Len() < 8 {
+			t.Fatalf("%s: %d listings stored", when, stored.Len())
 		}
-		return nil
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		var ts unix.Timespec
-		unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts)
-		if ts.Nano() > newest+dirlist.Margin+int64(10*time.Millisecond) {
-			return
+		want, got := protect.Scan(wd, wd, protect.Options{}, nil), protect.ScanAfter(stored, wd, wd, protect.Options{}, nil)
+		want.Listings, got.Listings = nil, nil
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("%s: the scan reusing the stored listings learnt\n%+v\nreading them all\n%+v", when, got, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the clock did not pass the tree's change times")
+		if _, ok := stored.Reuse(filepath.Join(wd, "node_modules/dep"), nil); !ok {
+			t.Errorf("%s: no listing of node_modules/dep stored", when)
 		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	same("unchanged")
+	fi, _ := os.Stat(filepath.Join(wd, "vendor"))
+	git(filepath.Join(wd, "vendor"), "init", "-q", "c")
+	os.Chtimes(filepath.Join(wd, "vendor"), fi.ModTime(), fi.ModTime())
+	same("a clone since")
+	if tr := protect.ScanAfter(dirlist.Load(path), wd, wd, protect.Options{}, nil); !slices.Contains(tr.Tops, filepath.Join(wd, "vendor/c")) {
+		t.Errorf("the scan missed the repository cloned since: tops %v", tr.Tops)
+	}
+}
+
+// gitAt runs git as a test's with home as HOME, failing t on an error.
+func gitAt(t *testing.T, home string) func(dir string, args ...string) {
+	return func(dir string, args ...string) {
+		t.Helper()
+		c := exec.Command("git", args...)
+		c.Dir, c.Env = dir, []string{"HOME=" + home, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %q: %v\n%s", args, err, out)
+		}
 	}
 }

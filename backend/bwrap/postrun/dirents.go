@@ -16,7 +16,8 @@ import (
 
 type dirent struct {
 	name string
-	dir  bool // a directory, never a link to one
+	dir  bool  // a directory, never a link to one
+	typ  uint8 // what lstat says it is (DT_*), DT_UNKNOWN when not known
 }
 
 // openDir opens dir for listing (following a link, as os.Open does: the walk enters
@@ -72,12 +73,13 @@ func readDirentsInto(fd int, buf []byte, out []dirent) ([]dirent, error) {
 			if nm == "." || nm == ".." {
 				continue
 			}
-			isDir := typ == unix.DT_DIR
 			if typ == unix.DT_UNKNOWN {
 				var st unix.Stat_t
-				isDir = unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+				if unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					typ = uint8(st.Mode & unix.S_IFMT >> 12)
+				}
 			}
-			out = append(out, dirent{nm, isDir})
+			out = append(out, dirent{nm, typ == unix.DT_DIR, typ})
 		}
 		if len(out) > 0 {
 			return out, nil

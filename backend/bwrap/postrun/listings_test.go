@@ -1,7 +1,6 @@
 package postrun
 
 import (
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,32 +10,13 @@ import (
 
 	"github.com/heavy-duty/box/backend/bwrap/dirlist"
 	"github.com/heavy-duty/box/internal/testenv"
-	"golang.org/x/sys/unix"
 )
 
-// waitOlder waits until every directory under root was last changed more than
-// dirlist.Margin ago, so a walk may keep its listings (a tree the operator works in is
-// that old; one a test has just made is not).
+// waitOlder waits until the tree under root is old enough for a walk to keep its listings.
 func waitOlder(t *testing.T, root string) {
 	t.Helper()
-	var newest int64
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		var st unix.Stat_t
-		if err == nil && d.IsDir() && unix.Lstat(p, &st) == nil {
-			newest = max(newest, st.Ctim.Nano())
-		}
-		return nil
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		var ts unix.Timespec
-		unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &ts)
-		if ts.Nano() > newest+dirlist.Margin+int64(10*time.Millisecond) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the clock did not pass the tree's change times")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := dirlist.WaitOlder(root, 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -513,11 +513,9 @@ func (t *taker) walk(parent int, name, dir string, depth int) {
 			if !t.entry(dir, e.name, e.dir, &marks, &subdirs) {
 				return
 			}
-			typ := uint8(unix.DT_UNKNOWN)
-			if e.dir {
-				typ = unix.DT_DIR
-			}
-			t.listing = append(t.listing, dirlist.Ent{Name: e.name, Type: typ})
+			// The type as lstat says (the protected set's scan of the next run reads
+			// it, dirlist.Load): DT_DIR exactly when the walk enters it.
+			t.listing = append(t.listing, dirlist.Ent{Name: e.name, Type: e.typ})
 		}
 		if err != nil {
 			t.unread(dir, &fs.PathError{Op: "readdirent", Path: dir, Err: err})

@@ -41,6 +41,13 @@ const maxModuleDepth = 6
 // directories (box's own, the home's secret locations) a git directory outside the
 // working directory must neither be nor hold, or it is not bound.
 func Scan(workdir, home string, o Options, refuse []string) Tree {
+	return ScanAfter(nil, workdir, home, o, refuse)
+}
+
+// ScanAfter is Scan reusing prev's listings (an earlier walk's of the tree: the last
+// run's, dirlist.Load) of the directories unchanged since, and keeping prev as the base
+// of the listings it gives the audit (Tree.Listings).
+func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []string) Tree {
 	t := Tree{Workdir: workdir, Tops: []string{workdir}, Exists: map[string]FileKind{}}
 	gitdirs := map[string]bool{}
 	addGitDir := func(g string, linked bool) {
@@ -58,8 +65,9 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		depth int
 	}
 	buf := make([]byte, 32<<10) // getdents' buffer, reused for every directory
-	t.Listings = dirlist.New(nil)
+	t.Listings = dirlist.New(prev)
 	var kept []dirlist.Ent
+	var reused []dirent
 	queue := []item{{workdir, 0}}
 	for len(queue) > 0 {
 		it := queue[0]
@@ -68,16 +76,28 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 			t.Truncated = true
 			break
 		}
-		ents, st, err := readDirStamped(it.dir, buf, t.Listings)
-		t.Dirs++
-		if err != nil {
-			continue
+		var ents []dirent
+		if l, ok := prev.Reuse(it.dir, t.Listings); ok {
+			reused = reused[:0]
+			for _, e := range l {
+				reused = append(reused, direntOf(e))
+			}
+			ents = reused
+			t.Dirs++
+		} else {
+			var st dirlist.Stamp
+			var err error
+			ents, st, err = readDirStamped(it.dir, buf, t.Listings)
+			t.Dirs++
+			if err != nil {
+				continue
+			}
+			kept = kept[:0]
+			for _, e := range ents {
+				kept = append(kept, dirlist.Ent{Name: e.name, Type: e.dtype()})
+			}
+			t.Listings.Put(it.dir, st, kept)
 		}
-		kept = kept[:0]
-		for _, e := range ents {
-			kept = append(kept, dirlist.Ent{Name: e.name, Type: e.dtype()})
-		}
-		t.Listings.Put(it.dir, st, kept)
 		if it.dir == workdir {
 			listings[workdir] = kindsOf(ents)
 		}
@@ -285,6 +305,16 @@ func (e dirent) dtype() uint8 {
 		return unix.DT_REG
 	}
 	return unix.DT_UNKNOWN
+}
+
+// direntOf is a kept listing's entry as readDir gives it (dtype's inverse): an entry
+// whose type was not known is for lstat to judge (kind ""), never entered.
+func direntOf(e dirlist.Ent) dirent {
+	if e.Type == unix.DT_UNKNOWN {
+		return dirent{name: e.Name}
+	}
+	k := kindOfType(e.Type)
+	return dirent{e.Name, k == Dir, k == Link, k}
 }
 
 // readDir lists a directory in the order the kernel gives, with the types getdents
