@@ -674,11 +674,22 @@ func linkTarget(p string) string {
 	if !filepath.IsAbs(t) {
 		t = filepath.Join(filepath.Dir(p), t)
 	}
-	d, err := filepath.EvalSymlinks(filepath.Dir(t))
-	if err != nil {
-		return ""
+	return missingPath(t)
+}
+
+// missingPath is p, absent, as the kernel would reach it once made: its nearest existing
+// ancestor with links resolved, and the rest of p below it. A dangling link's or a
+// missing include's directory may be missing too (~/.bashrc.local naming
+// dotfiles/private/bashrc.local): the sandbox can make both, and the host then reads it.
+func missingPath(p string) string {
+	for rest := filepath.Base(p); ; rest = filepath.Join(filepath.Base(p), rest) {
+		if p = filepath.Dir(p); p == filepath.Dir(p) {
+			return ""
+		}
+		if d, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(d, rest)
+		}
 	}
-	return filepath.Join(d, filepath.Base(t))
 }
 
 // hookLinks are the targets in the working directory of the links among the hooks git
@@ -784,7 +795,12 @@ func homeLinks(home, workdir string) []string {
 		}
 		_, incs := readGitConfig(g, home)
 		for _, inc := range incs {
+			// git skips a missing include: the sandbox can make it (and its directory).
 			if t, err := filepath.EvalSymlinks(inc); err == nil {
+				add(t)
+			} else if t := linkTarget(inc); t != "" {
+				add(t)
+			} else if t := missingPath(inc); t != "" {
 				add(t)
 			}
 		}
