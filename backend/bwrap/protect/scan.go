@@ -102,6 +102,14 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 	}
 
 	globalHP := globalHooksPath(home)
+	// An absolute global core.hooksPath (~/dotfiles/githooks) holds the hooks of every
+	// repository of yours on the host, whatever the working directory's own repositories
+	// set (or whether it holds one).
+	if filepath.IsAbs(globalHP) || strings.HasPrefix(globalHP, "~/") {
+		if h := resolveHooksPath(globalHP, "", home); within(h, workdir) && h != workdir {
+			t.HooksPaths = append(t.HooksPaths, h)
+		}
+	}
 	inside := true // a repository the sandbox commits in (not a nested clone, not the containing one)
 	hooksPath := func(common, top string) {
 		hp, incs := readGitConfig(filepath.Join(common, "config"), home)
@@ -111,7 +119,7 @@ func Scan(workdir, home string, o Options, refuse []string) Tree {
 		}
 		h := resolveHooksPath(hp, top, home)
 		in := h != "" && within(h, workdir) && h != workdir
-		if in {
+		if in && !slices.Contains(t.HooksPaths, h) {
 			t.HooksPaths = append(t.HooksPaths, h)
 		}
 		// Inside, git reads no global config of yours (its home is the sandbox's), and
