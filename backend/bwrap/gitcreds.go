@@ -11,6 +11,7 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap/postrun"
 	"github.com/heavy-duty/box/backend/bwrap/protect"
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/internal/shellquote"
 )
 
 // Credentials in the repository's git config (docs/bwrap.md): the config files are in
@@ -257,7 +258,7 @@ func (p *Plan) landlockGitCreds() error {
 		return nil
 	}
 	return errs.WithHint(&GitCredsError{Creds: p.GitCreds},
-		fmt.Sprintf("remove it from the config (git config --file %s --unset-all KEY, or --remove-section for a URL section) and use a credential helper; or run in the namespaces mode (--isolation bwrap), which binds a copy without it", p.GitCreds[0].File))
+		fmt.Sprintf("remove it from the config (git config --file %s --unset-all KEY, or --remove-section for a URL section) and use a credential helper; or run in the namespaces mode (--isolation bwrap), which binds a copy without it", shellquote.Quote(p.GitCreds[0].File)))
 }
 
 // writeRedacted writes the redacted copies Args binds (launch time, not dry-run).

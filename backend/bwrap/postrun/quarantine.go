@@ -117,7 +117,7 @@ func Neutralise(before *Snapshot, findings []Finding, quarantine string, now tim
 			err = q.unread(f)
 		case FindUnparsable:
 			f.Action = "left in place: git refuses the file, so nothing in it runs"
-			f.Restore = "fix the file by hand (git config --file " + f.Path + " --list shows the bad line)"
+			f.Restore = "fix the file by hand (git config --file " + shq(f.Path) + " --list shows the bad line)"
 		}
 		if err != nil {
 			f.Error = err.Error()

@@ -238,6 +238,11 @@ func Take(in Input) *Snapshot {
 	}
 	t.walk(-1, "", in.Workdir, 0)
 	t.trees()
+	// An absolute global core.hooksPath holds the hooks of every repository of yours on
+	// the host, whatever the repositories found here set (or whether there is one).
+	if hp := expand(t.globalHooksPath(), in.Home); filepath.IsAbs(hp) && s.writable(hp) {
+		t.guardHooks(filepath.Clean(hp), "git runs hooks from here in every repository of yours (core.hooksPath in your global git config)")
+	}
 	for _, g := range in.Protected {
 		t.guard(g.Path, g.Runs)
 	}

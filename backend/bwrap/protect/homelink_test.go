@@ -82,3 +82,33 @@ func TestHomeLinks(t *testing.T) {
 		t.Error("home:link dropped, still read-only")
 	}
 }
+
+// What the home names in a directory of the tree that does not exist yet: a dangling
+// link into it (~/.bashrc.local, sourced if present) and a missing file the global git
+// config includes (git skips it until it exists). The sandbox can make the directory and
+// the file, and the host's shell and every git command then obey them: both are facts
+// (absent, watched by the post-run audit). A hostile review (session 18) planted both,
+// with no finding.
+func TestHomeLinksMissingDirectory(t *testing.T) {
+	home := realTemp(t)
+	wd := filepath.Join(home, "dotfiles")
+	os.MkdirAll(wd, 0o755)
+	if err := os.Symlink("dotfiles/private/bashrc.local", filepath.Join(home, ".bashrc.local")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[include]\n\tpath = ~/dotfiles/gitconfig.local\n\tpath = ~/dotfiles/git/extra.inc\n"), 0o644)
+	tree := Scan(wd, home, Options{}, nil)
+	want := []string{filepath.Join(wd, "git/extra.inc"), filepath.Join(wd, "gitconfig.local"), filepath.Join(wd, "private/bashrc.local")}
+	if !slices.Equal(tree.HomeLinks, want) {
+		t.Fatalf("HomeLinks %q, want %q", tree.HomeLinks, want)
+	}
+	s, err := Build(tree, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range want {
+		if !slices.Contains(s.Paths(), p) {
+			t.Errorf("%s is not watched: %q", p, s.Paths())
+		}
+	}
+}

@@ -122,6 +122,14 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 	}
 
 	globalHP := globalHooksPath(home)
+	// An absolute global core.hooksPath (~/dotfiles/githooks) holds the hooks of every
+	// repository of yours on the host, whatever the working directory's own repositories
+	// set (or whether it holds one).
+	if filepath.IsAbs(globalHP) || strings.HasPrefix(globalHP, "~/") {
+		if h := resolveHooksPath(globalHP, "", home); within(h, workdir) && h != workdir {
+			t.HooksPaths = append(t.HooksPaths, h)
+		}
+	}
 	inside := true // a repository the sandbox commits in (not a nested clone, not the containing one)
 	hooksPath := func(common, top string) {
 		hp, incs := readGitConfig(filepath.Join(common, "config"), home)
@@ -131,7 +139,7 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 		}
 		h := resolveHooksPath(hp, top, home)
 		in := h != "" && within(h, workdir) && h != workdir
-		if in {
+		if in && !slices.Contains(t.HooksPaths, h) {
 			t.HooksPaths = append(t.HooksPaths, h)
 		}
 		// Inside, git reads no global config of yours (its home is the sandbox's), and
@@ -704,11 +712,22 @@ func linkTarget(p string) string {
 	if !filepath.IsAbs(t) {
 		t = filepath.Join(filepath.Dir(p), t)
 	}
-	d, err := filepath.EvalSymlinks(filepath.Dir(t))
-	if err != nil {
-		return ""
+	return missingPath(t)
+}
+
+// missingPath is p, absent, as the kernel would reach it once made: its nearest existing
+// ancestor with links resolved, and the rest of p below it. A dangling link's or a
+// missing include's directory may be missing too (~/.bashrc.local naming
+// dotfiles/private/bashrc.local): the sandbox can make both, and the host then reads it.
+func missingPath(p string) string {
+	for rest := filepath.Base(p); ; rest = filepath.Join(filepath.Base(p), rest) {
+		if p = filepath.Dir(p); p == filepath.Dir(p) {
+			return ""
+		}
+		if d, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(d, rest)
+		}
 	}
-	return filepath.Join(d, filepath.Base(t))
 }
 
 // hookLinks are the targets in the working directory of the links among the hooks git
@@ -814,7 +833,12 @@ func homeLinks(home, workdir string) []string {
 		}
 		_, incs := readGitConfig(g, home)
 		for _, inc := range incs {
+			// git skips a missing include: the sandbox can make it (and its directory).
 			if t, err := filepath.EvalSymlinks(inc); err == nil {
+				add(t)
+			} else if t := linkTarget(inc); t != "" {
+				add(t)
+			} else if t := missingPath(inc); t != "" {
 				add(t)
 			}
 		}
