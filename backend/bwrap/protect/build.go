@@ -88,6 +88,9 @@ type GitDirFact struct {
 type Options struct {
 	Add  []string // project-relative paths protected in addition
 	Drop []string // entry names not protected
+	// Path is the operator's PATH, split: a directory of it in the working directory
+	// holds what the host's shell runs by name (home:link).
+	Path []string
 }
 
 // Path is one concrete protected host path.

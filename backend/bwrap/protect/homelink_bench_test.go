@@ -14,6 +14,6 @@ func BenchmarkHomeLinks(b *testing.B) {
 	}
 	wd := b.TempDir()
 	for b.Loop() {
-		homeLinks(home, wd)
+		homeLinks(home, wd, nil)
 	}
 }

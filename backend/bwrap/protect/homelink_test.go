@@ -102,6 +102,55 @@ func TestHomeLinksMissingDirectory(t *testing.T) {
 	if !slices.Equal(tree.HomeLinks, want) {
 		t.Fatalf("HomeLinks %q, want %q", tree.HomeLinks, want)
 	}
+	wantWatched(t, tree, want)
+}
+
+// What else the host reads or runs from a dotfiles repository (hostile review, session
+// 18): a link a level down in a dot-directory of the home (stow links ~/.ssh/config a
+// file at a time where ~/.ssh exists: ssh runs its Match exec lines), one in ~/bin, the
+// template directory the global git config names (git clone copies its hooks into the
+// new repository and runs them), and a directory of the operator's PATH (the shell runs
+// bin/git by name). Each is watched; a PATH entry that is relative, and a link to the
+// working directory itself, are said.
+func TestHomeLinksDotDirsTemplatePath(t *testing.T) {
+	home := realTemp(t)
+	wd := filepath.Join(home, "dotfiles")
+	for _, d := range []string{"ssh", "scripts", "bin", "aws", ".ssh", ".aws/sso", "../bin"} {
+		os.MkdirAll(filepath.Join(wd, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(wd, "ssh/config"), []byte("Host *\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, "scripts/x"), nil, 0o755)
+	os.WriteFile(filepath.Join(wd, "aws/deep"), nil, 0o644)
+	for link, target := range map[string]string{
+		".ssh/config":     "../dotfiles/ssh/config",
+		"bin/x":           filepath.Join(wd, "scripts/x"),
+		".aws/sso/deep":   filepath.Join(wd, "aws/deep"), // two levels down: not looked at
+		".config/whole":   wd,
+		".ssh/known_host": "/etc/hostname", // outside: nothing
+	} {
+		os.MkdirAll(filepath.Join(home, filepath.Dir(link)), 0o755)
+		if err := os.Symlink(target, filepath.Join(home, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[init]\n\ttemplateDir = ~/dotfiles/git_template\n"), 0o644)
+	tree := Scan(wd, home, Options{Path: []string{filepath.Join(wd, "bin"), "/usr/bin", "."}}, nil)
+	want := []string{filepath.Join(wd, "bin"), filepath.Join(wd, "git_template"), filepath.Join(wd, "scripts/x"), filepath.Join(wd, "ssh/config")}
+	if !slices.Equal(tree.HomeLinks, want) {
+		t.Fatalf("HomeLinks %q, want %q", tree.HomeLinks, want)
+	}
+	notes := strings.Join(tree.Notes, "\n")
+	for _, n := range []string{`relative entry "."`, "~/.config/whole (a link) is the working directory itself"} {
+		if !strings.Contains(notes, n) {
+			t.Errorf("no note saying %q:\n%s", n, notes)
+		}
+	}
+	wantWatched(t, tree, want)
+}
+
+// wantWatched fails t unless the protected set built from tree holds every path of want.
+func wantWatched(t *testing.T, tree Tree, want []string) {
+	t.Helper()
 	s, err := Build(tree, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -224,7 +224,9 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 		}
 		t.GitDirs[i].WorktreeConfig = mentionsWorktreeConfig(filepath.Join(common, "config"))
 	}
-	t.HomeLinks = homeLinks(home, workdir)
+	var notes []string
+	t.HomeLinks, notes = homeLinks(home, workdir, o.Path)
+	t.Notes = append(t.Notes, notes...)
 	t.HookLinks = hookLinks(t, workdir)
 	t.Exists = existing(t.Candidates(o), listings, buf)
 	return t
@@ -506,6 +508,13 @@ const maxIncludes = 10
 // (absolute: relative to the including file's directory, ~/ to home). A plain reading:
 // the post-run audit reads configs with all of git's rules.
 func readGitConfig(config, home string) (hooksPath string, includes []string) {
+	hooksPath, includes, _ = readGitConfigAll(config, home)
+	return hooksPath, includes
+}
+
+// readGitConfigAll is readGitConfig with the last init.templateDir too (raw): git init
+// and git clone copy that directory's hooks into every repository they make.
+func readGitConfigAll(config, home string) (hooksPath string, includes []string, templateDir string) {
 	seen := map[string]bool{}
 	var read func(file string, depth int)
 	read = func(file string, depth int) {
@@ -529,6 +538,8 @@ func readGitConfig(config, home string) (hooksPath string, includes []string) {
 			switch {
 			case section == "core" && k == "hookspath":
 				hooksPath = gitValue(v)
+			case section == "init" && k == "templatedir":
+				templateDir = gitValue(v)
 			case (section == "include" || strings.HasPrefix(section, "includeif")) && k == "path":
 				inc := gitValue(v)
 				switch {
@@ -546,7 +557,7 @@ func readGitConfig(config, home string) (hooksPath string, includes []string) {
 		}
 	}
 	read(config, 0)
-	return hooksPath, includes
+	return hooksPath, includes, templateDir
 }
 
 // gitValue reads a config value as git does: quotes removed, a # or ; outside them
@@ -768,81 +779,125 @@ const maxHookEntries = 512
 // (the home's dotfiles, ~/.config/NAME and one level below it: ~/.config/fish/config.fish,
 // ~/.config/autostart/*.desktop, ~/.config/systemd/user; ~/.local/bin on PATH), relative
 // to the home, with how many levels of real directories below each are listed too.
+// The home's own dot-directories are listed one level down besides (dotDirDepth).
 var homeDirs = []struct {
 	dir   string
 	depth int
 }{{".", 0}, {".config", 2}, {".local/bin", 0}}
 
+// dotDirDepth: the home's dot-directories (~/.ssh, ~/.aws, ~/.gnupg, ~/.vim) are
+// listed this many levels down, for the links stow makes a file at a time where the
+// directory exists already (~/.ssh/config -> ../dotfiles/ssh/config: ssh runs its Match
+// exec and ProxyCommand lines); ~/bin too, which many PATHs hold. A hostile review
+// (session 18) planted a Match exec line in a dotfiles repository's ssh/config so.
+const dotDirDepth = 1
+
 // maxHomeEntries bounds the entries homeLinks looks at in all: past it the rest is not
-// looked at.
+// looked at, and the launch says so.
 const maxHomeEntries = 8192
 
-// homeLinks are the paths, inside workdir (strictly), that the home names: the targets of
-// the symbolic links in homeDirs (a dotfiles repository's files, live through the links)
-// and the files your global git config includes. One listing per directory and a
-// resolve per link, whatever the size of the tree.
-func homeLinks(home, workdir string) []string {
-	if home == "" {
-		return nil
-	}
-	var out []string
+// homeLinks are the paths, inside workdir (strictly), that the host reads as live
+// configuration or runs: the targets of the symbolic links in homeDirs (a dotfiles
+// repository's files, live through the links), the files your global git config
+// includes and the template directory it names (init.templateDir, whose hooks git
+// init and git clone copy into every repository they make), and the directories of
+// path (your PATH) in it. One listing per directory and a resolve per link, whatever
+// the size of the tree. notes say what cannot be protected so: the working directory
+// itself named so, a relative PATH entry, a home too large to look at whole.
+func homeLinks(home, workdir string, path []string) (out, notes []string) {
 	add := func(t string) {
 		if t != workdir && within(t, workdir) && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}
-	// Breadth-first, so a big tree deep in ~/.config cannot starve the top levels of
-	// the bound.
-	type item struct {
-		dir   string
-		depth int
-	}
-	var queue []item
-	for _, d := range homeDirs {
-		queue = append(queue, item{filepath.Join(home, d.dir), d.depth})
-	}
-	buf := make([]byte, 32<<10)
-	for n := 0; len(queue) > 0 && n < maxHomeEntries; {
-		it := queue[0]
-		queue = queue[1:]
-		ents, _ := readDir(it.dir, buf)
-		for _, e := range ents {
-			if n++; n > maxHomeEntries {
-				break
+	whole := map[string]bool{} // what names the working directory itself
+	// where resolves p (links followed, as the host's tools follow them; a path not
+	// there yet as it will be reached once made) and adds it.
+	where := func(p, what string) {
+		t, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			if t = linkTarget(p); t == "" {
+				t = missingPath(p)
 			}
-			p := filepath.Join(it.dir, e.name)
-			if e.dir {
-				if it.depth > 0 {
-					queue = append(queue, item{p, it.depth - 1})
+		}
+		if t == workdir && !whole[what] {
+			whole[what] = true
+			notes = append(notes, fmt.Sprintf("%s is the working directory itself: what the sandbox writes here your host then reads or runs, and box cannot make the whole working directory read-only (run box in a subdirectory of it)", what))
+		}
+		if t != "" {
+			add(t)
+		}
+	}
+	if home != "" {
+		// Breadth-first, so a big tree deep in ~/.config cannot starve the top levels
+		// of the bound.
+		type item struct {
+			dir   string
+			depth int
+		}
+		var queue []item
+		for _, d := range homeDirs {
+			queue = append(queue, item{filepath.Join(home, d.dir), d.depth})
+		}
+		buf := make([]byte, 32<<10)
+		n := 0
+		for len(queue) > 0 && n <= maxHomeEntries {
+			it := queue[0]
+			queue = queue[1:]
+			ents, _ := readDir(it.dir, buf)
+			for _, e := range ents {
+				if n++; n > maxHomeEntries {
+					break
 				}
-				continue
+				p := filepath.Join(it.dir, e.name)
+				if e.dir {
+					switch {
+					case it.depth > 0:
+						queue = append(queue, item{p, it.depth - 1})
+					case it.dir == home && (strings.HasPrefix(e.name, ".") && e.name != ".config" && e.name != ".local" || e.name == "bin"):
+						queue = append(queue, item{p, dotDirDepth - 1})
+					}
+					continue
+				}
+				if !e.link {
+					continue // getdents says what it is: no stat per file
+				}
+				if t := linkTarget(p); t != "" {
+					if t == workdir {
+						where(p, "~/"+strings.TrimPrefix(p, home+"/")+" (a link)")
+					}
+					add(t)
+				}
 			}
-			if !e.link {
-				continue // getdents says what it is: no stat per file
+		}
+		if n > maxHomeEntries {
+			notes = append(notes, fmt.Sprintf("your home holds more than %d entries where box looks for links into the working directory (the home, its dot-directories, ~/.config, ~/.local/bin): past them a link to a file here is not protected", maxHomeEntries))
+		}
+		for _, g := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config")} {
+			// The operator's own file: followed through a link (a dotfiles repository's),
+			// as git does.
+			if r, err := filepath.EvalSymlinks(g); err == nil {
+				g = r
 			}
-			if t := linkTarget(p); t != "" {
-				add(t)
+			_, incs, tmpl := readGitConfigAll(g, home)
+			for _, inc := range incs {
+				// git skips a missing include: the sandbox can make it (and its directory).
+				where(inc, "a file your global git config includes")
+			}
+			if tmpl = resolveHooksPath(tmpl, "", home); filepath.IsAbs(tmpl) {
+				where(tmpl, "your global git config's init.templateDir")
 			}
 		}
 	}
-	for _, g := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config")} {
-		// The operator's own file: followed through a link (a dotfiles repository's),
-		// as git does.
-		if r, err := filepath.EvalSymlinks(g); err == nil {
-			g = r
+	for _, d := range path {
+		if !filepath.IsAbs(d) {
+			// "" and "." are the directory the shell is in: the working directory, when
+			// you are in it after the run.
+			notes = append(notes, fmt.Sprintf("your PATH holds the relative entry %q: a program the sandbox writes in the working directory (or below it) is what your shell runs there by that name", d))
+			continue
 		}
-		_, incs := readGitConfig(g, home)
-		for _, inc := range incs {
-			// git skips a missing include: the sandbox can make it (and its directory).
-			if t, err := filepath.EvalSymlinks(inc); err == nil {
-				add(t)
-			} else if t := linkTarget(inc); t != "" {
-				add(t)
-			} else if t := missingPath(inc); t != "" {
-				add(t)
-			}
-		}
+		where(filepath.Clean(d), "the directory "+d+" of your PATH")
 	}
 	slices.Sort(out)
-	return out
+	return out, notes
 }
