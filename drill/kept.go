@@ -94,13 +94,25 @@ func (b *Bwrap) keptRepoRow(p *bwrap.Plan, nonce string) Result {
 // with the drilled plan's template, isolation and pids limit at tier none. stderr is
 // what box and the command said there, trimmed.
 func (b *Bwrap) ownRun(p *bwrap.Plan, dataHome string, argv ...string) (code int, rep *postrun.Report, stderr string, err error) {
+	code, rep, _, stderr, err = b.ownRunIn(p, dataHome, ownRunOpts{Isolation: string(p.Isolation.Mode)}, argv...)
+	return code, rep, stderr, err
+}
+
+// ownRunOpts are what a row's run of its own may choose: the working directory ("": the
+// drilled one) and the isolation mode.
+type ownRunOpts struct {
+	Tree, Isolation string
+}
+
+// ownRunIn is ownRun as o says, giving what the command printed on stdout too.
+func (b *Bwrap) ownRunIn(p *bwrap.Plan, dataHome string, o ownRunOpts, argv ...string) (code int, rep *postrun.Report, stdout, stderr string, err error) {
 	prof := profiles.Profile{Name: "box-drill-own", Network: policy.NetNone, Template: p.Template.Name, Source: "the drill", Pids: p.Profile.Pids}
 	sess := *b.Session
 	var out, errb bytes.Buffer
 	sess.Outside.DataHome, sess.Yes, sess.DryRun, sess.Quiet = dataHome, true, false, true
 	sess.Stdin, sess.Stdout, sess.Stderr, sess.AuditOut, sess.StdinTTY = bytes.NewReader(nil), &out, &errb, &errb, nil
 	rp, err := sess.Resolve(bwrap.Request{Profile: &prof, Template: p.Template, Network: string(policy.NetNone),
-		Isolation: string(p.Isolation.Mode), Command: argv})
+		Isolation: o.Isolation, Tree: o.Tree, Command: argv})
 	var pr bwrap.Prepared
 	if err == nil {
 		pr, err = sess.Prepare(rp)
@@ -108,5 +120,5 @@ func (b *Bwrap) ownRun(p *bwrap.Plan, dataHome string, argv ...string) (code int
 	if err == nil {
 		code, rep, err = sess.Supervise(rp, pr)
 	}
-	return code, rep, strings.TrimSpace(errb.String()), err
+	return code, rep, out.String(), strings.TrimSpace(errb.String()), err
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // The trust rows through the real box drill: PASS, and BREACH in a test build with the
-// trust rule off (a tier-none run's hook is in the tier-full run's ~/.claude, and in a
-// --host-port run's: host ports are reach), and with the one-session rule of bwrap boxes
+// trust rule off (a tier-none run's hook is in the tier-full run's ~/.claude, in a
+// --host-port run's: host ports are reach, and a bwrap run's in a Landlock-mode run's),
+// and with the one-session rule of bwrap boxes
 // off (a second session starts beside one whose sandbox swaps a mount point's parent for
 // a link out of the box, and its bwrap may make the mount point outside), and with the
 // launch guard off (a second box run launches beside one whose sandbox swaps a nested
@@ -23,6 +24,7 @@ func TestDrillTrustAndEntries(t *testing.T) {
 	t.Logf("box drill (exit %d):\n%s%s", r.code, r.table(), r.stderr)
 	r.want(t, drill.TrustRowID, drill.Pass)
 	r.want(t, drill.TrustHostPortRowID, drill.Pass)
+	r.want(t, drill.TrustLandlockRowID, drill.Pass)
 	r.want(t, drill.BoxSessionRowID, drill.Pass)
 	r.want(t, drill.LinkSwapRowID, drill.Pass)
 	for _, e := range policy.ProtectEntries() {
@@ -34,6 +36,7 @@ func TestDrillTrustAndEntries(t *testing.T) {
 	t.Logf("box drill, %s,%s,%s off (exit %d):\n%s", bwrap.ProtTrust, bwrap.ProtBoxSession, bwrap.ProtLaunchGuard, r.code, r.table())
 	r.want(t, drill.TrustRowID, drill.Breach)
 	r.want(t, drill.TrustHostPortRowID, drill.Breach)
+	r.want(t, drill.TrustLandlockRowID, drill.Breach)
 	r.want(t, drill.BoxSessionRowID, drill.Breach)
 	r.want(t, drill.LinkSwapRowID, drill.Breach)
 	if r.code != 1 {

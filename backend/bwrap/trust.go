@@ -72,6 +72,13 @@ type Reach struct {
 	SSHKeys  []string `json:"ssh_keys,omitempty"`
 	SSHHosts []string `json:"ssh_hosts,omitempty"`
 	SSHSign  bool     `json:"ssh_sign,omitempty"`
+	// Landlock: the run was in the Landlock mode (isolation.go), which holds less than
+	// bwrap: no pid namespace (the host's processes, their command lines, within reach),
+	// the host's terminal itself. A hostile review (session 18) planted SessionStart
+	// hooks from a bwrap run that the next run of the profile, in the Landlock mode,
+	// started with. Set by settleTrust, once the mode is chosen (isolation auto falls
+	// back at launch); the tree's record (trust_tree.go) does not hold it.
+	Landlock bool `json:"landlock,omitempty"`
 }
 
 // reachOf is the plan's reach; mounts are the profile's (box's own binds, the drill's
@@ -159,6 +166,9 @@ func (r Reach) Beyond(old Reach) []string {
 	add("ssh hosts", missing(r.SSHHosts, old.SSHHosts))
 	if r.SSHSign && !old.SSHSign {
 		out = append(out, "git signing with the host agent's keys")
+	}
+	if r.Landlock && !old.Landlock {
+		out = append(out, "the Landlock mode (no namespaces: the host's processes and terminal)")
 	}
 	return out
 }
@@ -291,6 +301,7 @@ func (e *ConcurrentReachError) Hint() string {
 // reaches further, and records the run's reach. It runs before PrepareInstance. The
 // run holds the directory until leave; while it does, only runs of the same reach start.
 func (p *Plan) settleTrust(stderr io.Writer) (leave func(), err error) {
+	p.Reach.Landlock = p.Isolation.Landlock() // chosen by now (chooseIsolation)
 	dir := p.Spec.InstanceDir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err

@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/internal/boxtest"
 	"github.com/heavy-duty/box/internal/testenv"
 )
@@ -96,6 +98,38 @@ func TestTrustNixStoreWiderRunStartsFresh(t *testing.T) {
 	r = w.run("run", "-y", "--profile", "selfnix", "--network", "full", "--env", "GITHUB_TOKEN", "--", "sh", "-c", `./result/bin/hello; echo done`)
 	if strings.Contains(r.stdout, "planted in the store") || !strings.Contains(r.stderr, "set aside") {
 		t.Errorf("the tier-full run ran what tier none put in the store:\n%s\n%s", r.stdout, r.stderr)
+	}
+}
+
+// The Landlock mode is reach (a hostile review, session 18): it holds less than bwrap
+// (the host's processes and their command lines, the host's terminal), so a run of the
+// same project and profile in it must not start with the hook a bwrap run planted. Back
+// in bwrap, the Landlock run's state stays.
+func TestTrustLandlockIsReach(t *testing.T) {
+	if abi := bwrap.LandlockABI(); abi < 4 {
+		testenv.Skip(t, "the Landlock mode requires Landlock ABI 4, this kernel has "+strconv.Itoa(abi))
+	}
+	w := newWorld(t)
+	plant := `mkdir -p "$CLAUDE_CONFIG_DIR" && echo PLANTED-LINE >> "$CLAUDE_CONFIG_DIR/CLAUDE.md" && echo planted`
+	if r := w.sh(plant); r.code != 0 || !strings.Contains(r.stdout, "planted") {
+		t.Fatalf("bwrap plant: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	look := `cat "$CLAUDE_CONFIG_DIR/CLAUDE.md" 2>/dev/null; echo looked`
+	r := w.sh(look, "--isolation", "landlock")
+	if r.code != 0 || !strings.Contains(r.stdout, "looked") {
+		t.Fatalf("Landlock run: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "PLANTED-LINE") {
+		t.Errorf("the Landlock run started with what the bwrap run planted:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "set aside") || !strings.Contains(r.stderr, "the Landlock mode") {
+		t.Errorf("the Landlock run did not say what it set aside and why:\n%s", r.stderr)
+	}
+	if r := w.sh(`echo LANDLOCK-NOTE >> "$CLAUDE_CONFIG_DIR/CLAUDE.md"`, "--isolation", "landlock"); r.code != 0 {
+		t.Fatalf("equal run: %d %q", r.code, r.stderr)
+	}
+	if r := w.sh(`cat "$CLAUDE_CONFIG_DIR/CLAUDE.md"`); !strings.Contains(r.stdout, "LANDLOCK-NOTE") || strings.Contains(r.stderr, "set aside") {
+		t.Errorf("a bwrap run after a Landlock one lost its state:\n%s\n%s", r.stdout, r.stderr)
 	}
 }
 

@@ -44,6 +44,10 @@ func TestReachBeyond(t *testing.T) {
 			"ssh keys k2; ssh hosts b.test; git signing with the host agent's keys"},
 		{Reach{Network: policy.NetNone, SSHKeys: []string{"k1"}, SSHHosts: []string{"a.test"}},
 			Reach{Network: policy.NetNone, SSHKeys: []string{"k1"}, SSHHosts: []string{"a.test"}, SSHSign: true}, ""},
+		// The Landlock mode after bwrap (a hostile review, session 18: a bwrap run's
+		// SessionStart hooks started with the next run, in the Landlock mode); not back.
+		{Reach{Network: policy.NetNone, Landlock: true}, none, "the Landlock mode (no namespaces: the host's processes and terminal)"},
+		{none, Reach{Network: policy.NetNone, Landlock: true}, ""},
 	} {
 		if got := strings.Join(c.r.Beyond(c.old), "; "); got != c.want {
 			t.Errorf("%+v beyond %+v = %q, want %q", c.r, c.old, got, c.want)
