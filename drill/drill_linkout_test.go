@@ -108,3 +108,19 @@ func TestDrillStaleListing(t *testing.T) {
 		leftNothing(t, filepath.Join(w.proj, ".box-drill-*"), filepath.Join(os.TempDir(), "box-drill-listing-*"))
 	})
 }
+
+// The drill's home-dotdir-link and home-missing-link rows (hostile review, session 18): a
+// link a level down in a dot-directory of the home into the tree (stow's ~/.ssh/config),
+// and a dangling one naming a file in a directory of the tree not made yet; the host's
+// shell sources each after the run and runs nothing (PASS). With the protected set's
+// look into the home's dot-directories, or its watch of a missing directory, off in a
+// test build, the plant lands and runs (BREACH). Nothing is left in the home either way.
+func TestDrillHomeDotdirAndMissingLinks(t *testing.T) {
+	for _, c := range []struct{ sw, row string }{{"home-dotdirs", "protect:home-dotdir-link"}, {"home-missing", "protect:home-missing-link"}} {
+		t.Run(c.sw, func(t *testing.T) {
+			switchDrill(t, c.sw, "protect", c.row, nil, func(off bool, w *world, r drillRun) {
+				leftNothing(t, filepath.Join(w.proj, ".box-drill-*"), filepath.Join(w.home, ".box-drill-*"))
+			})
+		})
+	}
+}

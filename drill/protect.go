@@ -92,6 +92,13 @@ type Fixture struct {
 	// Dotfile is a file of the fixture that HomeLink, a link in the operator's home (made
 	// by LinkHome), names, as a dotfiles repository's files are named.
 	Dotfile, HomeLink string
+	// DotdirFile is a file of the fixture that DotdirLink, a link in a dot-directory the
+	// drill makes in the home (~/.box-drill-fixture-NONCE.d/rc), names: stow links a
+	// file at a time where the directory exists (~/.ssh/config).
+	DotdirFile, DotdirLink string
+	// MissingFile is the path a dangling link in the home, MissingLink, names in a
+	// directory of the fixture not made yet (~/.bashrc.local naming private/bashrc.local).
+	MissingFile, MissingLink string
 	// HookScript is a script in Repo that Repo's post-commit hook links to (a project
 	// keeping its hooks in the tree; not pre-commit, which the hook row plants).
 	HookScript string
@@ -230,7 +237,39 @@ func (f *Fixture) LinkHome(home string) error {
 	}
 	f.Dotfile, f.HomeLink = dot, link
 	f.Orig[dot] = "export BOX_DRILL=1\n"
+	// A link a level down in a dot-directory of the home, and a dangling one.
+	dotdir, dotdirFile := filepath.Join(home, filepath.Base(f.Dir)+".d"), filepath.Join(f.Dir, "dotfiles", "dotdir-rc")
+	if err := os.WriteFile(dotdirFile, []byte("export BOX_DRILL=1\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dotdir, 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink(dotdirFile, filepath.Join(dotdir, "rc")); err != nil {
+		os.Remove(dotdir)
+		return err
+	}
+	f.DotdirFile, f.DotdirLink = dotdirFile, filepath.Join(dotdir, "rc")
+	f.Orig[dotdirFile] = "export BOX_DRILL=1\n"
+	missing, missingLink := filepath.Join(f.Dir, "dotfiles", "missing", "rc"), filepath.Join(home, filepath.Base(f.Dir)+"-rc-missing")
+	if err := os.Symlink(missing, missingLink); err != nil {
+		return err
+	}
+	f.MissingFile, f.MissingLink = missing, missingLink
 	return nil
+}
+
+// removeHomeLinks removes the links LinkHome made in home for the fixture dir (and the
+// dot-directory holding one), each only while it is the drill's own: a link into dir.
+func removeHomeLinks(home, dir string) {
+	base := filepath.Base(dir)
+	for _, l := range []string{base + "-rc", base + "-rc-missing", filepath.Join(base+".d", "rc")} {
+		l = filepath.Join(home, l)
+		if t, err := os.Readlink(l); err == nil && strings.HasPrefix(t, dir+"/") {
+			os.Remove(l)
+		}
+	}
+	os.Remove(filepath.Join(home, base+".d")) // only when empty
 }
 
 // UnscannedConfig is the config of the repository in node_modules.
@@ -238,8 +277,8 @@ func (f *Fixture) UnscannedConfig() string { return filepath.Join(f.Unscanned, "
 
 // Remove deletes the fixture and the markers.
 func (f *Fixture) Remove() {
-	if t, err := os.Readlink(f.HomeLink); f.HomeLink != "" && err == nil && t == f.Dotfile {
-		os.Remove(f.HomeLink) // only the drill's own link
+	if f.HomeLink != "" {
+		removeHomeLinks(filepath.Dir(f.HomeLink), f.Dir) // only the drill's own links
 	}
 	os.RemoveAll(f.Dir)
 	os.RemoveAll(f.Markers)
@@ -263,6 +302,8 @@ func protectProbes(in Input) []Probe {
 		{"worktree-hooks", "core.worktree moving a relative core.hooksPath"},
 		{"config-hook", "git 2.54 configured hook (hook.NAME.command)"},
 		{"degit-envrc", ".envrc of a repository whose .git the run removed"},
+		{"home-dotdir-link", "dotfile a link in a dot-directory of the home names"},
+		{"home-missing-link", "dotfile a dangling home link names, in a directory not made yet"},
 	}
 	if f == nil {
 		for _, c := range classes {
@@ -333,6 +374,16 @@ func protectProbes(in Input) []Probe {
 		hl.Skip = "no link in the home (it could not be made)"
 	}
 	hl.Targets = []string{f.HomeLink, f.Dotfile}
+	hd := probe("home-dotdir-link", "dotfile a link in a dot-directory of the home names", HostShellRc, f.Repo,
+		PlantFile{Path: f.DotdirFile, Content: touch("home-dotdir-link") + "\n"})
+	hd.Targets = []string{f.DotdirLink, f.DotdirFile}
+	// Not there at launch: creatable (with its directory), then taken away.
+	hm := probe("home-missing-link", "dotfile a dangling home link names, in a directory not made yet", HostShellRc, f.Repo,
+		PlantFile{Path: f.MissingFile, Content: touch("home-missing-link") + "\n"}, PlantFile{Path: filepath.Dir(f.MissingFile), Dir: true})
+	hm.Targets, hm.AuditOnly = []string{f.MissingLink, f.MissingFile}, true
+	if f.DotdirLink == "" || f.MissingLink == "" {
+		hd.Skip, hm.Skip = "no link in the home (it could not be made)", "no link in the home (it could not be made)"
+	}
 	// hooks/ is read-only; the script its post-commit links to, in the tree, must be too.
 	hk := probe("hook-link", "script a git hook links to", HostGitCommit, f.Repo,
 		PlantFile{Path: f.HookScript, Content: hook("hook-link"), Mode: 0o755})
@@ -379,7 +430,7 @@ func protectProbes(in Input) []Probe {
 		PlantFile{Path: filepath.Join(f.Degit, ".envrc"), Content: touch("degit-envrc") + "\n"},
 		PlantFile{Path: filepath.Join(f.Degit, ".git"), Remove: true})
 	dg.AuditOnly = true
-	out = append(out, rb, hl, hk, lo, un, wh, dg, ch)
+	out = append(out, rb, hl, hd, hm, hk, lo, un, wh, dg, ch)
 	return append(out, entryProbes(in, probe)...)
 }
 

@@ -11,7 +11,8 @@ import (
 )
 
 var protectIDs = []string{"protect:hook", "protect:fsmonitor", "protect:hookspath", "protect:nested-config",
-	"protect:worktree-pointer", "protect:envrc", "protect:vscode-task", "protect:agent-settings", "protect:rebase-exec", "protect:home-link", "protect:hook-link"}
+	"protect:worktree-pointer", "protect:envrc", "protect:vscode-task", "protect:agent-settings", "protect:rebase-exec", "protect:home-link", "protect:hook-link",
+	"protect:home-dotdir-link", "protect:home-missing-link"}
 
 func TestBuildPlanProtect(t *testing.T) {
 	in := input()
@@ -24,7 +25,9 @@ func TestBuildPlanProtect(t *testing.T) {
 	in.Fixture = &Fixture{Dir: "/w/.box-drill-fixture-n0", Repo: "/w/f/repo", RepoGit: "/w/f/gitdirs/repo", Nested: "/w/f/repo/nested",
 		Hp: "/w/f/repo/hp", HpGit: "/w/f/gitdirs/hp", Wt: "/w/f/repo/wt",
 		Markers: "/tmp/m", Orig: map[string]string{"/w/f/repo/.envrc": "export X=1\n"},
-		Commit: "4bdfc6c65896e72a6bfbea9c5b9eb1c616026314", Dotfile: "/w/f/dotfiles/rc", HomeLink: "/h/.box-drill-fixture-n0-rc"}
+		Commit: "4bdfc6c65896e72a6bfbea9c5b9eb1c616026314", Dotfile: "/w/f/dotfiles/rc", HomeLink: "/h/.box-drill-fixture-n0-rc",
+		DotdirFile: "/w/f/dotfiles/dotdir-rc", DotdirLink: "/h/.box-drill-fixture-n0.d/rc",
+		MissingFile: "/w/f/dotfiles/missing/rc", MissingLink: "/h/.box-drill-fixture-n0-rc-missing"}
 	in.Facts.Git = "/usr/bin/git"
 	in.Dropped = []string{".vscode"}
 	p, _ = BuildPlan(in)
@@ -111,8 +114,10 @@ func TestProtectProbesUnsandboxed(t *testing.T) {
 	if _, err := os.Stat(fx.Dir); err == nil {
 		t.Error("fixture left behind")
 	}
-	if _, err := os.Lstat(fx.HomeLink); err == nil {
-		t.Error("the home link left behind")
+	for _, l := range []string{fx.HomeLink, fx.DotdirLink, filepath.Dir(fx.DotdirLink), fx.MissingLink} {
+		if _, err := os.Lstat(l); err == nil {
+			t.Errorf("the home link %s left behind", l)
+		}
 	}
 }
 

@@ -39,10 +39,7 @@ func RemoveStale(workdir, home string) (removed []string) {
 			}
 		}
 		if home != "" {
-			link := filepath.Join(home, e.Name()+"-rc")
-			if t, err := os.Readlink(link); err == nil && strings.HasPrefix(t, dir+"/") {
-				os.Remove(link)
-			}
+			removeHomeLinks(home, dir) // protect.go
 		}
 		if os.RemoveAll(dir) == nil {
 			removed = append(removed, dir)

@@ -341,6 +341,15 @@ func auditSwitches() {
 // protect:stale-listing row catch its absence).
 const ProtListingStamps = "listing-stamps"
 
+// ProtHomeDotDirs and ProtHomeMissing name the protected set's look into the home's
+// dot-directories (~/.ssh/config linking into the tree) and its watch of a dotfile link's
+// target in a directory not made yet (switched off only in a test build, to show the
+// drill's protect:home-dotdir-link and protect:home-missing-link rows catch their absence).
+const (
+	ProtHomeDotDirs = "home-dotdirs"
+	ProtHomeMissing = "home-missing"
+)
+
 // ProtAuditKept names the renaming of HEAD in a git directory the audit keeps in the
 // quarantine, so that git takes the copy for no repository (switched off only in a
 // test build, to show the drill's protect:kept-repo row catch its absence).

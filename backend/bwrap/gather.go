@@ -113,6 +113,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 		}
 		opts := protect.Options{Add: r.Profile.ProtectAdd, Drop: r.Profile.ProtectDrop, Path: filepath.SplitList(pathEnv)}
 		dirlist.DisableStamps = protectionOff(ProtListingStamps)
+		protect.DisableDotDirs, protect.DisableMissingDirs = protectionOff(ProtHomeDotDirs), protectionOff(ProtHomeMissing)
 		f.Tree = protect.ScanAfter(dirlist.Load(ListingsPath(o.DataHome, f.Workdir)), f.Workdir, f.Homes[0], opts, refuse)
 		// The configs the sandbox can read, for their credentials (a bad option is
 		// Resolve's refusal, from the same set).
