@@ -124,7 +124,7 @@ var protectEntries = []ProtectEntry{
 	// A dotfiles repository: what the home links to is live configuration, run by the
 	// next shell, git or editor, whatever its name in the tree.
 	{Name: "home:link", Scope: ScopeHomeLink,
-		Why: "your home links to it (~/.NAME, a file in ~/.NAME/ or ~/bin/, ~/.config/..., ~/.local/bin/NAME; a dotfiles repository), your global git config includes it or names it init.templateDir, or it is a directory of your PATH: your shell, ssh, git, editor, session or PATH runs it outside the sandbox"},
+		Why: "your home links to it (~/.NAME, a file in ~/.NAME/ or ~/bin/, ~/.config/..., ~/.local/bin/NAME; a dotfiles repository) or your global git config includes it or names it init.templateDir: your shell, ssh, git, editor, session or PATH runs it outside the sandbox"},
 	{Name: "git:hook-link", Scope: ScopeHookLink,
 		Why: "a git hook links to it (hooks/pre-commit -> ../../scripts/pre-commit): git runs it on the hook's event"},
 	{Name: "git:nested", Scope: ScopeNested, Dir: true,

@@ -64,6 +64,121 @@ func (e *GuardLockError) Error() string {
 }
 func (e *GuardLockError) Unwrap() error { return e.Err }
 
+// MountHeldError: a read-write mount of the run is another live run's tree (its working
+// directory, inside or around it, or a read-write mount of its own). Two sandboxes
+// writing one tree at once can each hide what the other plants from its own audit: a
+// hostile review (session 18) planted a repository from a run in ~/src/lib, which a run
+// in ~/src/app2 mounting ~/src/lib read-write hid while the first run's audit looked and
+// put back after, where its own audit had seen it at its start; the host's git commit in
+// it ran the planted hook, and neither audit said a word.
+type MountHeldError struct{ Mount, Holder string }
+
+func (e *MountHeldError) Error() string {
+	return fmt.Sprintf("launch guard: the read-write mount %s is in use by %s: two sandboxes writing one tree at once can hide what each plants from the other's audit: not launched", termtext.Escape(e.Mount, false), e.Holder)
+}
+
+// MountAroundError: a read-write mount holds the run's own working directory, so the
+// whole mount is the tree the run writes, and the guard holds the working directory.
+type MountAroundError struct{ Mount, Workdir string }
+
+func (e *MountAroundError) Error() string {
+	return fmt.Sprintf("launch guard: the read-write mount %s holds the working directory %s: the run writes the whole mount, which box holds only as a working directory: not launched", termtext.Escape(e.Mount, false), termtext.Escape(e.Workdir, false))
+}
+
+// guardMounts holds each read-write directory mount of p (whose working directory is
+// tree, held) as a tree too, for as long as the run, so no other run's sandbox writes it
+// meanwhile. It never waits: while this run holds its own tree, waiting for another's
+// could wait in a circle with a run waiting for this one; a mount held by another run
+// refuses the launch, saying which. A mount inside the working directory is the tree's
+// own lock's.
+func (s *Session) guardMounts(p *Plan, tree string) (func(), error) {
+	if protectionOff(ProtLaunchGuard) || tree == "" {
+		return func() {}, nil
+	}
+	home := resolved(s.Outside.Home)
+	var held []func()
+	release := func() {
+		for _, r := range held {
+			r()
+		}
+	}
+	var own []string // the mounts held so far
+	for _, m := range p.Spec.Mounts {
+		switch {
+		case !m.RW || within(m.Src, tree) || slices.ContainsFunc(own, func(o string) bool { return within(m.Src, o) }):
+			continue
+		case within(tree, m.Src):
+			release()
+			return nil, &MountAroundError{Mount: m.Src, Workdir: tree}
+		}
+		fd, err := unix.Open(m.Src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOTDIR) {
+			continue // a file: the launch warns of a read-write one
+		}
+		if err != nil {
+			release()
+			return nil, &GuardLockError{Dir: m.Src, Err: err}
+		}
+		dir := os.NewFile(uintptr(fd), m.Src)
+		r, err := holdTreeNow(dir, m.Src, home, append([]string{tree}, own...))
+		if err != nil {
+			dir.Close()
+			release()
+			return nil, err
+		}
+		held, own = append(held, r), append(own, m.Src)
+	}
+	return release, nil
+}
+
+// holdTreeNow is holdTree without waiting: a lock another run holds is a MountHeldError.
+// Ancestors that are trees this run holds already (mine) are left alone: their own
+// locks cover them.
+func holdTreeNow(dir *os.File, tree, home string, mine []string) (func(), error) {
+	above, err := ancestorsOf(tree, home)
+	if err != nil {
+		return nil, err
+	}
+	var held []*os.File
+	release := func() {
+		for _, f := range held {
+			f.Close()
+		}
+	}
+	take := func(f *os.File, name string, how int) error {
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, unix.EWOULDBLOCK):
+			return &MountHeldError{Mount: tree, Holder: holderOf(f, name, tree)}
+		}
+		return &GuardLockError{Dir: name, Err: err}
+	}
+	for _, a := range above {
+		if slices.ContainsFunc(mine, func(m string) bool { return within(a, m) }) {
+			continue
+		}
+		fd, err := unix.Open(a, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // as holdTree
+		}
+		f := os.NewFile(uintptr(fd), a)
+		if err := take(f, a, unix.LOCK_SH); err != nil {
+			f.Close()
+			release()
+			return nil, err
+		}
+		held = append(held, f)
+	}
+	if err := take(dir, tree, unix.LOCK_EX); err != nil {
+		release()
+		return nil, err
+	}
+	held = append(held, dir)
+	return release, nil
+}
+
 // guardTree holds the tree r runs in (the working directory, or a persistent box's) and
 // returns its path as held, for the run to use as is (Request.Tree).
 func (s *Session) guardTree(r Request) (string, func(), error) {

@@ -3,9 +3,12 @@ package bwrap_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,4 +152,76 @@ func linkSwapCase(t *testing.T, inner string) {
 func lastLine(s string) string {
 	l := strings.Split(strings.TrimSpace(s), "\n")
 	return l[len(l)-1]
+}
+
+// A read-write mount is held as a tree (hostile review, session 18): a run in ~/src/lib
+// planted a repository that a run in ~/src/app2, mounting ~/src/lib read-write, hid
+// while the first run's audit looked and put back after, where its own audit had seen
+// it at its start; the host's git commit ran the planted hook. Now the run mounting a
+// tree another run holds is refused, saying which run, and runs once that one ended;
+// and a run in the tree waits while a run mounting it read-write is alive.
+func TestLaunchGuardReadWriteMount(t *testing.T) {
+	w := guardedWorld(t)
+	lib, app := filepath.Join(w.home, "src", "lib"), filepath.Join(w.home, "src", "app2")
+	w.write(filepath.Join(lib, "README"), "lib\n")
+	w.write(filepath.Join(app, "README"), "app\n")
+	w.write(filepath.Join(w.home, ".config/box/profiles/libdev.toml"), "[[mounts]]\npath = \""+lib+"\"\nmode = \"rw\"\n")
+	inApp := func(script string) *exec.Cmd {
+		c := w.cmd("run", "-y", "-p", "libdev", "--", "sh", "-c", script)
+		c.Dir = app
+		return c
+	}
+
+	x := w.startRunIn(lib, `touch .x-started; `+waitFor(".x-go")+`echo x-done`)
+	waitFile(t, filepath.Join(lib, ".x-started"), x.done, x.stderr)
+	r := w.collect(inApp(`echo y-ran`))
+	if r.code == 0 || strings.Contains(r.stdout, "y-ran") || !strings.Contains(r.stderr, "the read-write mount "+lib+" is in use by the run of pid") ||
+		!strings.Contains(r.stderr, "box: hint: wait for that run to end") {
+		t.Errorf("a run mounting the tree of a run going on: exit %d %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	os.WriteFile(filepath.Join(lib, ".x-go"), nil, 0o644)
+	if code := x.wait(); code != 0 {
+		t.Fatalf("the run in lib: exit %d\n%s", code, x.stderr)
+	}
+	if r := w.collect(inApp(`echo y-ran`)); r.code != 0 || !strings.Contains(r.stdout, "y-ran") {
+		t.Errorf("the run mounting lib once the other ended: exit %d %q\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	// The other way round: the run in lib waits (blocked on the tree's lock) until the
+	// run mounting it has ended, then runs after it.
+	y := w.startCmd(inApp(`touch ` + lib + `/.y-started; i=0; while [ ! -e ` + lib + `/.y-go ]; do i=$((i+1)); [ $i -gt 2000 ] && exit 97; sleep 0.05; done; touch ` + lib + `/.y-done`))
+	waitFile(t, filepath.Join(lib, ".y-started"), y.done, y.stderr)
+	x = w.startRunIn(lib, `[ -e .y-done ] && echo after-y`)
+	waitBlockedFlock(t, lib, x.done)
+	os.WriteFile(filepath.Join(lib, ".y-go"), nil, 0o644)
+	if code := y.wait(); code != 0 {
+		t.Fatalf("the run mounting lib: exit %d\n%s", code, y.stderr)
+	}
+	if code := x.wait(); code != 0 || !strings.Contains(x.stdout.String(), "after-y") || !strings.Contains(x.stderr.String(), "box: waiting for the run of pid") {
+		t.Errorf("the run in lib while a run mounting it was alive: exit %d %q\n%s", code, x.stdout, x.stderr)
+	}
+}
+
+// waitBlockedFlock waits until a process waits for a flock on dir (/proc/locks shows
+// it as "-> FLOCK ... DEV:INODE"), failing t if done comes first.
+func waitBlockedFlock(t *testing.T, dir string, done <-chan error) {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	ino := ":" + strconv.FormatUint(st.Ino, 10) + " "
+	for {
+		b, _ := os.ReadFile("/proc/locks")
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "-> FLOCK") && strings.Contains(l, ino) {
+				return
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the run ended before it waited for %s: %v", dir, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

@@ -91,6 +91,13 @@ func (s *Session) Run(r Request) (Ran, error) {
 	if err != nil {
 		return Ran{}, err
 	}
+	if !s.DryRun {
+		unguard, err := s.guardMounts(p, r.Tree) // launchguard.go
+		if err != nil {
+			return Ran{}, err
+		}
+		defer unguard()
+	}
 	out := Ran{Plan: p}
 	if out.Prepared, err = s.Prepare(p); err != nil || s.DryRun {
 		return out, err

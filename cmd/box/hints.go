@@ -180,6 +180,10 @@ var hints = []func(error) (string, error){
 	as(func(e *bwrap.TreeMovedError) string {
 		return "another run's sandbox on a directory above may have moved it, or a link now stands in its place: look at what " + e.Tree + " is now, then run box again from the directory you mean"
 	}),
+	to[*bwrap.MountHeldError]("wait for that run to end and run box again, or mount the directory read-only (mode = \"ro\") in this run's profile"),
+	as(func(e *bwrap.MountAroundError) string {
+		return "run box from " + e.Mount + " itself, or mount only what the run must write"
+	}),
 	to[*bwrap.GuardLockError]("box locks the working directory and the directories above it so that concurrent runs never follow what one sandbox swaps in: run it in a directory on a local filesystem that supports flock"),
 	to[*bwrap.MountTableError]("box reads /proc/self/mountinfo to find the other names of the working directory: mount /proc where box runs (in a container, do not mask it)"),
 	to[*bwrap.NoHomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\""),

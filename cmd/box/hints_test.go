@@ -34,6 +34,8 @@ func TestHints(t *testing.T) {
 	}{
 		{&bwrap.TreeMovedError{Tree: "/p/w", Now: "/q/w"}, "another run's sandbox on a directory above may have moved it, or a link now stands in its place: look at what /p/w is now, then run box again from the directory you mean", exitFail},
 		{&bwrap.GuardLockError{Dir: "/p/w", Err: base}, "box locks the working directory and the directories above it so that concurrent runs never follow what one sandbox swaps in: run it in a directory on a local filesystem that supports flock", exitFail},
+		{&bwrap.MountHeldError{Mount: "/p/lib", Holder: "the run of pid 7"}, "wait for that run to end and run box again, or mount the directory read-only (mode = \"ro\") in this run's profile", exitFail},
+		{&bwrap.MountAroundError{Mount: "/p", Workdir: "/p/w"}, "run box from /p itself, or mount only what the run must write", exitFail},
 		{&bwrap.MountTableError{Err: base}, "box reads /proc/self/mountinfo to find the other names of the working directory: mount /proc where box runs (in a container, do not mask it)", exitFail},
 		{&errs.UsageError{Err: &backend.NoSuchError{What: "profile", Err: base}}, "run 'box profiles' to list them", exitUsage},
 		{&errs.UsageError{Err: &backend.NoSuchError{What: "template", Err: base}}, "run 'box templates' to list them", exitUsage},

@@ -89,7 +89,8 @@ type Options struct {
 	Add  []string // project-relative paths protected in addition
 	Drop []string // entry names not protected
 	// Path is the operator's PATH, split: a directory of it in the working directory
-	// holds what the host's shell runs by name (home:link).
+	// holds what the host's shell runs by name, which the launch says (not protected:
+	// builds write there).
 	Path []string
 }
 

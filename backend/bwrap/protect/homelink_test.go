@@ -109,9 +109,9 @@ func TestHomeLinksMissingDirectory(t *testing.T) {
 // 18): a link a level down in a dot-directory of the home (stow links ~/.ssh/config a
 // file at a time where ~/.ssh exists: ssh runs its Match exec lines), one in ~/bin, the
 // template directory the global git config names (git clone copies its hooks into the
-// new repository and runs them), and a directory of the operator's PATH (the shell runs
-// bin/git by name). Each is watched; a PATH entry that is relative, and a link to the
-// working directory itself, are said.
+// new repository and runs them) are watched. A directory of the operator's PATH in the
+// tree (the shell runs bin/git by name) is said, not protected (builds write there), as
+// are a relative PATH entry and a link to the working directory itself.
 func TestHomeLinksDotDirsTemplatePath(t *testing.T) {
 	home := realTemp(t)
 	wd := filepath.Join(home, "dotfiles")
@@ -135,12 +135,12 @@ func TestHomeLinksDotDirsTemplatePath(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[init]\n\ttemplateDir = ~/dotfiles/git_template\n"), 0o644)
 	tree := Scan(wd, home, Options{Path: []string{filepath.Join(wd, "bin"), "/usr/bin", "."}}, nil)
-	want := []string{filepath.Join(wd, "bin"), filepath.Join(wd, "git_template"), filepath.Join(wd, "scripts/x"), filepath.Join(wd, "ssh/config")}
+	want := []string{filepath.Join(wd, "git_template"), filepath.Join(wd, "scripts/x"), filepath.Join(wd, "ssh/config")}
 	if !slices.Equal(tree.HomeLinks, want) {
 		t.Fatalf("HomeLinks %q, want %q", tree.HomeLinks, want)
 	}
 	notes := strings.Join(tree.Notes, "\n")
-	for _, n := range []string{`relative entry "."`, "~/.config/whole (a link) is the working directory itself"} {
+	for _, n := range []string{`relative entry "."`, "~/.config/whole (a link) is the working directory itself", "your PATH holds " + filepath.Join(wd, "bin") + ", in the working directory"} {
 		if !strings.Contains(notes, n) {
 			t.Errorf("no note saying %q:\n%s", n, notes)
 		}

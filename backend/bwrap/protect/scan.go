@@ -812,10 +812,10 @@ const maxHomeEntries = 8192
 // configuration or runs: the targets of the symbolic links in homeDirs (a dotfiles
 // repository's files, live through the links), the files your global git config
 // includes and the template directory it names (init.templateDir, whose hooks git
-// init and git clone copy into every repository they make), and the directories of
-// path (your PATH) in it. One listing per directory and a resolve per link, whatever
-// the size of the tree. notes say what cannot be protected so: the working directory
-// itself named so, a relative PATH entry, a home too large to look at whole.
+// init and git clone copy into every repository they make). One listing per directory
+// and a resolve per link, whatever the size of the tree. notes say what is not
+// protected so: the working directory itself named so, a directory of path (your PATH)
+// in it or a relative one, a home too large to look at whole.
 func homeLinks(home, workdir string, path []string) (out, notes []string) {
 	add := func(t string) {
 		if t != workdir && within(t, workdir) && !slices.Contains(out, t) {
@@ -901,6 +901,9 @@ func homeLinks(home, workdir string, path []string) (out, notes []string) {
 			}
 		}
 	}
+	// A directory of your PATH in the tree is said, not protected: builds and installs
+	// write there (direnv's PATH_add bin, layout node's node_modules/.bin), and a
+	// read-only one would break them.
 	for _, d := range path {
 		if !filepath.IsAbs(d) {
 			// "" and "." are the directory the shell is in: the working directory, when
@@ -908,7 +911,13 @@ func homeLinks(home, workdir string, path []string) (out, notes []string) {
 			notes = append(notes, fmt.Sprintf("your PATH holds the relative entry %q: a program the sandbox writes in the working directory (or below it) is what your shell runs there by that name", d))
 			continue
 		}
-		where(filepath.Clean(d), "the directory "+d+" of your PATH")
+		t, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			t = missingPath(filepath.Clean(d))
+		}
+		if t != "" && within(t, workdir) {
+			notes = append(notes, fmt.Sprintf("your PATH holds %s, in the working directory: a program the sandbox writes there is what your shell runs by that name (box leaves it writable, as builds and installs write there: look at it after the run, or start box from a shell without it on PATH)", d))
+		}
 	}
 	slices.Sort(out)
 	return out, notes
