@@ -124,3 +124,12 @@ func TestDrillHomeDotdirAndMissingLinks(t *testing.T) {
 		})
 	}
 }
+
+// The drill's subdir-agent-settings row (hostile review, session 18): agent settings with
+// a SessionStart hook planted in a plain directory of the fixture's repository (no
+// top); after the audit the drill starts the agent's hooks there and nothing runs
+// (PASS). With the audit's watch of such files in every directory off in a test build,
+// the plant stays and runs (BREACH).
+func TestDrillSubdirAgentSettings(t *testing.T) {
+	switchDrill(t, "audit-anywhere", "protect", "protect:subdir-agent-settings", nil, nil)
+}

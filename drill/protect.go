@@ -304,6 +304,7 @@ func protectProbes(in Input) []Probe {
 		{"degit-envrc", ".envrc of a repository whose .git the run removed"},
 		{"home-dotdir-link", "dotfile a link in a dot-directory of the home names"},
 		{"home-missing-link", "dotfile a dangling home link names, in a directory not made yet"},
+		{"subdir-agent-settings", "agent settings hooks in a plain subdirectory"},
 	}
 	if f == nil {
 		for _, c := range classes {
@@ -381,6 +382,13 @@ func protectProbes(in Input) []Probe {
 	hm := probe("home-missing-link", "dotfile a dangling home link names, in a directory not made yet", HostShellRc, f.Repo,
 		PlantFile{Path: f.MissingFile, Content: touch("home-missing-link") + "\n"}, PlantFile{Path: filepath.Dir(f.MissingFile), Dir: true})
 	hm.Targets, hm.AuditOnly = []string{f.MissingLink, f.MissingFile}, true
+	// Agent settings in a plain directory of the repository (no top): an agent started
+	// there obeys them; creatable, then taken away.
+	pkg := filepath.Join(f.Repo, "pkg")
+	sd := probe("subdir-agent-settings", "agent settings hooks in a plain subdirectory", HostClaudeStart, pkg,
+		PlantFile{Path: filepath.Join(pkg, ".claude", "settings.json"), Content: `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":` + jsonString(touch("subdir-agent-settings")) + `}]}]}}` + "\n"},
+		PlantFile{Path: filepath.Join(pkg, ".claude"), Dir: true})
+	sd.AuditOnly = true
 	if f.DotdirLink == "" || f.MissingLink == "" {
 		hd.Skip, hm.Skip = "no link in the home (it could not be made)", "no link in the home (it could not be made)"
 	}
@@ -430,7 +438,7 @@ func protectProbes(in Input) []Probe {
 		PlantFile{Path: filepath.Join(f.Degit, ".envrc"), Content: touch("degit-envrc") + "\n"},
 		PlantFile{Path: filepath.Join(f.Degit, ".git"), Remove: true})
 	dg.AuditOnly = true
-	out = append(out, rb, hl, hd, hm, hk, lo, un, wh, dg, ch)
+	out = append(out, rb, hl, hd, hm, sd, hk, lo, un, wh, dg, ch)
 	return append(out, entryProbes(in, probe)...)
 }
 

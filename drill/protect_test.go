@@ -12,7 +12,7 @@ import (
 
 var protectIDs = []string{"protect:hook", "protect:fsmonitor", "protect:hookspath", "protect:nested-config",
 	"protect:worktree-pointer", "protect:envrc", "protect:vscode-task", "protect:agent-settings", "protect:rebase-exec", "protect:home-link", "protect:hook-link",
-	"protect:home-dotdir-link", "protect:home-missing-link"}
+	"protect:home-dotdir-link", "protect:home-missing-link", "protect:subdir-agent-settings"}
 
 func TestBuildPlanProtect(t *testing.T) {
 	in := input()

@@ -83,6 +83,13 @@ type ProtectEntry struct {
 	// AuditAsFile: a git entry the post-run audit watches as a plain file in every main
 	// git directory (the other git entries it reads by meaning: config, hooks, pointers).
 	AuditAsFile bool
+	// Anywhere: a project entry that a tool started in any directory obeys (an agent, an
+	// editor opening a folder, direnv on cd), not only at a repository's top: the
+	// post-run audit watches it in every directory of the tree outside node_modules. A
+	// hostile review (session 18) planted pkg/.claude/settings.json and pkg/.mcp.json
+	// from a run in a repository whose pkg/ is a plain directory; a later, wider run
+	// started in pkg/ obeyed them.
+	Anywhere bool
 }
 
 // GitDirKind tells a repository's (or submodule's) own git directory from a linked
@@ -131,7 +138,7 @@ var protectEntries = []ProtectEntry{
 		Why: "a repository nested in the working directory: git obeys its config and runs its hooks when you work in it (read-only whole inside)"},
 
 	// The project: what host tools execute or obey when the operator opens or enters it.
-	{Name: ".envrc", Scope: ScopeProject, Path: ".envrc", Why: "direnv runs it on cd (once allowed, or at once under a whitelisted prefix)"},
+	{Name: ".envrc", Scope: ScopeProject, Anywhere: true, Path: ".envrc", Why: "direnv runs it on cd (once allowed, or at once under a whitelisted prefix)"},
 	// Nix's entry points: what .envrc's "use flake" and "use nix" hand the host's shell
 	// to, and what box run --devshell evaluates on the host (a hostile review planted a
 	// flake whose input path:~/.ssh the host's Nix copied into the world-readable store,
@@ -140,33 +147,33 @@ var protectEntries = []ProtectEntry{
 	{Name: "flake.lock", Scope: ScopeProject, Path: "flake.lock", Why: "the host's Nix fetches the sources it pins (any path or URL) as you when it evaluates flake.nix"},
 	{Name: "shell.nix", Scope: ScopeProject, Path: "shell.nix", Why: "nix-shell and direnv's use nix evaluate it as you and run its shellHook"},
 	{Name: "default.nix", Scope: ScopeProject, Path: "default.nix", Why: "nix-shell and nix-build read it when there is no shell.nix; direnv's use nix too"},
-	{Name: ".vscode", Scope: ScopeProject, Path: ".vscode", Dir: true, Why: "VS Code runs tasks with runOn folderOpen and obeys settings naming interpreters, shells and formatters"},
-	{Name: ".idea", Scope: ScopeProject, Path: ".idea", Dir: true, Why: "JetBrains IDEs run startup tasks, run configurations and external tools defined here"},
-	{Name: ".zed", Scope: ScopeProject, Path: ".zed", Dir: true, Why: "Zed obeys project settings naming language-server binaries and tasks"},
-	{Name: ".devcontainer", Scope: ScopeProject, Path: ".devcontainer", Dir: true, Why: "dev containers run initializeCommand on the host, and build what it names"},
-	{Name: ".mcp.json", Scope: ScopeProject, Path: ".mcp.json", Why: "Claude Code starts the MCP servers it names"},
-	{Name: ".claude/settings.json", Scope: ScopeProject, Path: ".claude/settings.json", Why: "Claude Code on the host runs its hooks and obeys its permissions"},
-	{Name: ".claude/settings.local.json", Scope: ScopeProject, Path: ".claude/settings.local.json", Why: "the same, for the local settings"},
-	{Name: ".claude/commands", Scope: ScopeProject, Path: ".claude/commands", Dir: true, Why: "slash commands the host's Claude Code obeys"},
-	{Name: ".claude/agents", Scope: ScopeProject, Path: ".claude/agents", Dir: true, Why: "subagent definitions the host's Claude Code obeys"},
-	{Name: ".claude/hooks", Scope: ScopeProject, Path: ".claude/hooks", Dir: true, Why: "scripts the settings' hooks commonly run"},
-	{Name: ".claude/skills", Scope: ScopeProject, Path: ".claude/skills", Dir: true, Why: "skills (instructions and scripts) the host's Claude Code loads"},
-	{Name: ".cursor", Scope: ScopeProject, Path: ".cursor", Dir: true, Why: "Cursor starts the MCP servers in .cursor/mcp.json and obeys its rules"},
-	{Name: ".gemini", Scope: ScopeProject, Path: ".gemini", Dir: true, Why: "Gemini CLI obeys settings.json (MCP servers, tools)"},
-	{Name: ".codex", Scope: ScopeProject, Path: ".codex", Dir: true, Why: "Codex obeys a project's config.toml (MCP servers, sandbox settings)"},
-	{Name: ".qwen", Scope: ScopeProject, Path: ".qwen", Dir: true, Why: "Qwen Code obeys settings.json (MCP servers, tools), as Gemini CLI does"},
-	{Name: ".windsurf", Scope: ScopeProject, Path: ".windsurf", Dir: true, Why: "Windsurf obeys its rules and workflows, which can tell it to run commands"},
-	{Name: "opencode.json", Scope: ScopeProject, Path: "opencode.json", Why: "opencode starts the local MCP servers (commands) it names when it opens the project"},
-	{Name: "opencode.jsonc", Scope: ScopeProject, Path: "opencode.jsonc", Why: "the same, under opencode's other name"},
-	{Name: ".opencode", Scope: ScopeProject, Path: ".opencode", Dir: true, Why: "opencode loads and runs the JavaScript plugins in .opencode/plugin at start, and obeys its agents and commands"},
-	{Name: "crush.json", Scope: ScopeProject, Path: "crush.json", Why: "Crush starts the MCP servers and language servers (commands) it names"},
-	{Name: ".crush.json", Scope: ScopeProject, Path: ".crush.json", Why: "the same, under Crush's other name"},
-	{Name: ".kiro", Scope: ScopeProject, Path: ".kiro", Dir: true, Why: "Kiro runs the shell commands of its agent hooks (.kiro/hooks) on file events and starts .kiro/settings/mcp.json's servers"},
-	{Name: ".amazonq", Scope: ScopeProject, Path: ".amazonq", Dir: true, Why: "Amazon Q Developer starts the MCP servers in .amazonq/mcp.json"},
-	{Name: ".roo", Scope: ScopeProject, Path: ".roo", Dir: true, Why: "Roo Code starts the MCP servers in .roo/mcp.json"},
-	{Name: ".continue", Scope: ScopeProject, Path: ".continue", Dir: true, Why: "Continue starts the MCP servers its project config names"},
-	{Name: ".aider.conf.yml", Scope: ScopeProject, Path: ".aider.conf.yml", Why: "aider runs its lint-cmd after every edit (auto-lint is on by default) and its test-cmd"},
-	{Name: ".devcontainer.json", Scope: ScopeProject, Path: ".devcontainer.json", Why: "dev containers read it like .devcontainer/devcontainer.json: initializeCommand runs on the host"},
+	{Name: ".vscode", Scope: ScopeProject, Anywhere: true, Path: ".vscode", Dir: true, Why: "VS Code runs tasks with runOn folderOpen and obeys settings naming interpreters, shells and formatters"},
+	{Name: ".idea", Scope: ScopeProject, Anywhere: true, Path: ".idea", Dir: true, Why: "JetBrains IDEs run startup tasks, run configurations and external tools defined here"},
+	{Name: ".zed", Scope: ScopeProject, Anywhere: true, Path: ".zed", Dir: true, Why: "Zed obeys project settings naming language-server binaries and tasks"},
+	{Name: ".devcontainer", Scope: ScopeProject, Anywhere: true, Path: ".devcontainer", Dir: true, Why: "dev containers run initializeCommand on the host, and build what it names"},
+	{Name: ".mcp.json", Scope: ScopeProject, Anywhere: true, Path: ".mcp.json", Why: "Claude Code starts the MCP servers it names"},
+	{Name: ".claude/settings.json", Scope: ScopeProject, Anywhere: true, Path: ".claude/settings.json", Why: "Claude Code on the host runs its hooks and obeys its permissions"},
+	{Name: ".claude/settings.local.json", Scope: ScopeProject, Anywhere: true, Path: ".claude/settings.local.json", Why: "the same, for the local settings"},
+	{Name: ".claude/commands", Scope: ScopeProject, Anywhere: true, Path: ".claude/commands", Dir: true, Why: "slash commands the host's Claude Code obeys"},
+	{Name: ".claude/agents", Scope: ScopeProject, Anywhere: true, Path: ".claude/agents", Dir: true, Why: "subagent definitions the host's Claude Code obeys"},
+	{Name: ".claude/hooks", Scope: ScopeProject, Anywhere: true, Path: ".claude/hooks", Dir: true, Why: "scripts the settings' hooks commonly run"},
+	{Name: ".claude/skills", Scope: ScopeProject, Anywhere: true, Path: ".claude/skills", Dir: true, Why: "skills (instructions and scripts) the host's Claude Code loads"},
+	{Name: ".cursor", Scope: ScopeProject, Anywhere: true, Path: ".cursor", Dir: true, Why: "Cursor starts the MCP servers in .cursor/mcp.json and obeys its rules"},
+	{Name: ".gemini", Scope: ScopeProject, Anywhere: true, Path: ".gemini", Dir: true, Why: "Gemini CLI obeys settings.json (MCP servers, tools)"},
+	{Name: ".codex", Scope: ScopeProject, Anywhere: true, Path: ".codex", Dir: true, Why: "Codex obeys a project's config.toml (MCP servers, sandbox settings)"},
+	{Name: ".qwen", Scope: ScopeProject, Anywhere: true, Path: ".qwen", Dir: true, Why: "Qwen Code obeys settings.json (MCP servers, tools), as Gemini CLI does"},
+	{Name: ".windsurf", Scope: ScopeProject, Anywhere: true, Path: ".windsurf", Dir: true, Why: "Windsurf obeys its rules and workflows, which can tell it to run commands"},
+	{Name: "opencode.json", Scope: ScopeProject, Anywhere: true, Path: "opencode.json", Why: "opencode starts the local MCP servers (commands) it names when it opens the project"},
+	{Name: "opencode.jsonc", Scope: ScopeProject, Anywhere: true, Path: "opencode.jsonc", Why: "the same, under opencode's other name"},
+	{Name: ".opencode", Scope: ScopeProject, Anywhere: true, Path: ".opencode", Dir: true, Why: "opencode loads and runs the JavaScript plugins in .opencode/plugin at start, and obeys its agents and commands"},
+	{Name: "crush.json", Scope: ScopeProject, Anywhere: true, Path: "crush.json", Why: "Crush starts the MCP servers and language servers (commands) it names"},
+	{Name: ".crush.json", Scope: ScopeProject, Anywhere: true, Path: ".crush.json", Why: "the same, under Crush's other name"},
+	{Name: ".kiro", Scope: ScopeProject, Anywhere: true, Path: ".kiro", Dir: true, Why: "Kiro runs the shell commands of its agent hooks (.kiro/hooks) on file events and starts .kiro/settings/mcp.json's servers"},
+	{Name: ".amazonq", Scope: ScopeProject, Anywhere: true, Path: ".amazonq", Dir: true, Why: "Amazon Q Developer starts the MCP servers in .amazonq/mcp.json"},
+	{Name: ".roo", Scope: ScopeProject, Anywhere: true, Path: ".roo", Dir: true, Why: "Roo Code starts the MCP servers in .roo/mcp.json"},
+	{Name: ".continue", Scope: ScopeProject, Anywhere: true, Path: ".continue", Dir: true, Why: "Continue starts the MCP servers its project config names"},
+	{Name: ".aider.conf.yml", Scope: ScopeProject, Anywhere: true, Path: ".aider.conf.yml", Why: "aider runs its lint-cmd after every edit (auto-lint is on by default) and its test-cmd"},
+	{Name: ".devcontainer.json", Scope: ScopeProject, Anywhere: true, Path: ".devcontainer.json", Why: "dev containers read it like .devcontainer/devcontainer.json: initializeCommand runs on the host"},
 	{Name: ".husky", Scope: ScopeProject, Path: ".husky", Dir: true, Why: "husky points core.hooksPath here: git runs these hooks"},
 	{Name: ".pre-commit-config.yaml", Scope: ScopeProject, Path: ".pre-commit-config.yaml", Why: "an installed pre-commit hook runs the hooks it names"},
 	{Name: "lefthook.yml", Scope: ScopeProject, Path: "lefthook.yml", Why: "an installed lefthook hook runs the commands it names"},

@@ -115,6 +115,10 @@ func (p *Plan) AuditInput() postrun.Input {
 		// reach (past its bound, in node_modules).
 		if e.Scope == policy.ScopeProject && !slices.Contains(p.Protect.Dropped, e.Name) {
 			in.TopGuards = append(in.TopGuards, postrun.Guard{Path: e.Path, Runs: e.Why})
+			// And in every directory, where a tool started there obeys it.
+			if e.Anywhere {
+				in.AnyGuards = append(in.AnyGuards, postrun.Guard{Path: e.Path, Runs: e.Why + " (started in this directory)"})
+			}
 		}
 	}
 	return in
@@ -332,6 +336,7 @@ func auditSwitches() {
 	postrun.DisableConfigHooks = protectionOff(ProtAuditConfigHooks)
 	postrun.DisableTooLong = protectionOff(ProtAuditTooLong)
 	postrun.DisableKeptDefuse = protectionOff(ProtAuditKept)
+	postrun.DisableAnyGuards = protectionOff(ProtAuditAnywhere)
 	dirlist.DisableStamps = protectionOff(ProtListingStamps)
 }
 
@@ -349,6 +354,12 @@ const (
 	ProtHomeDotDirs = "home-dotdirs"
 	ProtHomeMissing = "home-missing"
 )
+
+// ProtAuditAnywhere names the audit's watch, in every directory of the tree, of the
+// project files a tool started there obeys (postrun.DisableAnyGuards; switched off only
+// in a test build, to show the drill's protect:subdir-agent-settings row catch its
+// absence).
+const ProtAuditAnywhere = "audit-anywhere"
 
 // ProtAuditKept names the renaming of HEAD in a git directory the audit keeps in the
 // quarantine, so that git takes the copy for no repository (switched off only in a

@@ -145,3 +145,34 @@ printf '[toolchain]\npath = "/tmp/evil"\n' > rust-toolchain.toml`
 		}
 	}
 }
+
+// Agent settings planted in a plain subdirectory (hostile review, session 18): a run in a
+// repository wrote pkg/.claude/settings.json and pkg/.mcp.json, where pkg/ is no
+// repository's top, and a later, wider run started in pkg/ obeyed them. The audit
+// watches such files in every directory: both are moved aside, and the wider run in pkg/
+// starts without them. With the watch off (a test build) they stay: the test can fail.
+func TestSandboxPostRunAuditSubdirAgentSettings(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	w.write(filepath.Join(w.proj, "pkg", "index.js"), "\n")
+	plant := `mkdir -p pkg/.claude && echo '{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"id"}]}]}}' > pkg/.claude/settings.json && echo '{"mcpServers":{"x":{"command":"id"}}}' > pkg/.mcp.json && echo planted`
+	r := w.sh(plant)
+	for _, f := range []string{"pkg/.claude/settings.json", "pkg/.mcp.json"} {
+		if !strings.Contains(r.stderr, "box: audit: "+f+": protected file added") {
+			t.Errorf("the audit does not report %s:\n%s", f, r.stderr)
+		}
+		if _, err := os.Lstat(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("%s is still in place", f)
+		}
+	}
+	w.withProtectionOff(t, "audit-anywhere")
+	if r := w.sh(plant); !strings.Contains(r.stdout, "planted") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "pkg", ".mcp.json")); err != nil {
+		t.Errorf("with the watch off pkg/.mcp.json was moved aside: the test proves nothing")
+	}
+}

@@ -46,6 +46,11 @@ var DisableWorktreeLinks bool
 // Only a test build sets it.
 var DisableTopGuards bool
 
+// DisableAnyGuards switches off the watching of the project files a tool started in any
+// directory obeys (Input.AnyGuards) outside the tops, so the drill's subdir-agent-settings
+// row can be shown to catch its absence. Only a test build sets it.
+var DisableAnyGuards bool
+
 // DisableWorktreeHooks switches off the watching of a relative core.hooksPath in the
 // work tree core.worktree names (only the .git entry's directory is watched, as box did
 // before), so the drill's worktree-hooks row can be shown to catch its absence. Only a

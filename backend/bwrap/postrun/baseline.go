@@ -87,6 +87,7 @@ func ReadBaseline(path, workdir string) (*Snapshot, error) {
 func Joined(base, own *Snapshot) *Snapshot {
 	j := *base
 	j.Writable, j.Guards, j.Loosened, j.Home, j.GitdirGuards, j.TopGuards = own.Writable, own.Guards, own.Loosened, own.Home, own.GitdirGuards, own.TopGuards
+	j.AnyGuards = own.AnyGuards
 	j.Files = make(map[string]File, len(base.Files))
 	for p, f := range base.Files {
 		j.Files[p] = f

@@ -65,6 +65,11 @@ type Input struct {
 	// a repository past the scan's bound, or in a directory the scan does not enter
 	// (node_modules), is still audited.
 	TopGuards []Guard
+	// AnyGuards are the project files a tool started in any directory obeys (Path
+	// relative: .claude/settings.json, .mcp.json, .envrc, .vscode, ...), watched in every
+	// directory of the writable roots outside node_modules: a later run, or the operator,
+	// may start an agent or open an editor in a plain subdirectory.
+	AnyGuards []Guard
 	Limits    Limits
 	// Listings are an earlier walk's directory listings (the protected set's scan, the
 	// snapshot before the run), each reused only while its directory provably has not
@@ -112,8 +117,9 @@ type Snapshot struct {
 	Loosened []string `json:"loosened"`
 	// GitdirGuards: see Input.
 	GitdirGuards []Guard `json:"gitdir_guards,omitempty"`
-	// TopGuards: see Input.
+	// TopGuards, AnyGuards: see Input.
 	TopGuards []Guard          `json:"top_guards,omitempty"`
+	AnyGuards []Guard          `json:"any_guards,omitempty"`
 	Repos     map[string]*Repo `json:"repos"` // by Dot
 	// Files are the protected paths and everything under protected directories, by
 	// absolute path; a path recorded absent has Kind "".
@@ -228,7 +234,14 @@ func Take(in Input) *Snapshot {
 	// The modes granted to read the tree go back once it is read.
 	defer t.acc.restore()
 	s.Home, s.Writable, s.Guards, s.Loosened, s.GitdirGuards, s.TopGuards = in.Home, in.Writable, in.Protected, in.Loosened, in.GitdirGuards, in.TopGuards
-	s.Trees = in.Trees
+	s.Trees, s.AnyGuards = in.Trees, in.AnyGuards
+	if !DisableAnyGuards {
+		t.anyFirst = map[string][]Guard{}
+		for _, g := range in.AnyGuards {
+			first, _, _ := strings.Cut(g.Path, "/")
+			t.anyFirst[first] = append(t.anyFirst[first], g)
+		}
+	}
 	if len(s.Writable) == 0 {
 		s.Writable = []string{in.Workdir}
 	}
@@ -255,7 +268,7 @@ func Take(in Input) *Snapshot {
 // Input is what took s, to take its "after" again (an audit finished by a later run),
 // with the project files s watched at work trees' tops (Watched).
 func (s *Snapshot) Input() Input {
-	return s.Watched(Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Trees: s.Trees, Protected: s.Guards, Loosened: s.Loosened, GitdirGuards: s.GitdirGuards, TopGuards: s.TopGuards})
+	return s.Watched(Input{Workdir: s.Workdir, Home: s.Home, Writable: s.Writable, Trees: s.Trees, Protected: s.Guards, Loosened: s.Loosened, GitdirGuards: s.GitdirGuards, TopGuards: s.TopGuards, AnyGuards: s.AnyGuards})
 }
 
 // Watched is in (the input of the snapshot after the run) also watching the project
@@ -287,14 +300,15 @@ type taker struct {
 	guarded  int
 	kept     int64
 	acc      access
-	dirs     map[string]string // realDir's resolved directories, for this snapshot
-	links    map[string]bool   // the directories resolveDir found to be links
-	buf      []byte            // the walk's getdents buffer
-	ents     []dirent          // the walk's entries, reused from one directory to the next
-	listed   map[string]names  // guardAs's listings of guards' directories
-	next     *dirlist.Cache    // the walk's listings, for the next walk
-	top      string            // the .git entry whose work tree's project files are being guarded
-	listing  []dirlist.Ent     // the listing being read, to keep in next
+	dirs     map[string]string  // realDir's resolved directories, for this snapshot
+	links    map[string]bool    // the directories resolveDir found to be links
+	buf      []byte             // the walk's getdents buffer
+	ents     []dirent           // the walk's entries, reused from one directory to the next
+	listed   map[string]names   // guardAs's listings of guards' directories
+	next     *dirlist.Cache     // the walk's listings, for the next walk
+	top      string             // the .git entry whose work tree's project files are being guarded
+	listing  []dirlist.Ent      // the listing being read, to keep in next
+	anyFirst map[string][]Guard // Input.AnyGuards by their path's first name
 }
 
 // open opens dir to list it. A directory in a writable root that refuses the operator
@@ -546,6 +560,7 @@ func (t *taker) walk(parent int, name, dir string, depth int) {
 	if marks.gitDir() {
 		t.repo(dir)
 	}
+	t.guardAnywhere(dir, marks.any)
 	for _, n := range subdirs {
 		t.walk(held, n, filepath.Join(dir, n), depth+1)
 	}
@@ -565,14 +580,32 @@ func (t *taker) walkListed(dir string, ents []dirlist.Ent, depth int) {
 	if marks.gitDir() {
 		t.repo(dir)
 	}
+	t.guardAnywhere(dir, marks.any)
 	for _, n := range subdirs {
 		t.walk(-1, n, filepath.Join(dir, n), depth+1)
 	}
 }
 
+// guardAnywhere guards, in dir, the project files a tool started there obeys
+// (Input.AnyGuards) whose first names the listing holds, outside node_modules. After the
+// directory's entries, so a repository's top guards (its .git among them) come first.
+func (t *taker) guardAnywhere(dir string, names []string) {
+	if len(names) == 0 || strings.Contains(dir+"/", "/node_modules/") {
+		return
+	}
+	for _, n := range names {
+		for _, g := range t.anyFirst[n] {
+			t.guard(filepath.Join(dir, g.Path), g.Runs)
+		}
+	}
+}
+
 // gitMarks are the entries of a directory that make it a git directory. git takes
 // objects/ and refs/ through links too: any entry of those names counts.
-type gitMarks struct{ head, objects, refs, commondir bool }
+type gitMarks struct {
+	head, objects, refs, commondir bool
+	any                            []string // names of Input.AnyGuards' first parts here
+}
 
 // gitDir: a HEAD with objects and refs, or with a commondir (objects and refs are the
 // common directory's), is a git directory.
@@ -592,6 +625,9 @@ func (t *taker) entry(dir, n string, isDir bool, m *gitMarks, subdirs *[]string)
 	}
 	m.head, m.objects, m.refs = m.head || n == "HEAD", m.objects || n == "objects", m.refs || n == "refs"
 	m.commondir = m.commondir || n == "commondir"
+	if t.anyFirst[n] != nil {
+		m.any = append(m.any, n)
+	}
 	switch {
 	case n == ".git":
 		t.repo(filepath.Join(dir, n))

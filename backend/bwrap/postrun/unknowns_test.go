@@ -290,3 +290,41 @@ func auditedFindings(t *testing.T, before *Snapshot, in Input, wd string) []stri
 	}
 	return got
 }
+
+// The project files a tool started in any directory obeys (Input.AnyGuards) are watched
+// in every directory of the tree, not only at the tops (hostile review, session 18: a
+// run planted pkg/.claude/settings.json and pkg/.mcp.json in a plain directory of its
+// repository, and a later, wider run started in pkg/ obeyed them). A changed one is put
+// back, a new one moved aside; in node_modules they are not watched (nothing is started
+// there). With the watch off (a test build) the plants stay: the test can fail.
+func TestAuditAnywhereGuards(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		wd := t.TempDir()
+		for _, d := range []string{".git/objects", ".git/refs/heads", "pkg/deep", "sub", "node_modules/x"} {
+			os.MkdirAll(filepath.Join(wd, d), 0o755)
+		}
+		os.WriteFile(filepath.Join(wd, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		os.WriteFile(filepath.Join(wd, "sub", ".envrc"), []byte("use nix\n"), 0o644)
+		guards := []Guard{{Path: ".envrc", Runs: "direnv"}, {Path: ".mcp.json", Runs: "Claude Code"}, {Path: ".claude/settings.json", Runs: "Claude Code"}}
+		in := Input{Workdir: wd, TopGuards: guards, AnyGuards: guards}
+		DisableAnyGuards = off
+		before := Take(in)
+		os.MkdirAll(filepath.Join(wd, "pkg", "deep", ".claude"), 0o755)
+		os.WriteFile(filepath.Join(wd, "pkg", "deep", ".claude", "settings.json"), []byte(`{"hooks":{}}`), 0o644)
+		os.WriteFile(filepath.Join(wd, "pkg", ".mcp.json"), []byte(`{"mcpServers":{}}`), 0o644)
+		os.WriteFile(filepath.Join(wd, "sub", ".envrc"), []byte("touch /tmp/pwn\n"), 0o644)
+		os.WriteFile(filepath.Join(wd, "node_modules", "x", ".mcp.json"), []byte("{}"), 0o644)
+		got := strings.Join(auditedFindings(t, before, in, wd), ", ")
+		DisableAnyGuards = false
+		want := "file pkg/.mcp.json added, file pkg/deep/.claude/settings.json added, file sub/.envrc changed"
+		if off {
+			want = ""
+		}
+		if got != want {
+			t.Errorf("watch off %v: findings %q, want %q", off, got, want)
+		}
+		if b, _ := os.ReadFile(filepath.Join(wd, "sub", ".envrc")); !off && string(b) != "use nix\n" {
+			t.Errorf("sub/.envrc not put back: %q", b)
+		}
+	}
+}
