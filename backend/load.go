@@ -55,6 +55,13 @@ func loadErr(what, dir string, err error, none bool) error {
 		return &errs.UsageError{Err: &NoSuchError{What: what, Err: err}}
 	case errors.Is(err, fs.ErrPermission):
 		return &UnreadableError{What: what, Dir: dir, Err: err}
+	case errs.HintOf(err) == "":
+		// As box profiles and box templates say it (field review, session 18: a run
+		// of a profile with an unknown key had no hint).
+		if what == "profile" {
+			what = "profile file"
+		}
+		return errs.WithHint(err, "fix or remove the "+what+" named above")
 	}
 	return err
 }

@@ -160,12 +160,14 @@ func Summary(rs []Result) string {
 	return strings.Join(parts, ", ")
 }
 
-// Render prints the results as a table: probe, expected, observed, result.
+// Render prints the results as a table: result, probe, expected, observed. The result
+// comes first (field review, session 18: last, past two columns of up to 100 characters,
+// it sat on a terminal's third wrapped line, apart from its probe).
 func Render(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROBE\tEXPECTED\tOBSERVED\tRESULT")
+	fmt.Fprintln(tw, "RESULT\tPROBE\tEXPECTED\tOBSERVED")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", oneLine(r.Probe), oneLine(r.Expected), oneLine(r.Observed), r.Status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Status, oneLine(r.Probe), oneLine(r.Expected), oneLine(r.Observed))
 	}
 	return tw.Flush()
 }

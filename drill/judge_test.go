@@ -90,9 +90,9 @@ func TestRender(t *testing.T) {
 	if err := Render(&b, rs); err != nil {
 		t.Fatal(err)
 	}
-	want := "PROBE                 EXPECTED     OBSERVED                      RESULT\n" +
-		"SSH keys (~/.ssh)     invisible    absent                        PASS\n" +
-		"host's own addresses  unreachable  reachable: 198.51.100.2:8080  BREACH\n"
+	want := "RESULT  PROBE                 EXPECTED     OBSERVED\n" +
+		"PASS    SSH keys (~/.ssh)     invisible    absent\n" +
+		"BREACH  host's own addresses  unreachable  reachable: 198.51.100.2:8080\n"
 	if b.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
 	}

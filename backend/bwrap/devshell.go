@@ -59,6 +59,15 @@ func (e *DevShellError) Error() string {
 
 func (e *DevShellError) Unwrap() error { return ErrDevShell }
 
+// Hint says the way on (field review, session 18: --devshell where there is no flake had
+// none).
+func (e *DevShellError) Hint() string {
+	if e.NoFlake {
+		return "run box in the directory of a flake with a devShell, or without --devshell (and devshell in the profile)"
+	}
+	return "nix print-dev-env " + e.Installable + " on the host shows the same error"
+}
+
 // devShellDropped are the variables a dev shell's environment holds that are the build's
 // plumbing or the host's, never the shell's to set (nix develop's own list, plus box's):
 // box sets HOME, USER, PATH and the rest itself.

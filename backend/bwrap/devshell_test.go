@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/internal/errs"
 )
 
 func TestParseDevEnv(t *testing.T) {
@@ -64,6 +66,9 @@ func TestDevShellNoFlake(t *testing.T) {
 	var de *DevShellError
 	if !errors.As(err, &de) || !de.NoFlake || !errors.Is(err, ErrDevShell) {
 		t.Fatalf("err: %v", err)
+	}
+	if h := errs.HintOf(err); !strings.Contains(h, "without --devshell") {
+		t.Errorf("hint: %q", h)
 	}
 	// The key follows flake.lock and .nix files.
 	os.WriteFile(filepath.Join(dir, "flake.nix"), []byte("{}"), 0o644)

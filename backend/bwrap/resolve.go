@@ -460,6 +460,13 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	if err := p.resolveSSH(r, f, network, boxSet); err != nil {
 		return nil, err
 	}
+	// A name box sets itself takes box's value whatever --env asks (field review,
+	// session 18: --env PATH and --env HOME were taken without a word).
+	for _, n := range r.Env {
+		if _, ok := boxSet[n]; ok {
+			p.warn("--env %s: box sets %s inside the sandbox; your value does not enter", n, n)
+		}
+	}
 	p.Vars = f.DevShell.merge(allow.Filter(f.Environ, boxSet)) // devshell.go
 	setTerm(p.Vars, term)
 	p.Findings = envaudit.Audit(p.Vars)

@@ -187,7 +187,12 @@ func (s *Session) confirm() error {
 			"review the list above and re-run with -y to launch without asking")
 	}
 	fmt.Fprint(s.Stderr, "box: launch the sandbox with this environment? [y/N] ")
-	line, _ := bufio.NewReader(s.Stdin).ReadString('\n')
+	line, err := bufio.NewReader(s.Stdin).ReadString('\n')
+	if err != nil {
+		// Ctrl-D: the terminal echoed no newline, and box's refusal would follow the
+		// question on its line (field review, session 18).
+		fmt.Fprintln(s.Stderr)
+	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
 		return nil

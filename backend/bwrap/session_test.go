@@ -35,6 +35,7 @@ func TestSessionConfirm(t *testing.T) {
 		{"answered yes", Session{StdinTTY: yes, Stdin: strings.NewReader("yes\n")}, "", "", true},
 		{"answered n", Session{StdinTTY: yes, Stdin: strings.NewReader("n\n")}, "not launched", "answer y to launch, or pass -y", true},
 		{"no answer", Session{StdinTTY: yes, Stdin: strings.NewReader("")}, "not launched", "answer y to launch, or pass -y", true},
+		{"y, then end of input", Session{StdinTTY: yes, Stdin: strings.NewReader("y")}, "", "", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -44,7 +45,10 @@ func TestSessionConfirm(t *testing.T) {
 			if c.want == "" && err != nil || c.want != "" && (err == nil || err.Error() != c.want || errs.HintOf(err) != c.hint) {
 				t.Errorf("confirm = %v (hint %q), want %q (hint %q)", err, errs.HintOf(err), c.want, c.hint)
 			}
-			const prompt = "box: launch the sandbox with this environment? [y/N] "
+			prompt := "box: launch the sandbox with this environment? [y/N] "
+			if c.name == "no answer" || c.name == "y, then end of input" {
+				prompt += "\n" // Ctrl-D: what box says next starts a line of its own
+			}
 			if got := stderr.String(); c.prompt && got != prompt || !c.prompt && got != "" {
 				t.Errorf("stderr %q", got)
 			}

@@ -18,7 +18,7 @@ import (
 
 // Enter is box shell for a vm box: the user's login shell on your terminal.
 func (b Backend) Enter(name string, l backend.LaunchRequest) error {
-	if err := refuseLaunch(l); err != nil {
+	if err := refuseLaunch(name, l); err != nil {
 		return err
 	}
 	return b.onTerminal("shell", name, nil)
@@ -26,7 +26,7 @@ func (b Backend) Enter(name string, l backend.LaunchRequest) error {
 
 // refuseLaunch: the launch flags mean nothing to a vm box (no host environment enters
 // it, and box never runs it as the host's root); refused rather than ignored.
-func refuseLaunch(l backend.LaunchRequest) error {
+func refuseLaunch(name string, l backend.LaunchRequest) error {
 	if l.TTY { // box shell is a vm box's terminal (the CLI words it)
 		return &backend.SettingsError{Backend: profiles.BackendVM, Settings: []string{"tty"}}
 	}
@@ -34,7 +34,10 @@ func refuseLaunch(l backend.LaunchRequest) error {
 		return &errs.UsageError{Err: ErrHostPorts}
 	}
 	if l.Yes || l.AllowRoot || len(l.Allow) > 0 {
-		return errs.Usage("drop -y, --allow-root and --allow for a vm box", "-y, --allow-root and --allow are for bwrap boxes: a vm box gets no host environment to audit, and its network is the box bridge's")
+		// Named: with incusd stopped, a mistyped name lands here too (field review,
+		// session 18: the refusal read as if the box were a vm one).
+		return errs.Usage("drop -y, --allow-root and --allow for a vm box; 'box list' shows which boxes are bwrap ones",
+			"%s is no bwrap box here: -y, --allow-root and --allow are for bwrap boxes (a vm box gets no host environment to audit, and its network is the box bridge's)", name)
 	}
 	return nil
 }

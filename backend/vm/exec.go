@@ -13,7 +13,7 @@ import (
 
 // Exec is box exec for a vm box: the command as the box's user, its exit code box's.
 func (b Backend) Exec(name string, command []string, l backend.LaunchRequest) error {
-	if err := refuseLaunch(l); err != nil {
+	if err := refuseLaunch(name, l); err != nil {
 		return err
 	}
 	ctx := context.Background()

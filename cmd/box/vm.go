@@ -111,7 +111,10 @@ func ask(e *env, force bool, question, refused string) error {
 		return usagef("re-run with --force to go ahead without asking", "%s: no terminal to ask on", refused)
 	}
 	fmt.Fprintf(e.stderr, "box: %s [y/N] ", question)
-	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil {
+		fmt.Fprintln(e.stderr) // Ctrl-D echoes no newline (as box run's question)
+	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
 		return nil

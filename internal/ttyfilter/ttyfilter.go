@@ -543,10 +543,15 @@ func oscSuspect(num []byte) bool {
 // Reset puts back the screen state a sandbox may have left, before box prints:
 // attributes (conceal, colours), the main screen (?47l: ?1049l would also restore a
 // cursor position saved long before), the cursor shown, mouse and focus reporting and
-// bracketed paste off, origin mode off, the ASCII character set in G0 and selected (a
-// line-drawing set garbles every letter). A shell turns on what it uses again at its
-// next prompt.
-const Reset = "\x1b[0m\x1b[?47l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l\x1b[?6l\x1b(B\x0f"
+// bracketed paste off, the ASCII character set in G0 and selected (a line-drawing set
+// garbles every letter), and the whole screen as the scroll region (a region of two rows
+// showed only the last two lines of the audit report). Neither the region's reset nor
+// origin mode's (?6l) may move the cursor: every terminal homes it on both, and the next
+// prompt overwrote the top of the screen after every run (field review, session 18). So
+// the region is reset between a save and a restore of the cursor (ESC 7, ESC 8), and
+// origin mode is left as it is: with the whole screen as the region it changes nothing.
+// A shell turns on what it uses again at its next prompt.
+const Reset = "\x1b[0m\x1b[?47l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l\x1b[?2004l\x1b(B\x0f\x1b7\x1b[r\x1b8"
 
 // Writer passes what is written through a Filter to W: for a caller handed a stream (the
 // vm backend's exec), where bwrap's relay calls Append itself.

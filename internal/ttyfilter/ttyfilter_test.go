@@ -195,3 +195,15 @@ func BenchmarkOSCFilterPlain(b *testing.B) {
 		dst = f.Append(dst[:0], src)
 	}
 }
+
+// TestResetKeepsCursor: Reset never moves the cursor (field review, session 18: its
+// origin-mode reset homed it, and the next prompt overwrote the top of the screen after
+// every run), and resets the scroll region only between a save and a restore of it.
+func TestResetKeepsCursor(t *testing.T) {
+	if strings.Contains(Reset, "\x1b[?6l") || strings.Contains(Reset, "\x1b[?6h") {
+		t.Errorf("Reset sets origin mode, which homes the cursor: %q", Reset)
+	}
+	if !strings.HasSuffix(Reset, "\x1b7\x1b[r\x1b8") || strings.Count(Reset, "\x1b[r") != 1 {
+		t.Errorf("Reset does not reset the scroll region between ESC 7 and ESC 8 at its end: %q", Reset)
+	}
+}

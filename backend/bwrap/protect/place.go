@@ -277,6 +277,10 @@ func lockFile(path string, how int) (*os.File, error) {
 	return f, nil
 }
 
+// Placed reads the registry of box's temporary placeholders kept next to lock (see
+// Hold): for the recovery of a killed run's audit, before any hold is taken.
+func Placed(lock string) map[string]bool { return (&Hold{lock: lock}).placed() }
+
 // placed reads the registry of temporary placeholders.
 func (t *Hold) placed() map[string]bool {
 	out := map[string]bool{}
