@@ -126,6 +126,7 @@ func TestHomeLinksDotDirsTemplatePath(t *testing.T) {
 		"bin/x":           filepath.Join(wd, "scripts/x"),
 		".aws/sso/deep":   filepath.Join(wd, "aws/deep"), // two levels down: not looked at
 		".config/whole":   wd,
+		"shortcut":        wd,              // a plain link at the home's top: no configuration, nothing said
 		".ssh/known_host": "/etc/hostname", // outside: nothing
 	} {
 		os.MkdirAll(filepath.Join(home, filepath.Dir(link)), 0o755)
@@ -140,6 +141,9 @@ func TestHomeLinksDotDirsTemplatePath(t *testing.T) {
 		t.Fatalf("HomeLinks %q, want %q", tree.HomeLinks, want)
 	}
 	notes := strings.Join(tree.Notes, "\n")
+	if strings.Contains(notes, "~/shortcut") {
+		t.Errorf("a plain shortcut to the working directory was warned of:\n%s", notes)
+	}
 	for _, n := range []string{`relative entry "."`, "~/.config/whole (a link) is the working directory itself", "your PATH holds " + filepath.Join(wd, "bin") + ", in the working directory"} {
 		if !strings.Contains(notes, n) {
 			t.Errorf("no note saying %q:\n%s", n, notes)

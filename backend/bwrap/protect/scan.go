@@ -875,8 +875,10 @@ func homeLinks(home, workdir string, path []string) (out, notes []string) {
 					continue // getdents says what it is: no stat per file
 				}
 				if t := linkTarget(p); t != "" {
-					if t == workdir {
-						where(p, "~/"+strings.TrimPrefix(p, home+"/")+" (a link)")
+					// A plain shortcut at the home's top (~/proj) is no configuration:
+					// only a dotfile, or one in the directories listed, is read as one.
+					if rel := strings.TrimPrefix(p, home+"/"); t == workdir && (strings.HasPrefix(rel, ".") || strings.Contains(rel, "/")) {
+						where(p, "~/"+rel+" (a link)")
 					}
 					add(t)
 				}
