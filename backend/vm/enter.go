@@ -36,7 +36,7 @@ func refuseLaunch(name string, l backend.LaunchRequest) error {
 	if l.Yes || l.AllowRoot || len(l.Allow) > 0 {
 		// Named: with incusd stopped, a mistyped name lands here too (field review,
 		// session 18: the refusal read as if the box were a vm one).
-		return errs.Usage("drop -y, --allow-root and --allow for a vm box; 'box list' shows which boxes are bwrap ones",
+		return errs.Usage("drop -y, --allow-root and --allow for a vm box; for a bwrap box, check its name",
 			"%s is no bwrap box here: -y, --allow-root and --allow are for bwrap boxes (a vm box gets no host environment to audit, and its network is the box bridge's)", name)
 	}
 	return nil
