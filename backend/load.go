@@ -5,6 +5,7 @@ import (
 	"io/fs"
 
 	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/heavy-duty/box/templates"
 )
@@ -61,7 +62,18 @@ func loadErr(what, dir string, err error, none bool) error {
 		if what == "profile" {
 			what = "profile file"
 		}
-		return errs.WithHint(err, "fix or remove the "+what+" named above")
+		return errs.WithHint(err, FileHint(what, err))
 	}
 	return err
+}
+
+// FileHint is the hint for a profile or template file box could not load: fix or
+// remove it, after the tier a misspelt network key was probably meant to be.
+func FileHint(what string, err error) string {
+	hint := "fix or remove the " + what + " named above"
+	var te *policy.TierError
+	if errors.As(err, &te) && te.DidYouMean() != "" {
+		hint = "network: " + te.DidYouMean() + " " + hint
+	}
+	return hint
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/heavy-duty/box/internal/closest"
 	"github.com/heavy-duty/box/profiles"
 )
 
@@ -121,7 +122,7 @@ func (l Lookup) Source(name string) error {
 func (l Lookup) stopped(name string) error {
 	nb := l.NoBox(name, ErrIncusStopped)
 	for _, c := range nb.Closest {
-		if editDistance(strings.ToLower(name), strings.ToLower(c)) <= 1 {
+		if closest.Distance(strings.ToLower(name), strings.ToLower(c)) <= 1 {
 			return nb
 		}
 	}

@@ -1,6 +1,10 @@
 package backend
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/heavy-duty/box/internal/closest"
+)
 
 // NoBoxError is a box name that matches no box of any backend. It is found before the
 // verb asks a backend anything about the box, so every verb says the same thing.
@@ -18,5 +22,5 @@ func (e *NoBoxError) Is(target error) bool { return target == ErrNotFound }
 // NoBox is the refusal for name, among the names that exist (Closest picks the
 // nearest); vmErr is why the vm boxes could not be listed, if they could not.
 func NoBox(name string, vmErr error, names []string) *NoBoxError {
-	return &NoBoxError{Name: name, Closest: Closest(name, names), VMErr: vmErr}
+	return &NoBoxError{Name: name, Closest: closest.Names(name, names), VMErr: vmErr}
 }

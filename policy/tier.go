@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/heavy-duty/box/internal/closest"
 )
 
 // Tier is a network tier: a closed set, in order of exposure (Tiers). It is a string so
@@ -46,9 +48,33 @@ func TierList(conj string) string {
 func ParseTier(s string) (Tier, error) {
 	t := Tier(s)
 	if !t.Valid() {
-		return "", fmt.Errorf("network %q: want one of %s", s, strings.Join(TierNames(), ", "))
+		return "", &TierError{Name: s}
 	}
 	return t, nil
+}
+
+// TierError is a name that is no tier.
+type TierError struct{ Name string }
+
+func (e *TierError) Error() string {
+	return fmt.Sprintf("network %q: want one of %s", e.Name, strings.Join(TierNames(), ", "))
+}
+
+// DidYouMean is a hint's "did you mean 'none'?" ("" when no tier is close).
+func (e *TierError) DidYouMean() string {
+	c := e.Closest()
+	if len(c) == 0 {
+		return ""
+	}
+	return "did you mean '" + strings.Join(c, "' or '") + "'?"
+}
+
+// Closest are the tiers the name was probably meant to be ("nonee": none), for a hint.
+func (e *TierError) Closest() []string {
+	if e.Name == "" {
+		return nil
+	}
+	return closest.Names(e.Name, TierNames())
 }
 
 // Valid reports whether t is one of Tiers.

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -50,6 +51,13 @@ func TestParseTier(t *testing.T) {
 		want := `network "` + s + `": want one of none, allowlist, internet, full`
 		if err == nil || err.Error() != want {
 			t.Errorf("ParseTier(%q) = %v, want %s", s, err, want)
+		}
+	}
+	for name, want := range map[string][]string{"nonee": {"none"}, "intranet": {"internet"}, "ful": {"full"}, "lan": nil, "": nil} {
+		_, err := ParseTier(name)
+		var te *TierError
+		if !errors.As(err, &te) || !slices.Equal(te.Closest(), want) {
+			t.Errorf("ParseTier(%q) = %v: closest %v, want %v", name, err, te, want)
 		}
 	}
 	if got := TierList("or"); got != "none, allowlist, internet or full" {

@@ -97,7 +97,7 @@ func runDrill(e *env, o *drillOptions) error {
 	}
 	if o.expect != "" {
 		if err := profiles.ValidNetwork(o.expect); err != nil {
-			return usagef("the tiers are "+policy.TierList("and"), "--expect: %s", err)
+			return usagef(tierHint(err), "--expect: %s", err)
 		}
 	}
 	opts := drill.BwrapOptions{

@@ -9,7 +9,6 @@ import (
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/internal/errs"
-	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -102,7 +101,7 @@ func newErr(err error) error {
 	case errors.As(err, &wd):
 		return usagef("name an existing directory", "--workdir %s: not a directory", wd.Dir)
 	case errors.As(err, &ne):
-		return usagef("the tiers are "+policy.TierList("and"), "--network: %s", ne.Err)
+		return usagef(tierHint(ne.Err), "--network: %s", ne.Err)
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -20,7 +21,7 @@ func newProfilesCmd(e *env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ps, err := profiles.List(profiles.Dir(e.configHome()))
 			if err != nil {
-				return withHint(err, "fix or remove the profile file named above")
+				return withHint(err, backend.FileHint("profile file", err))
 			}
 			if asJSON {
 				out := make([]profileJSON, 0, len(ps))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/templates"
 	"github.com/spf13/cobra"
 )
@@ -27,7 +28,7 @@ func newTemplatesCmd(e *env) *cobra.Command {
 				if errors.As(err, &h) {
 					return err
 				}
-				return withHint(err, "fix or remove the template named above")
+				return withHint(err, backend.FileHint("template", err))
 			}
 			if asJSON {
 				out := make([]templateJSON, 0, len(ts))

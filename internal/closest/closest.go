@@ -1,20 +1,22 @@
-package backend
+// Package closest finds the names a mistyped one was probably meant to be, for "did you
+// mean" hints.
+package closest
 
 import (
 	"sort"
 	"strings"
 )
 
-// Closest are the names within a small edit distance of name (or sharing its prefix),
+// Names are the names within a small edit distance of name (or sharing its prefix),
 // nearest first, at most three.
-func Closest(name string, names []string) []string {
+func Names(name string, names []string) []string {
 	type cand struct {
 		n string
 		d int
 	}
 	var cs []cand
 	for _, n := range names {
-		d := editDistance(strings.ToLower(name), strings.ToLower(n))
+		d := Distance(strings.ToLower(name), strings.ToLower(n))
 		if d <= max(2, len(name)/3) || strings.HasPrefix(n, name) || strings.HasPrefix(name, n) {
 			cs = append(cs, cand{n, d})
 		}
@@ -32,8 +34,8 @@ func Closest(name string, names []string) []string {
 	return out
 }
 
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
+// Distance is the Levenshtein distance between a and b (bytes).
+func Distance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
