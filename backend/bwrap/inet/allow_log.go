@@ -15,6 +15,10 @@ const (
 	EventRefused    = "refused"     // a connection the proxy did not make
 	EventRefusedDNS = "refused-dns" // a name DNS inside did not answer
 	EventAllowed    = "allowed"     // the operator allowed a pattern while the sandbox ran
+	// EventUnreachable: an allowed name the proxy could not reach from the host (it does
+	// not resolve there, or no address answered). Not a refusal: said apart, so a name
+	// the operator did allow is not reported as refused (field review, session 18).
+	EventUnreachable = "unreachable"
 )
 
 // Event is one line of the log: when, what, the name (or "-"), the address and port the
@@ -56,18 +60,68 @@ const (
 // Log records the tier's events to every writer (the operator's per-run log, the copy in
 // the sandbox's ~/.claude) and keeps the counts for the end-of-run summary.
 type Log struct {
-	mu      sync.Mutex
-	writers []io.Writer
-	now     func() time.Time
-	refused map[string]int // name (or address) -> refusals, maxRefusedKeys of them
-	others  int            // refusals of names past maxRefusedKeys
-	total   int
-	lines   int
+	mu          sync.Mutex
+	writers     []io.Writer
+	now         func() time.Time
+	refused     counts
+	unreachable counts
+	lines       int
+}
+
+// counts are one kind's events by name (or address), maxRefusedKeys names of them.
+type counts struct {
+	by     map[string]int
+	others int // events of names past maxRefusedKeys
+	total  int
+}
+
+func (c *counts) add(key string) {
+	if c.by == nil {
+		c.by = map[string]int{}
+	}
+	if _, ok := c.by[key]; ok || len(c.by) < maxRefusedKeys {
+		c.by[key]++
+	} else {
+		c.others++
+	}
+	c.total++
+}
+
+// summary is "LABEL N: NAME (count), ..., others (count)", most first ("" for none).
+func (c *counts) summary(label string) string {
+	if c.total == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(c.by))
+	for k := range c.by {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if a, b := c.by[keys[i]], c.by[keys[j]]; a != b {
+			return a > b
+		}
+		return keys[i] < keys[j]
+	})
+	rest := c.others
+	if len(keys) > summaryNames {
+		for _, k := range keys[summaryNames:] {
+			rest += c.by[k]
+		}
+		keys = keys[:summaryNames]
+	}
+	parts := make([]string, len(keys), len(keys)+1)
+	for i, k := range keys {
+		parts[i] = k + " (" + strconv.Itoa(c.by[k]) + ")"
+	}
+	if rest > 0 {
+		parts = append(parts, "others ("+strconv.Itoa(rest)+")")
+	}
+	return fmt.Sprintf("%s %d: %s", label, c.total, strings.Join(parts, ", "))
 }
 
 // NewLog writes every event, one line each, to ws.
 func NewLog(ws ...io.Writer) *Log {
-	return &Log{writers: ws, now: time.Now, refused: map[string]int{}}
+	return &Log{writers: ws, now: time.Now}
 }
 
 // Record stamps e with the time (when unset) and writes it.
@@ -94,17 +148,15 @@ func (l *Log) Record(e Event) {
 			io.WriteString(w, line) // best effort: the sandbox may have removed its copy
 		}
 	}
-	if e.Kind == EventRefused || e.Kind == EventRefusedDNS {
-		key := e.Name
-		if key == "" {
-			key = e.Addr
-		}
-		if _, ok := l.refused[key]; ok || len(l.refused) < maxRefusedKeys {
-			l.refused[key]++
-		} else {
-			l.others++
-		}
-		l.total++
+	key := e.Name
+	if key == "" {
+		key = e.Addr
+	}
+	switch e.Kind {
+	case EventRefused, EventRefusedDNS:
+		l.refused.add(key)
+	case EventUnreachable:
+		l.unreachable.add(key)
 	}
 }
 
@@ -134,40 +186,20 @@ func logField(s string, spaces bool) string {
 func (l *Log) Refused() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.total
+	return l.refused.total
 }
 
-// Summary is the end-of-run line: how many refusals, for which names, most first (empty
-// when there were none).
+// Summary is the end-of-run line: how many refusals, for which names, most first, then
+// the allowed names the host could not reach (empty when there were neither).
 func (l *Log) Summary() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.total == 0 {
-		return ""
+	var parts []string
+	if s := l.refused.summary("refused"); s != "" {
+		parts = append(parts, s)
 	}
-	keys := make([]string, 0, len(l.refused))
-	for k := range l.refused {
-		keys = append(keys, k)
+	if s := l.unreachable.summary("allowed but unreachable from the host"); s != "" {
+		parts = append(parts, s)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if a, b := l.refused[keys[i]], l.refused[keys[j]]; a != b {
-			return a > b
-		}
-		return keys[i] < keys[j]
-	})
-	rest := l.others
-	if len(keys) > summaryNames {
-		for _, k := range keys[summaryNames:] {
-			rest += l.refused[k]
-		}
-		keys = keys[:summaryNames]
-	}
-	parts := make([]string, len(keys), len(keys)+1)
-	for i, k := range keys {
-		parts[i] = k + " (" + strconv.Itoa(l.refused[k]) + ")"
-	}
-	if rest > 0 {
-		parts = append(parts, "others ("+strconv.Itoa(rest)+")")
-	}
-	return fmt.Sprintf("refused %d: %s", l.total, strings.Join(parts, ", "))
+	return strings.Join(parts, "; ")
 }

@@ -63,8 +63,8 @@ func TestRefusalFloodIsBounded(t *testing.T) {
 	for i := range 2 * dnsSeenMax {
 		p.dnsNoteworthy(fmt.Sprintf("y%d.flood.test", i))
 	}
-	if len(l.refused) > maxRefusedKeys || len(p.dnsSeen) > dnsSeenMax {
-		t.Errorf("kept %d names' counts (max %d), %d names' last logging (max %d)", len(l.refused), maxRefusedKeys, len(p.dnsSeen), dnsSeenMax)
+	if len(l.refused.by) > maxRefusedKeys || len(p.dnsSeen) > dnsSeenMax {
+		t.Errorf("kept %d names' counts (max %d), %d names' last logging (max %d)", len(l.refused.by), maxRefusedKeys, len(p.dnsSeen), dnsSeenMax)
 	}
 	sum := l.Summary()
 	if l.Refused() != n || !strings.HasPrefix(sum, fmt.Sprintf("refused %d: ", n)) || !strings.HasSuffix(sum, fmt.Sprintf("others (%d)", n-summaryNames)) || strings.Count(sum, ".flood.test") != summaryNames {

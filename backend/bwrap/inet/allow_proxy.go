@@ -153,12 +153,15 @@ type Decision struct {
 	Dialed string // where the proxy connected, "" when refused
 	Reason string // why it refused, "" when allowed
 	SSH    bool   // decided as an SSH host's connection (logged when admitted too)
+	// Unreachable: allowed, but the host could not resolve or connect to it (Reason
+	// says which); not a refusal.
+	Unreachable bool
 }
 
 func (p *Proxy) handle(c net.Conn) {
 	d, upstream, head := p.decide(c)
 	if d.Reason != "" {
-		p.Log.Record(Event{Kind: EventRefused, Name: d.Name, Addr: d.Dst, Reason: d.Reason})
+		p.Log.Record(refusal(d))
 		return
 	}
 	if d.SSH {
@@ -169,6 +172,15 @@ func (p *Proxy) handle(c net.Conn) {
 		return
 	}
 	splice(c, upstream)
+}
+
+// refusal is the log's event for a connection the proxy did not make.
+func refusal(d Decision) Event {
+	kind := EventRefused
+	if d.Unreachable {
+		kind = EventUnreachable
+	}
+	return Event{Kind: kind, Name: d.Name, Addr: d.Dst, Reason: d.Reason}
 }
 
 // decide reads what it needs of c and either refuses (Reason set) or returns the
@@ -231,7 +243,7 @@ func (p *Proxy) connect(d *Decision, port uint16) net.Conn {
 	defer cancel()
 	addrs, err := p.lookup(ctx, d.Name)
 	if err != nil {
-		d.Reason = "does not resolve: " + err.Error()
+		d.Reason, d.Unreachable = "does not resolve: "+err.Error(), true
 		return nil
 	}
 	var refused []string
@@ -251,11 +263,11 @@ func (p *Proxy) connect(d *Decision, port uint16) net.Conn {
 	}
 	switch {
 	case lastErr != nil:
-		d.Reason = "connect failed: " + lastErr.Error()
+		d.Reason, d.Unreachable = "connect failed: "+lastErr.Error(), true
 	case len(refused) > 0:
 		d.Reason = "resolves to a blocked address: " + strings.Join(refused, ", ")
 	default:
-		d.Reason = "resolves to no IPv4 address"
+		d.Reason, d.Unreachable = "resolves to no IPv4 address", true
 	}
 	return nil
 }

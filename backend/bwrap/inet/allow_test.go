@@ -3,6 +3,7 @@ package inet
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/netip"
 	"slices"
@@ -215,5 +216,52 @@ func TestProxyRefusesHostSubnet(t *testing.T) {
 	}
 	if want := []netip.AddrPort{netip.MustParseAddrPort("203.0.113.10:80")}; !slices.Equal(dialled, want) {
 		t.Errorf("dialled %v, want only %v", dialled, want)
+	}
+}
+
+// An allowed name the host cannot resolve or reach is logged and summed up as
+// unreachable, not as refused (field review, session 18: a name the operator allowed was
+// reported "refused" when the host had no upstream DNS); a name resolving only into a
+// blocked range stays a refusal.
+func TestProxyUnreachableIsNoRefusal(t *testing.T) {
+	var lines strings.Builder
+	p := &Proxy{
+		Allow: NewAllowlist(mustAllow(t, "gone.test", "down.test", "v6.test", "meta.test")), Log: NewLog(&lines), Blocked: Blocked,
+		Lookup: func(_ context.Context, name string) ([]netip.Addr, error) {
+			switch name {
+			case "gone.test":
+				return nil, errors.New("no such host")
+			case "v6.test":
+				return nil, nil
+			case "meta.test":
+				return []netip.Addr{netip.MustParseAddr("169.254.169.254")}, nil
+			}
+			return []netip.Addr{netip.MustParseAddr("203.0.113.10")}, nil
+		},
+		Dial: func(context.Context, netip.AddrPort) (net.Conn, error) {
+			return nil, errors.New("connection refused")
+		},
+	}
+	want := map[string]bool{"gone.test": true, "down.test": true, "v6.test": true, "meta.test": false}
+	for name, unreachable := range want {
+		d := Decision{Name: name, Dst: "198.18.0.1:443"}
+		if up := p.connect(&d, 443); up != nil {
+			t.Fatalf("%s: connected", name)
+		}
+		if d.Reason == "" || d.Unreachable != unreachable {
+			t.Errorf("%s: reason %q, unreachable %v, want %v", name, d.Reason, d.Unreachable, unreachable)
+		}
+		p.Log.Record(refusal(d))
+	}
+	for _, l := range []string{" unreachable gone.test 198.18.0.1:443 does not resolve: no such host", " unreachable down.test ", " unreachable v6.test ", " refused meta.test "} {
+		if !strings.Contains(lines.String(), l) {
+			t.Errorf("log lacks %q:\n%s", l, lines.String())
+		}
+	}
+	if got, want := p.Log.Summary(), "refused 1: meta.test (1); allowed but unreachable from the host 3: down.test (1), gone.test (1), v6.test (1)"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	if p.Log.Refused() != 1 {
+		t.Errorf("Refused() = %d, want 1", p.Log.Refused())
 	}
 }
