@@ -109,10 +109,12 @@ func bwrapKernel(p *bwrap.Plan, stderr io.Writer) (bwrapKernelSetup, func(), err
 		if b, err := unix.IoctlGetTermios(int(s.Fd()), unix.TCGETS); err == nil {
 			t.before = *b
 			t.drained.Add(1)
+			out := passOn(stderr)
 			go func() {
 				defer t.drained.Done()
 				// Until the slave closes (EIO): the runner's own stderr, passed on.
-				_, _ = io.Copy(io.MultiWriter(stderr, t), m)
+				_, _ = io.Copy(io.MultiWriter(out, t), m)
+				out.Flush()
 			}()
 			k.tty, k.in.Terminal = t, true
 			var st unix.Stat_t

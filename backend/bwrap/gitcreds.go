@@ -246,10 +246,21 @@ func (p *Plan) redactGitConfig(file string, reads map[string]GitConfigRead, inst
 	p.Spec.Redacted = append(p.Spec.Redacted, RedactedConfig{
 		Path: file, Copy: filepath.Join(instanceDir, "git-redacted", fmt.Sprintf("%d.config", len(p.Spec.Redacted))), Data: data,
 	})
-	for _, c := range found {
-		p.warn("%s holds a credential (%s, in its %s): the sandbox sees a copy without it", c.File, c.Key, c.Where)
-	}
+	p.warn("%s", credsWarning(file, found))
 	return nil
+}
+
+// credsWarning says, in one line per file, the credentials a config holds (keys and
+// where, never the values). Field review, session 18: a config with two said it twice.
+func credsWarning(file string, found []GitCred) string {
+	if len(found) == 1 {
+		return fmt.Sprintf("%s holds a credential (%s, in its %s): the sandbox sees a copy without it", file, found[0].Key, found[0].Where)
+	}
+	what := make([]string, len(found))
+	for i, c := range found {
+		what[i] = c.Key + ", in its " + c.Where
+	}
+	return fmt.Sprintf("%s holds %d credentials (%s): the sandbox sees a copy without them", file, len(found), strings.Join(what, "; "))
 }
 
 // landlockGitCreds is the Landlock mode's refusal of a credential it cannot hide.

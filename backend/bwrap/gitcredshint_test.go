@@ -31,3 +31,21 @@ func TestLandlockGitCredsHintQuoted(t *testing.T) {
 		t.Fatalf("the hint's command ran the sandbox's name: %q", cmd)
 	}
 }
+
+// A config's credentials are said in one line, keys and where, never the values.
+func TestGitCredsWarningOneLinePerFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "config")
+	data := "[remote \"origin\"]\n\turl = https://u:s3cret@git.example/x.git\n[http \"https://git.example/\"]\n\textraheader = Authorization: Bearer t0ken\n[user]\n\tname = me\n"
+	p := &Plan{}
+	if err := p.redactGitConfig(f, map[string]GitConfigRead{f: {Data: []byte(data)}}, dir); err != nil {
+		t.Fatal(err)
+	}
+	want := f + " holds 2 credentials (remote.origin.url, in its value; http.https://git.example/.extraheader, in its value): the sandbox sees a copy without them"
+	if len(p.Warnings) != 1 || p.Warnings[0] != want {
+		t.Errorf("warnings %q, want [%q]", p.Warnings, want)
+	}
+	if w := strings.Join(p.Warnings, "\n"); strings.Contains(w, "s3cret") || strings.Contains(w, "t0ken") {
+		t.Errorf("a warning shows a value: %q", w)
+	}
+}
