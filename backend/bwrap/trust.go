@@ -33,6 +33,8 @@ import (
 	"strings"
 
 	"github.com/heavy-duty/box/backend/bwrap/protect"
+	"github.com/heavy-duty/box/internal/errs"
+	"github.com/heavy-duty/box/internal/shellquote"
 	"github.com/heavy-duty/box/policy"
 )
 
@@ -363,13 +365,13 @@ func (p *Plan) settleAlone(dir string, stderr io.Writer) error {
 		if p.Spec.HomeDir != "" {
 			return &WiderError{Box: p.Policy.Box, Beyond: beyond, Record: filepath.Join(dir, ReachFile), Home: p.Spec.HomeDir}
 		}
-		aside, err := setAside(dir, p.Spec.StateDir)
+		aside, n, err := setAside(dir, p.Spec.StateDir)
 		if err != nil {
 			return fmt.Errorf("setting aside what narrower runs left: %w", err)
 		}
 		if aside != "" {
-			fmt.Fprintf(stderr, "box: warning: this run reaches further than the last one of this project and profile (%s): what the earlier runs left (~/%s: hooks, settings, %s, login; the project's Nix store) would run with it, so it is set aside, unread, in %s, and this run starts fresh; copy back what you have reviewed\n",
-				strings.Join(beyond, "; "), p.Spec.StateDir, "CLAUDE.md", aside)
+			fmt.Fprintf(stderr, "box: warning: this run reaches further than the last one of this project and profile (%s): what the earlier runs left (~/%s: hooks, settings, %s, login; the project's Nix store) would run with it, so it is set aside, unread, in %s, and this run starts fresh; copy back what you have reviewed%s\n",
+				strings.Join(beyond, "; "), p.Spec.StateDir, "CLAUDE.md", aside, asideCount(dir, n))
 		}
 	}
 	return writeReach(dir, p.Reach)
@@ -392,9 +394,10 @@ func stateLeft(dir, stateDir string) bool {
 }
 
 // setAside moves the instance directory's state (the agent's state directory, the
-// project store and the Landlock mode's home) into DIR/set-aside-N, outside every sandbox's view; "" when there was
-// nothing to move.
-func setAside(dir, stateDir string) (string, error) {
+// project store and the Landlock mode's home) into DIR/set-aside-N, outside every
+// sandbox's view; "" when there was nothing to move. n is how many set-aside copies the
+// directory holds now.
+func setAside(dir, stateDir string) (aside string, n int, err error) {
 	var parts []string
 	for _, n := range []string{stateDir, "nix", LandlockHome} { // the Landlock mode's home: landlock_home.go
 		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
@@ -402,28 +405,50 @@ func setAside(dir, stateDir string) (string, error) {
 		}
 	}
 	if len(parts) == 0 {
-		return "", nil
+		return "", 0, nil
 	}
 	sort.Strings(parts)
-	var aside string
-	for n := 1; ; n++ {
-		if n == 1000 {
-			return "", fmt.Errorf("%s: too many set-aside copies; remove some", dir)
+	for i := 1; ; i++ {
+		if i == maxSetAside {
+			return "", 0, errs.WithHint(&SetAsideFullError{Dir: dir},
+				"review the copies and remove those you do not need: rm -rf "+shellquote.Quote(dir)+"/set-aside-*")
 		}
-		aside = filepath.Join(dir, fmt.Sprintf("set-aside-%d", n))
+		aside = filepath.Join(dir, fmt.Sprintf("set-aside-%d", i))
 		if err := os.Mkdir(aside, 0o700); err == nil {
 			break
 		} else if !os.IsExist(err) {
-			return "", err
+			return "", 0, err
 		}
 	}
 	for _, n := range parts {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(aside, n)), 0o700); err != nil {
-			return "", err
+			return "", 0, err
 		}
 		if err := os.Rename(filepath.Join(dir, n), filepath.Join(aside, n)); err != nil {
-			return "", err
+			return "", 0, err
 		}
 	}
-	return aside, nil
+	copies, _ := filepath.Glob(filepath.Join(dir, "set-aside-*"))
+	return aside, len(copies), nil
+}
+
+// maxSetAside bounds the set-aside copies of one instance directory: past it a wider run
+// is refused until the operator removes some (nothing is deleted for them).
+const maxSetAside = 1000
+
+// SetAsideFullError: the instance directory holds maxSetAside-1 set-aside copies.
+type SetAsideFullError struct{ Dir string }
+
+func (e *SetAsideFullError) Error() string {
+	return fmt.Sprintf("%s: %d set-aside copies: no room for another", e.Dir, maxSetAside-1)
+}
+
+// asideCount says, when more than one set-aside copy is kept, how many and how to remove
+// them: alternating tiers sets the state aside at every widening (field review, session
+// 18: the copies grew unseen).
+func asideCount(dir string, n int) string {
+	if n < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d set-aside copies are kept there; remove those you do not need: rm -rf %s/set-aside-N)", n, shellquote.Quote(dir))
 }

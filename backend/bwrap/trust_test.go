@@ -3,6 +3,7 @@ package bwrap
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/heavy-duty/box/envaudit"
+	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/policy"
 )
 
@@ -169,5 +171,50 @@ func TestSettleTrustConcurrent(t *testing.T) {
 	l3()
 	if r, _ := readReach(dir); r.Network != policy.NetNone {
 		t.Errorf("record after: %+v", r)
+	}
+}
+
+// Alternating tiers sets the state aside at every widening: from the second copy on the
+// warning says how many are kept and how to remove them; at the bound a wider run is
+// refused with the command, and nothing of the operator's is deleted.
+func TestSetAsideCopiesSaid(t *testing.T) {
+	dir := t.TempDir()
+	p := &Plan{Spec: Spec{InstanceDir: dir, StateDir: ".claude"}, Reach: Reach{Magic: reachMagic, Network: policy.NetNone}}
+	widen := func(n policy.Tier) (string, error) {
+		var out bytes.Buffer
+		p.Reach.Network = n
+		leave, err := p.settleTrust(&out)
+		if leave != nil {
+			leave()
+		}
+		return out.String(), err
+	}
+	plant := func() {
+		os.MkdirAll(filepath.Join(dir, ".claude"), 0o700)
+		os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte("{}"), 0o600)
+	}
+	widen(policy.NetNone)
+	plant()
+	if out, err := widen(policy.NetInternet); err != nil || !strings.Contains(out, "set-aside-1") || strings.Contains(out, "copies are kept") {
+		t.Fatalf("first widening: %v %q", err, out)
+	}
+	widen(policy.NetNone)
+	plant()
+	out, err := widen(policy.NetInternet)
+	if err != nil || !strings.Contains(out, "(2 set-aside copies are kept there; remove those you do not need: rm -rf "+dir+"/set-aside-N)") {
+		t.Fatalf("second widening: %v %q", err, out)
+	}
+	for i := 3; i < maxSetAside; i++ {
+		os.Mkdir(filepath.Join(dir, fmt.Sprintf("set-aside-%d", i)), 0o700)
+	}
+	widen(policy.NetNone)
+	plant()
+	_, err = widen(policy.NetInternet)
+	var full *SetAsideFullError
+	if !errors.As(err, &full) || errs.HintOf(err) != "review the copies and remove those you do not need: rm -rf "+dir+"/set-aside-*" {
+		t.Fatalf("at the bound: %v (hint %q)", err, errs.HintOf(err))
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".claude", "settings.json")); err != nil {
+		t.Errorf("the state was lost at the bound: %v", err)
 	}
 }
