@@ -10,8 +10,8 @@ import (
 // ErrNoIncus: the vm backend's daemon is not on this machine (its socket absent).
 var ErrNoIncus = errors.New("no incusd")
 
-// NoIncusError says, in one line, that Incus is not installed or not running, and what
-// to do: install (or start) it and set up the host, or use the bwrap backend.
+// NoIncusError says that Incus is not installed or not running (the CLI's hint says what
+// to do: install or start it and set up the host, or use the bwrap backend).
 type NoIncusError struct {
 	Socket    string
 	Installed bool // the socket's directory exists: Incus is there but not running
@@ -19,9 +19,9 @@ type NoIncusError struct {
 
 func (e *NoIncusError) Error() string {
 	if e.Installed {
-		return fmt.Sprintf("Incus is not running here (no socket at %s): start incusd and run 'sudo box setup-host' once, or use the bwrap backend (box new --backend bwrap, box run)", e.Socket)
+		return fmt.Sprintf("Incus is not running here (no socket at %s)", e.Socket)
 	}
-	return fmt.Sprintf("Incus is not installed here (no %s): install it and run 'sudo box setup-host', or use the bwrap backend (box new --backend bwrap, box run)", filepath.Dir(e.Socket))
+	return fmt.Sprintf("Incus is not installed here (no %s)", filepath.Dir(e.Socket))
 }
 
 func (e *NoIncusError) Is(target error) bool { return target == ErrNoIncus }

@@ -193,6 +193,12 @@ var hints = []func(error) (string, error){
 	as(grantHint),
 	to[*bwrap.EnvNameError]("--env takes a name; the value comes from your environment"),
 	to[*bwrap.AllowTierError]("add --network allowlist (or use a profile with network = \"allowlist\")"),
+	as(func(e *host.NoIncusError) string {
+		if e.Installed {
+			return "start incusd and run 'sudo box setup-host' once, or use the bwrap backend (box new --backend bwrap, box run)"
+		}
+		return "install Incus and run 'sudo box setup-host', or use the bwrap backend (box new --backend bwrap, box run)"
+	}),
 	is(vm.ErrNoIncusClient, "install it (Debian 12: apt-get install -t bookworm-backports incus-client), or use the Nix package, which puts it on PATH"),
 	to[*bwrap.AllowPatternError]("for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github"),
 }

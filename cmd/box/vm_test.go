@@ -183,7 +183,7 @@ func TestNoDaemon(t *testing.T) {
 		if runners[args[0]] {
 			want = exitBox
 		}
-		if code != want || !strings.Contains(stderr, "box: error: Incus is not running here (no socket at "+sock+"): start incusd") {
+		if code != want || !strings.Contains(stderr, "box: error: Incus is not running here (no socket at "+sock+")\nbox: hint: start incusd") {
 			t.Errorf("box %v without incusd: exit %d, stderr %q", args, code, stderr)
 		}
 	}
