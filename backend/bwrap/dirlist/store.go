@@ -12,9 +12,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // storeMagic starts a stored cache (its format's version in the last byte).
@@ -47,6 +49,11 @@ func (c *Cache) Save(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		// A directory run in for the first time: the rare moment to forget those not run
+		// in for long, so the store does not grow with every directory ever used.
+		prune(filepath.Dir(path), time.Now())
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".listings-*")
 	if err != nil {
 		return err
@@ -62,6 +69,35 @@ func (c *Cache) Save(path string) error {
 		os.Remove(f.Name())
 	}
 	return err
+}
+
+// StaleAfter is how long a directory's listings are kept unused: a run rewrites them, so
+// older ones are of a directory not run in since (a full walk rebuilds them if it is).
+const StaleAfter = 30 * 24 * time.Hour
+
+// tempStaleAfter is the age past which a temporary file is one a killed run left.
+const tempStaleAfter = time.Hour
+
+// prune removes the stored listings in dir not written for StaleAfter, and temporary
+// files older than tempStaleAfter; what it cannot remove stays (a cache: never an error).
+func prune(dir string, now time.Time) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		age := now.Sub(info.ModTime())
+		if strings.HasPrefix(e.Name(), ".listings-") && age > tempStaleAfter || age > StaleAfter {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // Load reads a cache Save wrote, as the walk before a new one (New's prev). Anything

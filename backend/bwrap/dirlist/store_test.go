@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/heavy-duty/box/internal/testenv"
 )
@@ -113,5 +114,33 @@ func TestLoadRefuses(t *testing.T) {
 	}
 	if err := c.Save(""); err != nil {
 		t.Error(err)
+	}
+}
+
+// The store does not grow with every directory ever run in: the first save of a new
+// directory's listings removes those not written for StaleAfter and the temporary files
+// a killed run left; recent ones stay.
+func TestSavePrunesStale(t *testing.T) {
+	store := t.TempDir()
+	old := time.Now().Add(-StaleAfter - time.Hour)
+	for name, when := range map[string]time.Time{"stale": old, "recent": time.Now().Add(-time.Hour), ".listings-1": time.Now().Add(-2 * tempStaleAfter), ".listings-2": time.Now()} {
+		p := filepath.Join(store, name)
+		if err := os.WriteFile(p, []byte(storeMagic), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, when, when)
+	}
+	c := newAt(coarseNow() + 10*Margin)
+	list(t, c, t.TempDir())
+	if err := c.Save(filepath.Join(store, "new")); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	ents, _ := os.ReadDir(store)
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if want := []string{".listings-2", "new", "recent"}; !slices.Equal(left, want) {
+		t.Errorf("left %q, want %q", left, want)
 	}
 }
