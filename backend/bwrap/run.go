@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/phase"
@@ -241,6 +242,12 @@ func Run(l Launch) (int, error) {
 		}
 	}
 	phase.Mark("run:release")
+	var hangupLater *time.Timer
+	defer func() {
+		if hangupLater != nil {
+			hangupLater.Stop()
+		}
+	}()
 	for {
 		select {
 		case s := <-sigs:
@@ -252,8 +259,16 @@ func Run(l Launch) (int, error) {
 			case s == syscall.SIGCONT:
 			default:
 				cmd.signal(s.(syscall.Signal))
-				if tty != nil && (s == syscall.SIGHUP || s == syscall.SIGTERM) {
+				switch {
+				case tty != nil && s == syscall.SIGHUP:
 					tty.hangup()
+				case tty != nil && s == syscall.SIGTERM && hangupLater == nil:
+					// The command's own handling of TERM (a trap's cleanup) comes
+					// first: a hangup now would be taken before it (the kernel
+					// delivers SIGHUP, the lower number, first) and end it with 129.
+					// A command ignoring TERM (an interactive shell) is hung up after
+					// termGrace.
+					hangupLater = time.AfterFunc(termGrace, tty.hangup)
 				}
 			}
 		case <-proc.done:
@@ -275,6 +290,10 @@ func Run(l Launch) (int, error) {
 		}
 	}
 }
+
+// termGrace is how long a command on box's terminal has to end on SIGTERM before box
+// hangs its terminal up.
+const termGrace = 2 * time.Second
 
 // fdsOf lists the fds of the streams that are files (the host's terminals among them).
 func fdsOf(streams [3]any) []uintptr {

@@ -218,6 +218,25 @@ func TestTTYHangupAfterResize(t *testing.T) {
 	}
 }
 
+// box told to stop (SIGTERM) on a terminal: the command's own TERM handler runs (a
+// trap's cleanup) and its exit code is box's. Before (session 19), box hung the
+// sandbox's terminal up at once, the kernel delivered that SIGHUP first, and the command
+// died of it (129) without cleaning up.
+func TestTTYTermReachesHandler(t *testing.T) {
+	w := newWorld(t)
+	p := startOnPTY(t, w, w.cmd("run", "-q", "-y", "--", "sh", "-c",
+		`trap "echo clea""ned; exit 7" TERM; echo rea""dy; sleep 60 & wait`))
+	at := p.screen.WaitFor(t, 0, "ready", within)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 7 {
+		t.Errorf("exit %d, want 7 (the trap's)", code)
+	}
+	p.screen.WaitFor(t, at, "cleaned", within)
+	if p.modes(t) != p.before {
+		t.Errorf("the terminal's modes after box differ from before")
+	}
+}
+
 // No pseudo-terminal left for the sandbox (box on a terminal, in a mount namespace of
 // the test's whose /dev/ptmx is a devpts with room for one, taken): box says why and
 // what to do (box: error / box: hint), not only an errno, and runs nothing.
