@@ -71,6 +71,9 @@ func (e *GatherError) Unwrap() error { return e.Err }
 // Run is the whole sequence for box run and the bwrap boxes: resolve, prepare, then
 // (unless DryRun) Launch.
 func (s *Session) Run(r Request) (Ran, error) {
+	if err := s.refuseNested(); err != nil {
+		return Ran{}, err // before the tree's hold, which would wait for the outer run
+	}
 	if !s.DryRun {
 		// No other sandbox on the tree while this run reads it and bwrap mounts in it
 		// (launchguard.go): wait for the runs holding it. The run then uses the tree's
@@ -106,9 +109,41 @@ func (s *Session) Run(r Request) (Ran, error) {
 	return out, err
 }
 
+// NestedError: box was asked to launch from inside one of its own sandboxes (BOX_SANDBOX
+// set, as box sets it there). A sandbox inside one cannot be made (no user namespace
+// there), and the launch would wait for ever for the outer run's hold on the tree (field
+// check, session 19: an agent's `box run` inside `box run` hung).
+type NestedError struct{ Sandbox string }
+
+func (e *NestedError) Error() string {
+	return fmt.Sprintf("this is already a box sandbox (BOX_SANDBOX=%s): box cannot launch another inside it", e.Sandbox)
+}
+
+// refuseNested is a *NestedError for a launch inside a box sandbox (not a dry run: it
+// launches nothing). Every launch resolves a plan (Resolve) first; Run asks before that.
+func (s *Session) refuseNested() error {
+	if s.DryRun {
+		return nil
+	}
+	return nestedIn(s.Outside.Environ)
+}
+
+// nestedIn is a *NestedError when environ is a box sandbox's.
+func nestedIn(environ []string) error {
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "BOX_SANDBOX="); ok && v != "" {
+			return &NestedError{Sandbox: v}
+		}
+	}
+	return nil
+}
+
 // Resolve gathers the host's facts for r (a failure is a *GatherError), resolves the
 // plan (pure: every decision is made here) and prints its warnings. It starts nothing.
 func (s *Session) Resolve(r Request) (*Plan, error) {
+	if err := s.refuseNested(); err != nil {
+		return nil, err
+	}
 	facts, err := Gather(r, s.Outside)
 	if err != nil {
 		return nil, &GatherError{err}

@@ -199,6 +199,7 @@ var hints = []func(error) (string, error){
 		}
 		return "install Incus and run 'sudo box setup-host', or use the bwrap backend (box new --backend bwrap, box run)"
 	}),
+	to[*bwrap.NestedError]("the command runs sandboxed already: run it directly (unset BOX_SANDBOX if this is not a box sandbox)"),
 	is(vm.ErrNoIncusClient, "install it (Debian 12: apt-get install -t bookworm-backports incus-client), or use the Nix package, which puts it on PATH"),
 	to[*bwrap.AllowPatternError]("for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github"),
 }
