@@ -137,6 +137,23 @@ func (l *Log) Refused() int {
 	return l.total
 }
 
+// RefusedNames are the names (or addresses) refused, most refused first.
+func (l *Log) RefusedNames() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys := make([]string, 0, len(l.refused))
+	for k := range l.refused {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if a, b := l.refused[keys[i]], l.refused[keys[j]]; a != b {
+			return a > b
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
 // Summary is the end-of-run line: how many refusals, for which names, most first (empty
 // when there were none).
 func (l *Log) Summary() string {
