@@ -732,13 +732,31 @@ func (b *BuiltSet) set(t protect.Tree, o protect.Options) (protect.Set, error) {
 // repository's own core.hooksPath outside the working directory runs inside once a
 // profile mounts it; your global config's is not read inside at all.
 func (p *Plan) warnHooksOutside(hooks []protect.HooksFact, mounts []Mount, landlock bool) {
+	// Your global core.hooksPath: one warning per directory it names, naming every
+	// repository, not one each (a repository with a linked worktree inside printed it
+	// twice at every launch, and a command wrapper launches box for every command: field
+	// review, session 19).
+	var globalDirs []string
+	globalTops := map[string][]string{}
+	defer func() {
+		for _, dir := range globalDirs {
+			if tops := globalTops[dir]; len(tops) == 1 {
+				p.warn("your global git config's core.hooksPath (%s) does not apply inside: git there reads no global config of yours, so commits in %s skip those hooks (its .git/hooks run instead); run them on the host, or set core.hooksPath in the repository's own config", dir, tops[0])
+			} else {
+				p.warn("your global git config's core.hooksPath (%s) does not apply inside: git there reads no global config of yours, so commits in %s skip those hooks (their .git/hooks run instead); run them on the host, or set core.hooksPath in each repository's own config", dir, strings.Join(tops, ", "))
+			}
+		}
+	}()
 	for _, h := range hooks {
 		if landlock && !h.Global {
 			p.warn("the git hooks of %s are not granted to the Landlock mode: its core.hooksPath names %s, outside the working directory, so commits inside fail (git cannot execute them); commit on the host, or run in the bwrap mode with a profile's [[mounts]] path = %q (mode \"ro\")", h.Top, h.Dir, h.Dir)
 			continue
 		}
 		if h.Global {
-			p.warn("your global git config's core.hooksPath (%s) does not apply inside: git there reads no global config of yours, so commits in %s skip those hooks (its .git/hooks run instead); run them on the host, or set core.hooksPath in the repository's own config", h.Dir, h.Top)
+			if globalTops[h.Dir] == nil {
+				globalDirs = append(globalDirs, h.Dir)
+			}
+			globalTops[h.Dir] = append(globalTops[h.Dir], h.Top)
 			continue
 		}
 		visible := false

@@ -446,3 +446,19 @@ func TestResolveAbstractScope(t *testing.T) {
 		})
 	}
 }
+
+// Your global core.hooksPath is said once per directory, naming every repository it
+// skips (field review, session 19: a repository and its linked worktree inside, two
+// warnings at every launch of a command wrapper).
+func TestWarnHooksOutsideGlobalOnce(t *testing.T) {
+	p := &Plan{}
+	p.warnHooksOutside([]protect.HooksFact{
+		{Top: "/w", Dir: "/h/githooks", Global: true},
+		{Top: "/w/.wt/side", Dir: "/h/githooks", Global: true},
+		{Top: "/w/sub", Dir: "/h/other", Global: true},
+	}, nil, false)
+	if len(p.Warnings) != 2 || !strings.Contains(p.Warnings[0], "(/h/githooks)") || !strings.Contains(p.Warnings[0], "commits in /w, /w/.wt/side skip those hooks (their .git/hooks run instead)") ||
+		!strings.Contains(p.Warnings[1], "commits in /w/sub skip those hooks (its .git/hooks run instead)") {
+		t.Errorf("warnings:\n%s", strings.Join(p.Warnings, "\n"))
+	}
+}
