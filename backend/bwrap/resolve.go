@@ -178,6 +178,10 @@ type Facts struct {
 type ToolFact struct {
 	Tool Tool
 	Err  error // exec.ErrNotFound when absent
+	// From is the PATH directory it was found in; Script: it lies under a home and
+	// starts with "#!".
+	From   string
+	Script bool
 }
 
 // MountFact is a mount source with symlinks resolved.
@@ -333,6 +337,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 			continue
 		}
 		tools = append(tools, tf.Tool)
+		p.warnScriptAlone(tf, r.Profile.Mounts, f)
 	}
 
 	var mounts []Mount
@@ -724,6 +729,32 @@ func (b *BuiltSet) set(t protect.Tree, o protect.Options) (protect.Set, error) {
 		b = buildSet(t, o)
 	}
 	return b.Set, b.Err
+}
+
+// warnScriptAlone: a tool is bound alone, its file only; a script under your home that
+// loads files beside it then fails inside. Field test (session 19): node from nvm ran,
+// and its npm (~/.nvm/versions/node/V/lib/node_modules/npm/bin/npm-cli.js) failed with
+// "Cannot find module '../lib/cli.js'". A profile mount of its directory (read-only)
+// brings them in: no warning then. The directory named is the PATH entry's parent when
+// that is a bin/, unless it is the home itself or ~/.local (box's own data, other tools).
+func (p *Plan) warnScriptAlone(tf ToolFact, mounts []profiles.Mount, f Facts) {
+	if !tf.Script {
+		return
+	}
+	for _, m := range mounts {
+		if src := ExpandHome(m.Path, f.Home); within(tf.Tool.Path, src) || within(tf.Tool.Path, f.Mounts[src].Real) && f.Mounts[src].Real != "" {
+			return
+		}
+	}
+	dir := tf.From
+	if filepath.Base(dir) == "bin" {
+		dir = filepath.Dir(dir)
+	}
+	suggest := ""
+	if dir != f.Home && dir != filepath.Join(f.Home, ".local") && within(tf.Tool.Path, dir) {
+		suggest = fmt.Sprintf(" (here: [[mounts]] path = %q)", "~/"+strings.TrimPrefix(dir, f.Home+"/"))
+	}
+	p.warn("%s is a script under your home (%s), bound into the sandbox alone: one that loads files beside it (a version manager's npm, a pip --user command) fails there; a profile's [[mounts]] entry for the directory it loads from, read-only, brings them in%s", tf.Tool.Name, tf.Tool.Path, suggest)
 }
 
 // warnHooksOutside says which of your git hooks commits inside do not run: git skips a
