@@ -655,7 +655,10 @@ func checkWorkdir(f Facts) error {
 			return err
 		}
 		if w := policy.SecretAt(f.Workdir, h); w != "" {
-			return &WorkdirError{Dir: f.Workdir, Why: "it holds " + w}
+			// By place, whether there now or not: the sandbox could make them (field
+			// review, session 19: ~/.config was refused for the Google Cloud credentials
+			// of a machine without any).
+			return &WorkdirError{Dir: f.Workdir, Why: "it holds, or would hold, " + w}
 		}
 	}
 	return refuseBoxDirs(f.BoxDirs, f.Workdir, "the working directory")
