@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -163,8 +164,47 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 			}
 			if sum := lg.Summary(); sum != "" {
 				fmt.Fprintf(stderr, "box: allowlist: %s (log: %s)\n", sum, p.NetLog)
+				if a := allowAdvice(lg.RefusedNames()); a != "" && !pr.Quiet {
+					fmt.Fprintf(stderr, "box: allowlist: %s\n", a)
+				}
 			}
 		}, nil
 	}
 	return nil
+}
+
+// allowAdvice is the end-of-run line that says how the refused names would be allowed
+// ("" when none is a host name): the --allow entries for the first few, and the built-in
+// lists holding them. Field test (session 19): npm's ENOTFOUND and the refusal summary
+// named registry.npmjs.org, and nothing said that --allow @npm holds it. Pure.
+func allowAdvice(refused []string) string {
+	const most = 3
+	var names, lists []string
+	for _, n := range refused {
+		if len(names) == most {
+			break
+		}
+		if policy.ValidHostname(n) != nil || strings.Count(n, ".") == 0 {
+			continue // an address, or what the sandbox made up
+		}
+		names = append(names, "--allow "+n)
+		for _, l := range policy.ListNames() {
+			for _, e := range policy.Lists[strings.TrimPrefix(l, "@")] {
+				if pat, err := policy.ParsePattern(e); err == nil && pat.Matches(n, 443) && !slices.Contains(lists, l) {
+					lists = append(lists, l)
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	a := "to allow in the next run: " + strings.Join(names, " ")
+	if len(lists) > 0 {
+		a += " (or the built-in list " + strings.Join(lists, ", ") + ")"
+		if len(lists) > 1 {
+			a = strings.Replace(a, "built-in list ", "built-in lists ", 1)
+		}
+	}
+	return a + ", or allow = [...] in the profile"
 }

@@ -68,3 +68,22 @@ func TestValidRunID(t *testing.T) {
 		}
 	}
 }
+
+// The end-of-run advice (field test, session 19): the refused host names as --allow
+// entries, the built-in list that holds one, never an address or a single label.
+func TestAllowAdvice(t *testing.T) {
+	for _, c := range []struct {
+		refused []string
+		want    string
+	}{
+		{[]string{"registry.npmjs.org"}, "to allow in the next run: --allow registry.npmjs.org (or the built-in list @npm), or allow = [...] in the profile"},
+		{[]string{"objects.githubusercontent.com", "example.org"}, "to allow in the next run: --allow objects.githubusercontent.com --allow example.org (or the built-in list @github), or allow = [...] in the profile"},
+		{[]string{"203.0.113.10:80", "box"}, ""},
+		{[]string{"registry.npmjs.org", "github.com"}, "to allow in the next run: --allow registry.npmjs.org --allow github.com (or the built-in lists @npm, @github), or allow = [...] in the profile"},
+		{nil, ""},
+	} {
+		if got := allowAdvice(c.refused); got != c.want {
+			t.Errorf("allowAdvice(%q) = %q, want %q", c.refused, got, c.want)
+		}
+	}
+}

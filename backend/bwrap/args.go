@@ -61,7 +61,7 @@ func Args(spec Spec, host Host) ([]string, error) {
 		a = append(a, "--ro-bind", d, d)
 	}
 	if spec.ResolvConf != "" {
-		a = append(a, "--ro-bind", spec.ResolvConf, "/etc/resolv.conf")
+		a = append(a, "--ro-bind", spec.ResolvConf, resolvDest(host))
 	}
 	if spec.Ports.HostsFile != "" {
 		a = append(a, "--ro-bind", spec.Ports.HostsFile, "/etc/hosts") // publish.go
@@ -299,4 +299,17 @@ func CheckWorkdir(dir, home string) error {
 		}
 	}
 	return nil
+}
+
+// resolvDest is where the tier's own resolv.conf is bound. bwrap follows a link at the
+// destination, so where /etc/resolv.conf links into /run (systemd-resolved:
+// ../run/systemd/resolve/stub-resolv.conf, as on Ubuntu and Fedora) it is bound at the
+// link's end, which bwrap makes in the sandbox's fresh /run: bound at /etc/resolv.conf
+// it failed with "Can't create file at /etc/resolv.conf" (field test, session 19: an
+// Incus container of Debian with systemd-resolved, tiers internet and allowlist).
+func resolvDest(host Host) string {
+	if strings.HasPrefix(host.ResolvTarget, "/run/") {
+		return host.ResolvTarget
+	}
+	return "/etc/resolv.conf"
 }

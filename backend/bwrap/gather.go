@@ -65,8 +65,17 @@ func Gather(r Request, o Outside) (Facts, error) {
 	f.BoxData = resolved(filepath.Join(o.DataHome, "box"))
 	pathEnv := envMap(o.Environ)["PATH"]
 	for _, name := range r.toolNames() {
-		t, err := ResolveTool(name, pathEnv)
-		f.Tools[name] = ToolFact{Tool: t, Err: err}
+		t, from, err := resolveToolFrom(name, pathEnv)
+		tf := ToolFact{Tool: t, Err: err, From: from}
+		if err == nil {
+			for _, h := range f.Homes {
+				if within(t.Path, h) {
+					tf.Script = isScript(t.Path) // read only for a tool under a home: a few bytes
+					break
+				}
+			}
+		}
+		f.Tools[name] = tf
 	}
 	for _, m := range r.Profile.Mounts {
 		src := ExpandHome(m.Path, o.Home)

@@ -174,11 +174,14 @@ func (p *Plan) WriteGitConfig() error {
 // gitText is SANDBOX.md's line about git: who commits, and where a setting goes when the
 // repository's .git/config is read-only (git's own message is "Device or resource busy").
 func gitText(identity string) string {
+	// Field test (session 19): an agent's `git worktree add ../feature` under the home
+	// "worked", into the home's tmpfs, and its uncommitted work vanished with the session.
+	const worktree = " A `git worktree add` outside the working directory (`../NAME`) lands in scratch space that vanishes when the session ends (only its commits stay, in this repository): add worktrees inside the working directory."
 	const where = "set git settings with `git config --global` (this sandbox's own home) or `git -c KEY=VALUE`, never `git config` alone: the repository's own config (.git/config) is read-only here and writing it fails with \"Device or resource busy\"."
 	if identity == "" {
-		return "- Git: no commit identity is set: " + where + " For example `git config --global user.name NAME` and `git config --global user.email EMAIL`.\n"
+		return "- Git: no commit identity is set: " + where + " For example `git config --global user.name NAME` and `git config --global user.email EMAIL`." + worktree + "\n"
 	}
-	return fmt.Sprintf("- Git: commits are made as `%s` (the operator's identity); to change it or any other setting, %s\n", identity, where)
+	return fmt.Sprintf("- Git: commits are made as `%s` (the operator's identity); to change it or any other setting, %s%s\n", identity, where, worktree)
 }
 
 // ReportGitIdentity is the launch audit's line about the identity passed in.

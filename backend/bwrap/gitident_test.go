@@ -57,7 +57,7 @@ func TestSandboxMDGit(t *testing.T) {
 	with := SandboxMD(Policy{Profile: "p", StateDir: ".claude", GitIdentity: "Ada <a@x>"})
 	without := SandboxMD(Policy{Profile: "p", StateDir: ".claude"})
 	for name, md := range map[string]string{"with": with, "without": without} {
-		for _, want := range []string{"`git config --global`", "Device or resource busy", "`git -c KEY=VALUE`"} {
+		for _, want := range []string{"`git config --global`", "Device or resource busy", "`git -c KEY=VALUE`", "add worktrees inside the working directory"} {
 			if !strings.Contains(md, want) {
 				t.Errorf("%s identity: SANDBOX.md lacks %q", name, want)
 			}
@@ -115,5 +115,18 @@ func TestWriteGitConfig(t *testing.T) {
 	}
 	if _, err := os.Lstat(path); !os.IsNotExist(err) {
 		t.Errorf("no identity, file kept: %v", err)
+	}
+}
+
+// The protected set's sentence (field test, session 19): with nothing protected beyond
+// git's own files it read "..., and:." with an empty list.
+func TestSandboxMDProtectedList(t *testing.T) {
+	only := SandboxMD(Policy{Profile: "p", StateDir: ".claude", Workdir: "/w", Protected: []string{"/w/.git/hooks", "/w/.git/config"}})
+	if strings.Contains(only, "and:.") || !strings.Contains(only, "ask the operator).\n") {
+		t.Errorf("git's files only:\n%s", only)
+	}
+	more := SandboxMD(Policy{Profile: "p", StateDir: ".claude", Workdir: "/w", Protected: []string{"/w/.git/hooks", "/w/.envrc", "/w/.vscode"}})
+	if !strings.Contains(more, "ask the operator), and: `.envrc` `.vscode`.\n") {
+		t.Errorf("with others:\n%s", more)
 	}
 }

@@ -3,6 +3,7 @@ package bwrap
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,8 +58,14 @@ func DetectHost() (Host, error) {
 // visible inside). Directories under the operator's home on PATH are searched too: a
 // tool installed in ~/.local/bin is found and bound alone, not its directory.
 func ResolveTool(name, pathEnv string) (Tool, error) {
+	t, _, err := resolveToolFrom(name, pathEnv)
+	return t, err
+}
+
+// resolveToolFrom is ResolveTool, also naming the PATH directory it was found in.
+func resolveToolFrom(name, pathEnv string) (Tool, string, error) {
 	if strings.Contains(name, "/") {
-		return Tool{}, fmt.Errorf("tool %q: want a command name, not a path", name)
+		return Tool{}, "", fmt.Errorf("tool %q: want a command name, not a path", name)
 	}
 	for _, dir := range filepath.SplitList(pathEnv) {
 		if dir == "" || !filepath.IsAbs(dir) {
@@ -73,7 +80,20 @@ func ResolveTool(name, pathEnv string) (Tool, error) {
 		if err != nil {
 			continue
 		}
-		return Tool{Name: name, Path: real}, nil
+		return Tool{Name: name, Path: real}, dir, nil
 	}
-	return Tool{}, &exec.Error{Name: name, Err: exec.ErrNotFound}
+	return Tool{}, "", &exec.Error{Name: name, Err: exec.ErrNotFound}
+}
+
+// isScript: the file starts with "#!" (a script its interpreter runs, which may load
+// files beside it).
+func isScript(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 2)
+	n, _ := io.ReadFull(f, b)
+	return n == 2 && string(b) == "#!"
 }

@@ -33,6 +33,17 @@ func (e *CheckError) Unwrap() error { return e.Err }
 
 func needs(n Need, err error) error { return &CheckError{Need: n, Err: err} }
 
+// SetupEndedError: the sandbox ended while bwrap set it up (a mount it could not make),
+// before the command ran; Err is what box's own step then ran into (the block fd's
+// broken pipe, a /proc entry gone). Field test (session 19): box said only "write |1:
+// broken pipe" under bwrap's "Can't create file at /etc/resolv.conf".
+type SetupEndedError struct{ Err error }
+
+func (e *SetupEndedError) Error() string {
+	return fmt.Sprintf("the sandbox ended while bwrap set it up, before the command ran: bwrap's own message above says what it could not do (box then: %v)", e.Err)
+}
+func (e *SetupEndedError) Unwrap() error { return e.Err }
+
 // ErrRoot: box refuses to sandbox as root unless the plan allows it (Plan.AllowRoot).
 var ErrRoot = errors.New("refusing to sandbox as root: inside, the command would keep root's ownership of files (/etc/shadow, SSH host keys and other root-only files would be readable)")
 

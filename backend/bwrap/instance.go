@@ -131,11 +131,15 @@ func SandboxMD(p Policy) string {
 	}
 	fmt.Fprintf(&b, ".\n- Everything else is read-only (system directories) or absent: the operator's home directory, SSH and GPG agents, cloud credentials and /run/user are not here.\n")
 	if len(p.Protected) > 0 {
-		fmt.Fprintf(&b, "- Read-only inside the working directory, because tools outside the sandbox run or obey them: git hooks and config (commits, branches, rebases work; `git config` writes, `git remote add` and `git submodule init` fail: pass settings with `git -c` or ask the operator), and:")
+		fmt.Fprintf(&b, "- Read-only inside the working directory, because tools outside the sandbox run or obey them: git hooks and config (commits, branches, rebases work; `git config` writes, `git remote add` and `git submodule init` fail: pass settings with `git -c` or ask the operator)")
+		var others []string
 		for _, r := range p.Protected {
 			if rel, err := filepath.Rel(p.Workdir, r); err == nil && !strings.HasPrefix(rel, "..") && !strings.Contains(rel, ".git/") && filepath.Base(rel) != ".git" {
-				fmt.Fprintf(&b, " `%s`", rel)
+				others = append(others, "`"+rel+"`")
 			}
+		}
+		if len(others) > 0 {
+			fmt.Fprintf(&b, ", and: %s", strings.Join(others, " "))
 		}
 		fmt.Fprintf(&b, ".\n")
 	}

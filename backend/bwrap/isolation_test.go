@@ -127,6 +127,7 @@ func TestAutoFallsBack(t *testing.T) {
 		{&UsernsError{UsernsDiagnosis: UsernsDiagnosis{Cause: UsernsSeccomp}}, true},
 		{&UsernsError{UsernsDiagnosis: UsernsDiagnosis{Cause: UsernsMaxZero}}, true},
 		{&UsernsError{UsernsDiagnosis: UsernsDiagnosis{Cause: UsernsCloneOff}}, true},
+		{&UsernsError{UsernsDiagnosis: UsernsDiagnosis{Cause: UsernsProcMasked}}, true},
 		{&UsernsError{UsernsDiagnosis: unknown}, false},
 		{errors.New("something else"), false},
 	} {

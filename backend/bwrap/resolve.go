@@ -178,6 +178,10 @@ type Facts struct {
 type ToolFact struct {
 	Tool Tool
 	Err  error // exec.ErrNotFound when absent
+	// From is the PATH directory it was found in; Script: it lies under a home and
+	// starts with "#!".
+	From   string
+	Script bool
 }
 
 // MountFact is a mount source with symlinks resolved.
@@ -333,6 +337,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 			continue
 		}
 		tools = append(tools, tf.Tool)
+		p.warnScriptAlone(tf, r.Profile.Mounts, f)
 	}
 
 	var mounts []Mount
@@ -650,7 +655,10 @@ func checkWorkdir(f Facts) error {
 			return err
 		}
 		if w := policy.SecretAt(f.Workdir, h); w != "" {
-			return &WorkdirError{Dir: f.Workdir, Why: "it holds " + w}
+			// By place, whether there now or not: the sandbox could make them (field
+			// review, session 19: ~/.config was refused for the Google Cloud credentials
+			// of a machine without any).
+			return &WorkdirError{Dir: f.Workdir, Why: "it holds, or would hold, " + w}
 		}
 	}
 	return refuseBoxDirs(f.BoxDirs, f.Workdir, "the working directory")
@@ -726,19 +734,63 @@ func (b *BuiltSet) set(t protect.Tree, o protect.Options) (protect.Set, error) {
 	return b.Set, b.Err
 }
 
+// warnScriptAlone: a tool is bound alone, its file only; a script under your home that
+// loads files beside it then fails inside. Field test (session 19): node from nvm ran,
+// and its npm (~/.nvm/versions/node/V/lib/node_modules/npm/bin/npm-cli.js) failed with
+// "Cannot find module '../lib/cli.js'". A profile mount of its directory (read-only)
+// brings them in: no warning then. The directory named is the PATH entry's parent when
+// that is a bin/, unless it is the home itself or ~/.local (box's own data, other tools).
+func (p *Plan) warnScriptAlone(tf ToolFact, mounts []profiles.Mount, f Facts) {
+	if !tf.Script {
+		return
+	}
+	for _, m := range mounts {
+		if src := ExpandHome(m.Path, f.Home); within(tf.Tool.Path, src) || within(tf.Tool.Path, f.Mounts[src].Real) && f.Mounts[src].Real != "" {
+			return
+		}
+	}
+	dir := tf.From
+	if filepath.Base(dir) == "bin" {
+		dir = filepath.Dir(dir)
+	}
+	suggest := ""
+	if dir != f.Home && dir != filepath.Join(f.Home, ".local") && within(tf.Tool.Path, dir) {
+		suggest = fmt.Sprintf(" (here: [[mounts]] path = %q)", "~/"+strings.TrimPrefix(dir, f.Home+"/"))
+	}
+	p.warn("%s is a script under your home (%s), bound into the sandbox alone: one that loads files beside it (a version manager's npm, a pip --user command) fails there; a profile's [[mounts]] entry for the directory it loads from, read-only, brings them in%s", tf.Tool.Name, tf.Tool.Path, suggest)
+}
+
 // warnHooksOutside says which of your git hooks commits inside do not run: git skips a
 // hooks directory it cannot find without a word, so a commit inside passed over your
 // pre-commit checks silently (field review, session 16; TestRunHooksOutsideWarned). A
 // repository's own core.hooksPath outside the working directory runs inside once a
 // profile mounts it; your global config's is not read inside at all.
 func (p *Plan) warnHooksOutside(hooks []protect.HooksFact, mounts []Mount, landlock bool) {
+	// Your global core.hooksPath: one warning per directory it names, naming every
+	// repository, not one each (a repository with a linked worktree inside printed it
+	// twice at every launch, and a command wrapper launches box for every command: field
+	// review, session 19).
+	var globalDirs []string
+	globalTops := map[string][]string{}
+	defer func() {
+		for _, dir := range globalDirs {
+			if tops := globalTops[dir]; len(tops) == 1 {
+				p.warn("your global git config's core.hooksPath (%s) does not apply inside: git there reads no global config of yours, so commits in %s skip those hooks (its .git/hooks run instead); run them on the host, or set core.hooksPath in the repository's own config", dir, tops[0])
+			} else {
+				p.warn("your global git config's core.hooksPath (%s) does not apply inside: git there reads no global config of yours, so commits in %s skip those hooks (their .git/hooks run instead); run them on the host, or set core.hooksPath in each repository's own config", dir, strings.Join(tops, ", "))
+			}
+		}
+	}()
 	for _, h := range hooks {
 		if landlock && !h.Global {
 			p.warn("the git hooks of %s are not granted to the Landlock mode: its core.hooksPath names %s, outside the working directory, so commits inside fail (git cannot execute them); commit on the host, or run in the bwrap mode with a profile's [[mounts]] path = %q (mode \"ro\")", h.Top, h.Dir, h.Dir)
 			continue
 		}
 		if h.Global {
-			p.warn("your global git config's core.hooksPath (%s) does not apply inside: git there reads no global config of yours, so commits in %s skip those hooks (its .git/hooks run instead); run them on the host, or set core.hooksPath in the repository's own config", h.Dir, h.Top)
+			if globalTops[h.Dir] == nil {
+				globalDirs = append(globalDirs, h.Dir)
+			}
+			globalTops[h.Dir] = append(globalTops[h.Dir], h.Top)
 			continue
 		}
 		visible := false

@@ -2,7 +2,9 @@ package bwrap
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -444,5 +446,87 @@ func TestResolveAbstractScope(t *testing.T) {
 				t.Errorf("warnings %q, want %q", w, c.warn)
 			}
 		})
+	}
+}
+
+// Your global core.hooksPath is said once per directory, naming every repository it
+// skips (field review, session 19: a repository and its linked worktree inside, two
+// warnings at every launch of a command wrapper).
+func TestWarnHooksOutsideGlobalOnce(t *testing.T) {
+	p := &Plan{}
+	p.warnHooksOutside([]protect.HooksFact{
+		{Top: "/w", Dir: "/h/githooks", Global: true},
+		{Top: "/w/.wt/side", Dir: "/h/githooks", Global: true},
+		{Top: "/w/sub", Dir: "/h/other", Global: true},
+	}, nil, false)
+	if len(p.Warnings) != 2 || !strings.Contains(p.Warnings[0], "(/h/githooks)") || !strings.Contains(p.Warnings[0], "commits in /w, /w/.wt/side skip those hooks (their .git/hooks run instead)") ||
+		!strings.Contains(p.Warnings[1], "commits in /w/sub skip those hooks (its .git/hooks run instead)") {
+		t.Errorf("warnings:\n%s", strings.Join(p.Warnings, "\n"))
+	}
+}
+
+// A script under your home bound alone is warned, with the version manager's directory to
+// mount; a profile mount holding it, an ELF tool, or a tool outside the home is not
+// (field test, session 19: nvm's npm failed inside with "Cannot find module
+// '../lib/cli.js'" and nothing said why).
+func TestWarnScriptAlone(t *testing.T) {
+	home := "/home/u"
+	npm := ToolFact{Tool: Tool{Name: "npm", Path: home + "/.nvm/versions/node/v20/lib/node_modules/npm/bin/npm-cli.js"},
+		From: home + "/.nvm/versions/node/v20/bin", Script: true}
+	f := Facts{Home: home, Mounts: map[string]MountFact{}}
+	p := &Plan{}
+	p.warnScriptAlone(npm, nil, f)
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "npm is a script under your home") ||
+		!strings.Contains(p.Warnings[0], `(here: [[mounts]] path = "~/.nvm/versions/node/v20")`) {
+		t.Errorf("nvm's npm: %q", p.Warnings)
+	}
+	p = &Plan{}
+	f.Mounts[home+"/.nvm/versions/node/v20"] = MountFact{Real: home + "/.nvm/versions/node/v20"}
+	p.warnScriptAlone(npm, []profiles.Mount{{Path: "~/.nvm/versions/node/v20"}}, f)
+	node := npm
+	node.Script = false
+	p.warnScriptAlone(node, nil, f)
+	if len(p.Warnings) != 0 {
+		t.Errorf("mounted, or not a script: %q", p.Warnings)
+	}
+	// ~/.local/bin: no directory suggested (~/.local holds box's own data).
+	p = &Plan{}
+	p.warnScriptAlone(ToolFact{Tool: Tool{Name: "httpie", Path: home + "/.local/bin/http"}, From: home + "/.local/bin", Script: true}, nil, f)
+	if len(p.Warnings) != 1 || strings.Contains(p.Warnings[0], "(here:") {
+		t.Errorf("~/.local/bin: %q", p.Warnings)
+	}
+}
+
+// The same through the facts box gathers: nvm's layout in a home of the test's own, npm
+// on PATH from it; Resolve then warns (seen failing before warnScriptAlone: no warning).
+func TestGatherWarnsScriptAlone(t *testing.T) {
+	home := t.TempDir()
+	v := filepath.Join(home, ".nvm", "versions", "node", "v20")
+	cli := filepath.Join(v, "lib", "node_modules", "npm", "bin", "npm-cli.js")
+	if err := os.MkdirAll(filepath.Dir(cli), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cli, []byte("#!/usr/bin/env node\nrequire('../lib/cli.js')\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(v, "bin"), 0o755)
+	if err := os.Symlink("../lib/node_modules/npm/bin/npm-cli.js", filepath.Join(v, "bin", "npm")); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(home, "src", "app")
+	os.MkdirAll(work, 0o755)
+	r := testRequest()
+	r.Tree, r.Command = work, []string{"npm", "test"}
+	f, err := Gather(r, Outside{Home: home, ConfigHome: filepath.Join(home, ".config"), DataHome: filepath.Join(home, ".local", "share"), User: "u",
+		Environ: []string{"PATH=" + filepath.Join(v, "bin") + ":/usr/bin:/bin", "HOME=" + home}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Resolve(r, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, "npm is a script under your home") || !strings.Contains(w, `path = "~/.nvm/versions/node/v20"`) {
+		t.Errorf("warnings:\n%s", w)
 	}
 }

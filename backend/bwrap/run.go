@@ -211,6 +211,11 @@ func Run(l Launch) (int, error) {
 			_, infoErr = blockW.Write([]byte{1})
 		}
 		if infoErr != nil {
+			// The sandbox already gone: bwrap failed setting it up (its message is on
+			// the command's stderr), and what failed here only followed from that.
+			if (pfErr == nil && pidfdEnded(childFd)) || errors.Is(pfErr, unix.ESRCH) {
+				infoErr = &SetupEndedError{Err: infoErr}
+			}
 			// Fail closed: kill the sandbox and bwrap before the block fd is closed by
 			// the defer (a sandbox outliving bwrap would read EOF and run unfiltered).
 			if pfErr == nil {
@@ -384,4 +389,11 @@ func readChildPid(r io.Reader) (int, uint64, error) {
 		return 0, 0, errors.New("bwrap reported no sandbox pid")
 	}
 	return info.ChildPid, info.PidNS, nil
+}
+
+// pidfdEnded: the process of the pidfd has exited (a zombie included).
+func pidfdEnded(fd int) bool {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(pfd, 0)
+	return err == nil && n == 1 && pfd[0].Revents&unix.POLLIN != 0
 }

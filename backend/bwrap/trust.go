@@ -365,6 +365,9 @@ func (p *Plan) settleAlone(dir string, stderr io.Writer) error {
 		if p.Spec.HomeDir != "" {
 			return &WiderError{Box: p.Policy.Box, Beyond: beyond, Record: filepath.Join(dir, ReachFile), Home: p.Spec.HomeDir}
 		}
+		if onlyBoxsOwn(dir, p.Spec.StateDir, p.Policy.Instructions, p.Spec.Network) {
+			return writeReach(dir, p.Reach)
+		}
 		aside, n, err := setAside(dir, p.Spec.StateDir)
 		if err != nil {
 			return fmt.Errorf("setting aside what narrower runs left: %w", err)
@@ -391,6 +394,42 @@ func stateLeft(dir, stateDir string) bool {
 		}
 	}
 	return false
+}
+
+// onlyBoxsOwn: the instance directory holds nothing an earlier run left for a later one
+// to obey, only what box itself writes into the state directory and rewrites before
+// this launch: SANDBOX.md (from the policy), the instructions file holding only its
+// import line, the git identity's file (rewritten, or removed without one), and the
+// allowlist's refusal log when empty or when this run is on tier allowlist (recreated);
+// no project store, no Landlock home. Setting that aside changes nothing but the noise:
+// a field test (session 19) of a day's runs of the default profile, tier none for the
+// tests and allowlist for npm install, set aside a copy of only these files at every
+// install, each with a warning, towards the 999 copies after which box run refuses.
+func onlyBoxsOwn(dir, stateDir, instructions string, tier policy.Tier) bool {
+	for _, n := range []string{"nix", LandlockHome} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); !os.IsNotExist(err) {
+			return false
+		}
+	}
+	state := filepath.Join(dir, stateDir)
+	ents, err := os.ReadDir(state)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		b, err := readRegular(filepath.Join(state, e.Name()))
+		if err != nil {
+			return false // a link, a directory, a fifo, too large: not box's
+		}
+		switch name := e.Name(); {
+		case name == "SANDBOX.md" || name == GitConfigFile:
+		case name == RefusalsFile && (len(b) == 0 || tier == policy.NetAllowlist):
+		case name == instructions && instructions != "" && string(b) == importLine+"\n":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // setAside moves the instance directory's state (the agent's state directory, the

@@ -23,12 +23,14 @@ const (
 	UsernsSeccomp                             // a seccomp filter refuses unshare(CLONE_NEWUSER): a container
 	UsernsAppArmorRestrict                    // kernel.apparmor_restrict_unprivileged_userns=1, no profile grants this bwrap userns
 	UsernsAppArmorChildren                    // a profile for this bwrap is loaded and confines what it runs
+	UsernsProcMasked                          // the namespace is made, but a container's masked /proc forbids mounting a new one
 )
 
 var usernsCauseNames = map[UsernsCause]string{
 	UsernsOK: "ok", UsernsUnknown: "unknown", UsernsMaxZero: "max-user-namespaces",
 	UsernsCloneOff: "unprivileged-userns-clone", UsernsSeccomp: "seccomp",
 	UsernsAppArmorRestrict: "apparmor-restrict", UsernsAppArmorChildren: "apparmor-children",
+	UsernsProcMasked: "proc-masked",
 }
 
 // String is the cause's stable name (box --check --json).
@@ -58,6 +60,10 @@ type UsernsFacts struct {
 	BoxProfileAttach string
 	// Unshare is the outcome of unshare(CLONE_NEWUSER) tried in a child (nil: allowed).
 	Unshare error
+	// ProcCovers are the mount points inside the proc mounts box sees (a container's
+	// masking: a file such as /proc/sys/kernel/random/boot_id mounted over), when no proc
+	// mount is free of them; the kernel then refuses a new proc in a user namespace.
+	ProcCovers []string
 	// TrialRan: a minimal bwrap sandbox was tried; TrialErr is its failure (nil: it ran)
 	// and TrialStderr what bwrap said.
 	TrialRan    bool
@@ -115,6 +121,15 @@ func DiagnoseUserns(f UsernsFacts) UsernsDiagnosis {
 				" and no AppArmor restriction is set: a seccomp filter refuses user namespaces" + inContainer(f),
 			Fix: "run the container with a seccomp profile that allows user namespaces (Docker: --security-opt seccomp=PROFILE, " +
 				"Docker's default profile with clone, unshare and setns allowed for CLONE_NEWUSER), not --privileged and not seccomp=unconfined"}
+	}
+	if procMasked(f) {
+		// Field test (session 19): an unprivileged Incus container without
+		// security.nesting; with it, the same container ran the sandbox.
+		return UsernsDiagnosis{Cause: UsernsProcMasked,
+			Detail: "a trial sandbox failed: " + trialText(f) + "; user namespaces are allowed, but every /proc mounted here has something mounted over part of it (" +
+				coversText(f.ProcCovers) + "), and the kernel refuses a new /proc in a user namespace unless one is fully visible: a container that masks /proc (Incus or LXD without security.nesting, Docker's masked paths)",
+			Fix: "on the container's host: incus config set NAME security.nesting=true, then restart it (LXD: lxc config set NAME security.nesting=true); " +
+				"Docker: --security-opt systempaths=unconfined (Podman: --security-opt unmask=ALL); or run box outside the container"}
 	}
 	d := UsernsDiagnosis{Cause: UsernsUnknown, Fix: "box does not recognise this failure; the trial sandbox's error above says what was refused " +
 		"(a security policy around box, such as an AppArmor profile or a seccomp filter, is the usual cause: dmesg shows AppArmor's denials)"}
@@ -192,6 +207,22 @@ func hasProfile(lines []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// procMasked: the namespace was made, bwrap could not mount its /proc (EPERM, not
+// AppArmor's EACCES), and every proc mount box sees has mounts over part of it.
+func procMasked(f UsernsFacts) bool {
+	return f.Unshare == nil && len(f.ProcCovers) > 0 && f.TrialRan && f.TrialErr != nil &&
+		strings.Contains(f.TrialStderr, "Can't mount proc") && strings.Contains(f.TrialStderr, "Operation not permitted")
+}
+
+// coversText names the first few covered paths.
+func coversText(covers []string) string {
+	const most = 3
+	if len(covers) <= most {
+		return strings.Join(covers, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(covers[:most], ", "), len(covers)-most)
 }
 
 func trialText(f UsernsFacts) string {

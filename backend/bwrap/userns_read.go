@@ -25,6 +25,7 @@ var (
 	apparmorFS        = "/sys/kernel/security/apparmor"
 	boxProfileFile    = "/etc/apparmor.d/" + BoxProfileName
 	procSelfStatus    = "/proc/self/status"
+	procSelfMounts    = "/proc/self/mountinfo"
 )
 
 // ReadUsernsFacts reads the facts for bin (the bwrap box uses; "" none) and tries an
@@ -53,6 +54,9 @@ func ReadUsernsFacts(bin string) UsernsFacts {
 		}
 	}
 	f.Unshare = tryUnshare(bin)
+	if b, err := os.ReadFile(procSelfMounts); err == nil {
+		f.ProcCovers = procCovers(b)
+	}
 	if bin != "" {
 		f.TrialRan = true
 		var stderr bytes.Buffer
@@ -82,6 +86,39 @@ func readUsernsSysctls() UsernsFacts {
 		}
 	}
 	return f
+}
+
+// procCovers are the mount points strictly inside the proc mounts of a mount table
+// (/proc/self/mountinfo), or nil when one proc mount has none (the kernel lets a user
+// namespace mount a new proc only when a proc mount is fully visible). Pure.
+func procCovers(mountinfo []byte) []string {
+	var procs, points []string
+	for _, line := range strings.Split(string(mountinfo), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 1 {
+			continue
+		}
+		point := unescapeMountinfo(f[4])
+		points = append(points, point)
+		if g[0] == "proc" && f[3] == "/" {
+			procs = append(procs, point)
+		}
+	}
+	var covers []string
+	for _, pr := range procs {
+		var in []string
+		for _, pt := range points {
+			if strings.HasPrefix(pt, pr+"/") {
+				in = append(in, pt)
+			}
+		}
+		if len(in) == 0 {
+			return nil
+		}
+		covers = append(covers, in...)
+	}
+	return covers
 }
 
 // tryUnshare starts a child in a new user namespace (no uid map: only the namespace's

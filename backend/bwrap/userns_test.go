@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,6 +63,14 @@ func TestDiagnoseUserns(t *testing.T) {
 			UsernsAppArmorChildren, []string{`profile "bwrap" for /usr/bin/bwrap`, "unpriv_bwrap", "Can't mount proc"}, "apparmor=\"DENIED\""},
 		{"restricted, refused at the clone", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", AppArmorRestrict: "1", Unshare: eperm,
 			TrialRan: true, TrialErr: trialFailed, TrialStderr: noPerm}, UsernsAppArmorRestrict, []string{"no profile for /usr/bin/bwrap"}, ""},
+		// Field test (session 19): box as a user in an unprivileged Incus container without
+		// security.nesting (its /proc has the container's boot_id mounted over a file).
+		{"container: /proc masked", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "2147483647", ProcCovers: []string{"/proc/sys/kernel/random/boot_id"},
+			TrialRan: true, TrialErr: trialFailed, TrialStderr: "bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n"},
+			UsernsProcMasked, []string{"Can't mount proc", "/proc/sys/kernel/random/boot_id", "security.nesting"}, "incus config set NAME security.nesting=true"},
+		{"proc refused, but a proc mount is fully visible", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000",
+			TrialRan: true, TrialErr: trialFailed, TrialStderr: "bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n"},
+			UsernsUnknown, []string{"Can't mount proc"}, ""},
 		{"unrecognised failure", UsernsFacts{Bwrap: "/usr/bin/bwrap", MaxUserNS: "15000", TrialRan: true, TrialErr: trialFailed, TrialStderr: "bwrap: something new\n"},
 			UsernsUnknown, []string{"a trial sandbox failed: bwrap: something new"}, ""},
 		{"no bwrap", UsernsFacts{MaxUserNS: "15000"}, UsernsUnknown, []string{"untested (no bwrap)"}, ""},
@@ -88,10 +97,31 @@ func TestDiagnoseUserns(t *testing.T) {
 }
 
 func TestUsernsCauseNames(t *testing.T) {
-	for c := UsernsOK; c <= UsernsAppArmorChildren; c++ {
+	for c := UsernsOK; c <= UsernsProcMasked; c++ {
 		if c.String() == "" {
 			t.Errorf("cause %d has no name", c)
 		}
+	}
+}
+
+// procCovers, on mount tables recorded in unprivileged Incus containers (session 19):
+// without security.nesting the only proc has boot_id mounted over a file; with it, LXC
+// adds a fully visible proc at /dev/.lxc/proc and the sandbox starts.
+func TestProcCovers(t *testing.T) {
+	plain := `80 78 0:44 / /proc rw,nosuid,nodev,noexec,relatime shared:18 - proc proc rw
+81 78 0:45 / /sys rw,relatime shared:19 - sysfs sysfs rw
+100 80 0:43 /.lxc-boot-id /proc/sys/kernel/random/boot_id ro,nosuid,nodev,noexec,relatime shared:4 - tmpfs none rw,size=492k,mode=755
+53 81 0:50 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:27 - tmpfs tmpfs ro,size=4096k
+`
+	nested := plain + "467 457 0:63 / /dev/.lxc/proc rw,relatime shared:222 - proc proc rw\n"
+	if got := procCovers([]byte(plain)); !slices.Equal(got, []string{"/proc/sys/kernel/random/boot_id"}) {
+		t.Errorf("without nesting: %q", got)
+	}
+	if got := procCovers([]byte(nested)); got != nil {
+		t.Errorf("with a fully visible proc: %q", got)
+	}
+	if got := procCovers([]byte("22 1 0:5 / /proc rw - proc proc rw\n")); got != nil {
+		t.Errorf("a host's plain /proc: %q", got)
 	}
 }
 

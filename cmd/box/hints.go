@@ -189,6 +189,7 @@ var hints = []func(error) (string, error){
 	to[*bwrap.NoHomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\""),
 	to[*bwrap.HomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/); or run in the Landlock mode, which mounts no home (--isolation landlock)"),
 	is(bwrap.ErrRoot, "run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure"),
+	to[*bwrap.SetupEndedError]("bwrap's line above names the path it could not set up: a link or a missing path there on this machine is the usual cause ('box run --dry-run' prints the argv box gives bwrap)"),
 	as(func(e *bwrap.CheckError) string { return checkHint(e.Need) }),
 	as(grantHint),
 	to[*bwrap.EnvNameError]("--env takes a name; the value comes from your environment"),

@@ -57,6 +57,8 @@ func TestHints(t *testing.T) {
 		{&bwrap.CheckError{Need: bwrap.NeedHelper, Err: base}, "install passt (pasta) or slirp4netns, then run 'box --check'", exitFail},
 		{&bwrap.CheckError{Need: bwrap.NeedBwrap, Err: base}, "install it: apt-get install bubblewrap (then run 'box --check')", exitFail},
 		{&bwrap.CheckError{Need: bwrap.NeedSandbox, Err: base}, "run 'box --check' to diagnose the sandbox", exitFail},
+		{&bwrap.CheckError{Need: bwrap.NeedSandbox, Err: &bwrap.SetupEndedError{Err: base}}, "bwrap's line above names the path it could not set up: a link or a missing path there on this machine is the usual cause ('box run --dry-run' prints the argv box gives bwrap)", exitFail},
+		{&bwrap.SetupEndedError{Err: &bwrap.CheckError{Need: bwrap.NeedInternet, Err: base}}, "bwrap's line above names the path it could not set up: a link or a missing path there on this machine is the usual cause ('box run --dry-run' prints the argv box gives bwrap)", exitFail},
 		{&errs.UsageError{Err: &bwrap.EnvNameError{Err: base}}, "--env takes a name; the value comes from your environment", exitUsage},
 		{&errs.UsageError{Err: &bwrap.AllowTierError{Tier: policy.NetInternet}}, "add --network allowlist (or use a profile with network = \"allowlist\")", exitUsage},
 		{&errs.UsageError{Err: &bwrap.AllowPatternError{Err: base}}, "for example --allow github.com, --allow '*.githubusercontent.com', --allow api.anthropic.com:443 or --allow @github", exitUsage},

@@ -111,6 +111,10 @@ type Lab struct {
 	// EtcUpper, when set, is a directory UserCommand lays over /etc (an overlay, with
 	// EtcWork its work directory): a test's own /etc/gitconfig, the machine's untouched.
 	EtcUpper, EtcWork string
+	// ResolvedStub, with an EtcUpper whose resolv.conf links to it: the path
+	// (/run/systemd/resolve/stub-resolv.conf) UserCommand makes in a tmpfs over /run, so
+	// /etc/resolv.conf is a link into /run as systemd-resolved makes it (Ubuntu, Fedora).
+	ResolvedStub string
 
 	mu        sync.Mutex
 	nss       []string // namespace names, in creation order
@@ -415,14 +419,16 @@ func (l *Lab) Command(ctx context.Context, role string, argv ...string) *exec.Cm
 }
 
 // userScript runs in a private mount namespace inside the host netns: it lays the
-// test's /etc over the machine's (if any), binds the lab's resolv.conf and 0666 tun
-// node, then drops to the user and execs the command.
+// test's /etc over the machine's (if any), makes the resolved stub (if any) in a tmpfs
+// over /run, binds the lab's resolv.conf (through the link, if the overlay made one) and
+// 0666 tun node, then drops to the user and execs the command.
 const userScript = `set -e
 if [ -n "$5" ]; then mount -t overlay overlay -o "lowerdir=/etc,upperdir=$5,workdir=$6" /etc; fi
+if [ -n "$7" ]; then mount -t tmpfs tmpfs /run; mkdir -p "$(dirname "$7")"; : > "$7"; fi
 mount --bind "$1" /etc/resolv.conf
 mount --bind "$2" /dev/net/tun
 uid=$3 gid=$4
-shift 6
+shift 7
 exec setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all -- "$@"`
 
 // UserCommand runs argv as uid:gid in the host namespace, the way box runs on an
@@ -432,7 +438,7 @@ exec setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all -- "$@
 func (l *Lab) UserCommand(ctx context.Context, uid, gid int, argv ...string) *exec.Cmd {
 	args := []string{"--net=" + l.HostNS(), "--",
 		"unshare", "--mount", "--propagation", "private", "--",
-		"/bin/sh", "-c", userScript, "sh", l.ResolvConf, l.Tun, strconv.Itoa(uid), strconv.Itoa(gid), l.EtcUpper, l.EtcWork}
+		"/bin/sh", "-c", userScript, "sh", l.ResolvConf, l.Tun, strconv.Itoa(uid), strconv.Itoa(gid), l.EtcUpper, l.EtcWork, l.ResolvedStub}
 	cmd := exec.CommandContext(ctx, "nsenter", append(args, argv...)...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=" + l.Dir, "LANG=C.UTF-8"}
 	return cmd

@@ -92,16 +92,7 @@ func (c *counts) summary(label string) string {
 	if c.total == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(c.by))
-	for k := range c.by {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if a, b := c.by[keys[i]], c.by[keys[j]]; a != b {
-			return a > b
-		}
-		return keys[i] < keys[j]
-	})
+	keys := c.sorted()
 	rest := c.others
 	if len(keys) > summaryNames {
 		for _, k := range keys[summaryNames:] {
@@ -117,6 +108,21 @@ func (c *counts) summary(label string) string {
 		parts = append(parts, "others ("+strconv.Itoa(rest)+")")
 	}
 	return fmt.Sprintf("%s %d: %s", label, c.total, strings.Join(parts, ", "))
+}
+
+// sorted are the names counted, most first.
+func (c *counts) sorted() []string {
+	keys := make([]string, 0, len(c.by))
+	for k := range c.by {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if a, b := c.by[keys[i]], c.by[keys[j]]; a != b {
+			return a > b
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }
 
 // NewLog writes every event, one line each, to ws.
@@ -187,6 +193,13 @@ func (l *Log) Refused() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.refused.total
+}
+
+// RefusedNames are the names (or addresses) refused, most refused first.
+func (l *Log) RefusedNames() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.refused.sorted()
 }
 
 // Summary is the end-of-run line: how many refusals, for which names, most first, then
