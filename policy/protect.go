@@ -239,6 +239,14 @@ var protectEntries = []ProtectEntry{
 	{Name: "rust-toolchain.toml", Scope: ScopeProject, Path: "rust-toolchain.toml", Why: "rustup runs the toolchain its path setting names on every cargo and rustc call (a prompt showing the Rust version calls rustc on cd)"},
 	{Name: "rust-toolchain", Scope: ScopeProject, Path: "rust-toolchain", Why: "the same, under rustup's older name (TOML too)"},
 	{Name: ".ruby-version", Scope: ScopeProject, Path: ".ruby-version", Why: "rbenv and chruby run the ruby it names (the same path traversal class as pyenv's)"},
+	// rbenv's descendants read a version file's first word as a directory under their
+	// versions/ and run its bin/: jenv (current), goenv before 2.2.29 and plenv refuse no
+	// "../", so "../../proj/evil" ran the tree's evil/bin/java through the host's next java
+	// (hostile review, session 19).
+	{Name: ".java-version", Scope: ScopeProject, Path: ".java-version", Why: "jenv runs the java it names on every java call and exports it as JAVA_HOME (a ../ path there ran any binary)"},
+	{Name: ".java-options", Scope: ScopeProject, Path: ".java-options", Why: "jenv passes its words to every java it runs (-javaagent: loads code from a jar)"},
+	{Name: ".go-version", Scope: ScopeProject, Path: ".go-version", Why: "goenv runs the go it names on every go call (before 2.2.29 a ../ path there ran any binary); mise reads it too"},
+	{Name: ".perl-version", Scope: ScopeProject, Path: ".perl-version", Why: "plenv runs the perl it names on every perl call (a ../ path there runs any binary)"},
 }
 
 // ProtectEntries returns the protected set's rules, in their order.

@@ -176,3 +176,49 @@ func TestSandboxPostRunAuditSubdirAgentSettings(t *testing.T) {
 		t.Errorf("with the watch off pkg/.mcp.json was moved aside: the test proves nothing")
 	}
 }
+
+// Version managers built on rbenv's scripts take a version file's first word as a
+// directory under their versions/ and run its bin/ (hostile review, session 19): jenv
+// (current) and goenv before 2.2.29 and plenv refuse no "../", so a .java-version,
+// .go-version or .perl-version of "../../proj/evil" had the host's next java, go or perl
+// through the shim run evil/bin/java from the tree, and jenv hands every word of
+// .java-options to each java it runs (-javaagent:build/a.jar loaded the sandbox's code).
+// Absent at launch, each plant is moved aside after the run; present, it is read-only.
+func TestSandboxPostRunAuditVersionFiles(t *testing.T) {
+	w := newWorld(t)
+	files := []string{".java-version", ".java-options", ".go-version", ".perl-version"}
+	var plant strings.Builder
+	for _, f := range files {
+		plant.WriteString("echo ../../proj/evil > " + f + "\n")
+	}
+	r := w.sh(plant.String())
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range files {
+		if !strings.Contains(r.stderr, "box: audit: "+f+": protected file added") {
+			t.Errorf("the audit does not report %s:\n%s", f, r.stderr)
+		}
+		if b, err := os.ReadFile(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the host's version manager reads the planted %s: %q", f, b)
+		}
+	}
+	// Present at launch: read-only inside.
+	const mine = "17\n"
+	for _, f := range files {
+		p := filepath.Join(w.proj, f)
+		if err := os.WriteFile(p, []byte(mine), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(p, w.uid, w.gid)
+	}
+	r = w.sh("for f in " + strings.Join(files, " ") + "; do echo ../../proj/evil > $f && echo WROTE $f; done; true")
+	for _, f := range files {
+		if b, _ := os.ReadFile(filepath.Join(w.proj, f)); string(b) != mine {
+			t.Errorf("the sandbox rewrote the existing %s: %q (exit %d)", f, b, r.code)
+		}
+	}
+	if strings.Contains(r.stdout, "WROTE") {
+		t.Errorf("the sandbox's writes succeeded: %q", r.stdout)
+	}
+}
