@@ -212,6 +212,14 @@ var protectEntries = []ProtectEntry{
 	{Name: ".hg/sharedpath", Scope: ScopeProject, Path: ".hg/sharedpath", Why: "redirects hg to another repository, whose config it then obeys"},
 	{Name: ".jj/repo/config.toml", Scope: ScopeProject, Path: ".jj/repo/config.toml", Why: "Jujutsu obeys a repository's config on every jj command (ui.pager, ui.editor, ui.diff-formatter, aliases, fix tools)"},
 	{Name: ".lazygit.yml", Scope: ScopeProject, Path: ".lazygit.yml", Why: "lazygit merges a .lazygit.yml found in the repository or above it into its config: its pager and customCommands run"},
+	// Vim sources these from the directory it starts in when 'exrc' is set (no trust
+	// prompt: call system() ran as the operator, hostile review, session 19); Neovim
+	// asks once per content, then sources .nvim.lua, .nvimrc or .exrc the same way.
+	{Name: ".vimrc", Scope: ScopeProject, Path: ".vimrc", Why: "vim with 'exrc' set sources it when started here: its commands and call system() run"},
+	{Name: ".exrc", Scope: ScopeProject, Path: ".exrc", Why: "the same, under the name vi, vim and Neovim read"},
+	{Name: ".gvimrc", Scope: ScopeProject, Path: ".gvimrc", Why: "the same, for gvim"},
+	{Name: ".nvimrc", Scope: ScopeProject, Path: ".nvimrc", Why: "Neovim with 'exrc' set sources it once trusted (a trusted file rewritten asks again, but one answer runs it)"},
+	{Name: ".nvim.lua", Scope: ScopeProject, Path: ".nvim.lua", Why: "the same, as Lua"},
 	{Name: ".helix", Scope: ScopeProject, Path: ".helix", Dir: true, Why: "Helix obeys .helix/languages.toml and config.toml: the language servers and formatters they name start when you open a file"},
 	{Name: ".clinerules", Scope: ScopeProject, Path: ".clinerules", Dir: true, Why: "Cline runs the hook scripts in .clinerules/hooks and obeys its rules and workflows"},
 	{Name: ".gitmodules", Scope: ScopeProject, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},

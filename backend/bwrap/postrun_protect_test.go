@@ -183,24 +183,36 @@ func TestSandboxPostRunAuditSubdirAgentSettings(t *testing.T) {
 // .go-version or .perl-version of "../../proj/evil" had the host's next java, go or perl
 // through the shim run evil/bin/java from the tree, and jenv hands every word of
 // .java-options to each java it runs (-javaagent:build/a.jar loaded the sandbox's code).
-// Absent at launch, each plant is moved aside after the run; present, it is read-only.
 func TestSandboxPostRunAuditVersionFiles(t *testing.T) {
+	auditPlants(t, []string{".java-version", ".java-options", ".go-version", ".perl-version"}, "../../proj/evil")
+}
+
+// Vim with 'exrc' set (and Neovim, once trusted) sources .vimrc or .exrc of the
+// directory it starts in (hostile review, session 19: the host's next vim in the
+// project ran the sandbox's call system()).
+func TestSandboxPostRunAuditEditorRC(t *testing.T) {
+	auditPlants(t, []string{".vimrc", ".exrc", ".gvimrc", ".nvimrc", ".nvim.lua"}, `call system("touch /tmp/x")`)
+}
+
+// auditPlants has the sandbox write plant into each of files at the project's top:
+// absent at launch, each is moved aside after the run, said by the audit; present, each
+// is read-only inside.
+func auditPlants(t *testing.T, files []string, plant string) {
 	w := newWorld(t)
-	files := []string{".java-version", ".java-options", ".go-version", ".perl-version"}
-	var plant strings.Builder
-	for _, f := range files {
-		plant.WriteString("echo ../../proj/evil > " + f + "\n")
-	}
-	r := w.sh(plant.String())
+	write := "for f in " + strings.Join(files, " ") + "; do printf '%s\\n' '" + plant + "' > $f && echo WROTE $f; done; true"
+	r := w.sh(write)
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	for _, f := range files {
+		if !strings.Contains(r.stdout, "WROTE "+f) {
+			t.Errorf("the sandbox could not write %s at all (the test proves nothing): %q", f, r.stdout)
+		}
 		if !strings.Contains(r.stderr, "box: audit: "+f+": protected file added") {
 			t.Errorf("the audit does not report %s:\n%s", f, r.stderr)
 		}
 		if b, err := os.ReadFile(filepath.Join(w.proj, f)); err == nil {
-			t.Errorf("the host's version manager reads the planted %s: %q", f, b)
+			t.Errorf("the host's tools read the planted %s: %q", f, b)
 		}
 	}
 	// Present at launch: read-only inside.
@@ -212,7 +224,7 @@ func TestSandboxPostRunAuditVersionFiles(t *testing.T) {
 		}
 		os.Chown(p, w.uid, w.gid)
 	}
-	r = w.sh("for f in " + strings.Join(files, " ") + "; do echo ../../proj/evil > $f && echo WROTE $f; done; true")
+	r = w.sh(write)
 	for _, f := range files {
 		if b, _ := os.ReadFile(filepath.Join(w.proj, f)); string(b) != mine {
 			t.Errorf("the sandbox rewrote the existing %s: %q (exit %d)", f, b, r.code)
