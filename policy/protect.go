@@ -30,6 +30,9 @@ const (
 	ScopeHooksPath ProtectScope = "hookspath"
 	// ScopeInclude: a file a repository's config includes, inside the working directory.
 	ScopeInclude ProtectScope = "include"
+	// ScopeEnvrcSource: a file in the working directory that a project's .envrc has
+	// direnv load (source_env, source_env_if_exists, dotenv, dotenv_if_exists, source).
+	ScopeEnvrcSource ProtectScope = "envrc-source"
 	// ScopeProject: relative to the working directory and to the top of every repository
 	// nested in it.
 	ScopeProject ProtectScope = "project"
@@ -123,6 +126,12 @@ var protectEntries = []ProtectEntry{
 		Why: "a worktree's or submodule's .git file: git takes its config and hooks from the directory it names"},
 	{Name: "git:hooksPath", Scope: ScopeHooksPath, Dir: true, Absent: EmptyDir,
 		Why: "a repository's core.hooksPath (or, without one, your global config's) names it: git runs the hooks in it (an empty directory, invisible to git status, is put where it is missing)"},
+	// direnv's allow covers the .envrc's own content, not what it loads: an allowed
+	// .envrc's source_env_if_exists .envrc.local ran the sandbox's .envrc.local, and its
+	// dotenv the sandbox's .env (PROMPT_COMMAND, LD_PRELOAD), at the host's next cd
+	// without a question (hostile review, session 19).
+	{Name: "direnv:source", Scope: ScopeEnvrcSource,
+		Why: "a project's .envrc loads it (source_env, dotenv, source): direnv runs or exports it on cd with no question, its allow covering only the .envrc"},
 	{Name: "git:include", Scope: ScopeInclude, Absent: EmptyFile,
 		Why: "a repository's config includes it (include.path, includeIf): git obeys it like the config (an empty file, which sets nothing, is put where it is missing)"},
 	// Whole, not part by part: every bind costs launch time (bwrap's mounts grow

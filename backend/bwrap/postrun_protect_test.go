@@ -234,3 +234,34 @@ func auditPlants(t *testing.T, files []string, plant string) {
 		t.Errorf("the sandbox's writes succeeded: %q", r.stdout)
 	}
 }
+
+// direnv's allow covers an .envrc's own content, not the files it loads (hostile review,
+// session 19): with an allowed `source_env_if_exists .envrc.local` and `dotenv_if_exists`,
+// the sandbox's .envrc.local ran, and its .env's PROMPT_COMMAND was exported into the
+// operator's shell, at the host's next cd, without a question. Absent at launch, each is
+// moved aside after the run; present, read-only inside.
+func TestSandboxPostRunAuditEnvrcSources(t *testing.T) {
+	w := newWorld(t)
+	w.write(filepath.Join(w.proj, ".envrc"), "source_env_if_exists .envrc.local\ndotenv_if_exists\n")
+	write := `for f in .envrc.local .env; do echo 'PROMPT_COMMAND="touch /tmp/x"' > $f && echo WROTE $f; done; true`
+	r := w.sh(write)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range []string{".envrc.local", ".env"} {
+		if !strings.Contains(r.stdout, "WROTE "+f) {
+			t.Errorf("the sandbox could not write %s at all (the test proves nothing): %q", f, r.stdout)
+		}
+		if !strings.Contains(r.stderr, "box: audit: "+f+": protected file added") {
+			t.Errorf("the audit does not report %s:\n%s", f, r.stderr)
+		}
+		if b, err := os.ReadFile(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the host's direnv loads the planted %s: %q", f, b)
+		}
+	}
+	w.write(filepath.Join(w.proj, ".env"), "A=1\n")
+	r = w.sh(write)
+	if b, _ := os.ReadFile(filepath.Join(w.proj, ".env")); string(b) != "A=1\n" || strings.Contains(r.stdout, "WROTE .env\n") {
+		t.Errorf("the sandbox rewrote the existing .env: %q (%q)", b, r.stdout)
+	}
+}

@@ -225,6 +225,8 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 		t.GitDirs[i].WorktreeConfig = mentionsWorktreeConfig(filepath.Join(common, "config"))
 	}
 	var notes []string
+	t.EnvrcSources, notes = envrcSources(t.Tops, workdir)
+	t.Notes = append(t.Notes, notes...)
 	t.HomeLinks, notes = homeLinks(home, workdir, o.Path)
 	t.Notes = append(t.Notes, notes...)
 	t.HookLinks = hookLinks(t, workdir)
@@ -922,5 +924,31 @@ func homeLinks(home, workdir string, path []string) (out, notes []string) {
 		}
 	}
 	slices.Sort(out)
+	return out, notes
+}
+
+// envrcSources lists the files in the working directory that the .envrc at each top has
+// direnv load (EnvrcLoads): a directory source_env names stands for its .envrc. A file
+// it names in a way box cannot resolve is a note.
+func envrcSources(tops []string, workdir string) (out, notes []string) {
+	for _, top := range tops {
+		envrc := filepath.Join(top, ".envrc")
+		b, err := readConfig(envrc)
+		if err != nil {
+			continue
+		}
+		paths, unresolved := EnvrcLoads(b, top)
+		for _, u := range unresolved {
+			notes = append(notes, fmt.Sprintf("%s loads %q, which box cannot resolve: what it names is not protected (protect_add it)", envrc, u))
+		}
+		for _, p := range paths {
+			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+				p = filepath.Join(p, ".envrc")
+			}
+			if within(p, workdir) && p != workdir && p != envrc && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
 	return out, notes
 }
