@@ -181,10 +181,11 @@ func TestSandboxPostRunAuditSubdirAgentSettings(t *testing.T) {
 // directory under their versions/ and run its bin/ (hostile review, session 19): jenv
 // (current) and goenv before 2.2.29 and plenv refuse no "../", so a .java-version,
 // .go-version or .perl-version of "../../proj/evil" had the host's next java, go or perl
-// through the shim run evil/bin/java from the tree, and jenv hands every word of
+// through the shim run evil/bin/java from the tree (tfenv's .terraform-version ran
+// tools/tf/terraform the same way), and jenv hands every word of
 // .java-options to each java it runs (-javaagent:build/a.jar loaded the sandbox's code).
 func TestSandboxPostRunAuditVersionFiles(t *testing.T) {
-	auditPlants(t, []string{".java-version", ".java-options", ".go-version", ".perl-version"}, "../../proj/evil")
+	auditPlants(t, []string{".java-version", ".java-options", ".go-version", ".perl-version", ".terraform-version"}, "../../proj/evil")
 }
 
 // Vim with 'exrc' set (and Neovim, once trusted) sources .vimrc or .exrc of the
