@@ -264,6 +264,7 @@ var protectEntries = []ProtectEntry{
 	{Name: ".java-options", Scope: ScopeProject, Path: ".java-options", Why: "jenv passes its words to every java it runs (-javaagent: loads code from a jar)"},
 	{Name: ".go-version", Scope: ScopeProject, Path: ".go-version", Why: "goenv runs the go it names on every go call (before 2.2.29 a ../ path there ran any binary); mise reads it too"},
 	{Name: ".perl-version", Scope: ScopeProject, Path: ".perl-version", Why: "plenv runs the perl it names on every perl call (a ../ path there runs any binary)"},
+	{Name: ".sdkmanrc", Scope: ScopeProject, Path: ".sdkmanrc", Why: "SDKMAN!'s sdk env (on cd with sdkman_auto_env) puts candidates/<name>/<version>/bin first in PATH: a ../ version there put the tree's java first"},
 	{Name: ".terraform-version", Scope: ScopeProject, Path: ".terraform-version", Why: "tfenv runs versions/<it>/terraform on every terraform call (a ../ path there ran any binary)"},
 }
 

@@ -182,10 +182,11 @@ func TestSandboxPostRunAuditSubdirAgentSettings(t *testing.T) {
 // (current) and goenv before 2.2.29 and plenv refuse no "../", so a .java-version,
 // .go-version or .perl-version of "../../proj/evil" had the host's next java, go or perl
 // through the shim run evil/bin/java from the tree (tfenv's .terraform-version ran
-// tools/tf/terraform the same way), and jenv hands every word of
+// tools/tf/terraform the same way, and SDKMAN!'s auto-env, on cd, put a .sdkmanrc's
+// java=../../../proj/jdk first in PATH), and jenv hands every word of
 // .java-options to each java it runs (-javaagent:build/a.jar loaded the sandbox's code).
 func TestSandboxPostRunAuditVersionFiles(t *testing.T) {
-	auditPlants(t, []string{".java-version", ".java-options", ".go-version", ".perl-version", ".terraform-version"}, "../../proj/evil")
+	auditPlants(t, []string{".java-version", ".java-options", ".go-version", ".perl-version", ".terraform-version", ".sdkmanrc"}, "../../proj/evil")
 }
 
 // Vim with 'exrc' set (and Neovim, once trusted) sources .vimrc or .exrc of the
