@@ -148,6 +148,11 @@ var protectEntries = []ProtectEntry{
 
 	// The project: what host tools execute or obey when the operator opens or enters it.
 	{Name: ".envrc", Scope: ScopeProject, Anywhere: true, Path: ".envrc", Why: "direnv runs it on cd (once allowed, or at once under a whitelisted prefix)"},
+	// direnv's layout directory: nix-direnv evals its cached flake-profile-*.rc and
+	// nix-profile-*.rc there on cd while they are newer than flake.nix, and puts its bin/
+	// first in PATH (hostile review, session 19: an allowed `use flake` ran the sandbox's
+	// rc). direnv writes it on the host; nothing inside needs to.
+	{Name: ".direnv", Scope: ScopeProject, Anywhere: true, Path: ".direnv", Dir: true, Why: "direnv's layout directory: nix-direnv evals its cached *-profile-*.rc on cd and puts its bin/ first in PATH; layout python and go put theirs there too"},
 	// Nix's entry points: what .envrc's "use flake" and "use nix" hand the host's shell
 	// to, and what box run --devshell evaluates on the host (a hostile review planted a
 	// flake whose input path:~/.ssh the host's Nix copied into the world-readable store,

@@ -267,3 +267,29 @@ func TestSandboxPostRunAuditEnvrcSources(t *testing.T) {
 		t.Errorf("the sandbox rewrote the existing .env: %q (%q)", b, r.stdout)
 	}
 }
+
+// nix-direnv evals its cached .direnv/flake-profile-HASH.rc (and nix-profile-*.rc) on
+// cd when the cache is newer than flake.nix, and puts .direnv/bin first in PATH (hostile
+// review, session 19: an allowed `use flake` ran the sandbox's rc, reading ~/.ssh, with
+// no question). Absent at launch, the directory is moved aside after the run; present,
+// it is read-only inside.
+func TestSandboxPostRunAuditDirenvLayout(t *testing.T) {
+	w := newWorld(t)
+	const rc = ".direnv/flake-profile-a5d5b61aa8a61b7d9d765e1daf971a9a578f1cfa.rc"
+	write := `mkdir -p .direnv && echo 'touch /tmp/x' > ` + rc + ` && echo WROTE; true`
+	r := w.sh(write)
+	if r.code != 0 || !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write .direnv at all (the test proves nothing): exit %d %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "box: audit: "+rc+": protected file added") {
+		t.Errorf("the audit does not report .direnv:\n%s", r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(w.proj, rc)); err == nil {
+		t.Errorf("the host's nix-direnv evals the planted %s: %q", rc, b)
+	}
+	w.write(filepath.Join(w.proj, rc), "export A=1\n")
+	r = w.sh(write)
+	if b, _ := os.ReadFile(filepath.Join(w.proj, rc)); string(b) != "export A=1\n" || strings.Contains(r.stdout, "WROTE") {
+		t.Errorf("the sandbox rewrote the existing %s: %q (%q)", rc, b, r.stdout)
+	}
+}
