@@ -40,8 +40,11 @@ func TestScanEnvrcSources(t *testing.T) {
 	os.WriteFile(filepath.Join(wd, ".envrc"), []byte("source_env_if_exists .envrc.local\ndotenv_if_exists\nsource_env sub\nsource_env ../outside\n"), 0o644)
 	os.WriteFile(filepath.Join(wd, ".env"), []byte("A=1\n"), 0o644)
 	os.MkdirAll(filepath.Join(wd, "sub"), 0o755)
+	// An .envrc in a plain subdirectory is obeyed when you cd there.
+	os.MkdirAll(filepath.Join(wd, "pkg", "api"), 0o755)
+	os.WriteFile(filepath.Join(wd, "pkg", "api", ".envrc"), []byte("dotenv .env.dev\n"), 0o644)
 	tree := Scan(wd, t.TempDir(), Options{}, nil)
-	want := []string{filepath.Join(wd, ".envrc.local"), filepath.Join(wd, ".env"), filepath.Join(wd, "sub", ".envrc")}
+	want := []string{filepath.Join(wd, ".envrc.local"), filepath.Join(wd, ".env"), filepath.Join(wd, "sub", ".envrc"), filepath.Join(wd, "pkg", "api", ".env.dev")}
 	if !slices.Equal(tree.EnvrcSources, want) {
 		t.Fatalf("envrc sources\n got %q\nwant %q", tree.EnvrcSources, want)
 	}
