@@ -126,12 +126,6 @@ var protectEntries = []ProtectEntry{
 		Why: "a worktree's or submodule's .git file: git takes its config and hooks from the directory it names"},
 	{Name: "git:hooksPath", Scope: ScopeHooksPath, Dir: true, Absent: EmptyDir,
 		Why: "a repository's core.hooksPath (or, without one, your global config's) names it: git runs the hooks in it (an empty directory, invisible to git status, is put where it is missing)"},
-	// direnv's allow covers the .envrc's own content, not what it loads: an allowed
-	// .envrc's source_env_if_exists .envrc.local ran the sandbox's .envrc.local, and its
-	// dotenv the sandbox's .env (PROMPT_COMMAND, LD_PRELOAD), at the host's next cd
-	// without a question (hostile review, session 19).
-	{Name: "direnv:source", Scope: ScopeEnvrcSource,
-		Why: "a project's .envrc loads it (source_env, dotenv, source): direnv runs or exports it on cd with no question, its allow covering only the .envrc"},
 	{Name: "git:include", Scope: ScopeInclude, Absent: EmptyFile,
 		Why: "a repository's config includes it (include.path, includeIf): git obeys it like the config (an empty file, which sets nothing, is put where it is missing)"},
 	// Whole, not part by part: every bind costs launch time (bwrap's mounts grow
@@ -271,6 +265,13 @@ var protectEntries = []ProtectEntry{
 	{Name: ".perl-version", Scope: ScopeProject, Path: ".perl-version", Why: "plenv runs the perl it names on every perl call (a ../ path there runs any binary)"},
 	{Name: ".sdkmanrc", Scope: ScopeProject, Path: ".sdkmanrc", Why: "SDKMAN!'s sdk env (on cd with sdkman_auto_env) puts candidates/<name>/<version>/bin first in PATH: a ../ version there put the tree's java first"},
 	{Name: ".terraform-version", Scope: ScopeProject, Path: ".terraform-version", Why: "tfenv runs versions/<it>/terraform on every terraform call (a ../ path there ran any binary)"},
+	// direnv's allow covers the .envrc's own content, not what it loads: an allowed
+	// .envrc's source_env_if_exists .envrc.local ran the sandbox's .envrc.local, and its
+	// dotenv the sandbox's .env (PROMPT_COMMAND, LD_PRELOAD), at the host's next cd
+	// without a question (hostile review, session 19). Last: a path a project entry names
+	// too (flake.nix under "use flake") keeps that entry's name, the first rule winning.
+	{Name: "direnv:source", Scope: ScopeEnvrcSource,
+		Why: "a project's .envrc loads it (source_env, dotenv, source, use flake, use nix): direnv runs, exports or has Nix evaluate it on cd with no question, its allow covering only the .envrc"},
 }
 
 // ProtectEntries returns the protected set's rules, in their order.

@@ -36,6 +36,22 @@ func EnvrcLoads(envrc []byte, dir string) (paths, notes []string) {
 				start = true
 				continue
 			}
+			if w.text == "use" && !w.quoted && i+1 < len(words) && (words[i+1].text == "flake" || words[i+1].text == "nix") {
+				// use flake [DIR[#attr]], use nix [FILE]: the host's Nix evaluates what
+				// they name (its shellHook runs in your shell).
+				i++
+				kind, arg := words[i].text, "."
+				if i+1 < len(words) && !words[i+1].sep {
+					i++
+					arg = words[i].text
+				}
+				if strings.HasPrefix(arg, "-") {
+					continue // options (use nix -p hello): no file of the tree's
+				}
+				p, n := useLoads(kind, arg, dir)
+				paths, notes = append(paths, p...), append(notes, n...)
+				continue
+			}
 			def, ok := envrcLoaders[w.text]
 			if !ok || w.quoted {
 				continue
@@ -117,4 +133,33 @@ func shellWords(line string) []shellWord {
 	}
 	flush()
 	return out
+}
+
+// useLoads is what direnv's `use flake ARG` or `use nix ARG` (ARG "." when none) has the
+// host's Nix evaluate, for a local ARG: a flake directory's flake.nix and flake.lock, a
+// nix file, or a directory's shell.nix and default.nix. A flake reference that is not a
+// path (github:..., nixpkgs#hello) is none of the tree's.
+func useLoads(kind, arg, dir string) (paths, notes []string) {
+	if strings.ContainsAny(arg, "$`*?[~") {
+		return nil, []string{"use " + kind + " " + arg}
+	}
+	if kind == "flake" {
+		arg, _, _ = strings.Cut(arg, "#")
+		arg = strings.TrimPrefix(arg, "path:")
+		if !strings.HasPrefix(arg, ".") && !strings.HasPrefix(arg, "/") {
+			return nil, nil
+		}
+	}
+	if !filepath.IsAbs(arg) {
+		arg = filepath.Join(dir, arg)
+	}
+	arg = filepath.Clean(arg)
+	switch {
+	case kind == "flake":
+		return []string{filepath.Join(arg, "flake.nix"), filepath.Join(arg, "flake.lock")}, nil
+	case strings.HasSuffix(arg, ".nix"):
+		return []string{arg}, nil
+	default:
+		return []string{filepath.Join(arg, "shell.nix"), filepath.Join(arg, "default.nix")}, nil
+	}
 }

@@ -20,10 +20,15 @@ source_env_if_exists "$HOME/.envrc.mine"
 echo source_env not-a-load
 export X="dotenv y"
 use flake
+use flake ./nix#dev
+use flake github:owner/repo
+use nix -p hello
+use nix tools/shell.nix
 PATH_add bin
 `
 	paths, notes := EnvrcLoads([]byte(envrc), "/w/p")
-	want := []string{"/w/p/.envrc.local", "/w/p/.env", "/w/p/config/dev.env", "/w/p/.envrc.private", "/w/p/secrets.sh", "/w/shared", "/etc/direnv/team.sh"}
+	want := []string{"/w/p/.envrc.local", "/w/p/.env", "/w/p/config/dev.env", "/w/p/.envrc.private", "/w/p/secrets.sh", "/w/shared", "/etc/direnv/team.sh",
+		"/w/p/flake.nix", "/w/p/flake.lock", "/w/p/nix/flake.nix", "/w/p/nix/flake.lock", "/w/p/tools/shell.nix"}
 	if !slices.Equal(paths, want) {
 		t.Errorf("paths\n got %q\nwant %q", paths, want)
 	}
@@ -63,5 +68,33 @@ func TestScanEnvrcSources(t *testing.T) {
 	}
 	if !audited[filepath.Join(wd, ".envrc.local")] || !audited[filepath.Join(wd, "sub", ".envrc")] {
 		t.Errorf("absent loads are not for the audit to check: %+v", s.Protected)
+	}
+}
+
+// use flake names a flake beside a plain subdirectory's .envrc, which no project entry
+// covers (they apply at the tops); at a top, flake.nix keeps its own entry.
+func TestScanEnvrcUseFlake(t *testing.T) {
+	wd := realTemp(t)
+	os.WriteFile(filepath.Join(wd, ".envrc"), []byte("use flake\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, "flake.nix"), []byte("{}\n"), 0o644)
+	os.MkdirAll(filepath.Join(wd, "svc"), 0o755)
+	os.WriteFile(filepath.Join(wd, "svc", ".envrc"), []byte("use flake .#dev\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, "svc", "flake.nix"), []byte("{}\n"), 0o644)
+	s, err := Build(Scan(wd, t.TempDir(), Options{}, nil), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := map[string]string{}
+	for _, p := range s.Protected {
+		entry[p.Path] = p.Entry
+	}
+	if e := entry[filepath.Join(wd, "flake.nix")]; e != "flake.nix" {
+		t.Errorf("the top's flake.nix is protected as %q, want flake.nix", e)
+	}
+	if e := entry[filepath.Join(wd, "svc", "flake.nix")]; e != "direnv:source" {
+		t.Errorf("svc/flake.nix is protected as %q, want direnv:source", e)
+	}
+	if !slices.Contains(s.ReadOnly(), filepath.Join(wd, "svc", "flake.nix")) {
+		t.Errorf("svc/flake.nix is not read-only: %q", s.ReadOnly())
 	}
 }
