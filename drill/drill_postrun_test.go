@@ -120,3 +120,10 @@ func TestDrillHostExecBreachWithoutAudit(t *testing.T) {
 func TestDrillLFSConfig(t *testing.T) {
 	switchDrill(t, "audit", "protect", "protect:entry:.lfsconfig", nil, nil)
 }
+
+// What an allowed .envrc loads (hostile review, session 19): the fixture's .envrc says
+// source_env_if_exists .envrc.local; the sandbox's .envrc.local, absent at launch, is
+// the audit's to move aside before the host's direnv runs it on cd.
+func TestDrillEnvrcSource(t *testing.T) {
+	switchDrill(t, "audit", "protect", "protect:entry:direnv:source", nil, nil)
+}

@@ -147,7 +147,7 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 	}
 	wtGit := filepath.Join(f.RepoGit, "worktrees", "wt")
 	files := map[string]string{
-		filepath.Join(f.Repo, ".envrc"):                   "export BOX_DRILL=1\n",
+		filepath.Join(f.Repo, ".envrc"):                   "export BOX_DRILL=1\nsource_env_if_exists .envrc.local\n",
 		filepath.Join(f.Repo, ".vscode", "tasks.json"):    `{"version":"2.0.0","tasks":[]}` + "\n",
 		filepath.Join(f.Repo, ".claude", "settings.json"): `{"permissions":{"allow":[]}}` + "\n",
 		filepath.Join(f.Repo, ".git"):                     "gitdir: " + f.RepoGit + "\n",
@@ -458,7 +458,7 @@ func EntryProbeID(e policy.ProtectEntry) string {
 		return "protect:" + id
 	}
 	switch e.Scope {
-	case policy.ScopeProject, policy.ScopeGitDir, policy.ScopeHooksPath, policy.ScopeInclude:
+	case policy.ScopeProject, policy.ScopeGitDir, policy.ScopeHooksPath, policy.ScopeInclude, policy.ScopeEnvrcSource:
 		return "protect:entry:" + e.Name
 	}
 	return ""
@@ -508,6 +508,11 @@ func entryProbes(in Input, probe func(id, name, host, dir string, plant ...Plant
 				PlantFile{Path: filepath.Join(f.HpHooks, "pre-commit"), Content: "#!/bin/sh\n" + touch + "\nexit 0\n", Mode: 0o755})
 		case policy.ScopeInclude:
 			pr = probe(id, "protected entry "+e.Name, HostGitStatus, f.Hp, PlantFile{Path: f.HpInclude, Content: "[core]\n\tfsmonitor = \"" + touch + "; false\"\n"})
+		case policy.ScopeEnvrcSource:
+			// Repo's .envrc loads .envrc.local if it exists: absent at launch, creatable,
+			// then taken away before the host's direnv would run it.
+			pr = probe(id, "protected entry "+e.Name, "", f.Repo, PlantFile{Path: filepath.Join(f.Repo, ".envrc.local"), Content: touch + "\n"})
+			pr.AuditOnly = true
 		}
 		out = append(out, pr)
 	}
@@ -650,6 +655,10 @@ func settlePlant(pr Probe) (onHost bool, detail string) {
 		}
 	}
 	_ = err // the tool's own failure does not matter: the marker does
+	if pr.Host == "" {
+		// No host tool is run for this entry: a plant left outside is the breach.
+		return detail == "planted", detail
+	}
 	if _, err := os.Lstat(pr.Marker); err == nil {
 		return true, detail + "; the host's " + pr.Host + " RAN IT"
 	}

@@ -30,6 +30,9 @@ const (
 	ScopeHooksPath ProtectScope = "hookspath"
 	// ScopeInclude: a file a repository's config includes, inside the working directory.
 	ScopeInclude ProtectScope = "include"
+	// ScopeEnvrcSource: a file in the working directory that a project's .envrc has
+	// direnv load (source_env, source_env_if_exists, dotenv, dotenv_if_exists, source).
+	ScopeEnvrcSource ProtectScope = "envrc-source"
 	// ScopeProject: relative to the working directory and to the top of every repository
 	// nested in it.
 	ScopeProject ProtectScope = "project"
@@ -139,6 +142,11 @@ var protectEntries = []ProtectEntry{
 
 	// The project: what host tools execute or obey when the operator opens or enters it.
 	{Name: ".envrc", Scope: ScopeProject, Anywhere: true, Path: ".envrc", Why: "direnv runs it on cd (once allowed, or at once under a whitelisted prefix)"},
+	// direnv's layout directory: nix-direnv evals its cached flake-profile-*.rc and
+	// nix-profile-*.rc there on cd while they are newer than flake.nix, and puts its bin/
+	// first in PATH (hostile review, session 19: an allowed `use flake` ran the sandbox's
+	// rc). direnv writes it on the host; nothing inside needs to.
+	{Name: ".direnv", Scope: ScopeProject, Anywhere: true, Path: ".direnv", Dir: true, Why: "direnv's layout directory: nix-direnv evals its cached *-profile-*.rc on cd and puts its bin/ first in PATH; layout python and go put theirs there too"},
 	// Nix's entry points: what .envrc's "use flake" and "use nix" hand the host's shell
 	// to, and what box run --devshell evaluates on the host (a hostile review planted a
 	// flake whose input path:~/.ssh the host's Nix copied into the world-readable store,
@@ -212,6 +220,14 @@ var protectEntries = []ProtectEntry{
 	{Name: ".hg/sharedpath", Scope: ScopeProject, Path: ".hg/sharedpath", Why: "redirects hg to another repository, whose config it then obeys"},
 	{Name: ".jj/repo/config.toml", Scope: ScopeProject, Path: ".jj/repo/config.toml", Why: "Jujutsu obeys a repository's config on every jj command (ui.pager, ui.editor, ui.diff-formatter, aliases, fix tools)"},
 	{Name: ".lazygit.yml", Scope: ScopeProject, Path: ".lazygit.yml", Why: "lazygit merges a .lazygit.yml found in the repository or above it into its config: its pager and customCommands run"},
+	// Vim sources these from the directory it starts in when 'exrc' is set (no trust
+	// prompt: call system() ran as the operator, hostile review, session 19); Neovim
+	// asks once per content, then sources .nvim.lua, .nvimrc or .exrc the same way.
+	{Name: ".vimrc", Scope: ScopeProject, Path: ".vimrc", Why: "vim with 'exrc' set sources it when started here: its commands and call system() run"},
+	{Name: ".exrc", Scope: ScopeProject, Path: ".exrc", Why: "the same, under the name vi, vim and Neovim read"},
+	{Name: ".gvimrc", Scope: ScopeProject, Path: ".gvimrc", Why: "the same, for gvim"},
+	{Name: ".nvimrc", Scope: ScopeProject, Path: ".nvimrc", Why: "Neovim with 'exrc' set sources it once trusted (a trusted file rewritten asks again, but one answer runs it)"},
+	{Name: ".nvim.lua", Scope: ScopeProject, Path: ".nvim.lua", Why: "the same, as Lua"},
 	{Name: ".helix", Scope: ScopeProject, Path: ".helix", Dir: true, Why: "Helix obeys .helix/languages.toml and config.toml: the language servers and formatters they name start when you open a file"},
 	{Name: ".clinerules", Scope: ScopeProject, Path: ".clinerules", Dir: true, Why: "Cline runs the hook scripts in .clinerules/hooks and obeys its rules and workflows"},
 	{Name: ".gitmodules", Scope: ScopeProject, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},
@@ -239,6 +255,23 @@ var protectEntries = []ProtectEntry{
 	{Name: "rust-toolchain.toml", Scope: ScopeProject, Path: "rust-toolchain.toml", Why: "rustup runs the toolchain its path setting names on every cargo and rustc call (a prompt showing the Rust version calls rustc on cd)"},
 	{Name: "rust-toolchain", Scope: ScopeProject, Path: "rust-toolchain", Why: "the same, under rustup's older name (TOML too)"},
 	{Name: ".ruby-version", Scope: ScopeProject, Path: ".ruby-version", Why: "rbenv and chruby run the ruby it names (the same path traversal class as pyenv's)"},
+	// rbenv's descendants read a version file's first word as a directory under their
+	// versions/ and run its bin/: jenv (current), goenv before 2.2.29 and plenv refuse no
+	// "../", so "../../proj/evil" ran the tree's evil/bin/java through the host's next java
+	// (hostile review, session 19).
+	{Name: ".java-version", Scope: ScopeProject, Path: ".java-version", Why: "jenv runs the java it names on every java call and exports it as JAVA_HOME (a ../ path there ran any binary)"},
+	{Name: ".java-options", Scope: ScopeProject, Path: ".java-options", Why: "jenv passes its words to every java it runs (-javaagent: loads code from a jar)"},
+	{Name: ".go-version", Scope: ScopeProject, Path: ".go-version", Why: "goenv runs the go it names on every go call (before 2.2.29 a ../ path there ran any binary); mise reads it too"},
+	{Name: ".perl-version", Scope: ScopeProject, Path: ".perl-version", Why: "plenv runs the perl it names on every perl call (a ../ path there runs any binary)"},
+	{Name: ".sdkmanrc", Scope: ScopeProject, Path: ".sdkmanrc", Why: "SDKMAN!'s sdk env (on cd with sdkman_auto_env) puts candidates/<name>/<version>/bin first in PATH: a ../ version there put the tree's java first"},
+	{Name: ".terraform-version", Scope: ScopeProject, Path: ".terraform-version", Why: "tfenv runs versions/<it>/terraform on every terraform call (a ../ path there ran any binary)"},
+	// direnv's allow covers the .envrc's own content, not what it loads: an allowed
+	// .envrc's source_env_if_exists .envrc.local ran the sandbox's .envrc.local, and its
+	// dotenv the sandbox's .env (PROMPT_COMMAND, LD_PRELOAD), at the host's next cd
+	// without a question (hostile review, session 19). Last: a path a project entry names
+	// too (flake.nix under "use flake") keeps that entry's name, the first rule winning.
+	{Name: "direnv:source", Scope: ScopeEnvrcSource,
+		Why: "a project's .envrc loads it (source_env, dotenv, source, use flake, use nix): direnv runs, exports or has Nix evaluate it on cd with no question, its allow covering only the .envrc"},
 }
 
 // ProtectEntries returns the protected set's rules, in their order.

@@ -176,3 +176,120 @@ func TestSandboxPostRunAuditSubdirAgentSettings(t *testing.T) {
 		t.Errorf("with the watch off pkg/.mcp.json was moved aside: the test proves nothing")
 	}
 }
+
+// Version managers built on rbenv's scripts take a version file's first word as a
+// directory under their versions/ and run its bin/ (hostile review, session 19): jenv
+// (current) and goenv before 2.2.29 and plenv refuse no "../", so a .java-version,
+// .go-version or .perl-version of "../../proj/evil" had the host's next java, go or perl
+// through the shim run evil/bin/java from the tree (tfenv's .terraform-version ran
+// tools/tf/terraform the same way, and SDKMAN!'s auto-env, on cd, put a .sdkmanrc's
+// java=../../../proj/jdk first in PATH), and jenv hands every word of
+// .java-options to each java it runs (-javaagent:build/a.jar loaded the sandbox's code).
+func TestSandboxPostRunAuditVersionFiles(t *testing.T) {
+	auditPlants(t, []string{".java-version", ".java-options", ".go-version", ".perl-version", ".terraform-version", ".sdkmanrc"}, "../../proj/evil")
+}
+
+// Vim with 'exrc' set (and Neovim, once trusted) sources .vimrc or .exrc of the
+// directory it starts in (hostile review, session 19: the host's next vim in the
+// project ran the sandbox's call system()).
+func TestSandboxPostRunAuditEditorRC(t *testing.T) {
+	auditPlants(t, []string{".vimrc", ".exrc", ".gvimrc", ".nvimrc", ".nvim.lua"}, `call system("touch /tmp/x")`)
+}
+
+// auditPlants has the sandbox write plant into each of files at the project's top:
+// absent at launch, each is moved aside after the run, said by the audit; present, each
+// is read-only inside.
+func auditPlants(t *testing.T, files []string, plant string) {
+	w := newWorld(t)
+	write := "for f in " + strings.Join(files, " ") + "; do printf '%s\\n' '" + plant + "' > $f && echo WROTE $f; done; true"
+	r := w.sh(write)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range files {
+		if !strings.Contains(r.stdout, "WROTE "+f) {
+			t.Errorf("the sandbox could not write %s at all (the test proves nothing): %q", f, r.stdout)
+		}
+		if !strings.Contains(r.stderr, "box: audit: "+f+": protected file added") {
+			t.Errorf("the audit does not report %s:\n%s", f, r.stderr)
+		}
+		if b, err := os.ReadFile(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the host's tools read the planted %s: %q", f, b)
+		}
+	}
+	// Present at launch: read-only inside.
+	const mine = "17\n"
+	for _, f := range files {
+		p := filepath.Join(w.proj, f)
+		if err := os.WriteFile(p, []byte(mine), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(p, w.uid, w.gid)
+	}
+	r = w.sh(write)
+	for _, f := range files {
+		if b, _ := os.ReadFile(filepath.Join(w.proj, f)); string(b) != mine {
+			t.Errorf("the sandbox rewrote the existing %s: %q (exit %d)", f, b, r.code)
+		}
+	}
+	if strings.Contains(r.stdout, "WROTE") {
+		t.Errorf("the sandbox's writes succeeded: %q", r.stdout)
+	}
+}
+
+// direnv's allow covers an .envrc's own content, not the files it loads (hostile review,
+// session 19): with an allowed `source_env_if_exists .envrc.local` and `dotenv_if_exists`,
+// the sandbox's .envrc.local ran, and its .env's PROMPT_COMMAND was exported into the
+// operator's shell, at the host's next cd, without a question. Absent at launch, each is
+// moved aside after the run; present, read-only inside.
+func TestSandboxPostRunAuditEnvrcSources(t *testing.T) {
+	w := newWorld(t)
+	w.write(filepath.Join(w.proj, ".envrc"), "source_env_if_exists .envrc.local\ndotenv_if_exists\n")
+	write := `for f in .envrc.local .env; do echo 'PROMPT_COMMAND="touch /tmp/x"' > $f && echo WROTE $f; done; true`
+	r := w.sh(write)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range []string{".envrc.local", ".env"} {
+		if !strings.Contains(r.stdout, "WROTE "+f) {
+			t.Errorf("the sandbox could not write %s at all (the test proves nothing): %q", f, r.stdout)
+		}
+		if !strings.Contains(r.stderr, "box: audit: "+f+": protected file added") {
+			t.Errorf("the audit does not report %s:\n%s", f, r.stderr)
+		}
+		if b, err := os.ReadFile(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the host's direnv loads the planted %s: %q", f, b)
+		}
+	}
+	w.write(filepath.Join(w.proj, ".env"), "A=1\n")
+	r = w.sh(write)
+	if b, _ := os.ReadFile(filepath.Join(w.proj, ".env")); string(b) != "A=1\n" || strings.Contains(r.stdout, "WROTE .env\n") {
+		t.Errorf("the sandbox rewrote the existing .env: %q (%q)", b, r.stdout)
+	}
+}
+
+// nix-direnv evals its cached .direnv/flake-profile-HASH.rc (and nix-profile-*.rc) on
+// cd when the cache is newer than flake.nix, and puts .direnv/bin first in PATH (hostile
+// review, session 19: an allowed `use flake` ran the sandbox's rc, reading ~/.ssh, with
+// no question). Absent at launch, the directory is moved aside after the run; present,
+// it is read-only inside.
+func TestSandboxPostRunAuditDirenvLayout(t *testing.T) {
+	w := newWorld(t)
+	const rc = ".direnv/flake-profile-a5d5b61aa8a61b7d9d765e1daf971a9a578f1cfa.rc"
+	write := `mkdir -p .direnv && echo 'touch /tmp/x' > ` + rc + ` && echo WROTE; true`
+	r := w.sh(write)
+	if r.code != 0 || !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write .direnv at all (the test proves nothing): exit %d %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "box: audit: "+rc+": protected file added") {
+		t.Errorf("the audit does not report .direnv:\n%s", r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(w.proj, rc)); err == nil {
+		t.Errorf("the host's nix-direnv evals the planted %s: %q", rc, b)
+	}
+	w.write(filepath.Join(w.proj, rc), "export A=1\n")
+	r = w.sh(write)
+	if b, _ := os.ReadFile(filepath.Join(w.proj, rc)); string(b) != "export A=1\n" || strings.Contains(r.stdout, "WROTE") {
+		t.Errorf("the sandbox rewrote the existing %s: %q (%q)", rc, b, r.stdout)
+	}
+}

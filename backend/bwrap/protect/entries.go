@@ -27,6 +27,7 @@ const (
 	Nested    = policy.ScopeNested
 	HooksPath = policy.ScopeHooksPath
 	Include   = policy.ScopeInclude
+	EnvrcSrc  = policy.ScopeEnvrcSource
 	Project   = policy.ScopeProject
 	HomeLink  = policy.ScopeHomeLink
 	HookLink  = policy.ScopeHookLink

@@ -56,7 +56,8 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 			t.GitDirs = append(t.GitDirs, GitDirFact{Path: g, Linked: linked})
 		}
 	}
-	var dotgits []string // .git entries found, in walk order
+	var dotgits []string   // .git entries found, in walk order
+	var envrcDirs []string // directories holding an .envrc, in walk order
 	// The listings of the directories holding a .git entry (the tops), where most of the
 	// protected set's candidates are: looked up, not lstatted one by one.
 	listings := map[string]map[string]FileKind{}
@@ -103,6 +104,9 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 		}
 		for _, e := range ents {
 			p := filepath.Join(it.dir, e.name)
+			if e.name == ".envrc" {
+				envrcDirs = append(envrcDirs, it.dir)
+			}
 			if e.name == ".git" {
 				dotgits = append(dotgits, p)
 				if it.dir != workdir {
@@ -225,6 +229,8 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 		t.GitDirs[i].WorktreeConfig = mentionsWorktreeConfig(filepath.Join(common, "config"))
 	}
 	var notes []string
+	t.EnvrcSources, notes = envrcSources(envrcDirs, workdir)
+	t.Notes = append(t.Notes, notes...)
 	t.HomeLinks, notes = homeLinks(home, workdir, o.Path)
 	t.Notes = append(t.Notes, notes...)
 	t.HookLinks = hookLinks(t, workdir)
@@ -922,5 +928,32 @@ func homeLinks(home, workdir string, path []string) (out, notes []string) {
 		}
 	}
 	slices.Sort(out)
+	return out, notes
+}
+
+// envrcSources lists the files in the working directory that the .envrc in each of dirs
+// (every one the walk found: direnv obeys one wherever you cd) has direnv load
+// (EnvrcLoads): a directory source_env names stands for its .envrc. A file it names in
+// a way box cannot resolve is a note.
+func envrcSources(dirs []string, workdir string) (out, notes []string) {
+	for _, top := range dirs {
+		envrc := filepath.Join(top, ".envrc")
+		b, err := readConfig(envrc)
+		if err != nil {
+			continue
+		}
+		paths, unresolved := EnvrcLoads(b, top)
+		for _, u := range unresolved {
+			notes = append(notes, fmt.Sprintf("%s loads %q, which box cannot resolve: what it names is not protected (protect_add it)", envrc, u))
+		}
+		for _, p := range paths {
+			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+				p = filepath.Join(p, ".envrc")
+			}
+			if within(p, workdir) && p != workdir && p != envrc && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
 	return out, notes
 }
