@@ -17,6 +17,7 @@ import (
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/phase"
+	"github.com/heavy-duty/box/internal/termtext"
 )
 
 // Prepared is a plan made ready to launch: bwrap's argv and the network tier's helper.
@@ -181,7 +182,7 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	}
 	removed, err := PrepareHome(p.Spec)
 	for _, r := range removed {
-		fmt.Fprintf(stderr, "box: warning: removed the symbolic link %s from box %s's home: box mounts there\n", r, p.Policy.Box)
+		fmt.Fprintf(stderr, "box: warning: removed the symbolic link %s from box %s's home: box mounts there\n", termtext.Escape(r, false), p.Policy.Box)
 	}
 	if err != nil {
 		return 1, errs.WithHint(fmt.Errorf("box %s: %w", p.Policy.Box, err), "the box's home is "+p.Spec.HomeDir)

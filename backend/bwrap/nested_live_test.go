@@ -31,3 +31,16 @@ func TestNestedRunRefused(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// A launch warning naming a path the sandbox chose (a directory an earlier run made,
+// named with an OSC sequence) reaches the operator's terminal escaped, never raw: before
+// (session 19) the note on its .envrc's unresolvable load carried the sequence through.
+func TestLaunchWarningEscaped(t *testing.T) {
+	w := newWorld(t)
+	dir := filepath.Join(w.proj, "sub\x1b]52;c;ZWNobyBwd25lZA==\x07x")
+	w.write(filepath.Join(dir, ".envrc"), "source_env $FOO\n")
+	r := w.run("run", "-y", "-q", "--", "true")
+	if r.code != 0 || strings.ContainsRune(r.stderr, '\x1b') || !strings.Contains(r.stderr, `sub\x1b]52;c;ZWNobyBwd25lZA==\x07x/.envrc loads "source_env $FOO"`) {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}

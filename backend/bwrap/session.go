@@ -14,6 +14,7 @@ import (
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/errs"
 	"github.com/heavy-duty/box/internal/phase"
+	"github.com/heavy-duty/box/internal/termtext"
 	"golang.org/x/sys/unix"
 )
 
@@ -160,7 +161,10 @@ func (s *Session) Resolve(r Request) (*Plan, error) {
 		return nil, err
 	}
 	for _, w := range p.Warnings {
-		fmt.Fprintf(s.Stderr, "box: warning: %s\n", w)
+		// Warnings name paths the sandbox chose (a directory an earlier run made): shown
+		// escaped, so no name drives the operator's terminal (hostile check, session 19:
+		// a directory named with an OSC sequence reached it raw through a launch note).
+		fmt.Fprintf(s.Stderr, "box: warning: %s\n", termtext.Escape(w, false))
 	}
 	return p, nil
 }
