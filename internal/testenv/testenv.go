@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -43,16 +45,23 @@ func RequireTool(t testing.TB, name string) string {
 	return p
 }
 
-// UserName is the unprivileged account real sandbox tests run as: boxtest, or
-// BOX_TEST_USER. A second account lets two test runs share a machine: limits such as
-// RLIMIT_NPROC count every process of one user, so two runs as one user break each other.
-var UserName = userName()
+// UserName is the unprivileged account real sandbox tests run as: BOX_TEST_USER, else
+// boxtest-PACKAGE (the test binary's name: drill.test runs as boxtest-drill). Limits
+// such as RLIMIT_NPROC count every process of one user, so two runs as one user break
+// each other, and go test runs two packages side by side: as one user, the drill's fork
+// of 4096 processes left a Landlock-mode run of backend/bwrap's "Cannot fork" (session
+// 19). A second machine-wide run names its own BOX_TEST_USER.
+var UserName = userName(os.Getenv("BOX_TEST_USER"), os.Args[0])
 
-func userName() string {
-	if u := os.Getenv("BOX_TEST_USER"); u != "" {
-		return u
+func userName(env, arg0 string) string {
+	if env != "" {
+		return env
 	}
-	return "boxtest"
+	pkg, ok := strings.CutSuffix(filepath.Base(arg0), ".test")
+	if !ok || pkg == "" || strings.Trim(pkg, "abcdefghijklmnopqrstuvwxyz0123456789") != "" || len(pkg) > 20 {
+		return "boxtest"
+	}
+	return "boxtest-" + pkg
 }
 
 // User returns the uid and gid of the unprivileged test account, creating it when the
