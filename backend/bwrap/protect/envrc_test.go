@@ -1,10 +1,13 @@
 package protect
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestEnvrcLoads(t *testing.T) {
@@ -96,5 +99,41 @@ func TestScanEnvrcUseFlake(t *testing.T) {
 	}
 	if !slices.Contains(s.ReadOnly(), filepath.Join(wd, "svc", "flake.nix")) {
 		t.Errorf("svc/flake.nix is not read-only: %q", s.ReadOnly())
+	}
+}
+
+// The sandbox writes the .envrc files: a 1 MiB one of dotenv lines in each of three
+// directories held every launch for 147 s (hostile review, session 19: a quadratic
+// dedup of 227,000 names). What they name is bounded, the rest said in one note; the
+// unresolvable names likewise.
+func TestScanEnvrcSourcesBounded(t *testing.T) {
+	wd := realTemp(t)
+	var b strings.Builder
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&b, "dotenv a%d\ndotenv $b%d\n", i, i)
+	}
+	for _, d := range []string{".", "s1", "s2"} {
+		os.MkdirAll(filepath.Join(wd, d), 0o755)
+		os.WriteFile(filepath.Join(wd, d, ".envrc"), []byte(b.String()), 0o644)
+	}
+	start := time.Now()
+	tree := Scan(wd, t.TempDir(), Options{}, nil)
+	if n := len(tree.EnvrcSources); n > maxEnvrcSources {
+		t.Errorf("%d envrc sources protected, want at most %d", n, maxEnvrcSources)
+	}
+	envrcNotes, more := 0, false
+	for _, n := range tree.Notes {
+		if strings.Contains(n, "box cannot resolve") {
+			envrcNotes++
+		}
+		if strings.Contains(n, "more files past the 256 box protects, from ") {
+			more = true
+		}
+	}
+	if envrcNotes > maxEnvrcNotes+1 || !more {
+		t.Errorf("%d notes of unresolvable names (want at most %d), the rest said: %v", envrcNotes, maxEnvrcNotes+1, more)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("scan took %v", d)
 	}
 }
