@@ -19,7 +19,10 @@ var envrcLoaders = map[string]string{
 // box cannot resolve (a variable, a glob). It reads the words as a shell would split
 // them, without running anything: a loader counts where a command starts. Pure.
 func EnvrcLoads(envrc []byte, dir string) (paths, notes []string) {
-	for _, line := range strings.Split(string(envrc), "\n") {
+	// A backslash before a newline joins the lines (dotenv \<newline> .env.dev loads
+	// .env.dev).
+	text := strings.ReplaceAll(strings.ReplaceAll(string(envrc), "\r\n", "\n"), "\\\n", "")
+	for _, line := range strings.Split(text, "\n") {
 		words := shellWords(line)
 		start := true
 		for i := 0; i < len(words); i++ {
@@ -32,21 +35,35 @@ func EnvrcLoads(envrc []byte, dir string) (paths, notes []string) {
 				continue
 			}
 			start = false
-			if w.text == "then" || w.text == "do" || w.text == "else" || w.text == "!" {
+			if w.text == "then" || w.text == "do" || w.text == "else" || w.text == "!" || w.text == "command" || w.text == "builtin" || assignment(w) {
+				// A keyword, a command's wrapper or a variable set for it: the command
+				// comes next.
 				start = true
 				continue
 			}
-			if w.text == "use" && !w.quoted && i+1 < len(words) && (words[i+1].text == "flake" || words[i+1].text == "nix") {
+			kind := ""
+			switch {
+			case w.quoted:
+			case w.text == "use" && i+1 < len(words) && (words[i+1].text == "flake" || words[i+1].text == "nix"):
+				i++
+				kind = words[i].text
+			case w.text == "use_flake" || w.text == "use_nix":
+				// The stdlib's functions behind use flake and use nix, called by name.
+				kind = strings.TrimPrefix(w.text, "use_")
+			}
+			if kind != "" {
 				// use flake [DIR[#attr]], use nix [FILE]: the host's Nix evaluates what
 				// they name (its shellHook runs in your shell).
-				i++
-				kind, arg := words[i].text, "."
+				arg := "."
 				if i+1 < len(words) && !words[i+1].sep {
 					i++
 					arg = words[i].text
 				}
+				if arg == "-p" || arg == "--packages" {
+					continue // use nix -p hello: no file of the tree's
+				}
 				if strings.HasPrefix(arg, "-") {
-					continue // options (use nix -p hello): no file of the tree's
+					arg = "." // use flake --impure, use nix --pure: the directory's own
 				}
 				p, n := useLoads(kind, arg, dir)
 				paths, notes = append(paths, p...), append(notes, n...)
@@ -74,6 +91,20 @@ func EnvrcLoads(envrc []byte, dir string) (paths, notes []string) {
 		}
 	}
 	return paths, notes
+}
+
+// assignment: w is NAME=value, a variable set for the command that follows.
+func assignment(w shellWord) bool {
+	name, _, ok := strings.Cut(w.text, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, c := range name {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 type shellWord struct {

@@ -40,6 +40,28 @@ PATH_add bin
 	}
 }
 
+// Forms direnv obeys that the first reading missed (hostile review, session 19): a
+// line continued with a backslash, a variable set for the command, command and
+// builtin, the stdlib's use_flake and use_nix called by name, and use flake or use nix
+// with options before (or instead of) the directory or file. Each left what direnv loads
+// writable, for the host's next cd to obey.
+func TestEnvrcLoadsForms(t *testing.T) {
+	envrc := "dotenv \\\n  config/cont.env\n" +
+		"DIRENV_LOG_FORMAT= source_env_if_exists .envrc.extra\n" +
+		"command source extra.sh\n" +
+		"builtin . more.sh\n" +
+		"use_nix other.nix\n" +
+		"use flake --impure\n" +
+		"use nix --pure\n" +
+		"use nix -p hello\n"
+	paths, _ := EnvrcLoads([]byte(envrc), "/w/q")
+	want := []string{"/w/q/config/cont.env", "/w/q/.envrc.extra", "/w/q/extra.sh", "/w/q/more.sh", "/w/q/other.nix",
+		"/w/q/flake.nix", "/w/q/flake.lock", "/w/q/shell.nix", "/w/q/default.nix"}
+	if !slices.Equal(paths, want) {
+		t.Errorf("paths\n got %q\nwant %q", paths, want)
+	}
+}
+
 // What an allowed .envrc loads is protected (hostile review, session 19: the sandbox's
 // .envrc.local and .env ran at the host's next cd); a directory source_env names stands
 // for its .envrc; what lies outside the working directory is not the sandbox's to write.
