@@ -12,6 +12,7 @@ var envrcLoaders = map[string]string{
 	"source_env": "", "source_env_if_exists": "",
 	"dotenv": ".env", "dotenv_if_exists": ".env",
 	"source": "", ".": "",
+	"source_up": ".envrc", "source_up_if_exists": ".envrc",
 }
 
 // EnvrcLoads lists the files an .envrc in dir has direnv load, each made absolute
@@ -83,6 +84,15 @@ func EnvrcLoads(envrc []byte, dir string) (paths, notes []string) {
 				continue
 			case strings.ContainsAny(arg, "$`*?[~"):
 				notes = append(notes, w.text+" "+arg)
+				continue
+			case strings.HasPrefix(w.text, "source_up") && !filepath.IsAbs(arg):
+				// source_up [FILE]: the first FILE (.envrc) in the directories above.
+				for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+					paths = append(paths, filepath.Join(d, arg))
+					if d == filepath.Dir(d) {
+						break
+					}
+				}
 				continue
 			case !filepath.IsAbs(arg):
 				arg = filepath.Join(dir, arg)

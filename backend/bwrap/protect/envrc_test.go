@@ -53,10 +53,11 @@ func TestEnvrcLoadsForms(t *testing.T) {
 		"use_nix other.nix\n" +
 		"use flake --impure\n" +
 		"use nix --pure\n" +
-		"use nix -p hello\n"
+		"use nix -p hello\n" +
+		"source_up .envrc.shared\n"
 	paths, _ := EnvrcLoads([]byte(envrc), "/w/q")
 	want := []string{"/w/q/config/cont.env", "/w/q/.envrc.extra", "/w/q/extra.sh", "/w/q/more.sh", "/w/q/other.nix",
-		"/w/q/flake.nix", "/w/q/flake.lock", "/w/q/shell.nix", "/w/q/default.nix"}
+		"/w/q/flake.nix", "/w/q/flake.lock", "/w/q/shell.nix", "/w/q/default.nix", "/w/.envrc.shared", "/.envrc.shared"}
 	if !slices.Equal(paths, want) {
 		t.Errorf("paths\n got %q\nwant %q", paths, want)
 	}
