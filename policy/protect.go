@@ -223,11 +223,11 @@ var protectEntries = []ProtectEntry{
 	// Vim sources these from the directory it starts in when 'exrc' is set (no trust
 	// prompt: call system() ran as the operator, hostile review, session 19); Neovim
 	// asks once per content, then sources .nvim.lua, .nvimrc or .exrc the same way.
-	{Name: ".vimrc", Scope: ScopeProject, Path: ".vimrc", Why: "vim with 'exrc' set sources it when started here: its commands and call system() run"},
-	{Name: ".exrc", Scope: ScopeProject, Path: ".exrc", Why: "the same, under the name vi, vim and Neovim read"},
-	{Name: ".gvimrc", Scope: ScopeProject, Path: ".gvimrc", Why: "the same, for gvim"},
-	{Name: ".nvimrc", Scope: ScopeProject, Path: ".nvimrc", Why: "Neovim with 'exrc' set sources it once trusted (a trusted file rewritten asks again, but one answer runs it)"},
-	{Name: ".nvim.lua", Scope: ScopeProject, Path: ".nvim.lua", Why: "the same, as Lua"},
+	{Name: ".vimrc", Scope: ScopeProject, Anywhere: true, Path: ".vimrc", Why: "vim with 'exrc' set sources it when started here: its commands and call system() run"},
+	{Name: ".exrc", Scope: ScopeProject, Anywhere: true, Path: ".exrc", Why: "the same, under the name vi, vim and Neovim read"},
+	{Name: ".gvimrc", Scope: ScopeProject, Anywhere: true, Path: ".gvimrc", Why: "the same, for gvim"},
+	{Name: ".nvimrc", Scope: ScopeProject, Anywhere: true, Path: ".nvimrc", Why: "Neovim with 'exrc' set sources it once trusted (a trusted file rewritten asks again, but one answer runs it)"},
+	{Name: ".nvim.lua", Scope: ScopeProject, Anywhere: true, Path: ".nvim.lua", Why: "the same, as Lua"},
 	{Name: ".helix", Scope: ScopeProject, Path: ".helix", Dir: true, Why: "Helix obeys .helix/languages.toml and config.toml: the language servers and formatters they name start when you open a file"},
 	{Name: ".clinerules", Scope: ScopeProject, Path: ".clinerules", Dir: true, Why: "Cline runs the hook scripts in .clinerules/hooks and obeys its rules and workflows"},
 	{Name: ".gitmodules", Scope: ScopeProject, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},
@@ -238,9 +238,9 @@ var protectEntries = []ProtectEntry{
 	{Name: ".npmrc", Scope: ScopeProject, Path: ".npmrc", Why: "npm obeys it on every command (script-shell, node-options=--require, registry)"},
 	{Name: ".yarnrc.yml", Scope: ScopeProject, Path: ".yarnrc.yml", Why: "yarn runs the file yarnPath names instead of itself"},
 	{Name: ".yarnrc", Scope: ScopeProject, Path: ".yarnrc", Why: "yarn classic runs yarn-path instead of itself"},
-	{Name: ".tool-versions", Scope: ScopeProject, Path: ".tool-versions", Why: "asdf and mise pick (and may install) the tools it names on cd"},
-	{Name: "mise.toml", Scope: ScopeProject, Path: "mise.toml", Why: "mise runs its enter hooks and env scripts on cd (once trusted)"},
-	{Name: ".mise.toml", Scope: ScopeProject, Path: ".mise.toml", Why: "the same, under mise's other name"},
+	{Name: ".tool-versions", Scope: ScopeProject, Anywhere: true, Path: ".tool-versions", Why: "asdf and mise pick (and may install) the tools it names on cd"},
+	{Name: "mise.toml", Scope: ScopeProject, Anywhere: true, Path: "mise.toml", Why: "mise runs its enter hooks and env scripts on cd (once trusted)"},
+	{Name: ".mise.toml", Scope: ScopeProject, Anywhere: true, Path: ".mise.toml", Why: "the same, under mise's other name"},
 	{Name: "mise.local.toml", Scope: ScopeProject, Path: "mise.local.toml", Why: "the same, under another of the names mise reads"},
 	{Name: ".mise.local.toml", Scope: ScopeProject, Path: ".mise.local.toml", Why: "the same, under another of the names mise reads"},
 	{Name: ".config/mise.toml", Scope: ScopeProject, Path: ".config/mise.toml", Why: "the same, under another of the names mise reads"},
@@ -249,22 +249,22 @@ var protectEntries = []ProtectEntry{
 	{Name: "mise/config.local.toml", Scope: ScopeProject, Path: "mise/config.local.toml", Why: "the same, under another of the names mise reads"},
 	{Name: ".config/mise", Scope: ScopeProject, Path: ".config/mise", Dir: true, Why: "mise reads config.toml, config.local.toml and conf.d/*.toml here"},
 	{Name: ".mise", Scope: ScopeProject, Path: ".mise", Dir: true, Why: "mise reads config.toml and config.local.toml here"},
-	{Name: ".nvmrc", Scope: ScopeProject, Path: ".nvmrc", Why: "nvm and auto-switching shells pick the node it names on cd"},
-	{Name: ".node-version", Scope: ScopeProject, Path: ".node-version", Why: "fnm, nodenv and volta pick the node it names on cd"},
-	{Name: ".python-version", Scope: ScopeProject, Path: ".python-version", Why: "pyenv runs the interpreter it names on every python call (CVE-2022-35861: a path there ran any binary)"},
-	{Name: "rust-toolchain.toml", Scope: ScopeProject, Path: "rust-toolchain.toml", Why: "rustup runs the toolchain its path setting names on every cargo and rustc call (a prompt showing the Rust version calls rustc on cd)"},
-	{Name: "rust-toolchain", Scope: ScopeProject, Path: "rust-toolchain", Why: "the same, under rustup's older name (TOML too)"},
-	{Name: ".ruby-version", Scope: ScopeProject, Path: ".ruby-version", Why: "rbenv and chruby run the ruby it names (the same path traversal class as pyenv's)"},
+	{Name: ".nvmrc", Scope: ScopeProject, Anywhere: true, Path: ".nvmrc", Why: "nvm and auto-switching shells pick the node it names on cd"},
+	{Name: ".node-version", Scope: ScopeProject, Anywhere: true, Path: ".node-version", Why: "fnm, nodenv and volta pick the node it names on cd"},
+	{Name: ".python-version", Scope: ScopeProject, Anywhere: true, Path: ".python-version", Why: "pyenv runs the interpreter it names on every python call (CVE-2022-35861: a path there ran any binary)"},
+	{Name: "rust-toolchain.toml", Scope: ScopeProject, Anywhere: true, Path: "rust-toolchain.toml", Why: "rustup runs the toolchain its path setting names on every cargo and rustc call (a prompt showing the Rust version calls rustc on cd)"},
+	{Name: "rust-toolchain", Scope: ScopeProject, Anywhere: true, Path: "rust-toolchain", Why: "the same, under rustup's older name (TOML too)"},
+	{Name: ".ruby-version", Scope: ScopeProject, Anywhere: true, Path: ".ruby-version", Why: "rbenv and chruby run the ruby it names (the same path traversal class as pyenv's)"},
 	// rbenv's descendants read a version file's first word as a directory under their
 	// versions/ and run its bin/: jenv (current), goenv before 2.2.29 and plenv refuse no
 	// "../", so "../../proj/evil" ran the tree's evil/bin/java through the host's next java
 	// (hostile review, session 19).
-	{Name: ".java-version", Scope: ScopeProject, Path: ".java-version", Why: "jenv runs the java it names on every java call and exports it as JAVA_HOME (a ../ path there ran any binary)"},
-	{Name: ".java-options", Scope: ScopeProject, Path: ".java-options", Why: "jenv passes its words to every java it runs (-javaagent: loads code from a jar)"},
-	{Name: ".go-version", Scope: ScopeProject, Path: ".go-version", Why: "goenv runs the go it names on every go call (before 2.2.29 a ../ path there ran any binary); mise reads it too"},
-	{Name: ".perl-version", Scope: ScopeProject, Path: ".perl-version", Why: "plenv runs the perl it names on every perl call (a ../ path there runs any binary)"},
-	{Name: ".sdkmanrc", Scope: ScopeProject, Path: ".sdkmanrc", Why: "SDKMAN!'s sdk env (on cd with sdkman_auto_env) puts candidates/<name>/<version>/bin first in PATH: a ../ version there put the tree's java first"},
-	{Name: ".terraform-version", Scope: ScopeProject, Path: ".terraform-version", Why: "tfenv runs versions/<it>/terraform on every terraform call (a ../ path there ran any binary)"},
+	{Name: ".java-version", Scope: ScopeProject, Anywhere: true, Path: ".java-version", Why: "jenv runs the java it names on every java call and exports it as JAVA_HOME (a ../ path there ran any binary)"},
+	{Name: ".java-options", Scope: ScopeProject, Anywhere: true, Path: ".java-options", Why: "jenv passes its words to every java it runs (-javaagent: loads code from a jar)"},
+	{Name: ".go-version", Scope: ScopeProject, Anywhere: true, Path: ".go-version", Why: "goenv runs the go it names on every go call (before 2.2.29 a ../ path there ran any binary); mise reads it too"},
+	{Name: ".perl-version", Scope: ScopeProject, Anywhere: true, Path: ".perl-version", Why: "plenv runs the perl it names on every perl call (a ../ path there runs any binary)"},
+	{Name: ".sdkmanrc", Scope: ScopeProject, Anywhere: true, Path: ".sdkmanrc", Why: "SDKMAN!'s sdk env (on cd with sdkman_auto_env) puts candidates/<name>/<version>/bin first in PATH: a ../ version there put the tree's java first"},
+	{Name: ".terraform-version", Scope: ScopeProject, Anywhere: true, Path: ".terraform-version", Why: "tfenv runs versions/<it>/terraform on every terraform call (a ../ path there ran any binary)"},
 	// direnv's allow covers the .envrc's own content, not what it loads: an allowed
 	// .envrc's source_env_if_exists .envrc.local ran the sandbox's .envrc.local, and its
 	// dotenv the sandbox's .env (PROMPT_COMMAND, LD_PRELOAD), at the host's next cd

@@ -174,37 +174,58 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 }
 
 // allowAdvice is the end-of-run line that says how the refused names would be allowed
-// ("" when none is a host name): the --allow entries for the first few, and the built-in
-// lists holding them. Field test (session 19): npm's ENOTFOUND and the refusal summary
-// named registry.npmjs.org, and nothing said that --allow @npm holds it. Pure.
+// ("" when none is a host name): the --allow entries for the first few a built-in list
+// holds, and those lists. Field test (session 19): npm's ENOTFOUND and the refusal
+// summary named registry.npmjs.org, and nothing said that --allow @npm holds it. The
+// names are the sandbox's to choose: one no built-in list holds is counted, never
+// offered as a flag to paste (hostile review, session 19: six lookups of
+// registry-npmjs.org-mirror.attacker.example had the line offer
+// --allow registry-npmjs.org-mirror.attacker.example first, before registry.npmjs.org).
+// Pure.
 func allowAdvice(refused []string) string {
 	const most = 3
 	var names, lists []string
+	others := 0
 	for _, n := range refused {
-		if len(names) == most {
-			break
-		}
 		if policy.ValidHostname(n) != nil || strings.Count(n, ".") == 0 {
 			continue // an address, or what the sandbox made up
 		}
-		names = append(names, "--allow "+n)
+		var in []string
 		for _, l := range policy.ListNames() {
 			for _, e := range policy.Lists[strings.TrimPrefix(l, "@")] {
-				if pat, err := policy.ParsePattern(e); err == nil && pat.Matches(n, 443) && !slices.Contains(lists, l) {
-					lists = append(lists, l)
+				if pat, err := policy.ParsePattern(e); err == nil && pat.Matches(n, 443) && !slices.Contains(in, l) {
+					in = append(in, l)
 				}
 			}
 		}
+		if len(in) == 0 {
+			others++
+			continue
+		}
+		if len(names) == most {
+			continue
+		}
+		names = append(names, "--allow "+n)
+		for _, l := range in {
+			if !slices.Contains(lists, l) {
+				lists = append(lists, l)
+			}
+		}
 	}
-	if len(names) == 0 {
-		return ""
-	}
-	a := "to allow in the next run: " + strings.Join(names, " ")
-	if len(lists) > 0 {
+	var a string
+	if len(names) > 0 {
+		a = "to allow in the next run: " + strings.Join(names, " ")
 		a += " (or the built-in list " + strings.Join(lists, ", ") + ")"
 		if len(lists) > 1 {
 			a = strings.Replace(a, "built-in list ", "built-in lists ", 1)
 		}
+		a += ", or allow = [...] in the profile"
 	}
-	return a + ", or allow = [...] in the profile"
+	if others > 0 {
+		if a != "" {
+			a += "; "
+		}
+		a += fmt.Sprintf("%d refused name(s) no built-in list holds: the sandbox chose them, read the log before you allow any", others)
+	}
+	return a
 }

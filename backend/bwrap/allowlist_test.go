@@ -77,7 +77,11 @@ func TestAllowAdvice(t *testing.T) {
 		want    string
 	}{
 		{[]string{"registry.npmjs.org"}, "to allow in the next run: --allow registry.npmjs.org (or the built-in list @npm), or allow = [...] in the profile"},
-		{[]string{"objects.githubusercontent.com", "example.org"}, "to allow in the next run: --allow objects.githubusercontent.com --allow example.org (or the built-in list @github), or allow = [...] in the profile"},
+		{[]string{"objects.githubusercontent.com", "example.org"}, "to allow in the next run: --allow objects.githubusercontent.com (or the built-in list @github), or allow = [...] in the profile; 1 refused name(s) no built-in list holds: the sandbox chose them, read the log before you allow any"},
+		// The names are the sandbox's (hostile review, session 19): one no list holds is
+		// never offered as a flag, however often it was looked up.
+		{[]string{"registry-npmjs.org-mirror.attacker.example", "registry.npmjs.org"}, "to allow in the next run: --allow registry.npmjs.org (or the built-in list @npm), or allow = [...] in the profile; 1 refused name(s) no built-in list holds: the sandbox chose them, read the log before you allow any"},
+		{[]string{"exfil.attacker.example"}, "1 refused name(s) no built-in list holds: the sandbox chose them, read the log before you allow any"},
 		{[]string{"203.0.113.10:80", "box"}, ""},
 		{[]string{"registry.npmjs.org", "github.com"}, "to allow in the next run: --allow registry.npmjs.org --allow github.com (or the built-in lists @npm, @github), or allow = [...] in the profile"},
 		{nil, ""},

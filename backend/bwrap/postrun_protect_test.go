@@ -177,6 +177,39 @@ func TestSandboxPostRunAuditSubdirAgentSettings(t *testing.T) {
 	}
 }
 
+// Version managers look for their file from the directory they run in upward, and vim
+// with 'exrc' sources the one where it starts: hostile review (session 19) wrote
+// src/.java-version and src/.vimrc, where src/ is a plain directory of the repository,
+// and the audit said nothing (watched at the tops only): the host's next java through
+// jenv's shim in src/ runs what the file names. They are watched in every directory:
+// added, moved aside; changed, put back.
+func TestSandboxPostRunAuditSubdirVersionFiles(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	w.write(filepath.Join(w.proj, "src", ".python-version"), "3.12\n")
+	files := []string{"src/.java-version", "src/.vimrc", "src/.sdkmanrc", "src/.tool-versions", "src/.python-version"}
+	r := w.sh("for f in " + strings.Join(files, " ") + "; do echo ../../proj/evil > $f && echo WROTE $f; done; true")
+	for _, f := range files {
+		if !strings.Contains(r.stdout, "WROTE "+f) {
+			t.Errorf("the sandbox could not write %s at all (the test proves nothing): %q", f, r.stdout)
+		}
+		b, err := os.ReadFile(filepath.Join(w.proj, f))
+		switch {
+		case f == "src/.python-version":
+			if string(b) != "3.12\n" {
+				t.Errorf("%s not put back: %q\n%s", f, b, r.stderr)
+			}
+		case !strings.Contains(r.stderr, "box: audit: "+f+": protected file added"):
+			t.Errorf("the audit does not report %s:\n%s", f, r.stderr)
+		case err == nil:
+			t.Errorf("%s is still in place: %q", f, b)
+		}
+	}
+}
+
 // Version managers built on rbenv's scripts take a version file's first word as a
 // directory under their versions/ and run its bin/ (hostile review, session 19): jenv
 // (current) and goenv before 2.2.29 and plenv refuse no "../", so a .java-version,

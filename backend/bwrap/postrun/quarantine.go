@@ -600,6 +600,26 @@ func shq(s string) string {
 	}) {
 		return s
 	}
+	if safe(s) != s {
+		// What the terminal would be shown escaped (a control character, bytes that
+		// are not UTF-8) is written as bash's and zsh's $'\xNN': the escaped path in
+		// plain quotes named no file, so the restore line did not restore (hostile
+		// review, session 19: a directory named with an OSC sequence).
+		var b strings.Builder
+		b.WriteString("$'")
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '\\' || c == '\'':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c < 0x20 || c >= 0x7f:
+				fmt.Fprintf(&b, "\\x%02x", c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return b.String() + "'"
+	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 

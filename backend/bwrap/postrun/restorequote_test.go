@@ -32,3 +32,24 @@ func TestUnparsableRestoreQuoted(t *testing.T) {
 		t.Fatalf("the suggested command ran the sandbox's name: %q", cmd)
 	}
 }
+
+// A path the sandbox named with control characters (hostile review, session 19: a
+// directory named with an OSC sequence, x\e]0;PWNED\ay) was printed, escaped for the
+// terminal, inside plain quotes: the restore line named no file. It is $'...' now, shown
+// as it is, and bash reads it back to the very path.
+func TestRestoreQuotedControl(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	for _, p := range []string{"/w/x\x1b]0;PWNED\x07y/.git", "/w/a'b\\c\x9bd\xffé/.envrc"} {
+		q := shq(p)
+		if safe(q) != q {
+			t.Errorf("shq(%q) = %q: the terminal is shown it escaped", p, q)
+		}
+		out, err := exec.Command(bash, "-c", "printf %s "+q).Output()
+		if err != nil || string(out) != p {
+			t.Errorf("shq(%q) = %q: bash reads it as %q (%v)", p, q, out, err)
+		}
+	}
+}

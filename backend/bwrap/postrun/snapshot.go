@@ -600,6 +600,21 @@ func (t *taker) guardAnywhere(dir string, names []string) {
 	}
 }
 
+// anywhere: guardAnywhere guards path in dir (an Input.AnyGuards entry, outside
+// node_modules).
+func (t *taker) anywhere(dir, path string) bool {
+	if strings.Contains(dir+"/", "/node_modules/") {
+		return false
+	}
+	first, _, _ := strings.Cut(path, "/")
+	for _, g := range t.anyFirst[first] {
+		if g.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
 // gitMarks are the entries of a directory that make it a git directory. git takes
 // objects/ and refs/ through links too: any entry of those names counts.
 type gitMarks struct {
@@ -710,6 +725,14 @@ func (t *taker) repoKind(dot, kind string) {
 	if (r.Kind == RepoDir || r.Kind == RepoPointer) && !DisableTopGuards && t.s.writable(filepath.Dir(dot)) {
 		t.top = dot
 		for _, g := range t.in.TopGuards {
+			if t.anywhere(filepath.Dir(dot), g.Path) {
+				// Judged as in any directory (guardAnywhere), not only when the
+				// repository was there before the run: a hostile review (session 19)
+				// ran git init in a directory and wrote its .envrc and
+				// .claude/settings.json; the new repository's .git was moved aside,
+				// and what direnv and Claude Code obey there stayed, unreported.
+				continue
+			}
 			t.guard(filepath.Join(filepath.Dir(dot), g.Path), g.Runs)
 		}
 		t.top = ""

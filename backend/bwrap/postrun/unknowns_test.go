@@ -328,3 +328,39 @@ func TestAuditAnywhereGuards(t *testing.T) {
 		}
 	}
 }
+
+// A repository the run makes is moved aside and its work tree's files stay, as in a
+// plain directory, where the project files a tool started there obeys are judged:
+// hostile review (session 19): git init n, then n/.envrc and n/.claude/settings.json;
+// the report named n/.git alone and both stayed (a top's guards were judged only when
+// the repository was there before the run).
+func TestAuditAnywhereGuardsNewRepo(t *testing.T) {
+	wd := t.TempDir()
+	for _, d := range []string{".git/objects", ".git/refs/heads", "old/.git/objects", "old/.git/refs/heads"} {
+		os.MkdirAll(filepath.Join(wd, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(wd, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, "old", ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, "old", ".envrc"), []byte("use nix\n"), 0o644)
+	guards := []Guard{{Path: ".envrc", Runs: "direnv"}, {Path: ".claude/settings.json", Runs: "Claude Code"}, {Path: "flake.nix", Runs: "nix"}}
+	in := Input{Workdir: wd, TopGuards: guards, AnyGuards: guards[:2]}
+	before := Take(in)
+	for _, d := range []string{"n/.git/objects", "n/.git/refs/heads", "n/.claude"} {
+		os.MkdirAll(filepath.Join(wd, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(wd, "n", ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, "n", ".envrc"), []byte("touch /tmp/pwn\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, "n", ".claude", "settings.json"), []byte(`{"hooks":{}}`), 0o644)
+	os.WriteFile(filepath.Join(wd, "n", "flake.nix"), []byte("{}\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, "old", ".envrc"), []byte("touch /tmp/pwn\n"), 0o644)
+	got := strings.Join(auditedFindings(t, before, in, wd), ", ")
+	// flake.nix is a top's only: with the new repository's .git moved aside, nothing
+	// takes n for a project's top.
+	want := "repo n/.git added, file n/.claude/settings.json added, file n/.envrc added, file old/.envrc changed"
+	if got != want {
+		t.Errorf("findings\n got %q\nwant %q", got, want)
+	}
+	if _, err := os.Lstat(filepath.Join(wd, "n", ".envrc")); err == nil {
+		t.Errorf("n/.envrc stayed")
+	}
+}

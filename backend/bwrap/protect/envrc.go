@@ -12,6 +12,7 @@ var envrcLoaders = map[string]string{
 	"source_env": "", "source_env_if_exists": "",
 	"dotenv": ".env", "dotenv_if_exists": ".env",
 	"source": "", ".": "",
+	"source_up": ".envrc", "source_up_if_exists": ".envrc",
 }
 
 // EnvrcLoads lists the files an .envrc in dir has direnv load, each made absolute
@@ -19,7 +20,10 @@ var envrcLoaders = map[string]string{
 // box cannot resolve (a variable, a glob). It reads the words as a shell would split
 // them, without running anything: a loader counts where a command starts. Pure.
 func EnvrcLoads(envrc []byte, dir string) (paths, notes []string) {
-	for _, line := range strings.Split(string(envrc), "\n") {
+	// A backslash before a newline joins the lines (dotenv \<newline> .env.dev loads
+	// .env.dev).
+	text := strings.ReplaceAll(strings.ReplaceAll(string(envrc), "\r\n", "\n"), "\\\n", "")
+	for _, line := range strings.Split(text, "\n") {
 		words := shellWords(line)
 		start := true
 		for i := 0; i < len(words); i++ {
@@ -32,21 +36,35 @@ func EnvrcLoads(envrc []byte, dir string) (paths, notes []string) {
 				continue
 			}
 			start = false
-			if w.text == "then" || w.text == "do" || w.text == "else" || w.text == "!" {
+			if w.text == "then" || w.text == "do" || w.text == "else" || w.text == "!" || w.text == "command" || w.text == "builtin" || assignment(w) {
+				// A keyword, a command's wrapper or a variable set for it: the command
+				// comes next.
 				start = true
 				continue
 			}
-			if w.text == "use" && !w.quoted && i+1 < len(words) && (words[i+1].text == "flake" || words[i+1].text == "nix") {
+			kind := ""
+			switch {
+			case w.quoted:
+			case w.text == "use" && i+1 < len(words) && (words[i+1].text == "flake" || words[i+1].text == "nix"):
+				i++
+				kind = words[i].text
+			case w.text == "use_flake" || w.text == "use_nix":
+				// The stdlib's functions behind use flake and use nix, called by name.
+				kind = strings.TrimPrefix(w.text, "use_")
+			}
+			if kind != "" {
 				// use flake [DIR[#attr]], use nix [FILE]: the host's Nix evaluates what
 				// they name (its shellHook runs in your shell).
-				i++
-				kind, arg := words[i].text, "."
+				arg := "."
 				if i+1 < len(words) && !words[i+1].sep {
 					i++
 					arg = words[i].text
 				}
+				if arg == "-p" || arg == "--packages" {
+					continue // use nix -p hello: no file of the tree's
+				}
 				if strings.HasPrefix(arg, "-") {
-					continue // options (use nix -p hello): no file of the tree's
+					arg = "." // use flake --impure, use nix --pure: the directory's own
 				}
 				p, n := useLoads(kind, arg, dir)
 				paths, notes = append(paths, p...), append(notes, n...)
@@ -67,6 +85,15 @@ func EnvrcLoads(envrc []byte, dir string) (paths, notes []string) {
 			case strings.ContainsAny(arg, "$`*?[~"):
 				notes = append(notes, w.text+" "+arg)
 				continue
+			case strings.HasPrefix(w.text, "source_up") && !filepath.IsAbs(arg):
+				// source_up [FILE]: the first FILE (.envrc) in the directories above.
+				for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+					paths = append(paths, filepath.Join(d, arg))
+					if d == filepath.Dir(d) {
+						break
+					}
+				}
+				continue
 			case !filepath.IsAbs(arg):
 				arg = filepath.Join(dir, arg)
 			}
@@ -74,6 +101,20 @@ func EnvrcLoads(envrc []byte, dir string) (paths, notes []string) {
 		}
 	}
 	return paths, notes
+}
+
+// assignment: w is NAME=value, a variable set for the command that follows.
+func assignment(w shellWord) bool {
+	name, _, ok := strings.Cut(w.text, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, c := range name {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 type shellWord struct {

@@ -1,10 +1,13 @@
 package protect
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestEnvrcLoads(t *testing.T) {
@@ -34,6 +37,29 @@ PATH_add bin
 	}
 	if !slices.Equal(notes, []string{"source_env_if_exists $HOME/.envrc.mine"}) {
 		t.Errorf("notes %q", notes)
+	}
+}
+
+// Forms direnv obeys that the first reading missed (hostile review, session 19): a
+// line continued with a backslash, a variable set for the command, command and
+// builtin, the stdlib's use_flake and use_nix called by name, and use flake or use nix
+// with options before (or instead of) the directory or file. Each left what direnv loads
+// writable, for the host's next cd to obey.
+func TestEnvrcLoadsForms(t *testing.T) {
+	envrc := "dotenv \\\n  config/cont.env\n" +
+		"DIRENV_LOG_FORMAT= source_env_if_exists .envrc.extra\n" +
+		"command source extra.sh\n" +
+		"builtin . more.sh\n" +
+		"use_nix other.nix\n" +
+		"use flake --impure\n" +
+		"use nix --pure\n" +
+		"use nix -p hello\n" +
+		"source_up .envrc.shared\n"
+	paths, _ := EnvrcLoads([]byte(envrc), "/w/q")
+	want := []string{"/w/q/config/cont.env", "/w/q/.envrc.extra", "/w/q/extra.sh", "/w/q/more.sh", "/w/q/other.nix",
+		"/w/q/flake.nix", "/w/q/flake.lock", "/w/q/shell.nix", "/w/q/default.nix", "/w/.envrc.shared", "/.envrc.shared"}
+	if !slices.Equal(paths, want) {
+		t.Errorf("paths\n got %q\nwant %q", paths, want)
 	}
 }
 
@@ -96,5 +122,41 @@ func TestScanEnvrcUseFlake(t *testing.T) {
 	}
 	if !slices.Contains(s.ReadOnly(), filepath.Join(wd, "svc", "flake.nix")) {
 		t.Errorf("svc/flake.nix is not read-only: %q", s.ReadOnly())
+	}
+}
+
+// The sandbox writes the .envrc files: a 1 MiB one of dotenv lines in each of three
+// directories held every launch for 147 s (hostile review, session 19: a quadratic
+// dedup of 227,000 names). What they name is bounded, the rest said in one note; the
+// unresolvable names likewise.
+func TestScanEnvrcSourcesBounded(t *testing.T) {
+	wd := realTemp(t)
+	var b strings.Builder
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&b, "dotenv a%d\ndotenv $b%d\n", i, i)
+	}
+	for _, d := range []string{".", "s1", "s2"} {
+		os.MkdirAll(filepath.Join(wd, d), 0o755)
+		os.WriteFile(filepath.Join(wd, d, ".envrc"), []byte(b.String()), 0o644)
+	}
+	start := time.Now()
+	tree := Scan(wd, t.TempDir(), Options{}, nil)
+	if n := len(tree.EnvrcSources); n > maxEnvrcSources {
+		t.Errorf("%d envrc sources protected, want at most %d", n, maxEnvrcSources)
+	}
+	envrcNotes, more := 0, false
+	for _, n := range tree.Notes {
+		if strings.Contains(n, "box cannot resolve") {
+			envrcNotes++
+		}
+		if strings.Contains(n, "more files past the 256 box protects, from ") {
+			more = true
+		}
+	}
+	if envrcNotes > maxEnvrcNotes+1 || !more {
+		t.Errorf("%d notes of unresolvable names (want at most %d), the rest said: %v", envrcNotes, maxEnvrcNotes+1, more)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("scan took %v", d)
 	}
 }

@@ -935,7 +935,15 @@ func homeLinks(home, workdir string, path []string) (out, notes []string) {
 // (every one the walk found: direnv obeys one wherever you cd) has direnv load
 // (EnvrcLoads): a directory source_env names stands for its .envrc. A file it names in
 // a way box cannot resolve is a note.
+//
+// The .envrc files are the sandbox's to write (the audit reports a changed one, and
+// direnv runs it only once you allow it again), so what they name is bounded: past
+// maxEnvrcSources files, or maxEnvrcNotes unresolvable names, the rest is one note.
+// Unbounded, a 1 MiB .envrc of dotenv lines in each of three directories (227,000
+// names) held every launch for 147 s (hostile review, session 19).
 func envrcSources(dirs []string, workdir string) (out, notes []string) {
+	seen := map[string]bool{}
+	skipped, unresolvedN, firstSkipped := 0, 0, ""
 	for _, top := range dirs {
 		envrc := filepath.Join(top, ".envrc")
 		b, err := readConfig(envrc)
@@ -944,16 +952,35 @@ func envrcSources(dirs []string, workdir string) (out, notes []string) {
 		}
 		paths, unresolved := EnvrcLoads(b, top)
 		for _, u := range unresolved {
-			notes = append(notes, fmt.Sprintf("%s loads %q, which box cannot resolve: what it names is not protected (protect_add it)", envrc, u))
+			if unresolvedN++; unresolvedN <= maxEnvrcNotes {
+				notes = append(notes, fmt.Sprintf("%s loads %q, which box cannot resolve: what it names is not protected (protect_add it)", envrc, u))
+			}
 		}
 		for _, p := range paths {
+			if len(out) == maxEnvrcSources {
+				if skipped++; skipped == 1 {
+					firstSkipped = envrc
+				}
+				continue
+			}
 			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
 				p = filepath.Join(p, ".envrc")
 			}
-			if within(p, workdir) && p != workdir && p != envrc && !slices.Contains(out, p) {
+			if within(p, workdir) && p != workdir && p != envrc && !seen[p] {
+				seen[p] = true
 				out = append(out, p)
 			}
 		}
 	}
+	if unresolvedN > maxEnvrcNotes {
+		notes = append(notes, fmt.Sprintf("the .envrc files load %d more names box cannot resolve: what they name is not protected", unresolvedN-maxEnvrcNotes))
+	}
+	if skipped > 0 {
+		notes = append(notes, fmt.Sprintf("the .envrc files name %d more files past the %d box protects, from %s on: those are not protected (an .envrc the sandbox wrote? the audit reports it; remove what you did not write, and look before you direnv allow)", skipped, maxEnvrcSources, firstSkipped))
+	}
 	return out, notes
 }
+
+// maxEnvrcSources and maxEnvrcNotes bound what envrcSources takes from the .envrc
+// files: a project's own load a handful.
+const maxEnvrcSources, maxEnvrcNotes = 256, 16
