@@ -121,7 +121,7 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 		return fmt.Errorf("allowlist tier: run log: %w", err)
 	}
 	closers = append(closers, func() { opLog.Close() })
-	agentLog, err := createInInstance(filepath.Join(p.Spec.InstanceDir, ".claude"), RefusalsFile)
+	agentLog, err := createInInstance(filepath.Join(p.Spec.InstanceDir, p.Spec.StateDir), RefusalsFile)
 	if err != nil {
 		return fmt.Errorf("allowlist tier: %w", err)
 	}
@@ -154,8 +154,8 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 		}
 		s.ServeControl(ctl)
 		if !pr.Quiet {
-			fmt.Fprintf(stderr, "box: allowlist: run %s allows %d pattern(s)%s; refusals are logged to %s (inside: ~/.claude/%s); allow more while it runs: box allow --run %s NAME\n",
-				p.Policy.RunID, len(ps), sshAllowText(p.sshByName()), p.NetLog, RefusalsFile, p.Policy.RunID)
+			fmt.Fprintf(stderr, "box: allowlist: run %s allows %d pattern(s)%s; refusals are logged to %s (inside: ~/%s/%s); allow more while it runs: box allow --run %s NAME\n",
+				p.Policy.RunID, len(ps), sshAllowText(p.sshByName()), p.NetLog, p.Spec.StateDir, RefusalsFile, p.Policy.RunID)
 		}
 		return func() {
 			s.Close()

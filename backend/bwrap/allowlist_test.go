@@ -39,7 +39,7 @@ func TestCreateInInstance(t *testing.T) {
 // SANDBOX.md tells the agent what the allowlist allows, where refusals are written and
 // how to ask for more.
 func TestSandboxMDAllowlist(t *testing.T) {
-	md := SandboxMD(Policy{Profile: "p", Template: "t", Network: NetAllowlist, Workdir: "/w",
+	md := SandboxMD(Policy{Profile: "p", Template: "t", Network: NetAllowlist, Workdir: "/w", StateDir: ".claude",
 		Allow: []string{"github.com", "*.githubusercontent.com", "api.anthropic.com:443"}, RunID: "0123abcd"})
 	for _, want := range []string{"allowlist: only the host names below", "`github.com`, `*.githubusercontent.com`, `api.anthropic.com:443`",
 		"~/.claude/" + RefusalsFile, "box allow --run 0123abcd NAME"} {

@@ -83,7 +83,7 @@ type Policy struct {
 	Ports Ports
 }
 
-// RefusalsFile is where, in the sandbox's ~/.claude, the allowlist tier writes what it
+// RefusalsFile is where, in the agent's state directory (~/.claude), the allowlist tier writes what it
 // refused (box's copy for the agent; the operator's is the run log).
 const RefusalsFile = "box-network.log"
 
@@ -96,7 +96,7 @@ func allowText(p Policy) string {
 	} else {
 		fmt.Fprintf(&b, "Allowed: `%s`.\n", strings.Join(p.Allow, "`, `"))
 	}
-	fmt.Fprintf(&b, "\nEvery refused name or connection is written, one line each (time, refused or refused-dns, or unreachable for an allowed name the host could not reach, name, address:port, reason), to `~/.claude/%s`. Read it when a download or an API call fails, and ask the operator for the exact name you need: they can allow it while you run (`box allow --run %s NAME`), and the change is written there too.\n", RefusalsFile, p.RunID)
+	fmt.Fprintf(&b, "\nEvery refused name or connection is written, one line each (time, refused or refused-dns, or unreachable for an allowed name the host could not reach, name, address:port, reason), to `~/%s/%s`. Read it when a download or an API call fails, and ask the operator for the exact name you need: they can allow it while you run (`box allow --run %s NAME`), and the change is written there too.\n", p.StateDir, RefusalsFile, p.RunID)
 	return b.String()
 }
 

@@ -44,3 +44,16 @@ func TestLaunchWarningEscaped(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// The allowlist tier's log for the agent lives in the template's state directory
+// (codex's ~/.codex), as SANDBOX.md says: before (hostile review, session 19) box wrote
+// it under ~/.claude of the instance directory, which a codex template has not, and the
+// tier refused to start ("allowlist tier: .../.claude: no such file or directory").
+func TestAllowlistLogInTemplateStateDir(t *testing.T) {
+	w := newWorld(t)
+	r := w.run("run", "--template", "codex", "-n", "allowlist", "--allow", "example.test", "-y", "-q", "--",
+		"sh", "-c", `test -f ~/.codex/box-network.log && grep -c '~/.codex/box-network.log' ~/.codex/SANDBOX.md && test ! -e ~/.claude`)
+	if r.code != 0 || strings.TrimSpace(r.stdout) == "0" {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}

@@ -144,11 +144,11 @@ func (p *Plan) sshSpec() {
 	}
 	p.Spec.SSHDir = p.SSH.Dir
 	p.Spec.UnixSockets.Allowed = append(p.Spec.UnixSockets.Allowed, SSHDirInside+"/"+sshSockName)
-	p.Policy.SSH = sshText(p.SSH)
+	p.Policy.SSH = sshText(p.SSH, p.Spec.StateDir)
 }
 
 // sshText is SANDBOX.md's part about the agent.
-func sshText(s *SSHPlan) string {
+func sshText(s *SSHPlan, stateDir string) string {
 	var hosts []string
 	for _, h := range s.Policy.Hosts {
 		hosts = append(hosts, h.Name)
@@ -162,7 +162,7 @@ func sshText(s *SSHPlan) string {
 		b.WriteString("It signs no SSH login. ")
 	}
 	if len(s.ByName) > 0 {
-		fmt.Fprintf(&b, "On this allowlist network, TCP to those hosts' SSH ports reaches them only by name (connect to the name, which this sandbox's DNS answers; never to an address), and each connection is written to `~/.claude/%s` (`ssh` when admitted, `refused` with the reason otherwise). ", RefusalsFile)
+		fmt.Fprintf(&b, "On this allowlist network, TCP to those hosts' SSH ports reaches them only by name (connect to the name, which this sandbox's DNS answers; never to an address), and each connection is written to `~/%s/%s` (`ssh` when admitted, `refused` with the reason otherwise). ", stateDir, RefusalsFile)
 	}
 	if s.Policy.Sign {
 		b.WriteString("It signs git commits and tags (`gpg.format=ssh`, namespace `git`). ")
