@@ -393,7 +393,19 @@ func readChildPid(r io.Reader) (int, uint64, error) {
 
 // pidfdEnded: the process of the pidfd has exited (a zombie included).
 func pidfdEnded(fd int) bool {
+	// A sandbox bwrap failed to set up may be mid-exit: its namespaces already gone (what
+	// box failed to open) but its exit not yet signalled on the pidfd (a full run, session
+	// 19: "open /proc/PID/ns/net: no such file or directory"). One still blocked on the
+	// block fd never ends by itself, so waiting a moment costs only box's own failures.
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	n, err := unix.Poll(pfd, 0)
-	return err == nil && n == 1 && pfd[0].Revents&unix.POLLIN != 0
+	for {
+		n, err := unix.Poll(pfd, setupEndWait)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n == 1 && pfd[0].Revents&unix.POLLIN != 0
+	}
 }
+
+// setupEndWait is how long (ms) pidfdEnded waits for a sandbox that is ending.
+const setupEndWait = 500
