@@ -160,3 +160,17 @@ func TestScanEnvrcSourcesBounded(t *testing.T) {
 		t.Errorf("scan took %v", d)
 	}
 }
+
+// An .envrc box cannot read (a link, which it does not follow) is said at launch: what
+// it loads is unknown, never skipped in silence.
+func TestScanEnvrcUnreadableSaid(t *testing.T) {
+	wd := realTemp(t)
+	os.MkdirAll(filepath.Join(wd, "pkg"), 0o755)
+	os.WriteFile(filepath.Join(wd, "shared.envrc"), []byte("dotenv .env.dev\n"), 0o644)
+	os.Symlink("../shared.envrc", filepath.Join(wd, "pkg", ".envrc"))
+	tree := Scan(wd, t.TempDir(), Options{}, nil)
+	want := filepath.Join(wd, "pkg", ".envrc") + " cannot be read ("
+	if !slices.ContainsFunc(tree.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+		t.Errorf("notes %q lack %q", tree.Notes, want)
+	}
+}

@@ -948,6 +948,11 @@ func envrcSources(dirs []string, workdir string) (out, notes []string) {
 		envrc := filepath.Join(top, ".envrc")
 		b, err := readConfig(envrc)
 		if err != nil {
+			if !os.IsNotExist(err) {
+				// Unknown loads are said, never skipped (a link, which box does not
+				// follow; one it may not read).
+				notes = append(notes, fmt.Sprintf("%s cannot be read (%v): what it loads is not protected (protect_add it)", envrc, err))
+			}
 			continue
 		}
 		paths, unresolved := EnvrcLoads(b, top)
