@@ -948,9 +948,12 @@ func envrcSources(dirs []string, workdir string) (out, notes []string) {
 		envrc := filepath.Join(top, ".envrc")
 		b, err := readConfig(envrc)
 		if err != nil {
-			if !os.IsNotExist(err) {
-				// Unknown loads are said, never skipped (a link, which box does not
-				// follow; one it may not read).
+			if os.IsNotExist(err) {
+				continue
+			}
+			// Unknown loads are said, never skipped (a link, which box does not follow;
+			// one it may not read), within the notes' bound.
+			if unresolvedN++; unresolvedN <= maxEnvrcNotes {
 				notes = append(notes, fmt.Sprintf("%s cannot be read (%v): what it loads is not protected (protect_add it)", envrc, err))
 			}
 			continue
