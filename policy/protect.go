@@ -265,6 +265,22 @@ var protectEntries = []ProtectEntry{
 	{Name: ".perl-version", Scope: ScopeProject, Anywhere: true, Path: ".perl-version", Why: "plenv runs the perl it names on every perl call (a ../ path there runs any binary)"},
 	{Name: ".sdkmanrc", Scope: ScopeProject, Anywhere: true, Path: ".sdkmanrc", Why: "SDKMAN!'s sdk env (on cd with sdkman_auto_env) puts candidates/<name>/<version>/bin first in PATH: a ../ version there put the tree's java first"},
 	{Name: ".terraform-version", Scope: ScopeProject, Anywhere: true, Path: ".terraform-version", Why: "tfenv runs versions/<it>/terraform on every terraform call (a ../ path there ran any binary)"},
+	// More of tfenv's and rbenv's descendants take the version file's content as a
+	// directory under their versions/ with no "../" refused: a box run's
+	// "../../../../tmp/proj/evil" had the host's next tofu, terragrunt, packer, lua, swift,
+	// scala, sbt, crystal and elixir through each manager run the tree's evil/ (hostile
+	// review, session 20, each manager's current source run as an unprivileged user).
+	{Name: ".opentofu-version", Scope: ScopeProject, Anywhere: true, Path: ".opentofu-version", Why: "tofuenv runs versions/<it>/tofu on every tofu call (a ../ path there ran any binary)"},
+	{Name: ".terragrunt-version", Scope: ScopeProject, Anywhere: true, Path: ".terragrunt-version", Why: "tgenv runs versions/<it>/terragrunt on every terragrunt call (a ../ path there ran any binary)"},
+	{Name: ".packer-version", Scope: ScopeProject, Anywhere: true, Path: ".packer-version", Why: "pkenv runs versions/<it>/packer on every packer call (a ../ path there ran any binary)"},
+	{Name: ".lua-version", Scope: ScopeProject, Anywhere: true, Path: ".lua-version", Why: "luaenv runs the lua it names on every lua call (a ../ path there ran any binary)"},
+	{Name: ".luaenv-version", Scope: ScopeProject, Anywhere: true, Path: ".luaenv-version", Why: "the same, under luaenv's other name"},
+	{Name: ".swift-version", Scope: ScopeProject, Anywhere: true, Path: ".swift-version", Why: "swiftenv runs the swift it names on every swift call (a ../ path there ran any binary)"},
+	{Name: ".scala-version", Scope: ScopeProject, Anywhere: true, Path: ".scala-version", Why: "scalaenv runs the scala it names on every scala call (a ../ path there ran any binary)"},
+	{Name: ".sbt-version", Scope: ScopeProject, Anywhere: true, Path: ".sbt-version", Why: "sbtenv runs the sbt it names on every sbt call (a ../ path there ran any binary)"},
+	{Name: ".crystal-version", Scope: ScopeProject, Anywhere: true, Path: ".crystal-version", Why: "crenv runs the crystal it names on every crystal call (a ../ path there ran any binary)"},
+	{Name: ".crenv-version", Scope: ScopeProject, Anywhere: true, Path: ".crenv-version", Why: "the same, under crenv's other name"},
+	{Name: ".exenv-version", Scope: ScopeProject, Anywhere: true, Path: ".exenv-version", Why: "exenv runs the elixir it names on every elixir, mix and iex call (a ../ path there ran any binary)"},
 	// direnv's allow covers the .envrc's own content, not what it loads: an allowed
 	// .envrc's source_env_if_exists .envrc.local ran the sandbox's .envrc.local, and its
 	// dotenv the sandbox's .env (PROMPT_COMMAND, LD_PRELOAD), at the host's next cd

@@ -222,6 +222,19 @@ func TestSandboxPostRunAuditVersionFiles(t *testing.T) {
 	auditPlants(t, []string{".java-version", ".java-options", ".go-version", ".perl-version", ".terraform-version", ".sdkmanrc"}, "../../proj/evil")
 }
 
+// The same traversal in more of rbenv's and tfenv's descendants (hostile review, session
+// 20, each run as an unprivileged user against its current source): tofuenv
+// (.opentofu-version), tgenv (.terragrunt-version), pkenv (.packer-version), luaenv
+// (.lua-version, .luaenv-version), swiftenv (.swift-version), scalaenv (.scala-version),
+// sbtenv (.sbt-version), crenv (.crystal-version, .crenv-version) and exenv
+// (.exenv-version) read "../../../../tmp/proj/evil" planted by a box run and ran the
+// tree's evil/tofu, evil/bin/lua, ... through the host's next tofu, lua, ..., which read
+// ~/.ssh; the audit said nothing.
+func TestSandboxPostRunAuditVersionFilesMore(t *testing.T) {
+	auditPlants(t, []string{".opentofu-version", ".terragrunt-version", ".packer-version", ".lua-version", ".luaenv-version",
+		".swift-version", ".scala-version", ".sbt-version", ".crystal-version", ".crenv-version", ".exenv-version"}, "../../proj/evil")
+}
+
 // Vim with 'exrc' set (and Neovim, once trusted) sources .vimrc or .exrc of the
 // directory it starts in (hostile review, session 19: the host's next vim in the
 // project ran the sandbox's call system()).
