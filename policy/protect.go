@@ -236,8 +236,11 @@ var protectEntries = []ProtectEntry{
 	// git credential fill gives for that URL, where it names (hostile review, session 12).
 	{Name: ".lfsconfig", Scope: ScopeProject, Path: ".lfsconfig", Why: "git-lfs obeys its lfs.url, lfs.pushurl, remote.*.lfsurl and lfs.<url>.access on every fetch and push: LFS objects, and the credentials for that URL, go to the server it names"},
 	{Name: ".npmrc", Scope: ScopeProject, Path: ".npmrc", Why: "npm obeys it on every command (script-shell, node-options=--require, registry)"},
-	{Name: ".yarnrc.yml", Scope: ScopeProject, Path: ".yarnrc.yml", Why: "yarn runs the file yarnPath names instead of itself"},
-	{Name: ".yarnrc", Scope: ScopeProject, Path: ".yarnrc", Why: "yarn classic runs yarn-path instead of itself"},
+	// Yarn reads these in the directory it runs in and every one above (hostile review,
+	// session 20: a pkg/.yarnrc.yml planted in a plain subdirectory ran at the host's next
+	// yarn there).
+	{Name: ".yarnrc.yml", Scope: ScopeProject, Anywhere: true, Path: ".yarnrc.yml", Why: "yarn runs the file yarnPath names instead of itself"},
+	{Name: ".yarnrc", Scope: ScopeProject, Anywhere: true, Path: ".yarnrc", Why: "yarn classic runs yarn-path instead of itself"},
 	{Name: ".tool-versions", Scope: ScopeProject, Anywhere: true, Path: ".tool-versions", Why: "asdf and mise pick (and may install) the tools it names on cd"},
 	{Name: "mise.toml", Scope: ScopeProject, Anywhere: true, Path: "mise.toml", Why: "mise runs its enter hooks and env scripts on cd (once trusted)"},
 	{Name: ".mise.toml", Scope: ScopeProject, Anywhere: true, Path: ".mise.toml", Why: "the same, under mise's other name"},

@@ -210,6 +210,33 @@ func TestSandboxPostRunAuditSubdirVersionFiles(t *testing.T) {
 	}
 }
 
+// Yarn reads .yarnrc.yml (berry) and .yarnrc (classic) in the directory it runs in and
+// every one above, and runs the file their yarnPath or yarn-path names instead of
+// itself (hostile review, session 20): a box run wrote pkg/.yarnrc.yml naming a script
+// of its own in a repository whose pkg/ is a plain directory, the audit (watching them
+// at the tops only) said nothing, and the host's next yarn --version in pkg/ (yarn
+// 1.22.22) ran the script, which read ~/.ssh. They are watched in every directory.
+func TestSandboxPostRunAuditSubdirYarnrc(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	files := []string{"pkg/.yarnrc.yml", "pkg/.yarnrc"}
+	r := w.sh("mkdir -p pkg && echo 'yarnPath: ../tools/y.cjs' > pkg/.yarnrc.yml && echo 'yarn-path \"../tools/y.cjs\"' > pkg/.yarnrc && echo WROTE")
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range files {
+		if !strings.Contains(r.stderr, "box: audit: "+f+": protected file added") {
+			t.Errorf("the audit does not report %s:\n%s", f, r.stderr)
+		}
+		if b, err := os.ReadFile(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the host's yarn reads the planted %s: %q", f, b)
+		}
+	}
+}
+
 // Version managers built on rbenv's scripts take a version file's first word as a
 // directory under their versions/ and run its bin/ (hostile review, session 19): jenv
 // (current) and goenv before 2.2.29 and plenv refuse no "../", so a .java-version,
