@@ -147,7 +147,9 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 	}
 	wtGit := filepath.Join(f.RepoGit, "worktrees", "wt")
 	files := map[string]string{
-		filepath.Join(f.Repo, ".envrc"):                   "export BOX_DRILL=1\nsource_env_if_exists .envrc.local\n",
+		filepath.Join(f.Repo, ".envrc"): "export BOX_DRILL=1\nsource_env_if_exists .envrc.local\n",
+		// In a plain subdirectory, so the top's .yarnrc.yml entry keeps its own probe.
+		filepath.Join(f.Repo, "web", ".yarnrc.yml"):       "yarnPath: .yarn/releases/box-drill-yarn.cjs\n",
 		filepath.Join(f.Repo, ".vscode", "tasks.json"):    `{"version":"2.0.0","tasks":[]}` + "\n",
 		filepath.Join(f.Repo, ".claude", "settings.json"): `{"permissions":{"allow":[]}}` + "\n",
 		filepath.Join(f.Repo, ".git"):                     "gitdir: " + f.RepoGit + "\n",
@@ -458,7 +460,7 @@ func EntryProbeID(e policy.ProtectEntry) string {
 		return "protect:" + id
 	}
 	switch e.Scope {
-	case policy.ScopeProject, policy.ScopeGitDir, policy.ScopeHooksPath, policy.ScopeInclude, policy.ScopeEnvrcSource:
+	case policy.ScopeProject, policy.ScopeGitDir, policy.ScopeHooksPath, policy.ScopeInclude, policy.ScopeEnvrcSource, policy.ScopeYarnPath:
 		return "protect:entry:" + e.Name
 	}
 	return ""
@@ -512,6 +514,13 @@ func entryProbes(in Input, probe func(id, name, host, dir string, plant ...Plant
 			// Repo's .envrc loads .envrc.local if it exists: absent at launch, creatable,
 			// then taken away before the host's direnv would run it.
 			pr = probe(id, "protected entry "+e.Name, "", f.Repo, PlantFile{Path: filepath.Join(f.Repo, ".envrc.local"), Content: touch + "\n"})
+			pr.AuditOnly = true
+		case policy.ScopeYarnPath:
+			// web/.yarnrc.yml names a release that is absent at launch: creatable, then
+			// taken away before the host's yarn would run it.
+			target := filepath.Join(f.Repo, "web", ".yarn", "releases", "box-drill-yarn.cjs")
+			pr = probe(id, "protected entry "+e.Name, "", f.Repo,
+				PlantFile{Path: target, Content: touch + "\n"}, PlantFile{Path: filepath.Dir(target), Dir: true})
 			pr.AuditOnly = true
 		}
 		out = append(out, pr)

@@ -33,6 +33,9 @@ const (
 	// ScopeEnvrcSource: a file in the working directory that a project's .envrc has
 	// direnv load (source_env, source_env_if_exists, dotenv, dotenv_if_exists, source).
 	ScopeEnvrcSource ProtectScope = "envrc-source"
+	// ScopeYarnPath: a file in the working directory that a yarn rc (.yarnrc.yml's
+	// yarnPath and plugins, .yarnrc's yarn-path) has yarn run on every command.
+	ScopeYarnPath ProtectScope = "yarn-path"
 	// ScopeProject: relative to the working directory and to the top of every repository
 	// nested in it.
 	ScopeProject ProtectScope = "project"
@@ -289,6 +292,11 @@ var protectEntries = []ProtectEntry{
 	// dotenv the sandbox's .env (PROMPT_COMMAND, LD_PRELOAD), at the host's next cd
 	// without a question (hostile review, session 19). Last: a path a project entry names
 	// too (flake.nix under "use flake") keeps that entry's name, the first rule winning.
+	// yarnPath names the yarn that runs: the rc read-only, its target writable, was a
+	// rewritten .yarn/releases/yarn-4.5.0.cjs run by the host's next yarn --version
+	// (hostile review, session 20).
+	{Name: "yarn:path", Scope: ScopeYarnPath,
+		Why: "a yarn rc names it (yarnPath, yarn-path, a plugin's path): yarn runs it instead of itself, or loads it, on every command"},
 	{Name: "direnv:source", Scope: ScopeEnvrcSource,
 		Why: "a project's .envrc loads it (source_env, dotenv, source, use flake, use nix): direnv runs, exports or has Nix evaluate it on cd with no question, its allow covering only the .envrc"},
 }

@@ -237,6 +237,33 @@ func TestSandboxPostRunAuditSubdirYarnrc(t *testing.T) {
 	}
 }
 
+// A protected .yarnrc.yml names the yarn that runs (yarnPath): the rc was read-only
+// but its target writable (hostile review, session 20): a box run rewrote
+// .yarn/releases/yarn-4.5.0.cjs, the audit said nothing, and the host's next
+// yarn --version (yarn 1.22.22) ran the rewrite, which read ~/.ssh. The release present
+// at launch is read-only inside; a plugin path the rc names, absent at launch, is moved
+// aside when the run creates it.
+func TestSandboxPostRunAuditYarnPath(t *testing.T) {
+	w := newWorld(t)
+	release := filepath.Join(w.proj, ".yarn", "releases", "yarn-4.5.0.cjs")
+	w.write(filepath.Join(w.proj, ".yarnrc.yml"), "yarnPath: .yarn/releases/yarn-4.5.0.cjs\nplugins:\n  - path: .yarn/plugins/plugin-x.cjs\n")
+	w.write(release, "// yarn\n")
+	r := w.sh(`printf 'require("child_process").execSync("id")\n' > .yarn/releases/yarn-4.5.0.cjs && echo WROTE-release; ` +
+		`mkdir -p .yarn/plugins && echo 'module.exports={}' > .yarn/plugins/plugin-x.cjs && echo WROTE-plugin; true`)
+	if b, _ := os.ReadFile(release); string(b) != "// yarn\n" || strings.Contains(r.stdout, "WROTE-release") {
+		t.Errorf("the sandbox rewrote the release yarnPath names: %q (%q)", b, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "WROTE-plugin") {
+		t.Fatalf("the sandbox could not write the plugin at all (the test proves nothing): %q\n%s", r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "box: audit: .yarn/plugins/plugin-x.cjs: protected file added") {
+		t.Errorf("the audit does not report the plugin:\n%s", r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, ".yarn", "plugins", "plugin-x.cjs")); err == nil {
+		t.Errorf("the planted plugin is still where yarn loads it")
+	}
+}
+
 // Version managers built on rbenv's scripts take a version file's first word as a
 // directory under their versions/ and run its bin/ (hostile review, session 19): jenv
 // (current) and goenv before 2.2.29 and plenv refuse no "../", so a .java-version,

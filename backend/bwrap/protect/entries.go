@@ -28,6 +28,7 @@ const (
 	HooksPath = policy.ScopeHooksPath
 	Include   = policy.ScopeInclude
 	EnvrcSrc  = policy.ScopeEnvrcSource
+	YarnSrc   = policy.ScopeYarnPath
 	Project   = policy.ScopeProject
 	HomeLink  = policy.ScopeHomeLink
 	HookLink  = policy.ScopeHookLink

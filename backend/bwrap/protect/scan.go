@@ -58,6 +58,7 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 	}
 	var dotgits []string   // .git entries found, in walk order
 	var envrcDirs []string // directories holding an .envrc, in walk order
+	var yarnDirs []string  // directories holding a yarn rc, in walk order
 	// The listings of the directories holding a .git entry (the tops), where most of the
 	// protected set's candidates are: looked up, not lstatted one by one.
 	listings := map[string]map[string]FileKind{}
@@ -106,6 +107,9 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 			p := filepath.Join(it.dir, e.name)
 			if e.name == ".envrc" {
 				envrcDirs = append(envrcDirs, it.dir)
+			}
+			if (e.name == ".yarnrc.yml" || e.name == ".yarnrc") && (len(yarnDirs) == 0 || yarnDirs[len(yarnDirs)-1] != it.dir) {
+				yarnDirs = append(yarnDirs, it.dir)
 			}
 			if e.name == ".git" {
 				dotgits = append(dotgits, p)
@@ -230,6 +234,8 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 	}
 	var notes []string
 	t.EnvrcSources, notes = envrcSources(envrcDirs, workdir)
+	t.Notes = append(t.Notes, notes...)
+	t.YarnSources, notes = yarnSources(yarnDirs, workdir)
 	t.Notes = append(t.Notes, notes...)
 	t.HomeLinks, notes = homeLinks(home, workdir, o.Path)
 	t.Notes = append(t.Notes, notes...)

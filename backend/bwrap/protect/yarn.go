@@ -1,0 +1,149 @@
+package protect
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Yarn runs the file its rc names instead of itself on every command (berry's yarnPath
+// in .yarnrc.yml, classic's yarn-path in .yarnrc) and loads the plugins .yarnrc.yml
+// lists: the rc is protected, so what it names must be too, or the sandbox rewrites
+// .yarn/releases/yarn-4.5.0.cjs and the host's next yarn runs it (hostile review,
+// session 20: yarn 1.22.22's yarn --version ran the sandbox's rewrite, which read ~/.ssh).
+
+// YarnLoads lists the files the yarn rc file name (".yarnrc.yml" or ".yarnrc") in dir
+// has yarn run, made absolute against dir (yarn resolves them against the rc's
+// directory), and notes for each value box cannot resolve (an ${ENV} value, YAML's flow
+// style). It reads the lines without a YAML library: the keys it looks for are
+// top-level, and what it cannot read is said, never skipped. Pure.
+func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
+	text := strings.TrimPrefix(strings.ReplaceAll(string(rc), "\r\n", "\n"), "\ufeff")
+	take := func(key, v string) {
+		v = yarnValue(v)
+		switch {
+		case v == "":
+		case strings.ContainsAny(v, "${}[]*?~"):
+			notes = append(notes, key+" "+v)
+		case filepath.IsAbs(v):
+			paths = append(paths, filepath.Clean(v))
+		default:
+			paths = append(paths, filepath.Join(dir, v))
+		}
+	}
+	if name == ".yarnrc" {
+		// Classic's lockfile-like syntax: yarn-path "./x.js", quoted key or not.
+		for _, line := range strings.Split(text, "\n") {
+			line = strings.TrimSpace(line)
+			key, v, _ := strings.Cut(line, " ")
+			if strings.Trim(key, `"`) == "yarn-path" {
+				take("yarn-path", v)
+			}
+		}
+		return paths, notes
+	}
+	inPlugins := false
+	for _, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		if line[0] != ' ' && line[0] != '\t' && line[0] != '-' {
+			inPlugins = false
+			key, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			switch strings.Trim(strings.TrimSpace(key), `"'`) {
+			case "yarnPath":
+				take("yarnPath", v)
+			case "plugins":
+				inPlugins = true
+				if v = strings.TrimSpace(v); v != "" && !strings.HasPrefix(v, "#") {
+					notes = append(notes, "plugins "+v) // flow style: not read
+				}
+			}
+			continue
+		}
+		if !inPlugins {
+			continue
+		}
+		// - path: .yarn/plugins/x.cjs, its spec: on the next line, or - ./x.cjs.
+		item := strings.TrimSpace(strings.TrimPrefix(trimmed, "-"))
+		if key, v, ok := strings.Cut(item, ":"); ok && !strings.Contains(key, "/") {
+			if strings.Trim(strings.TrimSpace(key), `"'`) == "path" {
+				take("plugins path", v)
+			}
+			continue
+		}
+		if strings.HasPrefix(trimmed, "-") {
+			take("plugins", item)
+		}
+	}
+	return paths, notes
+}
+
+// yarnValue is a YAML or .yarnrc scalar without its quotes and trailing comment.
+func yarnValue(v string) string {
+	v = strings.TrimSpace(v)
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') {
+		if i := strings.IndexByte(v[1:], v[0]); i >= 0 {
+			return v[1 : 1+i]
+		}
+	}
+	if i := strings.Index(v, " #"); i >= 0 {
+		v = v[:i]
+	}
+	return strings.TrimSpace(v)
+}
+
+// yarnSources lists the files in the working directory that the yarn rc files in dirs
+// (every directory the walk found holding one: yarn reads them from the directory it runs
+// in upward) name (YarnLoads). A value box cannot resolve, or an rc it cannot read, is a
+// note. The rc files are the sandbox's to write when absent, so what they name is
+// bounded like the .envrc files' loads.
+func yarnSources(dirs []string, workdir string) (out, notes []string) {
+	seen := map[string]bool{}
+	noted, skipped := 0, 0
+	note := func(s string) {
+		if noted++; noted <= maxEnvrcNotes {
+			notes = append(notes, s)
+		}
+	}
+	for _, dir := range dirs {
+		for _, name := range []string{".yarnrc.yml", ".yarnrc"} {
+			rc := filepath.Join(dir, name)
+			b, err := readConfig(rc)
+			if os.IsNotExist(err) {
+				continue
+			}
+			if err != nil {
+				note(fmt.Sprintf("%s cannot be read (%v): what yarn runs from it is not protected (protect_add it)", rc, err))
+				continue
+			}
+			paths, unresolved := YarnLoads(b, name, dir)
+			for _, u := range unresolved {
+				note(fmt.Sprintf("%s names %q, which box cannot resolve: what yarn runs from it is not protected (protect_add it)", rc, u))
+			}
+			for _, p := range paths {
+				if !within(p, workdir) || p == workdir || seen[p] {
+					continue
+				}
+				if len(out) == maxEnvrcSources {
+					skipped++
+					continue
+				}
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	if noted > maxEnvrcNotes {
+		notes = append(notes, fmt.Sprintf("the yarn rc files name %d more values box cannot resolve: what they name is not protected", noted-maxEnvrcNotes))
+	}
+	if skipped > 0 {
+		notes = append(notes, fmt.Sprintf("the yarn rc files name %d more files past the %d box protects: those are not protected", skipped, maxEnvrcSources))
+	}
+	return out, notes
+}

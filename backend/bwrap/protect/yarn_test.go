@@ -1,0 +1,79 @@
+package protect
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestYarnLoads(t *testing.T) {
+	yml := "\ufeff# berry\r\nyarnPath: .yarn/releases/yarn-4.5.0.cjs # pinned\r\n" +
+		"nodeLinker: node-modules\n" +
+		"plugins:\n" +
+		"  - path: .yarn/plugins/@yarnpkg/plugin-a.cjs\n" +
+		"    spec: \"@yarnpkg/plugin-a\"\n" +
+		"  - './tools/plugin-b.cjs'\n" +
+		"  -\n" +
+		"    path: \"/abs/plugin-c.cjs\"\n" +
+		"npmScopes:\n" +
+		"  x:\n" +
+		"    path: not-a-plugin\n"
+	paths, notes := YarnLoads([]byte(yml), ".yarnrc.yml", "/w/p")
+	want := []string{"/w/p/.yarn/releases/yarn-4.5.0.cjs", "/w/p/.yarn/plugins/@yarnpkg/plugin-a.cjs", "/w/p/tools/plugin-b.cjs", "/abs/plugin-c.cjs"}
+	if !slices.Equal(paths, want) || len(notes) != 0 {
+		t.Errorf("paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
+	}
+	// What box cannot resolve is said.
+	_, notes = YarnLoads([]byte("yarnPath: ${YARN_BIN}/yarn.cjs\nplugins: [{path: x.cjs}]\n"), ".yarnrc.yml", "/w/p")
+	if len(notes) != 2 {
+		t.Errorf("notes %q, want the ${} value and the flow-style plugins", notes)
+	}
+	paths, _ = YarnLoads([]byte("# classic\nregistry \"https://r\"\nyarn-path \"./.yarn/releases/yarn-1.22.22.js\"\n\"yarn-path\" ../shared/yarn.js\n"), ".yarnrc", "/w/p")
+	if want := []string{"/w/p/.yarn/releases/yarn-1.22.22.js", "/w/shared/yarn.js"}; !slices.Equal(paths, want) {
+		t.Errorf("classic paths\n got %q\nwant %q", paths, want)
+	}
+}
+
+// What a yarn rc names in the working directory is protected: read-only when present,
+// for the audit to check when absent (hostile review, session 20: the sandbox rewrote
+// the release yarnPath named, and the host's next yarn ran it); what lies outside is
+// not the sandbox's to write.
+func TestScanYarnSources(t *testing.T) {
+	wd := realTemp(t)
+	os.MkdirAll(filepath.Join(wd, ".yarn", "releases"), 0o755)
+	os.WriteFile(filepath.Join(wd, ".yarnrc.yml"), []byte("yarnPath: .yarn/releases/yarn-4.5.0.cjs\nplugins:\n  - path: .yarn/plugins/p.cjs\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, ".yarn", "releases", "yarn-4.5.0.cjs"), []byte("//\n"), 0o644)
+	os.MkdirAll(filepath.Join(wd, "pkg"), 0o755)
+	os.WriteFile(filepath.Join(wd, "pkg", ".yarnrc"), []byte("yarn-path \"../../outside/yarn.js\"\nyarn-path tools/y.js\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, "pkg", ".yarnrc.yml"), []byte("yarnPath: \"$HOME/y.cjs\"\n"), 0o644)
+	tree := Scan(wd, t.TempDir(), Options{}, nil)
+	want := []string{filepath.Join(wd, ".yarn", "releases", "yarn-4.5.0.cjs"), filepath.Join(wd, ".yarn", "plugins", "p.cjs"), filepath.Join(wd, "pkg", "tools", "y.js")}
+	if !slices.Equal(tree.YarnSources, want) {
+		t.Fatalf("yarn sources\n got %q\nwant %q", tree.YarnSources, want)
+	}
+	said := false
+	for _, n := range tree.Notes {
+		said = said || strings.Contains(n, "$HOME/y.cjs")
+	}
+	if !said {
+		t.Errorf("the unresolvable yarnPath is not said: %q", tree.Notes)
+	}
+	s, err := Build(tree, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ro := s.ReadOnly(); !slices.Contains(ro, want[0]) {
+		t.Errorf("the release yarnPath names (present) is not read-only: %q", ro)
+	}
+	audited := map[string]bool{}
+	for _, p := range s.Protected {
+		if p.Entry == "yarn:path" && p.Absent {
+			audited[p.Path] = true
+		}
+	}
+	if !audited[want[1]] || !audited[want[2]] {
+		t.Errorf("absent yarn files are not for the audit to check: %+v", s.Protected)
+	}
+}
