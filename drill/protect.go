@@ -150,6 +150,7 @@ func MakeFixture(workdir, nonce string) (*Fixture, error) {
 		filepath.Join(f.Repo, ".envrc"): "export BOX_DRILL=1\nsource_env_if_exists .envrc.local\n",
 		// In a plain subdirectory, so the top's .yarnrc.yml entry keeps its own probe.
 		filepath.Join(f.Repo, "web", ".yarnrc.yml"):       "yarnPath: .yarn/releases/box-drill-yarn.cjs\n",
+		filepath.Join(f.Repo, "web", "mise.toml"):         "[env]\n_.source = \"box-drill-env.sh\"\n",
 		filepath.Join(f.Repo, ".vscode", "tasks.json"):    `{"version":"2.0.0","tasks":[]}` + "\n",
 		filepath.Join(f.Repo, ".claude", "settings.json"): `{"permissions":{"allow":[]}}` + "\n",
 		filepath.Join(f.Repo, ".git"):                     "gitdir: " + f.RepoGit + "\n",
@@ -460,7 +461,7 @@ func EntryProbeID(e policy.ProtectEntry) string {
 		return "protect:" + id
 	}
 	switch e.Scope {
-	case policy.ScopeProject, policy.ScopeGitDir, policy.ScopeHooksPath, policy.ScopeInclude, policy.ScopeEnvrcSource, policy.ScopeYarnPath:
+	case policy.ScopeProject, policy.ScopeGitDir, policy.ScopeHooksPath, policy.ScopeInclude, policy.ScopeEnvrcSource, policy.ScopeYarnPath, policy.ScopeMiseSource:
 		return "protect:entry:" + e.Name
 	}
 	return ""
@@ -521,6 +522,11 @@ func entryProbes(in Input, probe func(id, name, host, dir string, plant ...Plant
 			target := filepath.Join(f.Repo, "web", ".yarn", "releases", "box-drill-yarn.cjs")
 			pr = probe(id, "protected entry "+e.Name, "", f.Repo,
 				PlantFile{Path: target, Content: touch + "\n"}, PlantFile{Path: filepath.Dir(target), Dir: true})
+			pr.AuditOnly = true
+		case policy.ScopeMiseSource:
+			// web/mise.toml sources a script absent at launch: creatable, then taken
+			// away before the host's mise hook-env would source it.
+			pr = probe(id, "protected entry "+e.Name, "", f.Repo, PlantFile{Path: filepath.Join(f.Repo, "web", "box-drill-env.sh"), Content: touch + "\n"})
 			pr.AuditOnly = true
 		}
 		out = append(out, pr)

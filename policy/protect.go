@@ -36,6 +36,9 @@ const (
 	// ScopeYarnPath: a file in the working directory that a yarn rc (.yarnrc.yml's
 	// yarnPath and plugins, .yarnrc's yarn-path) has yarn run on every command.
 	ScopeYarnPath ProtectScope = "yarn-path"
+	// ScopeMiseSource: a file in the working directory that a mise config's [env] has
+	// mise source or load (_.source, _.file).
+	ScopeMiseSource ProtectScope = "mise-source"
 	// ScopeProject: relative to the working directory and to the top of every repository
 	// nested in it.
 	ScopeProject ProtectScope = "project"
@@ -297,6 +300,12 @@ var protectEntries = []ProtectEntry{
 	// (hostile review, session 20).
 	{Name: "yarn:path", Scope: ScopeYarnPath,
 		Why: "a yarn rc names it (yarnPath, yarn-path, a plugin's path): yarn runs it instead of itself, or loads it, on every command"},
+	// mise's trust covers the config's content, not what its [env] loads: a trusted
+	// mise.toml's _.source script and _.file dotenv, rewritten by a box run, ran and
+	// exported LD_PRELOAD at the host's next prompt under mise activate (hostile review,
+	// session 20).
+	{Name: "mise:source", Scope: ScopeMiseSource,
+		Why: "a mise config's [env] loads it (_.source, _.file): mise sources or exports it on every prompt under mise activate, its trust covering only the config"},
 	{Name: "direnv:source", Scope: ScopeEnvrcSource,
 		Why: "a project's .envrc loads it (source_env, dotenv, source, use flake, use nix): direnv runs, exports or has Nix evaluate it on cd with no question, its allow covering only the .envrc"},
 }

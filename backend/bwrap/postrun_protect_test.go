@@ -264,6 +264,32 @@ func TestSandboxPostRunAuditYarnPath(t *testing.T) {
 	}
 }
 
+// mise's trust covers a config's own content, not what its [env] loads (hostile review,
+// session 20, mise 2026.9.15): with a trusted mise.toml saying _.source =
+// "./scripts/env.sh" and _.file = ".env.mise", a box run rewrote both, the audit said
+// nothing, and the host's next prompt under mise activate (mise hook-env) ran the
+// script, which read ~/.ssh, and exported its LD_PRELOAD. The script present at launch
+// is read-only inside; the dotenv, absent, is moved aside when the run creates it.
+func TestSandboxPostRunAuditMiseSources(t *testing.T) {
+	w := newWorld(t)
+	script := filepath.Join(w.proj, "scripts", "env.sh")
+	w.write(filepath.Join(w.proj, "mise.toml"), "[env]\n_.source = \"./scripts/env.sh\"\n_.file = \".env.mise\"\n")
+	w.write(script, "export APP=dev\n")
+	r := w.sh(`echo 'id >&2' > scripts/env.sh && echo WROTE-script; echo LD_PRELOAD=/x.so > .env.mise && echo WROTE-env; true`)
+	if b, _ := os.ReadFile(script); string(b) != "export APP=dev\n" || strings.Contains(r.stdout, "WROTE-script") {
+		t.Errorf("the sandbox rewrote the script mise sources: %q (%q)", b, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "WROTE-env") {
+		t.Fatalf("the sandbox could not write .env.mise at all (the test proves nothing): %q\n%s", r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "box: audit: .env.mise: protected file added") {
+		t.Errorf("the audit does not report .env.mise:\n%s", r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, ".env.mise")); err == nil {
+		t.Errorf("the planted .env.mise is still where mise loads it")
+	}
+}
+
 // Version managers built on rbenv's scripts take a version file's first word as a
 // directory under their versions/ and run its bin/ (hostile review, session 19): jenv
 // (current) and goenv before 2.2.29 and plenv refuse no "../", so a .java-version,

@@ -52,6 +52,9 @@ type Tree struct {
 	// YarnSources are the files in the working directory that a yarn rc names for yarn
 	// to run (YarnLoads).
 	YarnSources []string
+	// MiseSources are the files in the working directory that a mise config's [env] has
+	// mise source or load (MiseLoads).
+	MiseSources []string
 	// HomeLinks are the paths in the working directory (links resolved) that an entry of
 	// the home, ~/.config or ~/.local/bin links to.
 	HomeLinks []string
@@ -192,7 +195,7 @@ func (t Tree) candidates(o Options) []candidate {
 		drop[d] = true
 	}
 	roots := t.roots()
-	facts := map[Scope][]string{Pointer: t.Pointers, Nested: t.Nested, HooksPath: t.HooksPaths, Include: t.Includes, EnvrcSrc: t.EnvrcSources, YarnSrc: t.YarnSources, HomeLink: t.HomeLinks, HookLink: t.HookLinks}
+	facts := map[Scope][]string{Pointer: t.Pointers, Nested: t.Nested, HooksPath: t.HooksPaths, Include: t.Includes, EnvrcSrc: t.EnvrcSources, YarnSrc: t.YarnSources, MiseSrc: t.MiseSources, HomeLink: t.HomeLinks, HookLink: t.HookLinks}
 	project := Entries()
 	for _, a := range o.Add {
 		project = append(project, Entry{Name: a, Scope: Project, Path: a, Why: "added by the profile (protect_add)"})
@@ -228,7 +231,7 @@ func (t Tree) candidates(o Options) []candidate {
 					add(filepath.Join(g.Path, e.Path), e, g)
 				}
 			}
-		case Pointer, Nested, HooksPath, Include, EnvrcSrc, YarnSrc, HomeLink, HookLink:
+		case Pointer, Nested, HooksPath, Include, EnvrcSrc, YarnSrc, MiseSrc, HomeLink, HookLink:
 			// Entries whose path is the fact itself.
 			for _, p := range facts[e.Scope] {
 				add(p, e, GitDirFact{})
@@ -343,10 +346,10 @@ func Build(t Tree, o Options) (Set, error) {
 		if builtin {
 			rel = e.Path
 		}
-		// A home link's target, a hooksPath, an include and what an .envrc or a yarn rc
-		// loads are pinned wherever they are: the home, a git config or the rc names their
+		// A home link's target, a hooksPath, an include and what an .envrc, a yarn rc or
+		// a mise config loads are pinned wherever they are: the home, a git config or the rc names their
 		// path.
-		named := builtin && (e.Scope == HomeLink || e.Scope == HookLink || e.Scope == HooksPath || e.Scope == Include || e.Scope == EnvrcSrc || e.Scope == YarnSrc)
+		named := builtin && (e.Scope == HomeLink || e.Scope == HookLink || e.Scope == HooksPath || e.Scope == Include || e.Scope == EnvrcSrc || e.Scope == YarnSrc || e.Scope == MiseSrc)
 		topFile := (!builtin || e.Scope == Project) && filepath.Join(t.Workdir, rel) == p.Path || named
 		r := rootOf(roots, p.Path)
 		for d := filepath.Dir(p.Path); d != r; d = filepath.Dir(d) {

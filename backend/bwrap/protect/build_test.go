@@ -262,7 +262,7 @@ func TestEntries(t *testing.T) {
 			t.Errorf("entry %+v: empty why/name or duplicate", e)
 		}
 		seen[e.Name] = true
-		if (e.Scope == Project) != !(strings.HasPrefix(e.Name, "git:") || strings.HasPrefix(e.Name, "home:") || strings.HasPrefix(e.Name, "direnv:") || strings.HasPrefix(e.Name, "yarn:")) {
+		if (e.Scope == Project) != !(strings.HasPrefix(e.Name, "git:") || strings.HasPrefix(e.Name, "home:") || strings.HasPrefix(e.Name, "direnv:") || strings.HasPrefix(e.Name, "yarn:") || strings.HasPrefix(e.Name, "mise:")) {
 			t.Errorf("entry %s: git entries are named git:*, home entries home:*, what an .envrc loads direnv:*, what a yarn rc names yarn:*, project entries by path", e.Name)
 		}
 		if e.Scope == Project && e.Absent != NoPlaceholder {

@@ -29,6 +29,7 @@ const (
 	Include   = policy.ScopeInclude
 	EnvrcSrc  = policy.ScopeEnvrcSource
 	YarnSrc   = policy.ScopeYarnPath
+	MiseSrc   = policy.ScopeMiseSource
 	Project   = policy.ScopeProject
 	HomeLink  = policy.ScopeHomeLink
 	HookLink  = policy.ScopeHookLink

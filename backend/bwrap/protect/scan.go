@@ -59,6 +59,7 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 	var dotgits []string   // .git entries found, in walk order
 	var envrcDirs []string // directories holding an .envrc, in walk order
 	var yarnDirs []string  // directories holding a yarn rc, in walk order
+	var miseFiles []miseFile
 	// The listings of the directories holding a .git entry (the tops), where most of the
 	// protected set's candidates are: looked up, not lstatted one by one.
 	listings := map[string]map[string]FileKind{}
@@ -110,6 +111,9 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 			}
 			if (e.name == ".yarnrc.yml" || e.name == ".yarnrc") && (len(yarnDirs) == 0 || yarnDirs[len(yarnDirs)-1] != it.dir) {
 				yarnDirs = append(yarnDirs, it.dir)
+			}
+			if root, ok := miseConfigAt(it.dir, e.name); ok && !e.dir {
+				miseFiles = append(miseFiles, miseFile{p, root})
 			}
 			if e.name == ".git" {
 				dotgits = append(dotgits, p)
@@ -236,6 +240,8 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 	t.EnvrcSources, notes = envrcSources(envrcDirs, workdir)
 	t.Notes = append(t.Notes, notes...)
 	t.YarnSources, notes = yarnSources(yarnDirs, workdir)
+	t.Notes = append(t.Notes, notes...)
+	t.MiseSources, notes = miseSources(miseFiles, workdir)
 	t.Notes = append(t.Notes, notes...)
 	t.HomeLinks, notes = homeLinks(home, workdir, o.Path)
 	t.Notes = append(t.Notes, notes...)
