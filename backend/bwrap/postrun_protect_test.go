@@ -290,6 +290,36 @@ func TestSandboxPostRunAuditMiseSources(t *testing.T) {
 	}
 }
 
+// mise trusts a config by its path, not its content (hostile review, session 20, mise
+// 2026.9.15): a trusted pkg/.config/mise.toml rewritten in a plain pkg/ ran its new
+// _.source at the host's next mise env there without a question (the audit put that one
+// back: the mise.toml entry is watched in every directory), and pkg/mise.local.toml,
+// watched at the tops only, was not a finding at all. All of mise's names are watched
+// in every directory: changed, put back; added, moved aside.
+func TestSandboxPostRunAuditSubdirMise(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	const mine = "[env]\nB = \"1\"\n"
+	trusted := filepath.Join(w.proj, "pkg", ".config", "mise.toml")
+	w.write(trusted, mine)
+	r := w.sh(`printf '[env]\n_.source = "../evil.sh"\n' > pkg/.config/mise.toml && cp pkg/.config/mise.toml pkg/mise.local.toml && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(trusted); string(b) != mine {
+		t.Errorf("the rewritten pkg/.config/mise.toml is not put back: %q\n%s", b, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "box: audit: pkg/mise.local.toml: protected file added") {
+		t.Errorf("the audit does not report pkg/mise.local.toml:\n%s", r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "pkg", "mise.local.toml")); err == nil {
+		t.Errorf("the planted pkg/mise.local.toml is still where mise reads it")
+	}
+}
+
 // Version managers built on rbenv's scripts take a version file's first word as a
 // directory under their versions/ and run its bin/ (hostile review, session 19): jenv
 // (current) and goenv before 2.2.29 and plenv refuse no "../", so a .java-version,
