@@ -52,6 +52,9 @@ func miseConfigAt(dir, name string) (root string, ok bool) {
 // safe side), and notes for each it cannot resolve (a template other than
 // {{config_root}}, a variable) or a file it cannot parse. Pure.
 func MiseLoads(conf []byte, fileDir, root string) (paths, notes []string) {
+	if why := tooComplex(conf); why != "" {
+		return nil, []string{"not read (" + why + ")"}
+	}
 	var m map[string]any
 	if _, err := toml.Decode(string(conf), &m); err != nil {
 		return nil, []string{fmt.Sprintf("cannot be parsed (%v)", err)}
@@ -127,19 +130,56 @@ func MiseLoads(conf []byte, fileDir, root string) (paths, notes []string) {
 	return paths, notes
 }
 
+// The TOML decoder's cost grows past linear with nesting: 100,000 nested inline tables
+// (200 KB) ran for minutes and was killed, and the sandbox can write a mise config the
+// audit does not watch (mise.ENV.toml), which every later launch would decode. So a
+// config past these bounds is not decoded but said; mise configs are small and flat.
+const (
+	maxMiseConfig = 256 << 10
+	maxMiseDepth  = 32
+	maxMiseTotal  = 1 << 20 // all of a launch's mise configs together
+)
+
+// tooComplex says why conf is not to be decoded: larger than maxMiseConfig, or brackets
+// and braces nested deeper than maxMiseDepth (counted without regard to strings, so a
+// bracket inside a string counts too: a false "too deep" is said, never skipped).
+func tooComplex(conf []byte) string {
+	if len(conf) > maxMiseConfig {
+		return fmt.Sprintf("larger than %d bytes", maxMiseConfig)
+	}
+	depth := 0
+	for _, c := range conf {
+		switch c {
+		case '[', '{':
+			if depth++; depth > maxMiseDepth {
+				return fmt.Sprintf("nested deeper than %d", maxMiseDepth)
+			}
+		case ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return ""
+}
+
 // miseSources lists the files in the working directory that the mise configs files
 // name for mise to source or load (MiseLoads); what it cannot read or resolve is a note.
 // The configs are the sandbox's to write when absent, so what they name is bounded like
 // the .envrc files' loads.
 func miseSources(files []miseFile, workdir string) (out, notes []string) {
 	seen := map[string]bool{}
-	noted, skipped := 0, 0
+	noted, skipped, unread, budget := 0, 0, 0, maxMiseTotal
 	note := func(s string) {
 		if noted++; noted <= maxEnvrcNotes {
 			notes = append(notes, s)
 		}
 	}
 	for _, f := range files {
+		if budget <= 0 {
+			unread++
+			continue
+		}
 		b, err := readConfig(f.path)
 		if os.IsNotExist(err) {
 			continue
@@ -148,6 +188,7 @@ func miseSources(files []miseFile, workdir string) (out, notes []string) {
 			note(fmt.Sprintf("%s cannot be read (%v): what mise loads from it is not protected (protect_add it)", f.path, err))
 			continue
 		}
+		budget -= len(b)
 		paths, unresolved := MiseLoads(b, filepath.Dir(f.path), f.root)
 		for _, u := range unresolved {
 			note(fmt.Sprintf("%s: %s, which box cannot resolve: what mise loads from it is not protected (protect_add it)", f.path, u))
@@ -169,6 +210,9 @@ func miseSources(files []miseFile, workdir string) (out, notes []string) {
 	}
 	if skipped > 0 {
 		notes = append(notes, fmt.Sprintf("the mise configs name %d more files past the %d box protects: those are not protected", skipped, maxEnvrcSources))
+	}
+	if unread > 0 {
+		notes = append(notes, fmt.Sprintf("%d more mise configs past the %d bytes box reads of them are not read: what they load is not protected (a config the sandbox wrote? remove what you did not write)", unread, maxMiseTotal))
 	}
 	return out, notes
 }

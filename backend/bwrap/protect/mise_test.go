@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,5 +80,41 @@ func TestScanMiseSources(t *testing.T) {
 	}
 	if !audited {
 		t.Errorf("the absent _.file is not for the audit to check: %+v", s.Protected)
+	}
+}
+
+// The sandbox can leave a mise config the audit does not watch (mise.dev.toml), which
+// every later launch reads: one the decoder would take minutes over (100,000 nested
+// inline tables ran until killed) is said and not decoded.
+func TestMiseLoadsBounded(t *testing.T) {
+	for _, conf := range []string{
+		"a = " + strings.Repeat("{b = ", 100000) + "1" + strings.Repeat("}", 100000) + "\n",
+		"a = " + strings.Repeat("[", 500000) + strings.Repeat("]", 500000) + "\n",
+		strings.Repeat("# x\n", 100000),
+	} {
+		paths, notes := MiseLoads([]byte(conf), "/w", "/w")
+		if len(paths) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "not read") {
+			t.Errorf("%d bytes: paths %q, notes %q", len(conf), paths, notes)
+		}
+	}
+	// A real config's nesting stays readable.
+	if paths, notes := MiseLoads([]byte("[env]\n_.file = [{ path = \".env\" }]\n[tools]\nnode = [\"22\", \"20\"]\n"), "/w", "/w"); len(paths) != 1 || len(notes) != 0 {
+		t.Errorf("paths %q, notes %q", paths, notes)
+	}
+}
+
+// Many mise configs the audit does not watch (mise.x.toml in every directory) cost a
+// launch at most maxMiseTotal bytes of decoding; the rest is said.
+func TestScanMiseSourcesBudget(t *testing.T) {
+	wd := realTemp(t)
+	big := strings.Repeat("# padding\n", maxMiseConfig/10-10)
+	for i := 0; i < 8; i++ {
+		d := filepath.Join(wd, fmt.Sprint("d", i))
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "mise.x.toml"), []byte(big), 0o644)
+	}
+	tree := Scan(wd, t.TempDir(), Options{}, nil)
+	if !strings.Contains(strings.Join(tree.Notes, "\n"), "more mise configs past") {
+		t.Errorf("the configs past the budget are not said: %q", tree.Notes)
 	}
 }
