@@ -180,6 +180,12 @@ var protectEntries = []ProtectEntry{
 	{Name: "opencode.json", Scope: ScopeProject, Anywhere: true, Path: "opencode.json", Why: "opencode starts the local MCP servers (commands) it names when it opens the project"},
 	{Name: "opencode.jsonc", Scope: ScopeProject, Anywhere: true, Path: "opencode.jsonc", Why: "the same, under opencode's other name"},
 	{Name: ".opencode", Scope: ScopeProject, Anywhere: true, Path: ".opencode", Dir: true, Why: "opencode loads and runs the JavaScript plugins in .opencode/plugin at start, and obeys its agents and commands"},
+	// Kilo Code's CLI (opencode's descendant) and extension: kilo mcp list ran the command
+	// of each (hostile review, session 20, kilo 7.7.9).
+	{Name: "kilo.json", Scope: ScopeProject, Anywhere: true, Path: "kilo.json", Why: "Kilo Code starts the local MCP servers (commands) it names when it opens the project"},
+	{Name: "kilo.jsonc", Scope: ScopeProject, Anywhere: true, Path: "kilo.jsonc", Why: "the same, under Kilo Code's other name"},
+	{Name: ".kilo", Scope: ScopeProject, Anywhere: true, Path: ".kilo", Dir: true, Why: "Kilo Code reads kilo.json and kilo.jsonc here: the MCP servers they name start"},
+	{Name: ".kilocode", Scope: ScopeProject, Anywhere: true, Path: ".kilocode", Dir: true, Why: "Kilo Code starts the MCP servers in .kilocode/mcp.json and obeys its rules and workflows"},
 	{Name: "crush.json", Scope: ScopeProject, Anywhere: true, Path: "crush.json", Why: "Crush starts the MCP servers and language servers (commands) it names"},
 	{Name: ".crush.json", Scope: ScopeProject, Anywhere: true, Path: ".crush.json", Why: "the same, under Crush's other name"},
 	{Name: ".kiro", Scope: ScopeProject, Anywhere: true, Path: ".kiro", Dir: true, Why: "Kiro runs the shell commands of its agent hooks (.kiro/hooks) on file events and starts .kiro/settings/mcp.json's servers"},

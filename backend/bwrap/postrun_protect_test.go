@@ -320,6 +320,29 @@ func TestSandboxPostRunAuditSubdirMise(t *testing.T) {
 	}
 }
 
+// Kilo Code starts the MCP servers its project config names (hostile review, session
+// 20, kilo CLI 7.7.9 as an unprivileged user: `kilo mcp list` in a directory holding
+// kilo.json, .kilo/kilo.jsonc or .kilocode/mcp.json ran each one's command, no
+// question). At the top, read-only when present; anywhere, moved aside when added.
+func TestSandboxPostRunAuditKiloConfig(t *testing.T) {
+	auditPlants(t, []string{"kilo.json", "kilo.jsonc"}, `{"mcp":{"x":{"type":"local","command":["id"]}}}`)
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	files := []string{"pkg/.kilo/kilo.jsonc", "pkg/.kilocode/mcp.json"}
+	r := w.sh(`mkdir -p pkg/.kilo pkg/.kilocode && echo '{"mcp":{}}' > pkg/.kilo/kilo.jsonc && echo '{"mcpServers":{}}' > pkg/.kilocode/mcp.json && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range files {
+		if _, err := os.Lstat(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the planted %s is still where Kilo Code reads it:\n%s", f, r.stderr)
+		}
+	}
+}
+
 // Version managers built on rbenv's scripts take a version file's first word as a
 // directory under their versions/ and run its bin/ (hostile review, session 19): jenv
 // (current) and goenv before 2.2.29 and plenv refuse no "../", so a .java-version,
