@@ -175,6 +175,10 @@ var protectEntries = []ProtectEntry{
 	{Name: ".cursor", Scope: ScopeProject, Anywhere: true, Path: ".cursor", Dir: true, Why: "Cursor starts the MCP servers in .cursor/mcp.json and obeys its rules"},
 	{Name: ".gemini", Scope: ScopeProject, Anywhere: true, Path: ".gemini", Dir: true, Why: "Gemini CLI obeys settings.json (MCP servers, tools)"},
 	{Name: ".codex", Scope: ScopeProject, Anywhere: true, Path: ".codex", Dir: true, Why: "Codex obeys a project's config.toml (MCP servers, sandbox settings)"},
+	// The grok template's agent: its folder trust is per folder, so a trusted project's
+	// .grok/config.toml rewritten by a box run started its MCP server at the next plain
+	// grok mcp doctor (hostile review, session 20, grok 1.0.41).
+	{Name: ".grok", Scope: ScopeProject, Anywhere: true, Path: ".grok", Dir: true, Why: "the xAI Grok CLI starts the MCP servers and plugins, and runs the hooks, of .grok/config.toml in a folder you trusted once (its trust is per folder, not per content)"},
 	{Name: ".qwen", Scope: ScopeProject, Anywhere: true, Path: ".qwen", Dir: true, Why: "Qwen Code obeys settings.json (MCP servers, tools), as Gemini CLI does"},
 	{Name: ".windsurf", Scope: ScopeProject, Anywhere: true, Path: ".windsurf", Dir: true, Why: "Windsurf obeys its rules and workflows, which can tell it to run commands"},
 	{Name: "opencode.json", Scope: ScopeProject, Anywhere: true, Path: "opencode.json", Why: "opencode starts the local MCP servers (commands) it names when it opens the project"},

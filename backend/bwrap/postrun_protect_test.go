@@ -343,6 +343,33 @@ func TestSandboxPostRunAuditKiloConfig(t *testing.T) {
 	}
 }
 
+// The xAI Grok CLI (box ships a grok template) starts the MCP servers and runs the hooks
+// of a project's .grok/config.toml once the folder is trusted, and its trust is per
+// folder, not per content (hostile review, session 20, grok 1.0.41 as an unprivileged
+// user: after grok --trust, a box run rewrote .grok/config.toml, the audit said nothing,
+// and the next plain grok mcp doctor ran the sandbox's command). Present at launch,
+// read-only; added anywhere, moved aside.
+func TestSandboxPostRunAuditGrokConfig(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	const mine = "[mcp_servers.ok]\ncommand = \"true\"\n"
+	cfg := filepath.Join(w.proj, ".grok", "config.toml")
+	w.write(cfg, mine)
+	r := w.sh(`echo '[mcp_servers.x]' > .grok/config.toml && echo WROTE-top; mkdir -p pkg/.grok && echo '[mcp_servers.x]' > pkg/.grok/config.toml && echo WROTE-pkg; true`)
+	if b, _ := os.ReadFile(cfg); string(b) != mine || strings.Contains(r.stdout, "WROTE-top") {
+		t.Errorf("the sandbox rewrote .grok/config.toml: %q (%q)", b, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "WROTE-pkg") {
+		t.Fatalf("the sandbox could not write pkg/.grok at all (the test proves nothing): %q\n%s", r.stdout, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "pkg", ".grok", "config.toml")); err == nil {
+		t.Errorf("the planted pkg/.grok/config.toml is still where grok reads it:\n%s", r.stderr)
+	}
+}
+
 // Version managers built on rbenv's scripts take a version file's first word as a
 // directory under their versions/ and run its bin/ (hostile review, session 19): jenv
 // (current) and goenv before 2.2.29 and plenv refuse no "../", so a .java-version,
