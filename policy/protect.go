@@ -179,6 +179,12 @@ var protectEntries = []ProtectEntry{
 	// .grok/config.toml rewritten by a box run started its MCP server at the next plain
 	// grok mcp doctor (hostile review, session 20, grok 1.0.41).
 	{Name: ".grok", Scope: ScopeProject, Anywhere: true, Path: ".grok", Dir: true, Why: "the xAI Grok CLI starts the MCP servers and plugins, and runs the hooks, of .grok/config.toml in a folder you trusted once (its trust is per folder, not per content)"},
+	// The kimi template's agent loads project skills from .kimi/skills (before
+	// .claude/skills and .codex/skills) and .agents/skills, the agents' shared place, and
+	// obeys .kimi/AGENTS.md (read in kimi-cli's source, session 20: skill/__init__.py,
+	// soul/agent.py).
+	{Name: ".kimi", Scope: ScopeProject, Anywhere: true, Path: ".kimi", Dir: true, Why: "Kimi CLI loads the skills (instructions and scripts) in .kimi/skills and obeys .kimi/AGENTS.md"},
+	{Name: ".agents/skills", Scope: ScopeProject, Anywhere: true, Path: ".agents/skills", Dir: true, Why: "skills (instructions and scripts) that Kimi CLI and other agents load from the agents' shared place"},
 	{Name: ".qwen", Scope: ScopeProject, Anywhere: true, Path: ".qwen", Dir: true, Why: "Qwen Code obeys settings.json (MCP servers, tools), as Gemini CLI does"},
 	{Name: ".windsurf", Scope: ScopeProject, Anywhere: true, Path: ".windsurf", Dir: true, Why: "Windsurf obeys its rules and workflows, which can tell it to run commands"},
 	{Name: "opencode.json", Scope: ScopeProject, Anywhere: true, Path: "opencode.json", Why: "opencode starts the local MCP servers (commands) it names when it opens the project"},
