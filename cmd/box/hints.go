@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/heavy-duty/box/backend"
@@ -175,7 +176,15 @@ var hints = []func(error) (string, error){
 		return usernsErrHint(e) + "\n" + landlockOptIn
 	}), // setupuserns.go
 	as(auditHint),
-	to[*bwrap.DataDirError]("set HOME (or XDG_DATA_HOME) to a directory of your own you can write, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/)"),
+	as(func(e *bwrap.DataDirError) string {
+		const hint = "to a directory of your own you can write, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/)"
+		// XDG_DATA_HOME moves box's state, not the home: a HOME the sandbox cannot
+		// hide (/, a system directory) is refused next (field review, session 20).
+		if h := os.Getenv("HOME"); h != "" && bwrap.CheckHome(h) != nil {
+			return "set HOME " + hint
+		}
+		return "set HOME (or XDG_DATA_HOME) " + hint
+	}),
 	to[*bwrap.NofileError]("raise it where box is started: ulimit -n 1024 (as root, or in the container's settings: docker run --ulimit nofile=1024:1024; systemd LimitNOFILE=)"),
 	as(func(e *bwrap.TreeMovedError) string {
 		return "another run's sandbox on a directory above may have moved it, or a link now stands in its place: look at what " + e.Tree + " is now, then run box again from the directory you mean"
