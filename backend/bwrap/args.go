@@ -239,6 +239,16 @@ func (e *HomeError) Error() string {
 	return fmt.Sprintf("HOME=%s cannot be hidden in the sandbox: box puts an empty home at $HOME's path, which would cover the system the command runs from", e.Home)
 }
 
+// EmptyPathError: PATH is unset or empty (env -i, a job runner that starts with none),
+// where box finds neither bwrap nor the command. Field review (session 20): box said the
+// installed sh was not found ("install it") and bwrap not installed ("apt-get install
+// bubblewrap"), and following either changed nothing.
+type EmptyPathError struct{}
+
+func (e *EmptyPathError) Error() string {
+	return "PATH is empty: no program can be found, neither bwrap nor the command"
+}
+
 // NoHomeError: HOME is unset and the password database has no entry for the user (a
 // container running an arbitrary uid).
 type NoHomeError struct{}

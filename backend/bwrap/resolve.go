@@ -257,6 +257,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	if f.Home == "" {
 		return nil, &NoHomeError{}
 	}
+	if envMap(f.Environ)["PATH"] == "" {
+		return nil, &EmptyPathError{}
+	}
 	if err := checkNofile(f.Nofile); err != nil {
 		return nil, err
 	}
