@@ -227,7 +227,7 @@ func gitText(identity string) string {
 	// Field test (session 19): an agent's `git worktree add ../feature` under the home
 	// "worked", into the home's tmpfs, and its uncommitted work vanished with the session.
 	const worktree = " A `git worktree add` outside the working directory (`../NAME`) lands in scratch space that vanishes when the session ends (only its commits stay, in this repository): add worktrees inside the working directory."
-	const where = "set git settings with `git config --global` (this sandbox's own home) or `git -c KEY=VALUE`, never `git config` alone: the repository's own config (.git/config) is read-only here and writing it fails with \"Device or resource busy\"."
+	const where = "set git settings with `git config --global` (this sandbox's own home) or `git -c KEY=VALUE`, never `git config` alone: the repository's own config (.git/config) is read-only here and writing it fails with \"Device or resource busy\". So `git push -u`, `git branch --set-upstream-to` and `git checkout --track` record no upstream, though git says they did (field review, session 20): push and pull naming the remote and branch (`git push origin HEAD`)."
 	if identity == "" {
 		return "- Git: no commit identity is set: " + where + " For example `git config --global user.name NAME` and `git config --global user.email EMAIL`." + worktree + "\n"
 	}
