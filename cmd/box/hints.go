@@ -195,6 +195,9 @@ var hints = []func(error) (string, error){
 	}),
 	to[*bwrap.GuardLockError]("box locks the working directory and the directories above it so that concurrent runs never follow what one sandbox swaps in: run it in a directory on a local filesystem that supports flock"),
 	to[*bwrap.MountTableError]("box reads /proc/self/mountinfo to find the other names of the working directory: mount /proc where box runs (in a container, do not mask it)"),
+	as(func(e *bwrap.EtcMissingError) string {
+		return "create it as root: touch " + e.Path + " (an empty file will do), then run box again"
+	}),
 	to[*bwrap.EmptyPathError]("set it, for example: export PATH=/usr/local/bin:/usr/bin:/bin"),
 	to[*bwrap.NoHomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\""),
 	to[*bwrap.HomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/); or run in the Landlock mode, which mounts no home (--isolation landlock)"),
