@@ -92,7 +92,11 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 	nonce := make([]byte, 6)
 	rand.Read(nonce)
 	// The protect group's fixture, made before the scan so box protects it as it
-	// protects the operator's own repositories; removed whatever happens.
+	// protects the operator's own repositories; removed whatever happens. Made once no
+	// other run is under way in the tree (WaitQuiet), whose audit would move it aside.
+	if err := s.WaitQuiet(); err != nil {
+		return nil, err
+	}
 	var fixture *Fixture
 	if wd, err := os.Getwd(); err == nil {
 		if wd, err = filepath.EvalSymlinks(wd); err == nil {

@@ -627,7 +627,7 @@ func settlePlant(pr Probe) (onHost bool, detail string) {
 		// git gc (git 2.42 and later; commit runs it automatically past its threshold)
 		// runs every gc.recentObjectsHook through the shell.
 		c := exec.CommandContext(ctx, "git", "config", "--get-all", "gc.recentObjectsHook")
-		c.Dir = pr.HostDir
+		c.Dir, c.Env = pr.HostDir, hostEnv(pr.HostDir)
 		if out, gerr := c.Output(); gerr == nil {
 			for _, cmd := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 				if cmd != "" {
@@ -688,7 +688,7 @@ const configHookSection = "[hook \"box-drill\"]\n\tevent = pre-commit\n\tcommand
 // git config reads the keys whatever its version.
 func runConfigHooks(ctx context.Context, dir, event string) error {
 	c := exec.CommandContext(ctx, "git", "config", "--null", "--get-regexp", `^hook\.`)
-	c.Dir = dir
+	c.Dir, c.Env = dir, hostEnv(dir)
 	out, err := c.Output()
 	if err != nil {
 		return err
@@ -723,6 +723,23 @@ func runConfigHooks(ctx context.Context, dir, event string) error {
 func hostRun(ctx context.Context, dir string, argv ...string) error {
 	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	c.Dir = dir
-	c.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+	c.Env = hostEnv(dir)
 	return c.Run()
+}
+
+// hostEnv is the environment of what the drill runs on the host in dir: git never asks,
+// and never looks for a repository above the drill's own directory (.box-drill-*) that
+// holds dir. A fixture repository whose git directory was gone (moved aside by another
+// run's audit, or removed by the sandbox) made git find the operator's repository around
+// it: the drill committed their staged work there as "box drill", and would have run
+// rebase --continue on their rebase (field review, session 20;
+// TestSettlePlantNotInOperatorsRepo).
+func hostEnv(dir string) []string {
+	env := append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+	for d := filepath.Clean(dir); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if strings.HasPrefix(filepath.Base(d), ".box-drill-") {
+			return append(env, "GIT_CEILING_DIRECTORIES="+filepath.Dir(d))
+		}
+	}
+	return env
 }

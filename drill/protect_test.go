@@ -2,6 +2,7 @@ package drill
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -152,5 +153,42 @@ func TestEntryProbes(t *testing.T) {
 	}
 	if pr := probe(t, p, "protect:entry:git:include"); pr.AuditOnly || pr.Plant[0].Path != "/w/f/repo/hp/.box-include" || pr.Host != HostGitStatus {
 		t.Errorf("include: %+v", pr)
+	}
+}
+
+// The host's git that settlePlant runs acts on the fixture's repository or on none: a
+// fixture repository whose git directory is gone (moved aside by another run's audit,
+// removed by the sandbox) made git find the operator's own repository around the
+// fixture, and the drill committed their staged work there as "box drill", and could
+// rebase --continue their rebase (field review, session 20).
+func TestSettlePlantNotInOperatorsRepo(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		c := exec.Command("git", append([]string{"-C", w, "-c", "user.name=op", "-c", "user.email=op@x"}, args...)...)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	git("commit", "-q", "--allow-empty", "-m", "mine")
+	os.WriteFile(filepath.Join(w, "staged"), []byte("work\n"), 0o644)
+	git("add", "staged")
+	head := git("rev-parse", "HEAD")
+	dir := filepath.Join(w, ".box-drill-fixture-0123", "repo") // its .git gone
+	os.MkdirAll(dir, 0o755)
+	target := filepath.Join(dir, "planted")
+	os.WriteFile(target, []byte("plant"), 0o644)
+	for _, host := range []string{HostGitCommit, HostGitRebase, HostGitStatus, HostGitConfigHook} {
+		settlePlant(Probe{Plant: []PlantFile{{Path: target, Content: "plant"}}, Host: host, HostDir: dir, Marker: filepath.Join(w, "marker")})
+	}
+	if now := git("rev-parse", "HEAD"); now != head {
+		t.Errorf("the drill's host git committed in the operator's repository: %s", git("log", "--format=%an: %s", "-3"))
+	}
+	if st := git("status", "--porcelain"); !strings.HasPrefix(st, "A  staged") {
+		t.Errorf("the operator's staged work: %q", st)
 	}
 }

@@ -1,7 +1,10 @@
 package bwrap
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -239,6 +242,16 @@ func (e *HomeError) Error() string {
 	return fmt.Sprintf("HOME=%s cannot be hidden in the sandbox: box puts an empty home at $HOME's path, which would cover the system the command runs from", e.Home)
 }
 
+// EmptyPathError: PATH is unset or empty (env -i, a job runner that starts with none),
+// where box finds neither bwrap nor the command. Field review (session 20): box said the
+// installed sh was not found ("install it") and bwrap not installed ("apt-get install
+// bubblewrap"), and following either changed nothing.
+type EmptyPathError struct{}
+
+func (e *EmptyPathError) Error() string {
+	return "PATH is empty: no program can be found, neither bwrap nor the command"
+}
+
 // NoHomeError: HOME is unset and the password database has no entry for the user (a
 // container running an arbitrary uid).
 type NoHomeError struct{}
@@ -307,6 +320,39 @@ func CheckWorkdir(dir, home string) error {
 // link's end, which bwrap makes in the sandbox's fresh /run: bound at /etc/resolv.conf
 // it failed with "Can't create file at /etc/resolv.conf" (field test, session 19: an
 // Incus container of Debian with systemd-resolved, tiers internet and allowlist).
+// EtcMissingError: the sandbox's own Path (its /etc/hosts, its /etc/resolv.conf), which
+// For needs, cannot be put there: this machine has none, and bwrap binds over an existing
+// file only, in the host's read-only /etc. Field review (session 20): an Incus container
+// of a minimal image without /etc/hosts; --host-port failed after launch with bwrap's
+// "Can't create file at /etc/hosts: Read-only file system" and a generic hint.
+type EtcMissingError struct{ Path, For string }
+
+func (e *EtcMissingError) Error() string {
+	return fmt.Sprintf("%s needs %s on this machine, which has none: the sandbox's own is bound over it, in the read-only /etc, and bwrap cannot create one there", e.For, e.Path)
+}
+
+// checkEtcFiles refuses, before anything starts, a bind of the sandbox's own file onto
+// a file of /etc the machine lacks (EtcMissingError).
+func (p *Plan) checkEtcFiles() error {
+	type file struct{ path, why string }
+	var files []file
+	if p.Spec.ResolvConf != "" {
+		files = append(files, file{resolvDest(p.Host), "the network tier's resolver"})
+	}
+	if p.Spec.Ports.HostsFile != "" {
+		files = append(files, file{"/etc/hosts", "--host-port (host.box.internal)"})
+	}
+	for _, f := range files {
+		if !strings.HasPrefix(f.path, "/etc/") {
+			continue // under /run, a tmpfs of the sandbox's own: bwrap makes it
+		}
+		if _, err := os.Lstat(f.path); errors.Is(err, fs.ErrNotExist) {
+			return &EtcMissingError{Path: f.path, For: f.why}
+		}
+	}
+	return nil
+}
+
 func resolvDest(host Host) string {
 	if strings.HasPrefix(host.ResolvTarget, "/run/") {
 		return host.ResolvTarget

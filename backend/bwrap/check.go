@@ -36,7 +36,9 @@ type HostCheck struct {
 func HostChecks() []HostCheck {
 	var out []HostCheck
 	bin, err := exec.LookPath("bwrap")
-	if err != nil {
+	if err != nil && os.Getenv("PATH") == "" {
+		out = append(out, HostCheck{Name: "bwrap", Fatal: true, Detail: (&EmptyPathError{}).Error(), Fix: "set PATH, for example: export PATH=/usr/local/bin:/usr/bin:/bin"})
+	} else if err != nil {
 		out = append(out, HostCheck{Name: "bwrap", Fatal: true, Detail: "not found on PATH", Fix: "apt-get install bubblewrap"})
 	} else {
 		r := HostCheck{Name: "bwrap", OK: true, Fatal: true, Detail: bin}

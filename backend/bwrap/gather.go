@@ -154,6 +154,7 @@ func Gather(r Request, o Outside) (Facts, error) {
 	if r.Profile.PassGitIdentity() {
 		f.Git = ReadGitIdentity(o.Environ)
 	}
+	f.GitSigns = ReadGitSigning(o.Environ)
 	f.SSH = gatherSSH(r, o)
 	f.TermInfo = readTermInfo(envMap(o.Environ), o.Home) // terminfo.go
 	phase.Mark("gather:gitident")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"unicode"
@@ -51,27 +52,76 @@ const gitConfigMax = 1 << 20
 // unreadable or not a regular file is skipped, as git skips it; a file git would refuse
 // (a bad line) gives no identity, as git config --global gave none.
 func ReadGitIdentity(environ []string) GitIdentity {
-	env := envMap(environ)
 	var g GitIdentity
-	for _, path := range globalGitConfigs(env) {
+	for _, e := range globalGitEntries(environ) {
+		switch e.Name {
+		case "user.name":
+			g.Name = e.Value
+		case "user.email":
+			g.Email = e.Value
+		}
+	}
+	return g
+}
+
+// ReadGitSigning names what the operator's global git config signs every time, read as
+// ReadGitIdentity reads it: "commit" (commit.gpgsign), "tag" (tag.gpgsign), both
+// ("commit and tag"), or "". None of that config, the key or its agent enters, so what
+// the sandbox commits is unsigned (field review, session 20: silently so).
+func ReadGitSigning(environ []string) string {
+	var commit, tag bool
+	for _, e := range globalGitEntries(environ) {
+		switch e.Name {
+		case "commit.gpgsign":
+			commit = gitBool(e)
+		case "tag.gpgsign":
+			tag = gitBool(e)
+		}
+	}
+	switch {
+	case commit && tag:
+		return "commit and tag"
+	case commit:
+		return "commit"
+	case tag:
+		return "tag"
+	}
+	return ""
+}
+
+// globalGitEntries are the entries of the operator's global git config files in git's
+// order (globalGitConfigs): none when one of them is a file git would refuse.
+func globalGitEntries(environ []string) []postrun.Entry {
+	var all []postrun.Entry
+	for _, path := range globalGitConfigs(envMap(environ)) {
 		data, ok := readGitConfig(path)
 		if !ok {
 			continue
 		}
 		entries, err := postrun.ParseConfig(data)
 		if err != nil {
-			return GitIdentity{}
+			return nil
 		}
-		for _, e := range entries {
-			switch e.Name {
-			case "user.name":
-				g.Name = e.Value
-			case "user.email":
-				g.Email = e.Value
-			}
-		}
+		all = append(all, entries...)
 	}
-	return g
+	return all
+}
+
+// gitBool is a config value as git_parse_maybe_bool reads it: a bare key, true, yes, on
+// or a nonzero number is true; what git would refuse is taken as false.
+func gitBool(e postrun.Entry) bool {
+	if !e.HasValue {
+		return true
+	}
+	switch v := strings.ToLower(strings.TrimSpace(e.Value)); v {
+	case "true", "yes", "on":
+		return true
+	case "", "false", "no", "off":
+		return false
+	default:
+		n, err := strconv.ParseInt(v, 0, 64)
+		return err == nil && n != 0
+	}
 }
 
 // globalGitConfigs are git's global config files for env, in the order git reads them
@@ -177,11 +227,21 @@ func gitText(identity string) string {
 	// Field test (session 19): an agent's `git worktree add ../feature` under the home
 	// "worked", into the home's tmpfs, and its uncommitted work vanished with the session.
 	const worktree = " A `git worktree add` outside the working directory (`../NAME`) lands in scratch space that vanishes when the session ends (only its commits stay, in this repository): add worktrees inside the working directory."
-	const where = "set git settings with `git config --global` (this sandbox's own home) or `git -c KEY=VALUE`, never `git config` alone: the repository's own config (.git/config) is read-only here and writing it fails with \"Device or resource busy\"."
+	const where = "set git settings with `git config --global` (this sandbox's own home) or `git -c KEY=VALUE`, never `git config` alone: the repository's own config (.git/config) is read-only here and writing it fails with \"Device or resource busy\". So `git push -u`, `git branch --set-upstream-to` and `git checkout --track` record no upstream, though git says they did (field review, session 20): push and pull naming the remote and branch (`git push origin HEAD`)."
 	if identity == "" {
 		return "- Git: no commit identity is set: " + where + " For example `git config --global user.name NAME` and `git config --global user.email EMAIL`." + worktree + "\n"
 	}
 	return fmt.Sprintf("- Git: commits are made as `%s` (the operator's identity); to change it or any other setting, %s%s\n", identity, where, worktree)
+}
+
+// warnGitSigning says that what the operator's git signs every time (ReadGitSigning) is
+// unsigned when made inside, and the ways to sign it.
+func (p *Plan) warnGitSigning(signs string) {
+	if signs == "" {
+		return
+	}
+	keys := map[string]string{"commit": "commit.gpgsign", "tag": "tag.gpgsign", "commit and tag": "commit.gpgsign, tag.gpgsign"}[signs]
+	p.warn("your global git config signs every %s (%s); %ss made inside are unsigned: that config, your signing key and its agent stay out. Sign them on the host after the run (git rebase --exec 'git commit --amend --no-edit -S' BASE), or let box's ssh-agent filter sign inside (a profile's ssh = { ..., sign = true }: docs/bwrap.md#ssh-agent)", signs, keys, strings.ReplaceAll(signs, " and ", "s and "))
 }
 
 // ReportGitIdentity is the launch audit's line about the identity passed in.

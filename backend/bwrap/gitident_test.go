@@ -57,7 +57,7 @@ func TestSandboxMDGit(t *testing.T) {
 	with := SandboxMD(Policy{Profile: "p", StateDir: ".claude", GitIdentity: "Ada <a@x>"})
 	without := SandboxMD(Policy{Profile: "p", StateDir: ".claude"})
 	for name, md := range map[string]string{"with": with, "without": without} {
-		for _, want := range []string{"`git config --global`", "Device or resource busy", "`git -c KEY=VALUE`", "add worktrees inside the working directory"} {
+		for _, want := range []string{"`git config --global`", "Device or resource busy", "`git -c KEY=VALUE`", "add worktrees inside the working directory", "record no upstream", "`git push origin HEAD`"} {
 			if !strings.Contains(md, want) {
 				t.Errorf("%s identity: SANDBOX.md lacks %q", name, want)
 			}

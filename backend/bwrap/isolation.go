@@ -416,6 +416,9 @@ func resetScreen(fds []uintptr) {
 		if _, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err != nil {
 			continue
 		}
+		if !ttyForeground(int(fd)) {
+			return
+		}
 		withoutTTOU(func() { _, _ = unix.Write(int(fd), []byte(ttyfilter.Reset)) })
 		return
 	}

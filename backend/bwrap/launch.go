@@ -163,6 +163,9 @@ func (p *Plan) Start(pr Prepared, bin string, stdin io.Reader, stdout, stderr io
 	}
 	defer leave()
 	phase.Mark("start:trust")
+	if err := p.checkEtcFiles(); err != nil {
+		return 1, err
+	}
 	ports, err := p.openPorts(stderr) // publish.go: a taken host port fails here, before anything starts
 	if err != nil {
 		return 1, err

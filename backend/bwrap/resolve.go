@@ -166,8 +166,10 @@ type Facts struct {
 	UnixNotify error
 	// Host is the system paths the argv binds (DetectHost).
 	Host Host
-	// Git is the operator's global git user.name and user.email (ReadGitIdentity).
-	Git GitIdentity
+	// Git is the operator's global git user.name and user.email (ReadGitIdentity);
+	// GitSigns what their global config signs every time (ReadGitSigning).
+	Git      GitIdentity
+	GitSigns string
 	// DevShell is the dev shell the request names, evaluated on the host (nil: none).
 	DevShell *DevShell
 	// SSH is what the filtering ssh-agent needs (gatherSSH).
@@ -254,6 +256,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	}
 	if f.Home == "" {
 		return nil, &NoHomeError{}
+	}
+	if envMap(f.Environ)["PATH"] == "" {
+		return nil, &EmptyPathError{}
 	}
 	if err := checkNofile(f.Nofile); err != nil {
 		return nil, err
@@ -462,6 +467,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	}
 	term := p.terminfo(f.TermInfo, boxSet) // terminfo.go
 	p.gitIdentity(r.Profile.PassGitIdentity(), f.Git, f.Home, agent.StateDir, boxSet)
+	p.warnGitSigning(f.GitSigns)
 	if err := p.resolveSSH(r, f, network, boxSet); err != nil {
 		return nil, err
 	}

@@ -207,7 +207,15 @@ func (r *relay) start() {
 // controlling terminal with box's process group in the foreground, or it is not box's
 // controlling terminal at all (no job control applies).
 func (r *relay) foreground() bool {
-	pg, err := unix.IoctlGetInt(r.in, unix.TIOCGPGRP)
+	return ttyForeground(r.in)
+}
+
+// ttyForeground is whether box's process group is the foreground one of the terminal fd
+// (also when that cannot be told: a terminal that is not box's controlling one). In the
+// background the screen is another job's: a reset would turn off its modes (a vim's
+// alternate screen, mouse and paste), past stty tostop.
+func ttyForeground(fd int) bool {
+	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
 	return err != nil || pg == unix.Getpgrp()
 }
 
@@ -438,8 +446,9 @@ func (r *relay) close() {
 	r.closed = true
 	withoutTTOU(func() {
 		// The screen state the sandbox left (concealed text, the alternate screen)
-		// would hide what box prints next: its audit report.
-		if !protectionOff(ProtTerminal) {
+		// would hide what box prints next: its audit report. Not from the background
+		// (ttyForeground; field review, session 20).
+		if !protectionOff(ProtTerminal) && r.foreground() {
 			_, _ = r.out.Write([]byte(ttyfilter.Reset))
 		}
 		if r.saved != nil {

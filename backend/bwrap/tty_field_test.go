@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/heavy-duty/box/internal/testenv"
+	"github.com/heavy-duty/box/internal/ttyfilter"
 )
 
 // `timeout 20 box run -y -- true` typed at an interactive shell with job control (the
@@ -189,6 +190,33 @@ func TestTTYFieldSelfStopStdinPiped(t *testing.T) {
 	at = p.screen.WaitFor(t, at, "$ ", within)
 	p.typ(t, "echo co\"\"de=${PIPESTATUS[1]}.\r")
 	at = p.screen.WaitFor(t, at, "code=4.", within)
+	p.screen.WaitFor(t, at, "$ ", within)
+	p.typ(t, "exit 0\r")
+	p.wait(t)
+}
+
+// `box run -y -- CMD &` at an interactive shell: box ends in the background while
+// another job (here the shell's own wait; in the field an editor) has the terminal. Its
+// end-of-run screen reset turned off that job's alternate screen, mouse reporting and
+// bracketed paste (field review, session 20), as suspend already knew not to.
+func TestTTYFieldBackgroundEndNoReset(t *testing.T) {
+	backgroundEndNoReset(t, "")
+}
+
+// The same in the Landlock mode, whose reset before the report is its own.
+func TestLandlockBackgroundEndNoReset(t *testing.T) {
+	backgroundEndNoReset(t, "--isolation landlock ")
+}
+
+func backgroundEndNoReset(t *testing.T, flags string) {
+	w, p, at := interactiveBash(t)
+	start := p.screen.Len()
+	p.typ(t, w.box+" run -q -y "+flags+"-- sh -c 'echo sand\"\"box-ran' & wait; echo wai\"\"ted.\r")
+	at = p.screen.WaitFor(t, at, "sandbox-ran", within)
+	at = p.screen.WaitFor(t, at, "waited.", within)
+	if s := p.screen.String()[start:]; strings.Contains(s, ttyfilter.Reset) {
+		t.Errorf("box reset the screen from the background:\n%q", s)
+	}
 	p.screen.WaitFor(t, at, "$ ", within)
 	p.typ(t, "exit 0\r")
 	p.wait(t)

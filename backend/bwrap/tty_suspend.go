@@ -65,8 +65,7 @@ func (r *relay) suspend() {
 		return
 	}
 	withoutTTOU(func() {
-		// In the background the screen is another job's: a reset would turn off its
-		// modes (a vim's mouse and paste), past stty tostop.
+		// Not in the background (ttyForeground).
 		if !protectionOff(ProtTerminal) && r.foreground() {
 			_, _ = r.out.Write([]byte(ttyfilter.Reset))
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/heavy-duty/box/backend"
@@ -175,7 +176,15 @@ var hints = []func(error) (string, error){
 		return usernsErrHint(e) + "\n" + landlockOptIn
 	}), // setupuserns.go
 	as(auditHint),
-	to[*bwrap.DataDirError]("set HOME (or XDG_DATA_HOME) to a directory of your own you can write, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/)"),
+	as(func(e *bwrap.DataDirError) string {
+		const hint = "to a directory of your own you can write, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/)"
+		// XDG_DATA_HOME moves box's state, not the home: a HOME the sandbox cannot
+		// hide (/, a system directory) is refused next (field review, session 20).
+		if h := os.Getenv("HOME"); h != "" && bwrap.CheckHome(h) != nil {
+			return "set HOME " + hint
+		}
+		return "set HOME (or XDG_DATA_HOME) " + hint
+	}),
 	to[*bwrap.NofileError]("raise it where box is started: ulimit -n 1024 (as root, or in the container's settings: docker run --ulimit nofile=1024:1024; systemd LimitNOFILE=)"),
 	as(func(e *bwrap.TreeMovedError) string {
 		return "another run's sandbox on a directory above may have moved it, or a link now stands in its place: look at what " + e.Tree + " is now, then run box again from the directory you mean"
@@ -186,6 +195,10 @@ var hints = []func(error) (string, error){
 	}),
 	to[*bwrap.GuardLockError]("box locks the working directory and the directories above it so that concurrent runs never follow what one sandbox swaps in: run it in a directory on a local filesystem that supports flock"),
 	to[*bwrap.MountTableError]("box reads /proc/self/mountinfo to find the other names of the working directory: mount /proc where box runs (in a container, do not mask it)"),
+	as(func(e *bwrap.EtcMissingError) string {
+		return "create it as root: touch " + e.Path + " (an empty file will do), then run box again"
+	}),
+	to[*bwrap.EmptyPathError]("set it, for example: export PATH=/usr/local/bin:/usr/bin:/bin"),
 	to[*bwrap.NoHomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\""),
 	to[*bwrap.HomeError]("set HOME to a directory of your own, for example: export HOME=/tmp/home-$(id -u); mkdir -p \"$HOME\" (a container gives a user without a passwd entry HOME=/); or run in the Landlock mode, which mounts no home (--isolation landlock)"),
 	is(bwrap.ErrRoot, "run box as an unprivileged user (for example: su - USER), or pass --allow-root to accept that exposure"),

@@ -89,6 +89,7 @@ func newErr(err error) error {
 	var from *backend.FromError
 	var wd *bwrap.NoWorkdirError
 	var ne *bwrap.NetworkError
+	var we *bwrap.WorkdirError
 	switch {
 	case errors.Is(err, backend.ErrNoName):
 		return usagef("run 'box new --help' for usage", "box new needs --name NAME")
@@ -102,6 +103,10 @@ func newErr(err error) error {
 		return usagef("name an existing directory", "--workdir %s: not a directory", wd.Dir)
 	case errors.As(err, &ne):
 		return usagef(tierHint(ne.Err), "--network: %s", ne.Err)
+	case errors.As(err, &we):
+		// The directory may be --workdir's: "cd into a project directory and run box
+		// there" did not help one who had named it (field review, session 20).
+		return errs.WithHint(err, "name a project directory with --workdir DIR, or cd into one and run box new there")
 	}
 	return err
 }

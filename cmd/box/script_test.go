@@ -65,6 +65,7 @@ func TestScript(t *testing.T) {
 			e.Setenv("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
 			e.Setenv("PATH", strings.Join([]string{filepath.Dir(boxBin), "/usr/bin", "/bin"}, ":"))
 			e.Setenv(statusFileVar, filepath.Join(e.WorkDir, ".tmp", "box-status"))
+			e.Setenv("BOXBIN", boxBin) // box by its path, for a script that empties PATH
 			e.Cd = proj
 			return nil
 		},

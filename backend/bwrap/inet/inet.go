@@ -92,7 +92,7 @@ func (o Options) Resolve() (Options, error) {
 		if _, err := exec.LookPath(string(Pasta)); err == nil {
 			o.Helper = Pasta
 		} else if _, err := exec.LookPath(string(Slirp4netns)); err != nil {
-			return o, errors.New("internet tier: neither pasta nor slirp4netns is installed (hint: install passt or slirp4netns)")
+			return o, errors.New("internet tier: neither pasta nor slirp4netns is installed")
 		}
 	}
 	if o.Helper != Pasta && o.Helper != Slirp4netns {

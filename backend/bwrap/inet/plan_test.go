@@ -140,3 +140,15 @@ func TestFilterMainRefusesWrongNetns(t *testing.T) {
 		}
 	}
 }
+
+// Neither helper installed: the error says what is missing and leaves the way forward to
+// box's hint line, which it repeated in other words (field review, session 20:
+// "... is installed (hint: install passt or slirp4netns)" then "box: hint: install passt
+// (pasta) or slirp4netns, then run 'box --check'").
+func TestResolveNoHelperSaidOnce(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := Options{Helper: Auto}.Resolve()
+	if err == nil || strings.Contains(err.Error(), "hint") || !strings.Contains(err.Error(), "neither pasta nor slirp4netns is installed") {
+		t.Errorf("Resolve without helpers: %v", err)
+	}
+}
