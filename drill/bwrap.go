@@ -277,6 +277,8 @@ func (b *Bwrap) Run() (*BwrapReport, error) {
 		results = append(results, b.trustRows(p, hex.EncodeToString(nonce))...)  // trust.go: two runs of their own each
 		results = append(results, b.boxSessionRow(p, hex.EncodeToString(nonce))) // boxsession.go: a box of its own, two sessions
 		results = append(results, b.linkSwapRow(p))                              // linkswap.go: a scratch project, two runs
+		results = append(results, b.warnNamesRow(p, hex.EncodeToString(nonce)))  // warnnames.go: a scratch project, one launch
+		results = append(results, b.mountGuardRow(p))                            // mountguard.go: two projects, one read-write mount
 	}
 	if o.Groups.Keep("protect") {
 		results = append(results, b.keptRepoRow(p, hex.EncodeToString(nonce)))     // kept.go: a run of its own

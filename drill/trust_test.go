@@ -15,7 +15,10 @@ import (
 // off (a second session starts beside one whose sandbox swaps a mount point's parent for
 // a link out of the box, and its bwrap may make the mount point outside), and with the
 // launch guard off (a second box run launches beside one whose sandbox swaps a nested
-// repository's work tree for a link, and its read-only bind may land at the far end). Every
+// repository's work tree for a link, and its read-only bind may land at the far end; a
+// second run from another project mounts read-write what a first run's sandbox writes), and
+// with launch warnings unescaped (a directory named with an OSC 2 sequence reaches the
+// launch's stderr raw through its .envrc note). Every
 // protected entry's derived row passes in the real sandbox. Drills of those groups only
 // (--group trust,protect; then trust).
 func TestDrillTrustAndEntries(t *testing.T) {
@@ -27,18 +30,23 @@ func TestDrillTrustAndEntries(t *testing.T) {
 	r.want(t, drill.TrustLandlockRowID, drill.Pass)
 	r.want(t, drill.BoxSessionRowID, drill.Pass)
 	r.want(t, drill.LinkSwapRowID, drill.Pass)
+	r.want(t, drill.WarnNamesID, drill.Pass)
+	r.want(t, drill.MountGuardRowID, drill.Pass)
 	for _, e := range policy.ProtectEntries() {
 		r.want(t, drill.EntryProbeID(e), drill.Pass)
 	}
 	off := *w
-	off.withProtectionOff(t, bwrap.ProtTrust+","+bwrap.ProtBoxSession+","+bwrap.ProtLaunchGuard)
+	offs := bwrap.ProtTrust + "," + bwrap.ProtBoxSession + "," + bwrap.ProtLaunchGuard + "," + bwrap.ProtWarnEscape
+	off.withProtectionOff(t, offs)
 	r = off.drill(l, "--network", "none", "--group", "trust")
-	t.Logf("box drill, %s,%s,%s off (exit %d):\n%s", bwrap.ProtTrust, bwrap.ProtBoxSession, bwrap.ProtLaunchGuard, r.code, r.table())
+	t.Logf("box drill, %s off (exit %d):\n%s", offs, r.code, r.table())
 	r.want(t, drill.TrustRowID, drill.Breach)
 	r.want(t, drill.TrustHostPortRowID, drill.Breach)
 	r.want(t, drill.TrustLandlockRowID, drill.Breach)
 	r.want(t, drill.BoxSessionRowID, drill.Breach)
 	r.want(t, drill.LinkSwapRowID, drill.Breach)
+	r.want(t, drill.WarnNamesID, drill.Breach)
+	r.want(t, drill.MountGuardRowID, drill.Breach)
 	if r.code != 1 {
 		t.Errorf("the breach did not fail the drill: exit %d", r.code)
 	}

@@ -164,10 +164,18 @@ func (s *Session) Resolve(r Request) (*Plan, error) {
 		// Warnings name paths the sandbox chose (a directory an earlier run made): shown
 		// escaped, so no name drives the operator's terminal (hostile check, session 19:
 		// a directory named with an OSC sequence reached it raw through a launch note).
-		fmt.Fprintf(s.Stderr, "box: warning: %s\n", termtext.Escape(w, false))
+		if !protectionOff(ProtWarnEscape) {
+			w = termtext.Escape(w, false)
+		}
+		fmt.Fprintf(s.Stderr, "box: warning: %s\n", w)
 	}
 	return p, nil
 }
+
+// ProtWarnEscape names the escaping of launch warnings among the protections a test
+// build can switch off, so the drill's trust:warning-names row can be shown to catch
+// a tree's name reaching the terminal raw.
+const ProtWarnEscape = "warn-escape"
 
 // Prepare makes p ready to launch (Prepare): the tier's helper and bwrap's argv.
 func (s *Session) Prepare(p *Plan) (Prepared, error) {
