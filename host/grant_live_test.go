@@ -685,6 +685,11 @@ func tenantShell(t *testing.T, tn *tenant, name, input string) string {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
+		// Its last bytes may still be unread from the master (CI, session 21: the
+		// screen lacked the command's output that followed its echo).
+		if !screen.WaitEnd(10 * time.Second) {
+			t.Errorf("box shell %s as %s ended, but its terminal stayed open", name, tn.name)
+		}
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
 		t.Errorf("box shell %s as %s did not end; terminal showed %q", name, tn.name, screen.String())

@@ -135,3 +135,22 @@ func (s *Screen) Len() int {
 	defer s.mu.Unlock()
 	return s.buf.Len()
 }
+
+// WaitEnd waits until the master's read has ended (every slave closed), so the screen
+// holds all the program wrote: a program's exit does not mean its last bytes have been
+// read from the master yet. It reports whether the read ended within the bound.
+func (s *Screen) WaitEnd(within time.Duration) bool {
+	timer := time.AfterFunc(within, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer timer.Stop()
+	deadline := time.Now().Add(within)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.done && time.Now().Before(deadline) {
+		s.cond.Wait()
+	}
+	return s.done
+}
