@@ -831,7 +831,7 @@ func (p *Plan) warnHookTools(tools []protect.HookToolFact, mounts []Mount, home 
 		return false
 	}
 	for _, t := range tools {
-		if shown(t.Tool) && (t.Real == t.Tool || shown(t.Real)) {
+		if shown(t.Tool) && (t.Real == "" || shown(t.Real)) {
 			continue
 		}
 		hook := filepath.Base(t.Hook)
@@ -845,7 +845,7 @@ func (p *Plan) warnHookTools(tools []protect.HookToolFact, mounts []Mount, home 
 		}
 		var dirs []string
 		for _, x := range []string{t.Tool, t.Real} {
-			if d := hookToolMountDir(x, home); !slices.Contains(dirs, d) && !shown(x) {
+			if d := hookToolMountDir(x, home); x != "" && !slices.Contains(dirs, d) && !shown(x) {
 				dirs = append(dirs, d)
 			}
 		}

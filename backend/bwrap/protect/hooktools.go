@@ -22,7 +22,7 @@ type HookToolFact struct {
 	Top  string // the repository's work tree
 	Hook string // the hook's file
 	Tool string // the path the hook names (home spelled out)
-	Real string // Tool, links followed
+	Real string // Tool, links followed, when that differs and is hidden too ("" else)
 	// Framework: the hook is the pre-commit framework's and Tool its INSTALL_PYTHON; it
 	// falls back to a pre-commit on PATH, and none is in the sandbox's system bin dirs.
 	Framework bool
@@ -74,6 +74,9 @@ func hookTools(top, dir, workdir, home string) []HookToolFact {
 			real, err := filepath.EvalSymlinks(p)
 			if err != nil {
 				continue
+			}
+			if real == p || !hiddenPath(real, workdir, home) {
+				real = "" // the link's target is in the sandbox (a system one): the link alone is missing
 			}
 			if fact := (HookToolFact{Top: top, Hook: hook, Tool: p, Real: real, Framework: fw}); !slices.Contains(out, fact) {
 				out = append(out, fact)
