@@ -28,6 +28,9 @@ func newProfilesCmd(e *env) *cobra.Command {
 			}
 			defer reportBroken(e, broken, &err, func(err error) error { return withHint(err, backend.FileHint("profile file", err)) })
 			if asJSON {
+				if len(broken) > 0 {
+					return nil // a partial array a script could take for the whole: nothing (reportBroken says why)
+				}
 				out := make([]profileJSON, 0, len(ps))
 				for _, p := range ps {
 					out = append(out, newProfileJSON(p))

@@ -29,6 +29,9 @@ func newTemplatesCmd(e *env) *cobra.Command {
 			}
 			defer reportBroken(e, broken, &err, templateFileErr)
 			if asJSON {
+				if len(broken) > 0 {
+					return nil // a partial array a script could take for the whole: nothing (reportBroken says why)
+				}
 				out := make([]templateJSON, 0, len(ts))
 				for _, t := range ts {
 					out = append(out, newTemplateJSON(t))
