@@ -21,8 +21,11 @@ var Locale = []string{"LC_ALL", "LC_COLLATE", "LC_CTYPE", "LC_MESSAGES", "LC_MON
 	"LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_NAME", "LC_PAPER", "LC_TELEPHONE"}
 
 // Base is the documented base allowlist: what terminals and locale-aware tools need.
-// Everything else must be named by a profile or by --env.
-var Base = append([]string{"TERM", "COLORTERM", "LANG", "LANGUAGE", "TZ", "NO_COLOR"}, Locale...)
+// Everything else must be named by a profile or by --env. CI is no secret, and test
+// runners, package managers and hook frameworks change behaviour on it (no watch mode,
+// no prompts): without it a run in a CI job behaved unlike the job around it (field
+// review, session 21).
+var Base = append([]string{"TERM", "COLORTERM", "LANG", "LANGUAGE", "TZ", "NO_COLOR", "CI"}, Locale...)
 
 // baseShape is what a base variable's value may be: a character set and a length. A
 // terminal type, a locale or a time zone has a small shape; a value outside it (a URL,
@@ -44,6 +47,7 @@ var (
 		// :/path forms; never "//" (a URL) or longer than any of those.
 		"TZ":       {charclass.New("A-Za-z0-9_+,.:/<>-"), 48, "a time zone such as Europe/Paris"},
 		"NO_COLOR": {charclass.New("A-Za-z0-9"), 8, "a flag such as 1"},
+		"CI":       {charclass.New("A-Za-z0-9_-"), 16, "a flag such as true or a CI system's name"},
 	}
 )
 

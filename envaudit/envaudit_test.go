@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -447,5 +448,25 @@ func TestIsLocaleAgreesWithRegexp(t *testing.T) {
 		"en." + rep("a", 20), "en." + rep("a", 21), "en@" + rep("a", 16), "en@" + rep("a", 17), "en@A", "en.x\x00", "en\n",
 		"C." + rep("-", 20) + "@" + rep("9", 16), "sr_RS@latin", "ca_ES.UTF-8@valencia", "en_US:fr", "en US"} {
 		check(s)
+	}
+}
+
+// CI enters as a base variable (field review, session 21): it is no secret, and test
+// runners, package managers and pre-commit change behaviour on it (no watch mode, no
+// prompts), so a run in a CI job behaved unlike the job around it. Its value is a
+// short flag or a CI system's name; anything else is flagged.
+func TestBaseCI(t *testing.T) {
+	if !slices.Contains(Base, "CI") {
+		t.Fatalf("CI is not in the base allowlist %v", Base)
+	}
+	for _, v := range []string{"true", "1", "woodpecker"} {
+		if r := Check("CI", v); r != "" {
+			t.Errorf("CI=%s flagged: %s", v, r)
+		}
+	}
+	for _, v := range []string{"https://hooks.example.com/x", "true; curl x", strings.Repeat("a", 17)} {
+		if r := Check("CI", v); !strings.Contains(r, "does not look like") {
+			t.Errorf("CI=%q: %q, want its shape flagged", v, r)
+		}
 	}
 }

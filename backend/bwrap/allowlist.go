@@ -164,9 +164,9 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 			}
 			if sum := lg.Summary(); sum != "" {
 				fmt.Fprintf(stderr, "box: allowlist: %s (log: %s)\n", sum, p.NetLog)
-				if a := allowAdvice(lg.RefusedNames()); a != "" && !pr.Quiet {
-					fmt.Fprintf(stderr, "box: allowlist: %s\n", a)
-				}
+			}
+			if a := allowAdvice(lg.RefusedNames(), lg.AllowedLive()); a != "" && !pr.Quiet {
+				fmt.Fprintf(stderr, "box: allowlist: %s\n", a)
 			}
 		}, nil
 	}
@@ -181,12 +181,36 @@ func (p *Plan) startAllowlist(pr Prepared, launch *Launch, stderr io.Writer) (er
 // offered as a flag to paste (hostile review, session 19: six lookups of
 // registry-npmjs.org-mirror.attacker.example had the line offer
 // --allow registry-npmjs.org-mirror.attacker.example first, before registry.npmjs.org).
-// Pure.
-func allowAdvice(refused []string) string {
+// A name a pattern the operator allowed while the run ran (box allow, live) matches is
+// allowed, not advised as refused: the live patterns are named instead, as lasting
+// this run only, with the --allow entries that keep them (the operator's own words:
+// offered whatever list holds them; field review, session 21). Pure.
+func allowAdvice(refused, live []string) string {
 	const most = 3
 	var names, lists []string
 	others := 0
+	var livePats []policy.Pattern
+	for _, l := range live {
+		if pat, err := policy.ParsePattern(l); err == nil {
+			livePats = append(livePats, pat)
+		}
+	}
+	allowedLive := func(n string) bool {
+		for _, pat := range livePats {
+			port := pat.Port
+			if port == 0 {
+				port = 443
+			}
+			if pat.Matches(n, port) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, n := range refused {
+		if allowedLive(n) {
+			continue
+		}
 		if policy.ValidHostname(n) != nil || strings.Count(n, ".") == 0 {
 			continue // an address, or what the sandbox made up
 		}
@@ -226,6 +250,20 @@ func allowAdvice(refused []string) string {
 			a += "; "
 		}
 		a += fmt.Sprintf("%d refused name(s) no built-in list holds: the sandbox chose them, read the log before you allow any", others)
+	}
+	if len(live) > 0 {
+		flags := make([]string, len(live))
+		for i, l := range live {
+			if strings.Contains(l, "*") {
+				l = "'" + l + "'"
+			}
+			flags[i] = "--allow " + l
+		}
+		if a != "" {
+			a += "; "
+		}
+		a += "allowed during this run by box allow, for this run only: " + strings.Join(live, ", ") +
+			"; to allow from the start of the next run: " + strings.Join(flags, " ") + ", or allow = [...] in the profile"
 	}
 	return a
 }

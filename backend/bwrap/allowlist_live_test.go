@@ -166,6 +166,17 @@ func TestSandboxAllowlistTier(t *testing.T) {
 	if !strings.Contains(errText.String(), "box: allowlist: refused ") || !strings.Contains(errText.String(), "denied.test (") {
 		t.Errorf("no refusal summary on stderr")
 	}
+	// The end-of-run advice says what box allow let in, for this run only, and counts
+	// only the names still refused (field review, session 21: it counted denied.test among
+	// them, as though still refused).
+	for _, want := range []string{
+		"box: allowlist: 2 refused name(s) no built-in list holds",
+		"allowed during this run by box allow, for this run only: denied.test; to allow from the start of the next run: --allow denied.test, or allow = [...] in the profile",
+	} {
+		if !strings.Contains(errText.String(), want) {
+			t.Errorf("the end-of-run advice lacks %q", want)
+		}
+	}
 	// The control socket is gone with the run.
 	if ids := bwrap.RunningAllowlists("", filepath.Join(w.home, ".local/share")); len(ids) != 0 {
 		t.Errorf("control sockets left: %v", ids)

@@ -69,6 +69,26 @@ func TestValidRunID(t *testing.T) {
 	}
 }
 
+// A name the operator allowed while the run ran (box allow) is allowed: the end-of-run
+// advice said "to allow in the next run: --allow registry.npmjs.org" as though it were
+// still refused, and was silent on a live allow no built-in list holds (field review,
+// session 21). It now says which names box allow let in, that this lasts the run, and
+// the entry that keeps it (the operator's own words, so offered whatever list holds it).
+func TestAllowAdviceLive(t *testing.T) {
+	for _, c := range []struct {
+		refused, live []string
+		want          string
+	}{
+		{[]string{"registry.npmjs.org"}, []string{"registry.npmjs.org"}, "allowed during this run by box allow, for this run only: registry.npmjs.org; to allow from the start of the next run: --allow registry.npmjs.org, or allow = [...] in the profile"},
+		{[]string{"api.example.org", "exfil.attacker.example", "github.com"}, []string{"*.example.org"}, "to allow in the next run: --allow github.com (or the built-in list @github), or allow = [...] in the profile; 1 refused name(s) no built-in list holds: the sandbox chose them, read the log before you allow any; allowed during this run by box allow, for this run only: *.example.org; to allow from the start of the next run: --allow '*.example.org', or allow = [...] in the profile"},
+		{nil, []string{"pypi.org:443", "files.pythonhosted.org:443"}, "allowed during this run by box allow, for this run only: pypi.org:443, files.pythonhosted.org:443; to allow from the start of the next run: --allow pypi.org:443 --allow files.pythonhosted.org:443, or allow = [...] in the profile"},
+	} {
+		if got := allowAdvice(c.refused, c.live); got != c.want {
+			t.Errorf("allowAdvice(%q, %q) =\n%q, want\n%q", c.refused, c.live, got, c.want)
+		}
+	}
+}
+
 // The end-of-run advice (field test, session 19): the refused host names as --allow
 // entries, the built-in list that holds one, never an address or a single label.
 func TestAllowAdvice(t *testing.T) {
@@ -86,7 +106,7 @@ func TestAllowAdvice(t *testing.T) {
 		{[]string{"registry.npmjs.org", "github.com"}, "to allow in the next run: --allow registry.npmjs.org --allow github.com (or the built-in lists @npm, @github), or allow = [...] in the profile"},
 		{nil, ""},
 	} {
-		if got := allowAdvice(c.refused); got != c.want {
+		if got := allowAdvice(c.refused, nil); got != c.want {
 			t.Errorf("allowAdvice(%q) = %q, want %q", c.refused, got, c.want)
 		}
 	}

@@ -405,6 +405,9 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 	}
 
 	p.warnHooksOutside(f.Tree.HooksOutside, mounts, r.namesLandlock())
+	if !r.namesLandlock() {
+		p.warnHookTools(f.Tree.HookTools, mounts, f.Home)
+	}
 
 	var auth []string
 	if r.Profile.AuthPassthrough {
@@ -810,6 +813,67 @@ func (p *Plan) warnHooksOutside(hooks []protect.HooksFact, mounts []Mount, landl
 			p.warn("the git hooks of %s are not in the sandbox: its core.hooksPath names %s, outside the working directory, and git skips a hooks directory it cannot find, so commits inside do not run them; a profile's [[mounts]] path = %q (mode \"ro\") brings them in", h.Top, h.Dir, h.Dir)
 		}
 	}
+}
+
+// warnHookTools says which hooks git runs inside call a tool by a path the sandbox does
+// not show (protect.HookToolFact), unless a profile's mount brings the path (and, for a
+// link, its target) in: the hook fails inside, or skips what it checks, at every
+// commit, and nothing said so at launch (field review, session 21: a pre-commit hook
+// running ~/.local/bin/ruff; the pre-commit framework's, whose INSTALL_PYTHON lies in a
+// pipx venv under the home).
+func (p *Plan) warnHookTools(tools []protect.HookToolFact, mounts []Mount, home string) {
+	shown := func(path string) bool {
+		for _, m := range mounts {
+			if within(path, m.Dst) && m.Src == m.Dst {
+				return true
+			}
+		}
+		return false
+	}
+	for _, t := range tools {
+		if shown(t.Tool) && (t.Real == "" || shown(t.Real)) {
+			continue
+		}
+		hook := filepath.Base(t.Hook)
+		rel := t.Hook
+		if r, err := filepath.Rel(t.Top, t.Hook); err == nil && !strings.HasPrefix(r, "..") {
+			rel = r
+		}
+		if t.Framework {
+			p.warn("the %s hook of %s (%s, the pre-commit framework's) runs %s, which is not in the sandbox, and no pre-commit is in the sandbox's /usr/local/bin, /usr/bin or /bin: commits inside fail (\"`pre-commit` not found\"); commit on the host, or install pre-commit system-wide (apt-get install pre-commit) and run on a network tier that reaches the repositories its hooks come from (its hook environments in ~/.cache/pre-commit are not in the sandbox, and a sandbox must not write them)", hook, t.Top, rel, t.Tool)
+			continue
+		}
+		var dirs []string
+		for _, x := range []string{t.Tool, t.Real} {
+			if d := hookToolMountDir(x, home); x != "" && !slices.Contains(dirs, d) && !shown(x) {
+				dirs = append(dirs, d)
+			}
+		}
+		var entries []string
+		for _, d := range dirs {
+			if home != "" && within(d, home) {
+				d = "~/" + strings.TrimPrefix(d, home+"/")
+			}
+			entries = append(entries, fmt.Sprintf("path = %q", d))
+		}
+		p.warn("the %s hook of %s (%s) runs %s, which is not in the sandbox: commits inside fail there, or skip what it checks; a profile's read-only [[mounts]] %s brings it in, or commit on the host", hook, t.Top, rel, t.Tool, strings.Join(entries, " and "))
+	}
+}
+
+// hookToolMountDir is the directory to mount for a tool at path: its directory, or the
+// one above when that is a bin/ (a venv, a version manager's tree), unless that is the
+// home or ~/.local (box's own data, everything else of yours).
+func hookToolMountDir(path, home string) string {
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) == "bin" {
+		if up := filepath.Dir(dir); up != home && up != filepath.Join(home, ".local") && up != "/" {
+			return up
+		}
+	}
+	if dir == home {
+		return path // the tool itself, never the whole home
+	}
+	return dir
 }
 
 // namesLandlock: the request names the Landlock mode (the flag, else the profile's key).

@@ -28,6 +28,9 @@ type Backend struct {
 	// Socket is the local incusd socket's path, for messages.
 	Socket string
 	// ConfigHome is where the operator's templates and profiles are (box new).
+	// VMExpected: the operator could have vm boxes here (nil: yes). A list without
+	// incusd warns only then.
+	VMExpected func() bool
 	ConfigHome string
 	// Stdout and Stderr are the verb's output; Quiet silences progress and notes.
 	Stdout, Stderr io.Writer

@@ -24,8 +24,9 @@ func (b Backend) List() ([]backend.Summary, error) {
 	switch {
 	case err != nil && NoIncus(err):
 		// A machine that never had Incus (no directory for its socket) is a bwrap-only
-		// machine, not a problem to repeat on every list.
-		if _, dirErr := os.Stat(filepath.Dir(b.Socket)); !b.Quiet && dirErr == nil {
+		// machine, not a problem to repeat on every list; nor is a stopped incusd to a
+		// user who could have no vm box here (VMExpected).
+		if _, dirErr := os.Stat(filepath.Dir(b.Socket)); !b.Quiet && dirErr == nil && (b.VMExpected == nil || b.VMExpected()) {
 			fmt.Fprintf(b.Stderr, "box: warning: vm boxes not listed: no incusd socket at %s (start incusd; 'box doctor' checks the host)\n", b.Socket)
 		}
 		return nil, nil

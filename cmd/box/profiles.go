@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/heavy-duty/box/backend"
+	"github.com/heavy-duty/box/internal/catalog"
 	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
@@ -18,12 +20,17 @@ func newProfilesCmd(e *env) *cobra.Command {
 		Long:    helpText("profiles"),
 		Example: helpText("profiles.example"),
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ps, err := profiles.List(profiles.Dir(e.configHome()))
+			broken, err := brokenEntries(err)
 			if err != nil {
 				return withHint(err, backend.FileHint("profile file", err))
 			}
+			defer reportBroken(e, broken, &err, func(err error) error { return withHint(err, backend.FileHint("profile file", err)) })
 			if asJSON {
+				if len(broken) > 0 {
+					return nil // a partial array a script could take for the whole: nothing (reportBroken says why)
+				}
 				out := make([]profileJSON, 0, len(ps))
 				for _, p := range ps {
 					out = append(out, newProfileJSON(p))
@@ -97,4 +104,29 @@ func pidsOf(p *profiles.Profile) int {
 		return 0
 	}
 	return *p.Pids
+}
+
+// brokenEntries splits a listing's error: the entries a *catalog.BrokenError names
+// (the listing shows the rest), else err itself, returned.
+func brokenEntries(err error) ([]error, error) {
+	var b *catalog.BrokenError
+	if errors.As(err, &b) {
+		return b.Errs, nil
+	}
+	return nil, err
+}
+
+// reportBroken says each broken entry of a listing on stderr, as an error with its hint,
+// once the listing is printed, and makes the verb exit 1 (*errp, when the listing itself
+// succeeded): what box cannot read is said, never skipped.
+func reportBroken(e *env, broken []error, errp *error, hinted func(error) error) {
+	if len(broken) == 0 {
+		return
+	}
+	for _, b := range broken {
+		report(e.stderr, hinted(b))
+	}
+	if *errp == nil {
+		*errp = &exitError{code: exitFail}
+	}
 }

@@ -52,6 +52,9 @@ func newRootFor(e *env, only func(*env) *cobra.Command) *cobra.Command {
 			hint := "run 'box help' for the list of commands"
 			if s := safeSuggestions(cmd.SuggestionsFor(args[0])); len(s) > 0 {
 				hint = "did you mean 'box " + s[0] + "'?"
+			} else if args[0] == "check" {
+				// box's own flag typed as a command (field review, session 21).
+				hint = "did you mean 'box --check'? (it checks whether this machine can run the sandbox)"
 			}
 			return usagef(hint, "unknown command %q", args[0])
 		},

@@ -21,16 +21,17 @@ func newTemplatesCmd(e *env) *cobra.Command {
 		Long:    helpText("templates"),
 		Example: helpText("templates.example"),
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ts, err := templates.List(templates.Dir(e.configHome()))
+			broken, err := brokenEntries(err)
 			if err != nil {
-				var h interface{ Hint() string }
-				if errors.As(err, &h) {
-					return err
-				}
-				return withHint(err, backend.FileHint("template", err))
+				return templateFileErr(err)
 			}
+			defer reportBroken(e, broken, &err, templateFileErr)
 			if asJSON {
+				if len(broken) > 0 {
+					return nil // a partial array a script could take for the whole: nothing (reportBroken says why)
+				}
 				out := make([]templateJSON, 0, len(ts))
 				for _, t := range ts {
 					out = append(out, newTemplateJSON(t))
@@ -103,4 +104,13 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// templateFileErr gives a template file's error the hint to fix it, unless it has its own.
+func templateFileErr(err error) error {
+	var h interface{ Hint() string }
+	if errors.As(err, &h) {
+		return err
+	}
+	return withHint(err, backend.FileHint("template", err))
 }

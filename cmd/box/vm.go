@@ -7,12 +7,16 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/heavy-duty/box/backend"
 	"github.com/heavy-duty/box/backend/vm"
 	"github.com/heavy-duty/box/host"
+	"github.com/heavy-duty/box/profiles"
 	"github.com/spf13/cobra"
 )
 
@@ -34,9 +38,10 @@ func (e *env) vmBackend() vm.Backend {
 		Client: e.daemon().Client, Context: vm.SignalContext,
 		Getenv: e.getenv, Socket: e.localSocket(), ConfigHome: e.configHome(),
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Quiet: e.quiet,
-		Err:  func(err error) error { return vmErr(e, err) },
-		Ask:  func(force bool, question, refused string) error { return ask(e, force, question, refused) },
-		Warn: func(w error) { warnf(e, w) },
+		Err:        func(err error) error { return vmErr(e, err) },
+		Ask:        func(force bool, question, refused string) error { return ask(e, force, question, refused) },
+		Warn:       func(w error) { warnf(e, w) },
+		VMExpected: func() bool { return vmExpected(e) },
 	}
 }
 
@@ -217,4 +222,48 @@ func argRange(min, max int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// vmUser is who runs box, as vmExpected asks it (a test's stand-in).
+var vmUser = struct {
+	uid    func() int
+	groups func() []string // the names of the process's groups
+}{os.Getuid, groupNames}
+
+// groupNames are the names of this process's groups (a group the database does not name
+// is left out).
+func groupNames() []string {
+	gids, _ := os.Getgroups()
+	gids = append(gids, os.Getgid())
+	var out []string
+	for _, g := range gids {
+		if gr, err := user.LookupGroupId(strconv.Itoa(g)); err == nil {
+			out = append(out, gr.Name)
+		}
+	}
+	return out
+}
+
+// vmExpected: this user could have vm boxes on this machine, so a list without incusd
+// must say it lists none of them: root, a member of incus-admin (incusd's socket) or
+// incus (incus-user's), or one of the user's profiles names the vm backend. Anyone else
+// has no way to incusd here, and was warned at every box list on a machine whose Incus
+// is installed but stopped (field review, session 21: a bwrap-only user, a CI runner's
+// incusd).
+func vmExpected(e *env) bool {
+	if vmUser.uid() == 0 {
+		return true
+	}
+	for _, g := range vmUser.groups() {
+		if g == "incus-admin" || g == "incus" {
+			return true
+		}
+	}
+	ps, _ := profiles.List(profiles.Dir(e.configHome())) // a broken one is box profiles' to name
+	for _, p := range ps {
+		if p.Backend == "vm" && p.Source != "built-in" {
+			return true
+		}
+	}
+	return false
 }

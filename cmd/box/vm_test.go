@@ -173,6 +173,9 @@ func TestNoDaemon(t *testing.T) {
 	isolate(t)
 	sock := filepath.Join(t.TempDir(), "unix.socket")
 	t.Setenv("INCUS_SOCKET", sock)
+	oldGroups := vmUser.groups // a user who could have vm boxes (TestListNoIncusNag)
+	defer func() { vmUser.groups = oldGroups }()
+	vmUser.groups = func() []string { return []string{"incus"} }
 	// box list still lists the bwrap boxes, and says the vm ones are not listed.
 	if _, stderr, code := runMain(t, "list"); code != exitOK || !strings.Contains(stderr, "box: warning: vm boxes not listed: no incusd socket at "+sock) {
 		t.Errorf("box list without incusd: exit %d, stderr %q", code, stderr)
@@ -202,5 +205,38 @@ func TestIncusHatchElsewhere(t *testing.T) {
 		if code := Main(args, strings.NewReader(""), &o, &e); code != exitUsage || !strings.Contains(e.String(), "another project or remote") {
 			t.Errorf("%q: exit %d: %s", args, code, e.String())
 		}
+	}
+}
+
+// box list on a machine where Incus is installed but incusd is not running warned at
+// every list, also to a user who cannot have a vm box here (field review, session 21: a
+// bwrap-only user on a machine whose CI runs its own incusd). It warns when the user could
+// have vm boxes: root, a member of incus-admin or incus, or one of their profiles names
+// the vm backend.
+func TestListNoIncusNag(t *testing.T) {
+	configHome := isolate(t)
+	sock := filepath.Join(t.TempDir(), "unix.socket") // its directory exists: installed
+	t.Setenv("INCUS_SOCKET", sock)
+	oldUID, oldGroups := vmUser.uid, vmUser.groups
+	defer func() { vmUser.uid, vmUser.groups = oldUID, oldGroups }()
+	vmUser.uid = func() int { return 4242 }
+	vmUser.groups = func() []string { return []string{"users"} }
+	warning := "box: warning: vm boxes not listed"
+	if _, stderr, code := runMain(t, "list"); code != exitOK || strings.Contains(stderr, warning) {
+		t.Errorf("box list, a user with no way to vm boxes: exit %d, stderr %q; want no warning", code, stderr)
+	}
+	vmUser.groups = func() []string { return []string{"users", "incus"} }
+	if _, stderr, _ := runMain(t, "list"); !strings.Contains(stderr, warning) {
+		t.Errorf("box list, a member of incus: stderr %q; want the warning", stderr)
+	}
+	vmUser.groups = func() []string { return nil }
+	if err := os.MkdirAll(filepath.Join(configHome, "box", "profiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(configHome, "box", "profiles", "big.toml"), []byte("backend = \"vm\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, _ := runMain(t, "list"); !strings.Contains(stderr, warning) {
+		t.Errorf("box list, a profile names vm: stderr %q; want the warning", stderr)
 	}
 }

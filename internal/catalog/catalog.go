@@ -31,7 +31,10 @@ func Names(names map[string]bool, dir string, keep func(fs.DirEntry) string) err
 	return nil
 }
 
-// LoadAll loads every name, sorted; the first failure is returned, not skipped.
+// LoadAll loads every name, sorted. What fails to load is not skipped: the others are
+// returned with a *BrokenError naming each failure, so a listing shows what it can and
+// says what it cannot read (one broken file hid every profile: field review, session
+// 21).
 func LoadAll[T any](names map[string]bool, load func(string) (T, error)) ([]T, error) {
 	sorted := make([]string, 0, len(names))
 	for n := range names {
@@ -39,12 +42,26 @@ func LoadAll[T any](names map[string]bool, load func(string) (T, error)) ([]T, e
 	}
 	sort.Strings(sorted)
 	out := make([]T, 0, len(sorted))
+	var broken []error
 	for _, n := range sorted {
 		v, err := load(n)
 		if err != nil {
-			return nil, err
+			broken = append(broken, err)
+			continue
 		}
 		out = append(out, v)
 	}
+	if broken != nil {
+		return out, &BrokenError{Errs: broken}
+	}
 	return out, nil
 }
+
+// BrokenError is LoadAll's: the entries that failed to load, each its own error (in
+// name order), the others loaded all the same.
+type BrokenError struct{ Errs []error }
+
+func (e *BrokenError) Error() string { return errors.Join(e.Errs...).Error() }
+
+// Unwrap gives each failure to errors.As and errors.Is.
+func (e *BrokenError) Unwrap() []error { return e.Errs }

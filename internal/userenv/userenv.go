@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -15,7 +16,7 @@ func Home(getenv func(string) string) string {
 	if h := getenv("HOME"); filepath.IsAbs(h) {
 		return filepath.Clean(h)
 	}
-	if u, err := user.Current(); err == nil {
+	if u, err := currentUser(); err == nil {
 		return u.HomeDir
 	}
 	return ""
@@ -63,13 +64,20 @@ func RuntimeDir(getenv func(string) string) string {
 	return filepath.Clean(d)
 }
 
-// UserName is the login name for USER and LOGNAME inside the sandbox.
+// currentUser is user.Current (a test's stand-in for a uid with no passwd entry).
+var currentUser = user.Current
+
+// UserName is the login name for USER and LOGNAME inside the sandbox: $USER, else the
+// password database's, else the uid in decimal. A uid with no passwd entry (a container
+// run with --user 12345) has no name: HOME's basename, used before, could be another
+// uid's name (HOME=/home/app where the image's app user is 1000) or "/" (field review,
+// session 21).
 func UserName(getenv func(string) string) string {
 	if u := getenv("USER"); u != "" && !strings.ContainsAny(u, "/\x00") {
 		return u
 	}
-	if u, err := user.Current(); err == nil {
+	if u, err := currentUser(); err == nil && u.Username != "" {
 		return u.Username
 	}
-	return filepath.Base(Home(getenv))
+	return strconv.Itoa(os.Getuid())
 }

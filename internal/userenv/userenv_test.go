@@ -1,6 +1,11 @@
 package userenv
 
-import "testing"
+import (
+	"os"
+	"os/user"
+	"strconv"
+	"testing"
+)
 
 func TestDirs(t *testing.T) {
 	dir := t.TempDir()
@@ -26,5 +31,27 @@ func TestDirs(t *testing.T) {
 	vars["USER"] = "op"
 	if u := UserName(getenv); u != "op" {
 		t.Errorf("UserName: %q, want op", u)
+	}
+}
+
+// A uid with no passwd entry (a container run with --user 12345) and no USER: the name
+// inside was HOME's basename, a name that may belong to another uid (HOME=/home/app for
+// an image whose app user is 1000) or be "/" (HOME=/). It is the uid itself now (field
+// review, session 21).
+func TestUserNameNoPasswdEntry(t *testing.T) {
+	old := currentUser
+	currentUser = func() (*user.User, error) { return nil, user.UnknownUserIdError(os.Getuid()) }
+	defer func() { currentUser = old }()
+	want := strconv.Itoa(os.Getuid())
+	for _, home := range []string{"/home/app", "/"} {
+		getenv := func(k string) string {
+			if k == "HOME" {
+				return home
+			}
+			return ""
+		}
+		if u := UserName(getenv); u != want {
+			t.Errorf("UserName with HOME=%s, no USER, no passwd entry: %q, want the uid %s", home, u, want)
+		}
 	}
 }

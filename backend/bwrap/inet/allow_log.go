@@ -3,6 +3,7 @@ package inet
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +66,7 @@ type Log struct {
 	now         func() time.Time
 	refused     counts
 	unreachable counts
+	live        []string // the patterns the operator allowed while the sandbox ran
 	lines       int
 }
 
@@ -163,6 +165,10 @@ func (l *Log) Record(e Event) {
 		l.refused.add(key)
 	case EventUnreachable:
 		l.unreachable.add(key)
+	case EventAllowed:
+		if !slices.Contains(l.live, e.Name) {
+			l.live = append(l.live, e.Name)
+		}
 	}
 }
 
@@ -200,6 +206,14 @@ func (l *Log) RefusedNames() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.refused.sorted()
+}
+
+// AllowedLive are the patterns the operator allowed while the sandbox ran (box allow),
+// in the order allowed.
+func (l *Log) AllowedLive() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.live)
 }
 
 // Summary is the end-of-run line: how many refusals, for which names, most first, then

@@ -43,6 +43,9 @@ type Tree struct {
 	// directory without a word), and your global config's wherever it lies (git inside
 	// reads no global config of yours).
 	HooksOutside []HooksFact
+	// HookTools are the tools the hooks git runs inside (the repositories the sandbox
+	// commits in) call by a path the sandbox may not show (hooktools.go).
+	HookTools []HookToolFact
 	// Includes are the files the repositories' configs include (include.path,
 	// includeIf.*.path) that lie in the working directory.
 	Includes []string

@@ -159,6 +159,15 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 		if f := (HooksFact{Top: top, Dir: h, Global: global}); h != "" && inside && (global || !in) && !slices.Contains(t.HooksOutside, f) {
 			t.HooksOutside = append(t.HooksOutside, f)
 		}
+		// The hooks git runs inside: the repository's own core.hooksPath in the working
+		// directory, else its git directory's hooks/ (no global config inside).
+		if hooks := map[bool]string{true: filepath.Join(common, "hooks"), false: h}[global]; inside && (global || in) {
+			for _, f := range hookTools(top, hooks, workdir, home) {
+				if !slices.Contains(t.HookTools, f) {
+					t.HookTools = append(t.HookTools, f)
+				}
+			}
+		}
 		for _, inc := range incs {
 			if within(inc, workdir) && inc != workdir && !slices.Contains(t.Includes, inc) {
 				t.Includes = append(t.Includes, inc)
