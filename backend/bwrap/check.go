@@ -124,6 +124,11 @@ func limitsCheck(cg Cgroup, euid int) HostCheck {
 		r.Detail = "rlimit: RLIMIT_NPROC bounds the sandbox's tasks, RLIMIT_DATA each process's memory; " +
 			"shared memory is not counted and cpu cannot be bounded (" + cg.Why + ")"
 		r.Fix = "log in through a systemd session (its user manager delegates a cgroup v2 subtree), or have root delegate one to you"
+		if cg.V1Bound {
+			// A systemd session delegates v2 only: followed here, it changed nothing
+			// (field review, session 21).
+			r.Fix = "pids and memory are cgroup v1 controllers on this machine, which a systemd session does not delegate: have root make a directory below your cgroup in /sys/fs/cgroup/pids and in /sys/fs/cgroup/memory (see /proc/self/cgroup), chown it and its cgroup.procs and tasks to you, and run box from a shell moved into both (echo $$ > DIR/cgroup.procs); or boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1)"
+		}
 	} else if cg.Parent["cpu"] == "" {
 		r.Detail += "; cpu not delegated (a profile's cpu is not enforced)"
 	}

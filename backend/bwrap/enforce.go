@@ -39,6 +39,9 @@ type Cgroup struct {
 	Version int               // 2, 1, or 0 when there is no delegated subtree
 	Parent  map[string]string // controller -> directory the sandbox's cgroup is made in
 	Why     string            // Version 0: why none was found, in full (box --check)
+	// V1Bound: pids and memory are bound to cgroup v1 hierarchies here (a hybrid or
+	// legacy machine), so no v2 subtree, systemd's delegation included, can give them.
+	V1Bound bool
 }
 
 // noCgroup is the short form of Cgroup.Why, for warnings.
@@ -217,7 +220,9 @@ func detectCgroup(self, mountinfo []byte, uid int, owned func(string, int) bool)
 	if len(why) == 0 {
 		why = append(why, "no pids and memory cgroup controllers here")
 	}
-	return Cgroup{Why: strings.Join(why, "; ")}
+	_, pids := v1["pids"]
+	_, memory := v1["memory"]
+	return Cgroup{Why: strings.Join(why, "; "), V1Bound: pids && memory}
 }
 
 func contains(list []string, s string) bool {

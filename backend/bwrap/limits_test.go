@@ -71,6 +71,23 @@ func TestDetectCgroupV1(t *testing.T) {
 	}
 }
 
+// Where pids and memory are v1 controllers, --check's fix is v1 delegation: the v2
+// advice (a systemd session) changed nothing when followed (field review, session 21).
+func TestLimitsCheckFixV1Bound(t *testing.T) {
+	self := []byte("8:pids:/u\n4:memory:/h\n1:cpu:/\n0::/\n")
+	cg := detectCgroup(self, []byte(mountinfoV1), 1001, func(string, int) bool { return false })
+	if !cg.V1Bound {
+		t.Fatalf("pids and memory in v1 hierarchies: %+v", cg)
+	}
+	if fix := limitsCheck(cg, 1001).Fix; !strings.Contains(fix, "cgroup v1 controllers") || strings.Contains(fix, "systemd session (its") {
+		t.Errorf("v1-bound fix: %s", fix)
+	}
+	v2 := detectCgroup([]byte("0::/user.slice\n"), []byte("40 25 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"), 1001, func(string, int) bool { return false })
+	if v2.V1Bound || !strings.Contains(limitsCheck(v2, 1001).Fix, "systemd session") {
+		t.Errorf("v2 machine: %+v, fix %q", v2, limitsCheck(v2, 1001).Fix)
+	}
+}
+
 func TestDetectCgroupV2(t *testing.T) {
 	root := t.TempDir()
 	svc := filepath.Join(root, "user.slice/user-1000.slice/user@1000.service")
