@@ -209,9 +209,9 @@ var hints = []func(error) (string, error){
 	to[*bwrap.AllowTierError]("add --network allowlist (or use a profile with network = \"allowlist\")"),
 	as(func(e *host.NoIncusError) string {
 		if e.Installed {
-			return "start incusd and run 'sudo box setup-host' once, or use the bwrap backend (box new --backend bwrap, box run)"
+			return "start incusd and run 'sudo box setup-host' once, or use the bwrap backend (box run, box new --backend bwrap; box --check says whether this machine can run it)"
 		}
-		return "install Incus and run 'sudo box setup-host', or use the bwrap backend (box new --backend bwrap, box run)"
+		return "install Incus and run 'sudo box setup-host', or use the bwrap backend (box run, box new --backend bwrap; box --check says whether this machine can run it)"
 	}),
 	to[*bwrap.NestedError]("the command runs sandboxed already: run it directly (unset BOX_SANDBOX if this is not a box sandbox)"),
 	is(vm.ErrNoIncusClient, "install it (Debian 12: apt-get install -t bookworm-backports incus-client), or use the Nix package, which puts it on PATH"),
