@@ -257,7 +257,10 @@ var protectEntries = []ProtectEntry{
 	// lfs.url or lfs.pushurl sends the next git push's LFS objects, and the credentials
 	// git credential fill gives for that URL, where it names (hostile review, session 12).
 	{Name: ".lfsconfig", Scope: ScopeProject, Path: ".lfsconfig", Why: "git-lfs obeys its lfs.url, lfs.pushurl, remote.*.lfsurl and lfs.<url>.access on every fetch and push: LFS objects, and the credentials for that URL, go to the server it names"},
-	{Name: ".npmrc", Scope: ScopeProject, Path: ".npmrc", Why: "npm obeys it on every command (script-shell, node-options=--require, registry)"},
+	// npm reads the .npmrc of the nearest directory holding a package.json: pkg/.npmrc in
+	// a plain pkg/ ran its script-shell at the host's next npm exec there (hostile review,
+	// session 21, npm 11.19.1).
+	{Name: ".npmrc", Scope: ScopeProject, Anywhere: true, Path: ".npmrc", Why: "npm obeys it on every command (script-shell, node-options=--require, registry)"},
 	// Yarn reads these in the directory it runs in and every one above (hostile review,
 	// session 20: a pkg/.yarnrc.yml planted in a plain subdirectory ran at the host's next
 	// yarn there).

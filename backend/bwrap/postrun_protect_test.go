@@ -517,3 +517,31 @@ func TestSandboxPostRunAuditDirenvLayout(t *testing.T) {
 		t.Errorf("the sandbox rewrote the existing %s: %q (%q)", rc, b, r.stdout)
 	}
 }
+
+// npm reads the .npmrc of the nearest directory holding a package.json, not only the
+// repository's top (hostile review, session 21, npm 11.19.1 as an unprivileged user: in
+// a plain pkg/ with its own package.json, pkg/.npmrc's script-shell ran at the host's
+// next npm exec there). Watched in every directory: added, moved aside; changed, put back.
+func TestSandboxPostRunAuditSubdirNpmrc(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	const mine = "registry=https://registry.npmjs.org/\n"
+	kept := filepath.Join(w.proj, "app", ".npmrc")
+	w.write(kept, mine)
+	r := w.sh(`mkdir -p pkg && echo '{"name":"pkg"}' > pkg/package.json && echo 'script-shell=../evil.sh' > pkg/.npmrc && echo 'script-shell=../evil.sh' > app/.npmrc && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "box: audit: pkg/.npmrc: protected file added") {
+		t.Errorf("the audit does not report pkg/.npmrc:\n%s", r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(w.proj, "pkg", ".npmrc")); err == nil {
+		t.Errorf("the host's npm reads the planted pkg/.npmrc: %q", b)
+	}
+	if b, _ := os.ReadFile(kept); string(b) != mine {
+		t.Errorf("the rewritten app/.npmrc is not put back: %q\n%s", b, r.stderr)
+	}
+}
