@@ -266,6 +266,11 @@ var protectEntries = []ProtectEntry{
 	// yarn there).
 	{Name: ".yarnrc.yml", Scope: ScopeProject, Anywhere: true, Path: ".yarnrc.yml", Why: "yarn runs the file yarnPath names instead of itself"},
 	{Name: ".yarnrc", Scope: ScopeProject, Anywhere: true, Path: ".yarnrc", Why: "yarn classic runs yarn-path instead of itself"},
+	// pnpm requires its pnpmfile on every command, pnpm --version among them, from the
+	// workspace root (the nearest pnpm-workspace.yaml) or the nearest directory holding a
+	// package.json (hostile review, session 21, pnpm 10.34.9).
+	{Name: ".pnpmfile.cjs", Scope: ScopeProject, Anywhere: true, Path: ".pnpmfile.cjs", Why: "pnpm loads and runs it on every command (pnpm --version too), and its hooks on install"},
+	{Name: "pnpm-workspace.yaml", Scope: ScopeProject, Anywhere: true, Path: "pnpm-workspace.yaml", Why: "pnpm obeys its settings on every command: pnpmfile names JavaScript it runs (on pnpm --version too), scriptShell the shell of every script"},
 	{Name: ".tool-versions", Scope: ScopeProject, Anywhere: true, Path: ".tool-versions", Why: "asdf and mise pick (and may install) the tools it names on cd"},
 	// mise reads all of its names from the directory it runs in upward and trusts a
 	// config by its path: a trusted one rewritten runs without a question, and

@@ -545,3 +545,27 @@ func TestSandboxPostRunAuditSubdirNpmrc(t *testing.T) {
 		t.Errorf("the rewritten app/.npmrc is not put back: %q\n%s", b, r.stderr)
 	}
 }
+
+// pnpm loads .pnpmfile.cjs, and the file pnpm-workspace.yaml's pnpmfile setting names,
+// on every command, pnpm --version among them (hostile review, session 21, pnpm 10.34.9
+// as an unprivileged user), from the workspace root (the nearest pnpm-workspace.yaml) or,
+// without one, the nearest directory holding a package.json: a plain pkg/ too. At the
+// top, read-only when present; anywhere, moved aside when added.
+func TestSandboxPostRunAuditPnpm(t *testing.T) {
+	auditPlants(t, []string{"pnpm-workspace.yaml", ".pnpmfile.cjs"}, `module.exports = {}`)
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	files := []string{"pkg/.pnpmfile.cjs", "pkg/pnpm-workspace.yaml"}
+	r := w.sh(`mkdir -p pkg && echo '{"name":"pkg"}' > pkg/package.json && echo 'module.exports = {}' > pkg/.pnpmfile.cjs && echo 'pnpmfile: ../evil.cjs' > pkg/pnpm-workspace.yaml && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range files {
+		if _, err := os.Lstat(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the planted %s is still where pnpm reads it:\n%s", f, r.stderr)
+		}
+	}
+}
