@@ -34,7 +34,8 @@ const (
 	// direnv load (source_env, source_env_if_exists, dotenv, dotenv_if_exists, source).
 	ScopeEnvrcSource ProtectScope = "envrc-source"
 	// ScopeYarnPath: a file in the working directory that a yarn rc (.yarnrc.yml's
-	// yarnPath and plugins, .yarnrc's yarn-path) has yarn run on every command.
+	// yarnPath and plugins, .yarnrc's yarn-path) has yarn run on every command, or that
+	// pnpm's config (pnpm-workspace.yaml's or .npmrc's pnpmfile) has pnpm require.
 	ScopeYarnPath ProtectScope = "yarn-path"
 	// ScopeMiseSource: a file in the working directory that a mise config's [env] has
 	// mise source or load (_.source, _.file).
@@ -325,8 +326,10 @@ var protectEntries = []ProtectEntry{
 	// yarnPath names the yarn that runs: the rc read-only, its target writable, was a
 	// rewritten .yarn/releases/yarn-4.5.0.cjs run by the host's next yarn --version
 	// (hostile review, session 20).
+	// pnpm-workspace.yaml's or .npmrc's pnpmfile names what pnpm requires on every command
+	// (hostile review, session 21, pnpm 10.34.9's pnpm --version ran it): the same scope.
 	{Name: "yarn:path", Scope: ScopeYarnPath,
-		Why: "a yarn rc names it (yarnPath, yarn-path, a plugin's path): yarn runs it instead of itself, or loads it, on every command"},
+		Why: "a yarn rc names it (yarnPath, yarn-path, a plugin's path), or pnpm's config (pnpmfile in pnpm-workspace.yaml or .npmrc): yarn runs it instead of itself, or loads it, and pnpm requires it, on every command"},
 	// mise's trust covers the config's content, not what its [env] loads: a trusted
 	// mise.toml's _.source script and _.file dotenv, rewritten by a box run, ran and
 	// exported LD_PRELOAD at the host's next prompt under mise activate (hostile review,

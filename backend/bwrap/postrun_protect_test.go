@@ -569,3 +569,26 @@ func TestSandboxPostRunAuditPnpm(t *testing.T) {
 		}
 	}
 }
+
+// The pnpmfile pnpm-workspace.yaml or .npmrc names is required on every pnpm command
+// (hostile review, session 21, pnpm 10.34.9: pnpm --version ran tools/hook.cjs named by
+// either): present at launch, read-only inside; absent, moved aside when the run
+// creates it.
+func TestSandboxPostRunAuditPnpmfilePath(t *testing.T) {
+	w := newWorld(t)
+	hook := filepath.Join(w.proj, "tools", "hook.cjs")
+	w.write(filepath.Join(w.proj, "pnpm-workspace.yaml"), "pnpmfile: tools/hook.cjs\n")
+	w.write(filepath.Join(w.proj, "pkg", ".npmrc"), "pnpmfile=hooks/p.cjs\n")
+	w.write(hook, "module.exports = {}\n")
+	r := w.sh(`echo 'require("child_process").execSync("id")' > tools/hook.cjs && echo WROTE-hook; ` +
+		`mkdir -p pkg/hooks && echo 'module.exports={}' > pkg/hooks/p.cjs && echo WROTE-p; true`)
+	if b, _ := os.ReadFile(hook); string(b) != "module.exports = {}\n" || strings.Contains(r.stdout, "WROTE-hook") {
+		t.Errorf("the sandbox rewrote the pnpmfile pnpm-workspace.yaml names: %q (%q)", b, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "WROTE-p") {
+		t.Fatalf("the sandbox could not write pkg/hooks/p.cjs at all (the test proves nothing): %q\n%s", r.stdout, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "pkg", "hooks", "p.cjs")); err == nil {
+		t.Errorf("the planted pkg/hooks/p.cjs is still where pnpm requires it:\n%s", r.stderr)
+	}
+}

@@ -15,7 +15,9 @@ import (
 
 // YarnLoads lists the files the yarn rc file name (".yarnrc.yml" or ".yarnrc") in dir
 // has yarn run, made absolute against dir (yarn resolves them against the rc's
-// directory), and notes for each value box cannot resolve (an ${ENV} value, YAML's flow
+// directory), or the pnpmfile that pnpm's config ("pnpm-workspace.yaml" or ".npmrc")
+// names, which pnpm requires on every command, pnpm --version among them (hostile review,
+// session 21, pnpm 10.34.9), resolved against the config's directory too; and notes for each value box cannot resolve (an ${ENV} value, YAML's flow
 // style). It reads the lines without a YAML library: the keys it looks for are
 // top-level, and what it cannot read is said, never skipped. Pure.
 func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
@@ -31,6 +33,16 @@ func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
 		default:
 			paths = append(paths, filepath.Join(dir, v))
 		}
+	}
+	if name == ".npmrc" {
+		// pnpm reads its pnpmfile setting from .npmrc too: key = value, ; and # comments.
+		for _, line := range strings.Split(text, "\n") {
+			key, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+			if ok && strings.TrimSpace(key) == "pnpmfile" {
+				take("pnpmfile", v)
+			}
+		}
+		return paths, notes
 	}
 	if name == ".yarnrc" {
 		// Classic's lockfile-like syntax: yarn-path "./x.js", quoted key or not.
@@ -55,10 +67,18 @@ func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
 			if !ok {
 				continue
 			}
-			switch strings.Trim(strings.TrimSpace(key), `"'`) {
-			case "yarnPath":
+			switch k := strings.Trim(strings.TrimSpace(key), `"'`); {
+			case k == "yarnPath" && name == ".yarnrc.yml":
 				take("yarnPath", v)
-			case "plugins":
+			case k == "pnpmfile" && name == "pnpm-workspace.yaml":
+				if strings.TrimSpace(v) == "" {
+					notes = append(notes, "pnpmfile (a list)") // block style: not read
+				}
+				take("pnpmfile", v)
+				continue
+			case k != "plugins" || name != ".yarnrc.yml":
+				continue
+			default:
 				inPlugins = true
 				if v = strings.TrimSpace(v); v != "" && !strings.HasPrefix(v, "#") {
 					notes = append(notes, "plugins "+v) // flow style: not read
@@ -112,19 +132,19 @@ func yarnSources(dirs []string, workdir string) (out, notes []string) {
 		}
 	}
 	for _, dir := range dirs {
-		for _, name := range []string{".yarnrc.yml", ".yarnrc"} {
+		for _, name := range []string{".yarnrc.yml", ".yarnrc", "pnpm-workspace.yaml", ".npmrc"} {
 			rc := filepath.Join(dir, name)
 			b, err := readConfig(rc)
 			if os.IsNotExist(err) {
 				continue
 			}
 			if err != nil {
-				note(fmt.Sprintf("%s cannot be read (%v): what yarn runs from it is not protected (protect_add it)", rc, err))
+				note(fmt.Sprintf("%s cannot be read (%v): what yarn or pnpm runs from it is not protected (protect_add it)", rc, err))
 				continue
 			}
 			paths, unresolved := YarnLoads(b, name, dir)
 			for _, u := range unresolved {
-				note(fmt.Sprintf("%s names %q, which box cannot resolve: what yarn runs from it is not protected (protect_add it)", rc, u))
+				note(fmt.Sprintf("%s names %q, which box cannot resolve: what yarn or pnpm runs from it is not protected (protect_add it)", rc, u))
 			}
 			for _, p := range paths {
 				if !within(p, workdir) || p == workdir || seen[p] {
@@ -140,10 +160,10 @@ func yarnSources(dirs []string, workdir string) (out, notes []string) {
 		}
 	}
 	if noted > maxEnvrcNotes {
-		notes = append(notes, fmt.Sprintf("the yarn rc files name %d more values box cannot resolve: what they name is not protected", noted-maxEnvrcNotes))
+		notes = append(notes, fmt.Sprintf("the yarn rc and pnpm config files name %d more values box cannot resolve: what they name is not protected", noted-maxEnvrcNotes))
 	}
 	if skipped > 0 {
-		notes = append(notes, fmt.Sprintf("the yarn rc files name %d more files past the %d box protects: those are not protected", skipped, maxEnvrcSources))
+		notes = append(notes, fmt.Sprintf("the yarn rc and pnpm config files name %d more files past the %d box protects: those are not protected", skipped, maxEnvrcSources))
 	}
 	return out, notes
 }

@@ -77,3 +77,32 @@ func TestScanYarnSources(t *testing.T) {
 		t.Errorf("absent yarn files are not for the audit to check: %+v", s.Protected)
 	}
 }
+
+// pnpm requires the file pnpm-workspace.yaml's or .npmrc's pnpmfile setting names on
+// every command, pnpm --version among them, resolved against the config's directory
+// (hostile review, session 21, pnpm 10.34.9: tools/hook.cjs ran from either).
+func TestPnpmLoads(t *testing.T) {
+	paths, notes := YarnLoads([]byte("packages:\n  - pkg\n  - 'pnpmfile: no'\npnpmfile: tools/hook.cjs # ours\nscriptShell: /bin/sh\n"), "pnpm-workspace.yaml", "/w/p")
+	if want := []string{"/w/p/tools/hook.cjs"}; !slices.Equal(paths, want) || len(notes) != 0 {
+		t.Errorf("pnpm-workspace.yaml paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
+	}
+	paths, notes = YarnLoads([]byte("registry=https://r/\npnpmfile = ../shared/hook.cjs\n; pnpmfile=commented.cjs\n"), ".npmrc", "/w/p")
+	if want := []string{"/w/shared/hook.cjs"}; !slices.Equal(paths, want) || len(notes) != 0 {
+		t.Errorf(".npmrc paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
+	}
+	if _, notes = YarnLoads([]byte("pnpmfile=${HOME}/x.cjs\n"), ".npmrc", "/w/p"); len(notes) != 1 {
+		t.Errorf("notes %q, want the ${} value", notes)
+	}
+}
+
+func TestScanPnpmfile(t *testing.T) {
+	wd := realTemp(t)
+	os.WriteFile(filepath.Join(wd, "pnpm-workspace.yaml"), []byte("pnpmfile: tools/hook.cjs\n"), 0o644)
+	os.MkdirAll(filepath.Join(wd, "pkg"), 0o755)
+	os.WriteFile(filepath.Join(wd, "pkg", ".npmrc"), []byte("pnpmfile=hooks/p.cjs\n"), 0o644)
+	tree := Scan(wd, t.TempDir(), Options{}, nil)
+	want := []string{filepath.Join(wd, "tools", "hook.cjs"), filepath.Join(wd, "pkg", "hooks", "p.cjs")}
+	if !slices.Equal(tree.YarnSources, want) {
+		t.Fatalf("pnpmfile sources\n got %q\nwant %q", tree.YarnSources, want)
+	}
+}
