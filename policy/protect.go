@@ -251,6 +251,11 @@ var protectEntries = []ProtectEntry{
 	{Name: ".gvimrc", Scope: ScopeProject, Anywhere: true, Path: ".gvimrc", Why: "the same, for gvim"},
 	{Name: ".nvimrc", Scope: ScopeProject, Anywhere: true, Path: ".nvimrc", Why: "Neovim with 'exrc' set sources it once trusted (a trusted file rewritten asks again, but one answer runs it)"},
 	{Name: ".nvim.lua", Scope: ScopeProject, Anywhere: true, Path: ".nvim.lua", Why: "the same, as Lua"},
+	// Emacs reads these from the directory of every file it opens upward: an eval form
+	// runs after one answer, with no question under enable-local-variables :all (hostile
+	// review, session 21, Emacs 28.2).
+	{Name: ".dir-locals.el", Scope: ScopeProject, Anywhere: true, Path: ".dir-locals.el", Why: "Emacs applies its variables to every file opened at or below it: an eval form runs its Lisp after one answer (with no question under enable-local-variables :all)"},
+	{Name: ".dir-locals-2.el", Scope: ScopeProject, Anywhere: true, Path: ".dir-locals-2.el", Why: "the same, under Emacs's second name (read after .dir-locals.el)"},
 	{Name: ".helix", Scope: ScopeProject, Path: ".helix", Dir: true, Why: "Helix obeys .helix/languages.toml and config.toml: the language servers and formatters they name start when you open a file"},
 	{Name: ".clinerules", Scope: ScopeProject, Path: ".clinerules", Dir: true, Why: "Cline runs the hook scripts in .clinerules/hooks and obeys its rules and workflows"},
 	{Name: ".gitmodules", Scope: ScopeProject, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},

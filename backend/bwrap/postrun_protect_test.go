@@ -592,3 +592,24 @@ func TestSandboxPostRunAuditPnpmfilePath(t *testing.T) {
 		t.Errorf("the planted pkg/hooks/p.cjs is still where pnpm requires it:\n%s", r.stderr)
 	}
 }
+
+// Emacs applies a .dir-locals.el (and .dir-locals-2.el) to every file opened at or below
+// it: an eval form there runs after one answer, or with no question under
+// enable-local-variables :all (hostile review, session 21, Emacs 28.2 as an unprivileged
+// user: pkg/f.txt opened under :all ran the shell-command of the parent's .dir-locals.el).
+// At the top, read-only when present; anywhere, moved aside when added.
+func TestSandboxPostRunAuditDirLocals(t *testing.T) {
+	auditPlants(t, []string{".dir-locals.el", ".dir-locals-2.el"}, `((nil . ((eval . (shell-command "id")))))`)
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	r := w.sh(`mkdir -p pkg && echo '((nil . ((eval . (shell-command "id")))))' > pkg/.dir-locals.el && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the file at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "pkg", ".dir-locals.el")); err == nil {
+		t.Errorf("the planted pkg/.dir-locals.el is still where Emacs reads it:\n%s", r.stderr)
+	}
+}
