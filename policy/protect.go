@@ -186,6 +186,13 @@ var protectEntries = []ProtectEntry{
 	// soul/agent.py).
 	{Name: ".kimi", Scope: ScopeProject, Anywhere: true, Path: ".kimi", Dir: true, Why: "Kimi CLI loads the skills (instructions and scripts) in .kimi/skills and obeys .kimi/AGENTS.md"},
 	{Name: ".agents/skills", Scope: ScopeProject, Anywhere: true, Path: ".agents/skills", Dir: true, Why: "skills (instructions and scripts) that Kimi CLI and other agents load from the agents' shared place"},
+	// GitHub Copilot CLI: its folder trust is per folder, not per content (read in Copilot
+	// CLI 1.0.102's code, hostile review, session 21: getHooksDir, the repo settings, the
+	// .mcp.json/.github/mcp.json walk up, .github/skills).
+	{Name: ".github/hooks", Scope: ScopeProject, Anywhere: true, Path: ".github/hooks", Dir: true, Why: "GitHub Copilot CLI runs the commands of its *.json hooks (sessionStart, preToolUse, ...) in a folder you trusted once"},
+	{Name: ".github/copilot", Scope: ScopeProject, Anywhere: true, Path: ".github/copilot", Dir: true, Why: "GitHub Copilot CLI obeys settings.json and settings.local.json here: their hooks run commands"},
+	{Name: ".github/mcp.json", Scope: ScopeProject, Anywhere: true, Path: ".github/mcp.json", Why: "GitHub Copilot CLI starts the MCP servers (commands) it names"},
+	{Name: ".github/skills", Scope: ScopeProject, Anywhere: true, Path: ".github/skills", Dir: true, Why: "skills (instructions and scripts) GitHub Copilot CLI loads"},
 	{Name: ".qwen", Scope: ScopeProject, Anywhere: true, Path: ".qwen", Dir: true, Why: "Qwen Code obeys settings.json (MCP servers, tools), as Gemini CLI does"},
 	{Name: ".windsurf", Scope: ScopeProject, Anywhere: true, Path: ".windsurf", Dir: true, Why: "Windsurf obeys its rules and workflows, which can tell it to run commands"},
 	{Name: "opencode.json", Scope: ScopeProject, Anywhere: true, Path: "opencode.json", Why: "opencode starts the local MCP servers (commands) it names when it opens the project"},

@@ -613,3 +613,27 @@ func TestSandboxPostRunAuditDirLocals(t *testing.T) {
 		t.Errorf("the planted pkg/.dir-locals.el is still where Emacs reads it:\n%s", r.stderr)
 	}
 }
+
+// GitHub Copilot CLI runs the commands of .github/hooks/*.json (sessionStart,
+// preToolUse, ...) and of the hooks in .github/copilot/settings.json and
+// settings.local.json, starts .github/mcp.json's servers and loads .github/skills, in a
+// folder trusted once (its trust is per folder, not per content): read in Copilot CLI
+// 1.0.102's code (hostile review, session 21; its hooks run only once logged in, which
+// the review could not be). Moved aside when added, at the top and in a plain pkg/.
+func TestSandboxPostRunAuditCopilotConfig(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	files := []string{".github/hooks/h.json", ".github/copilot/settings.json", ".github/mcp.json", ".github/skills/s/SKILL.md", "pkg/.github/mcp.json", "pkg/.github/hooks/h.json"}
+	r := w.sh(`for f in ` + strings.Join(files, " ") + `; do mkdir -p "$(dirname $f)" && echo '{"hooks":{}}' > $f || exit 1; done; echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range files {
+		if _, err := os.Lstat(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the planted %s is still where Copilot CLI reads it:\n%s", f, r.stderr)
+		}
+	}
+}
