@@ -263,6 +263,14 @@ var protectEntries = []ProtectEntry{
 	// review, session 21, Emacs 28.2).
 	{Name: ".dir-locals.el", Scope: ScopeProject, Anywhere: true, Path: ".dir-locals.el", Why: "Emacs applies its variables to every file opened at or below it: an eval form runs its Lisp after one answer (with no question under enable-local-variables :all)"},
 	{Name: ".dir-locals-2.el", Scope: ScopeProject, Anywhere: true, Path: ".dir-locals-2.el", Why: "the same, under Emacs's second name (read after .dir-locals.el)"},
+	// Ruby's REPLs read an rc in the directory they start in: irb the first it finds (the
+	// current directory's when you have none at home), pry its local .pryrc after yours
+	// (hostile review, session 21, irb 1.4.1 and pry 0.13.1 of Debian's Ruby 3.1).
+	{Name: ".irbrc", Scope: ScopeProject, Anywhere: true, Path: ".irbrc", Why: "irb started here runs it as Ruby when you have no ~/.irbrc (nor ~/.config/irb/irbrc)"},
+	{Name: "irb.rc", Scope: ScopeProject, Anywhere: true, Path: "irb.rc", Why: "the same, under another of the names irb reads"},
+	{Name: "_irbrc", Scope: ScopeProject, Anywhere: true, Path: "_irbrc", Why: "the same, under another of the names irb reads"},
+	{Name: "$irbrc", Scope: ScopeProject, Anywhere: true, Path: "$irbrc", Why: "the same, under another of the names irb reads"},
+	{Name: ".pryrc", Scope: ScopeProject, Anywhere: true, Path: ".pryrc", Why: "pry started here runs it as Ruby, after your own"},
 	{Name: ".helix", Scope: ScopeProject, Path: ".helix", Dir: true, Why: "Helix obeys .helix/languages.toml and config.toml: the language servers and formatters they name start when you open a file"},
 	{Name: ".clinerules", Scope: ScopeProject, Path: ".clinerules", Dir: true, Why: "Cline runs the hook scripts in .clinerules/hooks and obeys its rules and workflows"},
 	{Name: ".gitmodules", Scope: ScopeProject, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},

@@ -637,3 +637,22 @@ func TestSandboxPostRunAuditCopilotConfig(t *testing.T) {
 		}
 	}
 }
+
+// irb loads the first rc it finds, the current directory's .irbrc (or irb.rc, _irbrc,
+// $irbrc) when you have none at home, and pry loads ./.pryrc after yours (hostile
+// review, session 21, irb 1.4.1 of Debian's Ruby 3.1 as an unprivileged user: a plain
+// irb in the project ran each name's Ruby). At the top, read-only when present;
+// anywhere, moved aside when added.
+func TestSandboxPostRunAuditRubyRC(t *testing.T) {
+	auditPlants(t, []string{".irbrc", "irb.rc", "_irbrc", ".pryrc"}, `system("id")`)
+	w := newWorld(t)
+	r := w.sh(`mkdir -p pkg && echo 'system("id")' > 'pkg/$irbrc' && echo 'system("id")' > pkg/.irbrc && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range []string{"pkg/$irbrc", "pkg/.irbrc"} {
+		if _, err := os.Lstat(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the planted %s is still where irb reads it:\n%s", f, r.stderr)
+		}
+	}
+}
