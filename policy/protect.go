@@ -271,6 +271,12 @@ var protectEntries = []ProtectEntry{
 	{Name: "_irbrc", Scope: ScopeProject, Anywhere: true, Path: "_irbrc", Why: "the same, under another of the names irb reads"},
 	{Name: "$irbrc", Scope: ScopeProject, Anywhere: true, Path: "$irbrc", Why: "the same, under another of the names irb reads"},
 	{Name: ".pryrc", Scope: ScopeProject, Anywhere: true, Path: ".pryrc", Why: "pry started here runs it as Ruby, after your own"},
+	// R reads the current directory's .Rprofile instead of yours, and its .Renviron, at
+	// every start, Rscript too; renv's .Rprofile sources renv/activate.R (hostile review,
+	// session 21, R 4.2.2 of Debian).
+	{Name: ".Rprofile", Scope: ScopeProject, Anywhere: true, Path: ".Rprofile", Why: "R and Rscript started here run it as R code (instead of your own ~/.Rprofile)"},
+	{Name: ".Renviron", Scope: ScopeProject, Anywhere: true, Path: ".Renviron", Why: "R and Rscript started here set its variables: R_PROFILE_USER names R code they run, R_LIBS the packages they load"},
+	{Name: "renv/activate.R", Scope: ScopeProject, Anywhere: true, Path: "renv/activate.R", Why: "renv's .Rprofile sources it at every R start"},
 	{Name: ".helix", Scope: ScopeProject, Path: ".helix", Dir: true, Why: "Helix obeys .helix/languages.toml and config.toml: the language servers and formatters they name start when you open a file"},
 	{Name: ".clinerules", Scope: ScopeProject, Path: ".clinerules", Dir: true, Why: "Cline runs the hook scripts in .clinerules/hooks and obeys its rules and workflows"},
 	{Name: ".gitmodules", Scope: ScopeProject, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},

@@ -656,3 +656,22 @@ func TestSandboxPostRunAuditRubyRC(t *testing.T) {
 		}
 	}
 }
+
+// R runs the current directory's .Rprofile at start instead of yours (R and Rscript
+// alike) and sets the variables of its .Renviron (R_PROFILE_USER, R_LIBS); renv's
+// .Rprofile sources renv/activate.R (hostile review, session 21, R 4.2.2 of Debian as an
+// unprivileged user: Rscript -e 1 in the project ran each). At the top, read-only when
+// present; anywhere, moved aside when added.
+func TestSandboxPostRunAuditRProfile(t *testing.T) {
+	auditPlants(t, []string{".Rprofile", ".Renviron"}, `system("id")`)
+	w := newWorld(t)
+	r := w.sh(`mkdir -p renv pkg/renv && echo 'system("id")' > renv/activate.R && echo 'system("id")' > pkg/.Rprofile && echo 'system("id")' > pkg/renv/activate.R && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range []string{"renv/activate.R", "pkg/.Rprofile", "pkg/renv/activate.R"} {
+		if _, err := os.Lstat(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the planted %s is still where R reads it:\n%s", f, r.stderr)
+		}
+	}
+}
