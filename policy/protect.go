@@ -277,6 +277,9 @@ var protectEntries = []ProtectEntry{
 	{Name: ".Rprofile", Scope: ScopeProject, Anywhere: true, Path: ".Rprofile", Why: "R and Rscript started here run it as R code (instead of your own ~/.Rprofile)"},
 	{Name: ".Renviron", Scope: ScopeProject, Anywhere: true, Path: ".Renviron", Why: "R and Rscript started here set its variables: R_PROFILE_USER names R code they run, R_LIBS the packages they load"},
 	{Name: "renv/activate.R", Scope: ScopeProject, Anywhere: true, Path: "renv/activate.R", Why: "renv's .Rprofile sources it at every R start"},
+	// gdb's auto-load safe-path trusts a path, not a content (hostile review, session 21,
+	// Debian's gdb 13.1).
+	{Name: ".gdbinit", Scope: ScopeProject, Anywhere: true, Path: ".gdbinit", Why: "gdb started here runs its commands (shell, python) when your auto-load safe-path covers the directory"},
 	{Name: ".helix", Scope: ScopeProject, Path: ".helix", Dir: true, Why: "Helix obeys .helix/languages.toml and config.toml: the language servers and formatters they name start when you open a file"},
 	{Name: ".clinerules", Scope: ScopeProject, Path: ".clinerules", Dir: true, Why: "Cline runs the hook scripts in .clinerules/hooks and obeys its rules and workflows"},
 	{Name: ".gitmodules", Scope: ScopeProject, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},

@@ -675,3 +675,20 @@ func TestSandboxPostRunAuditRProfile(t *testing.T) {
 		}
 	}
 }
+
+// gdb runs the current directory's .gdbinit when your auto-load safe-path covers the
+// directory, a path, not a content (hostile review, session 21, Debian's gdb 13.1 as an
+// unprivileged user: with add-auto-load-safe-path naming the project, gdb -batch there
+// ran a rewritten .gdbinit's shell line). At the top, read-only when present; anywhere,
+// moved aside when added.
+func TestSandboxPostRunAuditGdbinit(t *testing.T) {
+	auditPlants(t, []string{".gdbinit"}, `shell id`)
+	w := newWorld(t)
+	r := w.sh(`mkdir -p pkg && echo 'shell id' > pkg/.gdbinit && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the file at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "pkg", ".gdbinit")); err == nil {
+		t.Errorf("the planted pkg/.gdbinit is still where gdb reads it:\n%s", r.stderr)
+	}
+}
