@@ -15,8 +15,8 @@ import (
 
 // YarnLoads lists the files the yarn rc file name (".yarnrc.yml" or ".yarnrc") in dir
 // has yarn run, made absolute against dir (yarn resolves them against the rc's
-// directory), or the pnpmfile that pnpm's config ("pnpm-workspace.yaml" or ".npmrc")
-// names, which pnpm requires on every command, pnpm --version among them (hostile review,
+// directory), or the pnpmfile (or global pnpmfile) that pnpm's config
+// ("pnpm-workspace.yaml" or ".npmrc") names, which pnpm requires on every command, pnpm --version among them (hostile review,
 // session 21, pnpm 10.34.9), resolved against the config's directory too; and notes for each value box cannot resolve (an ${ENV} value, YAML's flow
 // style). It reads the lines without a YAML library: the keys it looks for are
 // top-level, and what it cannot read is said, never skipped. Pure.
@@ -38,8 +38,8 @@ func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
 		// pnpm reads its pnpmfile setting from .npmrc too: key = value, ; and # comments.
 		for _, line := range strings.Split(text, "\n") {
 			key, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-			if ok && strings.TrimSpace(key) == "pnpmfile" {
-				take("pnpmfile", v)
+			if k := strings.TrimSpace(key); ok && (k == "pnpmfile" || k == "global-pnpmfile") {
+				take(k, v)
 			}
 		}
 		return paths, notes
@@ -70,11 +70,11 @@ func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
 			switch k := strings.Trim(strings.TrimSpace(key), `"'`); {
 			case k == "yarnPath" && name == ".yarnrc.yml":
 				take("yarnPath", v)
-			case k == "pnpmfile" && name == "pnpm-workspace.yaml":
+			case (k == "pnpmfile" || k == "globalPnpmfile") && name == "pnpm-workspace.yaml":
 				if strings.TrimSpace(v) == "" {
-					notes = append(notes, "pnpmfile (a list)") // block style: not read
+					notes = append(notes, k+" (a list)") // block style: not read
 				}
-				take("pnpmfile", v)
+				take(k, v)
 				continue
 			case k != "plugins" || name != ".yarnrc.yml":
 				continue

@@ -106,3 +106,17 @@ func TestScanPnpmfile(t *testing.T) {
 		t.Fatalf("pnpmfile sources\n got %q\nwant %q", tree.YarnSources, want)
 	}
 }
+
+// pnpm's global pnpmfile setting, set in the project's config, is required on every
+// command too (hostile review, session 21, pnpm 10.34.9: global-pnpmfile in .npmrc and
+// globalPnpmfile in pnpm-workspace.yaml each had pnpm --version run tools/g.cjs).
+func TestPnpmLoadsGlobal(t *testing.T) {
+	paths, notes := YarnLoads([]byte("globalPnpmfile: tools/g.cjs\n"), "pnpm-workspace.yaml", "/w/p")
+	if want := []string{"/w/p/tools/g.cjs"}; !slices.Equal(paths, want) || len(notes) != 0 {
+		t.Errorf("pnpm-workspace.yaml paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
+	}
+	paths, notes = YarnLoads([]byte("global-pnpmfile=tools/g.cjs\n"), ".npmrc", "/w/p")
+	if want := []string{"/w/p/tools/g.cjs"}; !slices.Equal(paths, want) || len(notes) != 0 {
+		t.Errorf(".npmrc paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
+	}
+}
