@@ -358,7 +358,7 @@ var protectEntries = []ProtectEntry{
 	// pnpm-workspace.yaml's or .npmrc's pnpmfile names what pnpm requires on every command
 	// (hostile review, session 21, pnpm 10.34.9's pnpm --version ran it): the same scope.
 	{Name: "yarn:path", Scope: ScopeYarnPath,
-		Why: "a yarn rc names it (yarnPath, yarn-path, a plugin's path), or pnpm's config (pnpmfile or its global pnpmfile, in pnpm-workspace.yaml or .npmrc): yarn runs it instead of itself, or loads it, and pnpm requires it, on every command"},
+		Why: "a yarn rc names it (yarnPath, yarn-path, a plugin's path), or pnpm's config (pnpmfile or its global pnpmfile, in pnpm-workspace.yaml or .npmrc; a plugin config dependency's node_modules/.pnpm-config/NAME/pnpmfile.cjs): yarn runs it instead of itself, or loads it, and pnpm requires it, on every command"},
 	// mise's trust covers the config's content, not what its [env] loads: a trusted
 	// mise.toml's _.source script and _.file dotenv, rewritten by a box run, ran and
 	// exported LD_PRELOAD at the host's next prompt under mise activate (hostile review,

@@ -692,3 +692,25 @@ func TestSandboxPostRunAuditGdbinit(t *testing.T) {
 		t.Errorf("the planted pkg/.gdbinit is still where gdb reads it:\n%s", r.stderr)
 	}
 }
+
+// A pnpm plugin config dependency's pnpmfile.cjs, in node_modules/.pnpm-config, is
+// required on every pnpm command (hostile review, session 21, pnpm 10.34.9): present at
+// launch, read-only inside; absent, moved aside when the run creates it, node_modules
+// or not.
+func TestSandboxPostRunAuditPnpmConfigDependency(t *testing.T) {
+	w := newWorld(t)
+	w.write(filepath.Join(w.proj, "pnpm-workspace.yaml"), "configDependencies:\n  pnpm-plugin-foo: 1.0.0+sha512-AA\n  '@pnpm/plugin-bar': 1.0.0+sha512-BB\n")
+	foo := filepath.Join(w.proj, "node_modules", ".pnpm-config", "pnpm-plugin-foo", "pnpmfile.cjs")
+	w.write(foo, "module.exports = {}\n")
+	r := w.sh(`echo 'require("child_process").execSync("id")' > node_modules/.pnpm-config/pnpm-plugin-foo/pnpmfile.cjs && echo WROTE-foo; ` +
+		`mkdir -p node_modules/.pnpm-config/@pnpm/plugin-bar && echo 'module.exports={}' > node_modules/.pnpm-config/@pnpm/plugin-bar/pnpmfile.cjs && echo WROTE-bar; true`)
+	if b, _ := os.ReadFile(foo); string(b) != "module.exports = {}\n" || strings.Contains(r.stdout, "WROTE-foo") {
+		t.Errorf("the sandbox rewrote the plugin's pnpmfile.cjs: %q (%q)", b, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "WROTE-bar") {
+		t.Fatalf("the sandbox could not write the other plugin at all (the test proves nothing): %q\n%s", r.stdout, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "node_modules", ".pnpm-config", "@pnpm", "plugin-bar", "pnpmfile.cjs")); err == nil {
+		t.Errorf("the planted @pnpm/plugin-bar/pnpmfile.cjs is still where pnpm requires it:\n%s", r.stderr)
+	}
+}

@@ -55,14 +55,14 @@ func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
 		}
 		return paths, notes
 	}
-	inPlugins := false
+	inPlugins, inConfigDeps := false, false
 	for _, line := range strings.Split(text, "\n") {
 		trimmed := strings.TrimSpace(line)
 		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
 			continue
 		}
 		if line[0] != ' ' && line[0] != '\t' && line[0] != '-' {
-			inPlugins = false
+			inPlugins, inConfigDeps = false, false
 			key, v, ok := strings.Cut(line, ":")
 			if !ok {
 				continue
@@ -76,12 +76,28 @@ func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
 				}
 				take(k, v)
 				continue
+			case k == "configDependencies" && name == "pnpm-workspace.yaml":
+				inConfigDeps = true
+				if v = yarnValue(v); v != "" {
+					notes = append(notes, "configDependencies "+v) // flow style: not read
+				}
+				continue
 			case k != "plugins" || name != ".yarnrc.yml":
 				continue
 			default:
 				inPlugins = true
 				if v = strings.TrimSpace(v); v != "" && !strings.HasPrefix(v, "#") {
 					notes = append(notes, "plugins "+v) // flow style: not read
+				}
+			}
+			continue
+		}
+		if inConfigDeps {
+			// pnpm requires the pnpmfile.cjs of each plugin config dependency from
+			// node_modules/.pnpm-config (calcPnpmfilePathsOfPluginDeps, pnpm 10).
+			if key, _, ok := strings.Cut(trimmed, ":"); ok {
+				if dep := strings.Trim(strings.TrimSpace(key), `"'`); pnpmPluginName(dep) {
+					paths = append(paths, filepath.Join(dir, "node_modules", ".pnpm-config", dep, "pnpmfile.cjs"))
 				}
 			}
 			continue
@@ -102,6 +118,15 @@ func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
 		}
 	}
 	return paths, notes
+}
+
+// pnpmPluginName is pnpm's isPluginName: a config dependency whose pnpmfile.cjs pnpm
+// requires.
+func pnpmPluginName(dep string) bool {
+	if strings.HasPrefix(dep, "pnpm-plugin-") {
+		return true
+	}
+	return strings.HasPrefix(dep, "@") && (strings.HasPrefix(dep, "@pnpm/plugin-") || strings.Contains(dep, "/pnpm-plugin-"))
 }
 
 // yarnValue is a YAML or .yarnrc scalar without its quotes and trailing comment.

@@ -120,3 +120,20 @@ func TestPnpmLoadsGlobal(t *testing.T) {
 		t.Errorf(".npmrc paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
 	}
 }
+
+// pnpm requires the pnpmfile.cjs of each config dependency named as a plugin
+// (pnpm-plugin-*, @pnpm/plugin-*, @scope/pnpm-plugin-*) from node_modules/.pnpm-config on
+// every command (hostile review, session 21, pnpm 10.34.9: pnpm --version, with no
+// network, ran node_modules/.pnpm-config/pnpm-plugin-foo/pnpmfile.cjs, which the sandbox
+// can write).
+func TestPnpmLoadsConfigDependencies(t *testing.T) {
+	yml := "packages:\n  - pkg\nconfigDependencies:\n  pnpm-plugin-foo: \"1.0.0+sha512-AA\"\n  '@pnpm/plugin-bar': 2.0.0+sha512-BB\n  \"@acme/pnpm-plugin-baz\": 3.0.0+sha512-CC\n  not-a-plugin: 1.0.0+sha512-DD\n  '@acme/other': 1.0.0\nonlyBuiltDependencies:\n  - pnpm-plugin-nope\n"
+	paths, notes := YarnLoads([]byte(yml), "pnpm-workspace.yaml", "/w/p")
+	want := []string{"/w/p/node_modules/.pnpm-config/pnpm-plugin-foo/pnpmfile.cjs", "/w/p/node_modules/.pnpm-config/@pnpm/plugin-bar/pnpmfile.cjs", "/w/p/node_modules/.pnpm-config/@acme/pnpm-plugin-baz/pnpmfile.cjs"}
+	if !slices.Equal(paths, want) || len(notes) != 0 {
+		t.Errorf("paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
+	}
+	if _, notes = YarnLoads([]byte("configDependencies: {pnpm-plugin-x: 1.0.0}\n"), "pnpm-workspace.yaml", "/w/p"); len(notes) != 1 {
+		t.Errorf("notes %q, want the flow-style configDependencies", notes)
+	}
+}
