@@ -34,7 +34,8 @@ const (
 	// direnv load (source_env, source_env_if_exists, dotenv, dotenv_if_exists, source).
 	ScopeEnvrcSource ProtectScope = "envrc-source"
 	// ScopeYarnPath: a file in the working directory that a yarn rc (.yarnrc.yml's
-	// yarnPath and plugins, .yarnrc's yarn-path) has yarn run on every command.
+	// yarnPath and plugins, .yarnrc's yarn-path) has yarn run on every command, or that
+	// pnpm's config (pnpm-workspace.yaml's or .npmrc's pnpmfile) has pnpm require.
 	ScopeYarnPath ProtectScope = "yarn-path"
 	// ScopeMiseSource: a file in the working directory that a mise config's [env] has
 	// mise source or load (_.source, _.file).
@@ -185,6 +186,13 @@ var protectEntries = []ProtectEntry{
 	// soul/agent.py).
 	{Name: ".kimi", Scope: ScopeProject, Anywhere: true, Path: ".kimi", Dir: true, Why: "Kimi CLI loads the skills (instructions and scripts) in .kimi/skills and obeys .kimi/AGENTS.md"},
 	{Name: ".agents/skills", Scope: ScopeProject, Anywhere: true, Path: ".agents/skills", Dir: true, Why: "skills (instructions and scripts) that Kimi CLI and other agents load from the agents' shared place"},
+	// GitHub Copilot CLI: its folder trust is per folder, not per content (read in Copilot
+	// CLI 1.0.102's code, hostile review, session 21: getHooksDir, the repo settings, the
+	// .mcp.json/.github/mcp.json walk up, .github/skills).
+	{Name: ".github/hooks", Scope: ScopeProject, Anywhere: true, Path: ".github/hooks", Dir: true, Why: "GitHub Copilot CLI runs the commands of its *.json hooks (sessionStart, preToolUse, ...) in a folder you trusted once"},
+	{Name: ".github/copilot", Scope: ScopeProject, Anywhere: true, Path: ".github/copilot", Dir: true, Why: "GitHub Copilot CLI obeys settings.json and settings.local.json here: their hooks run commands"},
+	{Name: ".github/mcp.json", Scope: ScopeProject, Anywhere: true, Path: ".github/mcp.json", Why: "GitHub Copilot CLI starts the MCP servers (commands) it names"},
+	{Name: ".github/skills", Scope: ScopeProject, Anywhere: true, Path: ".github/skills", Dir: true, Why: "skills (instructions and scripts) GitHub Copilot CLI loads"},
 	{Name: ".qwen", Scope: ScopeProject, Anywhere: true, Path: ".qwen", Dir: true, Why: "Qwen Code obeys settings.json (MCP servers, tools), as Gemini CLI does"},
 	{Name: ".windsurf", Scope: ScopeProject, Anywhere: true, Path: ".windsurf", Dir: true, Why: "Windsurf obeys its rules and workflows, which can tell it to run commands"},
 	{Name: "opencode.json", Scope: ScopeProject, Anywhere: true, Path: "opencode.json", Why: "opencode starts the local MCP servers (commands) it names when it opens the project"},
@@ -250,6 +258,28 @@ var protectEntries = []ProtectEntry{
 	{Name: ".gvimrc", Scope: ScopeProject, Anywhere: true, Path: ".gvimrc", Why: "the same, for gvim"},
 	{Name: ".nvimrc", Scope: ScopeProject, Anywhere: true, Path: ".nvimrc", Why: "Neovim with 'exrc' set sources it once trusted (a trusted file rewritten asks again, but one answer runs it)"},
 	{Name: ".nvim.lua", Scope: ScopeProject, Anywhere: true, Path: ".nvim.lua", Why: "the same, as Lua"},
+	// Emacs reads these from the directory of every file it opens upward: an eval form
+	// runs after one answer, with no question under enable-local-variables :all (hostile
+	// review, session 21, Emacs 28.2).
+	{Name: ".dir-locals.el", Scope: ScopeProject, Anywhere: true, Path: ".dir-locals.el", Why: "Emacs applies its variables to every file opened at or below it: an eval form runs its Lisp after one answer (with no question under enable-local-variables :all)"},
+	{Name: ".dir-locals-2.el", Scope: ScopeProject, Anywhere: true, Path: ".dir-locals-2.el", Why: "the same, under Emacs's second name (read after .dir-locals.el)"},
+	// Ruby's REPLs read an rc in the directory they start in: irb the first it finds (the
+	// current directory's when you have none at home), pry its local .pryrc after yours
+	// (hostile review, session 21, irb 1.4.1 and pry 0.13.1 of Debian's Ruby 3.1).
+	{Name: ".irbrc", Scope: ScopeProject, Anywhere: true, Path: ".irbrc", Why: "irb started here runs it as Ruby when you have no ~/.irbrc (nor ~/.config/irb/irbrc)"},
+	{Name: "irb.rc", Scope: ScopeProject, Anywhere: true, Path: "irb.rc", Why: "the same, under another of the names irb reads"},
+	{Name: "_irbrc", Scope: ScopeProject, Anywhere: true, Path: "_irbrc", Why: "the same, under another of the names irb reads"},
+	{Name: "$irbrc", Scope: ScopeProject, Anywhere: true, Path: "$irbrc", Why: "the same, under another of the names irb reads"},
+	{Name: ".pryrc", Scope: ScopeProject, Anywhere: true, Path: ".pryrc", Why: "pry started here runs it as Ruby, after your own"},
+	// R reads the current directory's .Rprofile instead of yours, and its .Renviron, at
+	// every start, Rscript too; renv's .Rprofile sources renv/activate.R (hostile review,
+	// session 21, R 4.2.2 of Debian).
+	{Name: ".Rprofile", Scope: ScopeProject, Anywhere: true, Path: ".Rprofile", Why: "R and Rscript started here run it as R code (instead of your own ~/.Rprofile)"},
+	{Name: ".Renviron", Scope: ScopeProject, Anywhere: true, Path: ".Renviron", Why: "R and Rscript started here set its variables: R_PROFILE_USER names R code they run, R_LIBS the packages they load"},
+	{Name: "renv/activate.R", Scope: ScopeProject, Anywhere: true, Path: "renv/activate.R", Why: "renv's .Rprofile sources it at every R start"},
+	// gdb's auto-load safe-path trusts a path, not a content (hostile review, session 21,
+	// Debian's gdb 13.1).
+	{Name: ".gdbinit", Scope: ScopeProject, Anywhere: true, Path: ".gdbinit", Why: "gdb started here runs its commands (shell, python) when your auto-load safe-path covers the directory"},
 	{Name: ".helix", Scope: ScopeProject, Path: ".helix", Dir: true, Why: "Helix obeys .helix/languages.toml and config.toml: the language servers and formatters they name start when you open a file"},
 	{Name: ".clinerules", Scope: ScopeProject, Path: ".clinerules", Dir: true, Why: "Cline runs the hook scripts in .clinerules/hooks and obeys its rules and workflows"},
 	{Name: ".gitmodules", Scope: ScopeProject, Path: ".gitmodules", Why: "git submodule clones the URLs and writes the paths it names"},
@@ -257,12 +287,20 @@ var protectEntries = []ProtectEntry{
 	// lfs.url or lfs.pushurl sends the next git push's LFS objects, and the credentials
 	// git credential fill gives for that URL, where it names (hostile review, session 12).
 	{Name: ".lfsconfig", Scope: ScopeProject, Path: ".lfsconfig", Why: "git-lfs obeys its lfs.url, lfs.pushurl, remote.*.lfsurl and lfs.<url>.access on every fetch and push: LFS objects, and the credentials for that URL, go to the server it names"},
-	{Name: ".npmrc", Scope: ScopeProject, Path: ".npmrc", Why: "npm obeys it on every command (script-shell, node-options=--require, registry)"},
+	// npm reads the .npmrc of the nearest directory holding a package.json: pkg/.npmrc in
+	// a plain pkg/ ran its script-shell at the host's next npm exec there (hostile review,
+	// session 21, npm 11.19.1).
+	{Name: ".npmrc", Scope: ScopeProject, Anywhere: true, Path: ".npmrc", Why: "npm obeys it on every command (script-shell, node-options=--require, registry)"},
 	// Yarn reads these in the directory it runs in and every one above (hostile review,
 	// session 20: a pkg/.yarnrc.yml planted in a plain subdirectory ran at the host's next
 	// yarn there).
 	{Name: ".yarnrc.yml", Scope: ScopeProject, Anywhere: true, Path: ".yarnrc.yml", Why: "yarn runs the file yarnPath names instead of itself"},
 	{Name: ".yarnrc", Scope: ScopeProject, Anywhere: true, Path: ".yarnrc", Why: "yarn classic runs yarn-path instead of itself"},
+	// pnpm requires its pnpmfile on every command, pnpm --version among them, from the
+	// workspace root (the nearest pnpm-workspace.yaml) or the nearest directory holding a
+	// package.json (hostile review, session 21, pnpm 10.34.9).
+	{Name: ".pnpmfile.cjs", Scope: ScopeProject, Anywhere: true, Path: ".pnpmfile.cjs", Why: "pnpm loads and runs it on every command (pnpm --version too), and its hooks on install"},
+	{Name: "pnpm-workspace.yaml", Scope: ScopeProject, Anywhere: true, Path: "pnpm-workspace.yaml", Why: "pnpm obeys its settings on every command: pnpmfile names JavaScript it runs (on pnpm --version too), scriptShell the shell of every script"},
 	{Name: ".tool-versions", Scope: ScopeProject, Anywhere: true, Path: ".tool-versions", Why: "asdf and mise pick (and may install) the tools it names on cd"},
 	// mise reads all of its names from the directory it runs in upward and trusts a
 	// config by its path: a trusted one rewritten runs without a question, and
@@ -317,8 +355,10 @@ var protectEntries = []ProtectEntry{
 	// yarnPath names the yarn that runs: the rc read-only, its target writable, was a
 	// rewritten .yarn/releases/yarn-4.5.0.cjs run by the host's next yarn --version
 	// (hostile review, session 20).
+	// pnpm-workspace.yaml's or .npmrc's pnpmfile names what pnpm requires on every command
+	// (hostile review, session 21, pnpm 10.34.9's pnpm --version ran it): the same scope.
 	{Name: "yarn:path", Scope: ScopeYarnPath,
-		Why: "a yarn rc names it (yarnPath, yarn-path, a plugin's path): yarn runs it instead of itself, or loads it, on every command"},
+		Why: "a yarn rc names it (yarnPath, yarn-path, a plugin's path), or pnpm's config (pnpmfile or its global pnpmfile, in pnpm-workspace.yaml or .npmrc; a plugin config dependency's node_modules/.pnpm-config/NAME/pnpmfile.cjs): yarn runs it instead of itself, or loads it, and pnpm requires it, on every command"},
 	// mise's trust covers the config's content, not what its [env] loads: a trusted
 	// mise.toml's _.source script and _.file dotenv, rewritten by a box run, ran and
 	// exported LD_PRELOAD at the host's next prompt under mise activate (hostile review,

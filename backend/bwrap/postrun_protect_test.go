@@ -517,3 +517,200 @@ func TestSandboxPostRunAuditDirenvLayout(t *testing.T) {
 		t.Errorf("the sandbox rewrote the existing %s: %q (%q)", rc, b, r.stdout)
 	}
 }
+
+// npm reads the .npmrc of the nearest directory holding a package.json, not only the
+// repository's top (hostile review, session 21, npm 11.19.1 as an unprivileged user: in
+// a plain pkg/ with its own package.json, pkg/.npmrc's script-shell ran at the host's
+// next npm exec there). Watched in every directory: added, moved aside; changed, put back.
+func TestSandboxPostRunAuditSubdirNpmrc(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	const mine = "registry=https://registry.npmjs.org/\n"
+	kept := filepath.Join(w.proj, "app", ".npmrc")
+	w.write(kept, mine)
+	r := w.sh(`mkdir -p pkg && echo '{"name":"pkg"}' > pkg/package.json && echo 'script-shell=../evil.sh' > pkg/.npmrc && echo 'script-shell=../evil.sh' > app/.npmrc && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "box: audit: pkg/.npmrc: protected file added") {
+		t.Errorf("the audit does not report pkg/.npmrc:\n%s", r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(w.proj, "pkg", ".npmrc")); err == nil {
+		t.Errorf("the host's npm reads the planted pkg/.npmrc: %q", b)
+	}
+	if b, _ := os.ReadFile(kept); string(b) != mine {
+		t.Errorf("the rewritten app/.npmrc is not put back: %q\n%s", b, r.stderr)
+	}
+}
+
+// pnpm loads .pnpmfile.cjs, and the file pnpm-workspace.yaml's pnpmfile setting names,
+// on every command, pnpm --version among them (hostile review, session 21, pnpm 10.34.9
+// as an unprivileged user), from the workspace root (the nearest pnpm-workspace.yaml) or,
+// without one, the nearest directory holding a package.json: a plain pkg/ too. At the
+// top, read-only when present; anywhere, moved aside when added.
+func TestSandboxPostRunAuditPnpm(t *testing.T) {
+	auditPlants(t, []string{"pnpm-workspace.yaml", ".pnpmfile.cjs"}, `module.exports = {}`)
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	files := []string{"pkg/.pnpmfile.cjs", "pkg/pnpm-workspace.yaml"}
+	r := w.sh(`mkdir -p pkg && echo '{"name":"pkg"}' > pkg/package.json && echo 'module.exports = {}' > pkg/.pnpmfile.cjs && echo 'pnpmfile: ../evil.cjs' > pkg/pnpm-workspace.yaml && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range files {
+		if _, err := os.Lstat(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the planted %s is still where pnpm reads it:\n%s", f, r.stderr)
+		}
+	}
+}
+
+// The pnpmfile pnpm-workspace.yaml or .npmrc names is required on every pnpm command
+// (hostile review, session 21, pnpm 10.34.9: pnpm --version ran tools/hook.cjs named by
+// either): present at launch, read-only inside; absent, moved aside when the run
+// creates it.
+func TestSandboxPostRunAuditPnpmfilePath(t *testing.T) {
+	w := newWorld(t)
+	hook := filepath.Join(w.proj, "tools", "hook.cjs")
+	w.write(filepath.Join(w.proj, "pnpm-workspace.yaml"), "pnpmfile: tools/hook.cjs\n")
+	w.write(filepath.Join(w.proj, "pkg", ".npmrc"), "pnpmfile=hooks/p.cjs\n")
+	w.write(hook, "module.exports = {}\n")
+	r := w.sh(`echo 'require("child_process").execSync("id")' > tools/hook.cjs && echo WROTE-hook; ` +
+		`mkdir -p pkg/hooks && echo 'module.exports={}' > pkg/hooks/p.cjs && echo WROTE-p; true`)
+	if b, _ := os.ReadFile(hook); string(b) != "module.exports = {}\n" || strings.Contains(r.stdout, "WROTE-hook") {
+		t.Errorf("the sandbox rewrote the pnpmfile pnpm-workspace.yaml names: %q (%q)", b, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "WROTE-p") {
+		t.Fatalf("the sandbox could not write pkg/hooks/p.cjs at all (the test proves nothing): %q\n%s", r.stdout, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "pkg", "hooks", "p.cjs")); err == nil {
+		t.Errorf("the planted pkg/hooks/p.cjs is still where pnpm requires it:\n%s", r.stderr)
+	}
+}
+
+// Emacs applies a .dir-locals.el (and .dir-locals-2.el) to every file opened at or below
+// it: an eval form there runs after one answer, or with no question under
+// enable-local-variables :all (hostile review, session 21, Emacs 28.2 as an unprivileged
+// user: pkg/f.txt opened under :all ran the shell-command of the parent's .dir-locals.el).
+// At the top, read-only when present; anywhere, moved aside when added.
+func TestSandboxPostRunAuditDirLocals(t *testing.T) {
+	auditPlants(t, []string{".dir-locals.el", ".dir-locals-2.el"}, `((nil . ((eval . (shell-command "id")))))`)
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	r := w.sh(`mkdir -p pkg && echo '((nil . ((eval . (shell-command "id")))))' > pkg/.dir-locals.el && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the file at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "pkg", ".dir-locals.el")); err == nil {
+		t.Errorf("the planted pkg/.dir-locals.el is still where Emacs reads it:\n%s", r.stderr)
+	}
+}
+
+// GitHub Copilot CLI runs the commands of .github/hooks/*.json (sessionStart,
+// preToolUse, ...) and of the hooks in .github/copilot/settings.json and
+// settings.local.json, starts .github/mcp.json's servers and loads .github/skills, in a
+// folder trusted once (its trust is per folder, not per content): read in Copilot CLI
+// 1.0.102's code (hostile review, session 21; its hooks run only once logged in, which
+// the review could not be). Moved aside when added, at the top and in a plain pkg/.
+func TestSandboxPostRunAuditCopilotConfig(t *testing.T) {
+	testenv.RequireTool(t, "git")
+	w := newWorld(t)
+	if out, err := w.hostGit(w.proj, "init", "-q"); err != nil {
+		t.Fatal(err, out)
+	}
+	files := []string{".github/hooks/h.json", ".github/copilot/settings.json", ".github/mcp.json", ".github/skills/s/SKILL.md", "pkg/.github/mcp.json", "pkg/.github/hooks/h.json"}
+	r := w.sh(`for f in ` + strings.Join(files, " ") + `; do mkdir -p "$(dirname $f)" && echo '{"hooks":{}}' > $f || exit 1; done; echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range files {
+		if _, err := os.Lstat(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the planted %s is still where Copilot CLI reads it:\n%s", f, r.stderr)
+		}
+	}
+}
+
+// irb loads the first rc it finds, the current directory's .irbrc (or irb.rc, _irbrc,
+// $irbrc) when you have none at home, and pry loads ./.pryrc after yours (hostile
+// review, session 21, irb 1.4.1 of Debian's Ruby 3.1 as an unprivileged user: a plain
+// irb in the project ran each name's Ruby). At the top, read-only when present;
+// anywhere, moved aside when added.
+func TestSandboxPostRunAuditRubyRC(t *testing.T) {
+	auditPlants(t, []string{".irbrc", "irb.rc", "_irbrc", ".pryrc"}, `system("id")`)
+	w := newWorld(t)
+	r := w.sh(`mkdir -p pkg && echo 'system("id")' > 'pkg/$irbrc' && echo 'system("id")' > pkg/.irbrc && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range []string{"pkg/$irbrc", "pkg/.irbrc"} {
+		if _, err := os.Lstat(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the planted %s is still where irb reads it:\n%s", f, r.stderr)
+		}
+	}
+}
+
+// R runs the current directory's .Rprofile at start instead of yours (R and Rscript
+// alike) and sets the variables of its .Renviron (R_PROFILE_USER, R_LIBS); renv's
+// .Rprofile sources renv/activate.R (hostile review, session 21, R 4.2.2 of Debian as an
+// unprivileged user: Rscript -e 1 in the project ran each). At the top, read-only when
+// present; anywhere, moved aside when added.
+func TestSandboxPostRunAuditRProfile(t *testing.T) {
+	auditPlants(t, []string{".Rprofile", ".Renviron"}, `system("id")`)
+	w := newWorld(t)
+	r := w.sh(`mkdir -p renv pkg/renv && echo 'system("id")' > renv/activate.R && echo 'system("id")' > pkg/.Rprofile && echo 'system("id")' > pkg/renv/activate.R && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the files at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range []string{"renv/activate.R", "pkg/.Rprofile", "pkg/renv/activate.R"} {
+		if _, err := os.Lstat(filepath.Join(w.proj, f)); err == nil {
+			t.Errorf("the planted %s is still where R reads it:\n%s", f, r.stderr)
+		}
+	}
+}
+
+// gdb runs the current directory's .gdbinit when your auto-load safe-path covers the
+// directory, a path, not a content (hostile review, session 21, Debian's gdb 13.1 as an
+// unprivileged user: with add-auto-load-safe-path naming the project, gdb -batch there
+// ran a rewritten .gdbinit's shell line). At the top, read-only when present; anywhere,
+// moved aside when added.
+func TestSandboxPostRunAuditGdbinit(t *testing.T) {
+	auditPlants(t, []string{".gdbinit"}, `shell id`)
+	w := newWorld(t)
+	r := w.sh(`mkdir -p pkg && echo 'shell id' > pkg/.gdbinit && echo WROTE`)
+	if !strings.Contains(r.stdout, "WROTE") {
+		t.Fatalf("the sandbox could not write the file at all (the test proves nothing): exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "pkg", ".gdbinit")); err == nil {
+		t.Errorf("the planted pkg/.gdbinit is still where gdb reads it:\n%s", r.stderr)
+	}
+}
+
+// A pnpm plugin config dependency's pnpmfile.cjs, in node_modules/.pnpm-config, is
+// required on every pnpm command (hostile review, session 21, pnpm 10.34.9): present at
+// launch, read-only inside; absent, moved aside when the run creates it, node_modules
+// or not.
+func TestSandboxPostRunAuditPnpmConfigDependency(t *testing.T) {
+	w := newWorld(t)
+	w.write(filepath.Join(w.proj, "pnpm-workspace.yaml"), "configDependencies:\n  pnpm-plugin-foo: 1.0.0+sha512-AA\n  '@pnpm/plugin-bar': 1.0.0+sha512-BB\n")
+	foo := filepath.Join(w.proj, "node_modules", ".pnpm-config", "pnpm-plugin-foo", "pnpmfile.cjs")
+	w.write(foo, "module.exports = {}\n")
+	r := w.sh(`echo 'require("child_process").execSync("id")' > node_modules/.pnpm-config/pnpm-plugin-foo/pnpmfile.cjs && echo WROTE-foo; ` +
+		`mkdir -p node_modules/.pnpm-config/@pnpm/plugin-bar && echo 'module.exports={}' > node_modules/.pnpm-config/@pnpm/plugin-bar/pnpmfile.cjs && echo WROTE-bar; true`)
+	if b, _ := os.ReadFile(foo); string(b) != "module.exports = {}\n" || strings.Contains(r.stdout, "WROTE-foo") {
+		t.Errorf("the sandbox rewrote the plugin's pnpmfile.cjs: %q (%q)", b, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "WROTE-bar") {
+		t.Fatalf("the sandbox could not write the other plugin at all (the test proves nothing): %q\n%s", r.stdout, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(w.proj, "node_modules", ".pnpm-config", "@pnpm", "plugin-bar", "pnpmfile.cjs")); err == nil {
+		t.Errorf("the planted @pnpm/plugin-bar/pnpmfile.cjs is still where pnpm requires it:\n%s", r.stderr)
+	}
+}

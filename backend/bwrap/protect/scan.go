@@ -109,7 +109,7 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 			if e.name == ".envrc" {
 				envrcDirs = append(envrcDirs, it.dir)
 			}
-			if (e.name == ".yarnrc.yml" || e.name == ".yarnrc") && (len(yarnDirs) == 0 || yarnDirs[len(yarnDirs)-1] != it.dir) {
+			if (e.name == ".yarnrc.yml" || e.name == ".yarnrc" || e.name == "pnpm-workspace.yaml" || e.name == ".npmrc") && (len(yarnDirs) == 0 || yarnDirs[len(yarnDirs)-1] != it.dir) {
 				yarnDirs = append(yarnDirs, it.dir)
 			}
 			if root, ok := miseConfigAt(it.dir, e.name); ok && !e.dir {

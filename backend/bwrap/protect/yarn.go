@@ -15,7 +15,9 @@ import (
 
 // YarnLoads lists the files the yarn rc file name (".yarnrc.yml" or ".yarnrc") in dir
 // has yarn run, made absolute against dir (yarn resolves them against the rc's
-// directory), and notes for each value box cannot resolve (an ${ENV} value, YAML's flow
+// directory), or the pnpmfile (or global pnpmfile) that pnpm's config
+// ("pnpm-workspace.yaml" or ".npmrc") names, which pnpm requires on every command, pnpm --version among them (hostile review,
+// session 21, pnpm 10.34.9), resolved against the config's directory too; and notes for each value box cannot resolve (an ${ENV} value, YAML's flow
 // style). It reads the lines without a YAML library: the keys it looks for are
 // top-level, and what it cannot read is said, never skipped. Pure.
 func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
@@ -32,6 +34,16 @@ func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
 			paths = append(paths, filepath.Join(dir, v))
 		}
 	}
+	if name == ".npmrc" {
+		// pnpm reads its pnpmfile setting from .npmrc too: key = value, ; and # comments.
+		for _, line := range strings.Split(text, "\n") {
+			key, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+			if k := strings.TrimSpace(key); ok && (k == "pnpmfile" || k == "global-pnpmfile") {
+				take(k, v)
+			}
+		}
+		return paths, notes
+	}
 	if name == ".yarnrc" {
 		// Classic's lockfile-like syntax: yarn-path "./x.js", quoted key or not.
 		for _, line := range strings.Split(text, "\n") {
@@ -43,25 +55,49 @@ func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
 		}
 		return paths, notes
 	}
-	inPlugins := false
+	inPlugins, inConfigDeps := false, false
 	for _, line := range strings.Split(text, "\n") {
 		trimmed := strings.TrimSpace(line)
 		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
 			continue
 		}
 		if line[0] != ' ' && line[0] != '\t' && line[0] != '-' {
-			inPlugins = false
+			inPlugins, inConfigDeps = false, false
 			key, v, ok := strings.Cut(line, ":")
 			if !ok {
 				continue
 			}
-			switch strings.Trim(strings.TrimSpace(key), `"'`) {
-			case "yarnPath":
+			switch k := strings.Trim(strings.TrimSpace(key), `"'`); {
+			case k == "yarnPath" && name == ".yarnrc.yml":
 				take("yarnPath", v)
-			case "plugins":
+			case (k == "pnpmfile" || k == "globalPnpmfile") && name == "pnpm-workspace.yaml":
+				if strings.TrimSpace(v) == "" {
+					notes = append(notes, k+" (a list)") // block style: not read
+				}
+				take(k, v)
+				continue
+			case k == "configDependencies" && name == "pnpm-workspace.yaml":
+				inConfigDeps = true
+				if v = yarnValue(v); v != "" {
+					notes = append(notes, "configDependencies "+v) // flow style: not read
+				}
+				continue
+			case k != "plugins" || name != ".yarnrc.yml":
+				continue
+			default:
 				inPlugins = true
 				if v = strings.TrimSpace(v); v != "" && !strings.HasPrefix(v, "#") {
 					notes = append(notes, "plugins "+v) // flow style: not read
+				}
+			}
+			continue
+		}
+		if inConfigDeps {
+			// pnpm requires the pnpmfile.cjs of each plugin config dependency from
+			// node_modules/.pnpm-config (calcPnpmfilePathsOfPluginDeps, pnpm 10).
+			if key, _, ok := strings.Cut(trimmed, ":"); ok {
+				if dep := strings.Trim(strings.TrimSpace(key), `"'`); pnpmPluginName(dep) {
+					paths = append(paths, filepath.Join(dir, "node_modules", ".pnpm-config", dep, "pnpmfile.cjs"))
 				}
 			}
 			continue
@@ -82,6 +118,15 @@ func YarnLoads(rc []byte, name, dir string) (paths, notes []string) {
 		}
 	}
 	return paths, notes
+}
+
+// pnpmPluginName is pnpm's isPluginName: a config dependency whose pnpmfile.cjs pnpm
+// requires.
+func pnpmPluginName(dep string) bool {
+	if strings.HasPrefix(dep, "pnpm-plugin-") {
+		return true
+	}
+	return strings.HasPrefix(dep, "@") && (strings.HasPrefix(dep, "@pnpm/plugin-") || strings.Contains(dep, "/pnpm-plugin-"))
 }
 
 // yarnValue is a YAML or .yarnrc scalar without its quotes and trailing comment.
@@ -112,19 +157,19 @@ func yarnSources(dirs []string, workdir string) (out, notes []string) {
 		}
 	}
 	for _, dir := range dirs {
-		for _, name := range []string{".yarnrc.yml", ".yarnrc"} {
+		for _, name := range []string{".yarnrc.yml", ".yarnrc", "pnpm-workspace.yaml", ".npmrc"} {
 			rc := filepath.Join(dir, name)
 			b, err := readConfig(rc)
 			if os.IsNotExist(err) {
 				continue
 			}
 			if err != nil {
-				note(fmt.Sprintf("%s cannot be read (%v): what yarn runs from it is not protected (protect_add it)", rc, err))
+				note(fmt.Sprintf("%s cannot be read (%v): what yarn or pnpm runs from it is not protected (protect_add it)", rc, err))
 				continue
 			}
 			paths, unresolved := YarnLoads(b, name, dir)
 			for _, u := range unresolved {
-				note(fmt.Sprintf("%s names %q, which box cannot resolve: what yarn runs from it is not protected (protect_add it)", rc, u))
+				note(fmt.Sprintf("%s names %q, which box cannot resolve: what yarn or pnpm runs from it is not protected (protect_add it)", rc, u))
 			}
 			for _, p := range paths {
 				if !within(p, workdir) || p == workdir || seen[p] {
@@ -140,10 +185,10 @@ func yarnSources(dirs []string, workdir string) (out, notes []string) {
 		}
 	}
 	if noted > maxEnvrcNotes {
-		notes = append(notes, fmt.Sprintf("the yarn rc files name %d more values box cannot resolve: what they name is not protected", noted-maxEnvrcNotes))
+		notes = append(notes, fmt.Sprintf("the yarn rc and pnpm config files name %d more values box cannot resolve: what they name is not protected", noted-maxEnvrcNotes))
 	}
 	if skipped > 0 {
-		notes = append(notes, fmt.Sprintf("the yarn rc files name %d more files past the %d box protects: those are not protected", skipped, maxEnvrcSources))
+		notes = append(notes, fmt.Sprintf("the yarn rc and pnpm config files name %d more files past the %d box protects: those are not protected", skipped, maxEnvrcSources))
 	}
 	return out, notes
 }

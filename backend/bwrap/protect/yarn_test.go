@@ -77,3 +77,63 @@ func TestScanYarnSources(t *testing.T) {
 		t.Errorf("absent yarn files are not for the audit to check: %+v", s.Protected)
 	}
 }
+
+// pnpm requires the file pnpm-workspace.yaml's or .npmrc's pnpmfile setting names on
+// every command, pnpm --version among them, resolved against the config's directory
+// (hostile review, session 21, pnpm 10.34.9: tools/hook.cjs ran from either).
+func TestPnpmLoads(t *testing.T) {
+	paths, notes := YarnLoads([]byte("packages:\n  - pkg\n  - 'pnpmfile: no'\npnpmfile: tools/hook.cjs # ours\nscriptShell: /bin/sh\n"), "pnpm-workspace.yaml", "/w/p")
+	if want := []string{"/w/p/tools/hook.cjs"}; !slices.Equal(paths, want) || len(notes) != 0 {
+		t.Errorf("pnpm-workspace.yaml paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
+	}
+	paths, notes = YarnLoads([]byte("registry=https://r/\npnpmfile = ../shared/hook.cjs\n; pnpmfile=commented.cjs\n"), ".npmrc", "/w/p")
+	if want := []string{"/w/shared/hook.cjs"}; !slices.Equal(paths, want) || len(notes) != 0 {
+		t.Errorf(".npmrc paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
+	}
+	if _, notes = YarnLoads([]byte("pnpmfile=${HOME}/x.cjs\n"), ".npmrc", "/w/p"); len(notes) != 1 {
+		t.Errorf("notes %q, want the ${} value", notes)
+	}
+}
+
+func TestScanPnpmfile(t *testing.T) {
+	wd := realTemp(t)
+	os.WriteFile(filepath.Join(wd, "pnpm-workspace.yaml"), []byte("pnpmfile: tools/hook.cjs\n"), 0o644)
+	os.MkdirAll(filepath.Join(wd, "pkg"), 0o755)
+	os.WriteFile(filepath.Join(wd, "pkg", ".npmrc"), []byte("pnpmfile=hooks/p.cjs\n"), 0o644)
+	tree := Scan(wd, t.TempDir(), Options{}, nil)
+	want := []string{filepath.Join(wd, "tools", "hook.cjs"), filepath.Join(wd, "pkg", "hooks", "p.cjs")}
+	if !slices.Equal(tree.YarnSources, want) {
+		t.Fatalf("pnpmfile sources\n got %q\nwant %q", tree.YarnSources, want)
+	}
+}
+
+// pnpm's global pnpmfile setting, set in the project's config, is required on every
+// command too (hostile review, session 21, pnpm 10.34.9: global-pnpmfile in .npmrc and
+// globalPnpmfile in pnpm-workspace.yaml each had pnpm --version run tools/g.cjs).
+func TestPnpmLoadsGlobal(t *testing.T) {
+	paths, notes := YarnLoads([]byte("globalPnpmfile: tools/g.cjs\n"), "pnpm-workspace.yaml", "/w/p")
+	if want := []string{"/w/p/tools/g.cjs"}; !slices.Equal(paths, want) || len(notes) != 0 {
+		t.Errorf("pnpm-workspace.yaml paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
+	}
+	paths, notes = YarnLoads([]byte("global-pnpmfile=tools/g.cjs\n"), ".npmrc", "/w/p")
+	if want := []string{"/w/p/tools/g.cjs"}; !slices.Equal(paths, want) || len(notes) != 0 {
+		t.Errorf(".npmrc paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
+	}
+}
+
+// pnpm requires the pnpmfile.cjs of each config dependency named as a plugin
+// (pnpm-plugin-*, @pnpm/plugin-*, @scope/pnpm-plugin-*) from node_modules/.pnpm-config on
+// every command (hostile review, session 21, pnpm 10.34.9: pnpm --version, with no
+// network, ran node_modules/.pnpm-config/pnpm-plugin-foo/pnpmfile.cjs, which the sandbox
+// can write).
+func TestPnpmLoadsConfigDependencies(t *testing.T) {
+	yml := "packages:\n  - pkg\nconfigDependencies:\n  pnpm-plugin-foo: \"1.0.0+sha512-AA\"\n  '@pnpm/plugin-bar': 2.0.0+sha512-BB\n  \"@acme/pnpm-plugin-baz\": 3.0.0+sha512-CC\n  not-a-plugin: 1.0.0+sha512-DD\n  '@acme/other': 1.0.0\nonlyBuiltDependencies:\n  - pnpm-plugin-nope\n"
+	paths, notes := YarnLoads([]byte(yml), "pnpm-workspace.yaml", "/w/p")
+	want := []string{"/w/p/node_modules/.pnpm-config/pnpm-plugin-foo/pnpmfile.cjs", "/w/p/node_modules/.pnpm-config/@pnpm/plugin-bar/pnpmfile.cjs", "/w/p/node_modules/.pnpm-config/@acme/pnpm-plugin-baz/pnpmfile.cjs"}
+	if !slices.Equal(paths, want) || len(notes) != 0 {
+		t.Errorf("paths\n got %q\nwant %q\nnotes %q", paths, want, notes)
+	}
+	if _, notes = YarnLoads([]byte("configDependencies: {pnpm-plugin-x: 1.0.0}\n"), "pnpm-workspace.yaml", "/w/p"); len(notes) != 1 {
+		t.Errorf("notes %q, want the flow-style configDependencies", notes)
+	}
+}
