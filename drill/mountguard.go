@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/heavy-duty/box/backend/bwrap"
 	"github.com/heavy-duty/box/policy"
@@ -80,12 +81,29 @@ func (b *Bwrap) mountGuardRow(p *bwrap.Plan) Result {
 		return fail("the first run's sandbox %v", err)
 	}
 	var out2, err2 lockedBuf
-	secondErr := run("2", "echo LAUNCHED", &out2, &err2)
+	second := make(chan error, 1)
+	go func() { second <- run("2", "echo LAUNCHED", &out2, &err2) }()
+	// The guard refuses at once; a second run still there after a minute (waiting for
+	// the first, or stuck) must not hang the drill: the first is stopped, and the row
+	// says what it saw rather than guess.
+	var secondErr error
+	returned, waited := false, false
+	select {
+	case secondErr = <-second:
+		returned = true
+	case <-time.After(time.Minute):
+		waited = !strings.Contains(out2.String(), "LAUNCHED") // else slow, but beside it
+	}
 	if err := stopFirst(); err != nil {
 		return fail("the first run: %v %s", err, finalLine(err1.String()))
 	}
+	if !returned {
+		secondErr = <-second
+	}
 	var held *bwrap.MountHeldError
 	switch {
+	case waited:
+		return fail("the second run had neither launched nor been refused after a minute; it ended once the first was stopped: %v %s", secondErr, finalLine(err2.String()))
 	case strings.Contains(out2.String(), "LAUNCHED"):
 		r.Status, r.Observed = Breach, "the second run launched while the first run's sandbox wrote "+shared+": two audits each judged the mount against a snapshot the other run's sandbox was changing"
 	case errors.As(secondErr, &held):
