@@ -406,7 +406,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 
 	p.warnHooksOutside(f.Tree.HooksOutside, mounts, r.namesLandlock())
 	if !r.namesLandlock() {
-		p.warnHookTools(f.Tree.HookTools, mounts, f.Home)
+		p.warnHookTools(f.Tree.HookTools, f.Tree.HookToolsMore, mounts, f.Home)
 	}
 
 	var auth []string
@@ -821,7 +821,13 @@ func (p *Plan) warnHooksOutside(hooks []protect.HooksFact, mounts []Mount, landl
 // commit, and nothing said so at launch (field review, session 21: a pre-commit hook
 // running ~/.local/bin/ruff; the pre-commit framework's, whose INSTALL_PYTHON lies in a
 // pipx venv under the home).
-func (p *Plan) warnHookTools(tools []protect.HookToolFact, mounts []Mount, home string) {
+// The scan names at most a few dozen; more counts the rest, said in one line.
+func (p *Plan) warnHookTools(tools []protect.HookToolFact, more int, mounts []Mount, home string) {
+	defer func() {
+		if more > 0 {
+			p.warn("the hooks git runs inside call %d more tools by paths the sandbox may not show, not named one by one (a hook naming that many is the tree's doing: read the hooks before you commit inside)", more)
+		}
+	}()
 	shown := func(path string) bool {
 		for _, m := range mounts {
 			if within(path, m.Dst) && m.Src == m.Dst {

@@ -15,7 +15,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 )
@@ -50,6 +49,12 @@ const (
 	maxHookTotal = 1 << 20
 )
 
+// maxHookToolFacts is how many hook tools one launch names (Tree.HookTools), each a
+// warning; the rest are counted (Tree.HookToolsMore): a hook naming the hundreds of
+// executables a host has under /var, in a git directory hundreds of work trees share,
+// made a fact and a warning line of every pair (hostile review, session 21).
+const maxHookToolFacts = 32
+
 // hookReader reads the hooks of one scan: each file once (a git directory many work
 // trees share, hard links), at most maxHookTotal bytes in all.
 type hookReader struct {
@@ -70,10 +75,10 @@ func newHookReader() *hookReader {
 	return &hookReader{left: maxHookTotal, seen: map[hookFile][]hookHit{}}
 }
 
-// hookTools lists the tools the hooks in dir (the hooks directory git runs inside for
-// the repository at top) call by a hidden path.
-func (hr *hookReader) hookTools(top, dir, workdir, home string) []HookToolFact {
-	var out []HookToolFact
+// hookTools gives emit the tools the hooks in dir (the hooks directory git runs inside
+// for the repository at top) call by a hidden path, each once (a file's hits are
+// distinct, and each hook is another).
+func (hr *hookReader) hookTools(top, dir, workdir, home string, emit func(HookToolFact)) {
 	for _, name := range hookNames {
 		hook := filepath.Join(dir, name)
 		fi, err := os.Stat(hook)
@@ -97,12 +102,9 @@ func (hr *hookReader) hookTools(top, dir, workdir, home string) []HookToolFact {
 			hr.seen[key] = hits
 		}
 		for _, h := range hits {
-			if fact := (HookToolFact{Top: top, Hook: hook, Tool: h.tool, Real: h.real, Framework: h.framework}); !slices.Contains(out, fact) {
-				out = append(out, fact)
-			}
+			emit(HookToolFact{Top: top, Hook: hook, Tool: h.tool, Real: h.real, Framework: h.framework})
 		}
 	}
-	return out
 }
 
 func fileKeyOf(fi os.FileInfo) hookFile {

@@ -102,3 +102,35 @@ func TestReadHookSwappedForFIFO(t *testing.T) {
 		t.Fatal("reading the hook waited on the FIFO")
 	}
 }
+
+// A hook naming hundreds of executables that exist outside the sandbox (a Debian host has
+// some 540 in /var/lib/dpkg/info), in a git directory 200 work trees share: each pair was
+// a fact, de-duplicated by a linear search, and a warning line at launch (hostile review,
+// session 21). The facts are bounded, the rest counted.
+func TestScanHookToolsFactsBounded(t *testing.T) {
+	wd, home := realTemp(t), realTemp(t)
+	hooks := filepath.Join(wd, ".git", "hooks")
+	os.MkdirAll(hooks, 0o755)
+	os.MkdirAll(filepath.Join(home, "tools"), 0o755)
+	os.WriteFile(filepath.Join(wd, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	for i := 0; i < 600; i++ {
+		tool := filepath.Join(home, "tools", fmt.Sprint("t", i))
+		os.WriteFile(tool, []byte("#!/bin/sh\n"), 0o755)
+		b.WriteString(tool + "\n")
+	}
+	os.WriteFile(filepath.Join(hooks, "pre-commit"), []byte(b.String()), 0o755)
+	for i := 0; i < 200; i++ {
+		d := filepath.Join(wd, fmt.Sprint("w", i))
+		os.Mkdir(d, 0o755)
+		os.WriteFile(filepath.Join(d, ".git"), []byte("gitdir: ../.git\n"), 0o644)
+	}
+	tree := scanWithin(t, 20*time.Second, wd, home)
+	if n := len(tree.HookTools); n == 0 || n > 64 {
+		t.Errorf("%d hook tool facts, want 1 to 64", n)
+	}
+	if want := 201*600 - len(tree.HookTools); tree.HookToolsMore != want {
+		t.Errorf("%d more facts counted, want %d", tree.HookToolsMore, want)
+	}
+}

@@ -163,11 +163,14 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 		// The hooks git runs inside: the repository's own core.hooksPath in the working
 		// directory, else its git directory's hooks/ (no global config inside).
 		if hooks := map[bool]string{true: filepath.Join(common, "hooks"), false: h}[global]; inside && (global || in) {
-			for _, f := range hr.hookTools(top, hooks, workdir, home) {
-				if !slices.Contains(t.HookTools, f) {
+			hr.hookTools(top, hooks, workdir, home, func(f HookToolFact) {
+				switch {
+				case len(t.HookTools) == maxHookToolFacts:
+					t.HookToolsMore++ // a work tree is visited once: no fact twice
+				case !slices.Contains(t.HookTools, f):
 					t.HookTools = append(t.HookTools, f)
 				}
-			}
+			})
 		}
 		for _, inc := range incs {
 			if within(inc, workdir) && inc != workdir && !slices.Contains(t.Includes, inc) {
