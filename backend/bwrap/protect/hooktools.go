@@ -61,6 +61,7 @@ type hookReader struct {
 	left   int
 	seen   map[hookFile][]hookHit
 	unread int // hooks git runs inside that were not read: past the budget, or unreadable
+	long   int // hook files longer than maxHookBytes, read in part
 }
 
 type hookFile struct{ dev, ino uint64 }
@@ -98,6 +99,9 @@ func (hr *hookReader) hookTools(top, dir, workdir, home string, emit func(HookTo
 				continue
 			}
 			hr.left -= max(len(text), 1)
+			if fi.Size() > maxHookBytes {
+				hr.long++
+			}
 			hits = hookHits(text, workdir, home)
 			hr.seen[key] = hits
 		}

@@ -14,7 +14,7 @@ import (
 func bigHook(salt string) []byte {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
-	for i := 0; b.Len() < maxHookBytes-16; i++ {
+	for i := 0; b.Len() < maxHookBytes-64; i++ {
 		fmt.Fprintf(&b, "~/%s%x\n", salt, i)
 	}
 	return []byte(b.String())
@@ -132,5 +132,19 @@ func TestScanHookToolsFactsBounded(t *testing.T) {
 	}
 	if want := 201*600 - len(tree.HookTools); tree.HookToolsMore != want {
 		t.Errorf("%d more facts counted, want %d", tree.HookToolsMore, want)
+	}
+}
+
+// A hook longer than box reads is said, not passed over in part: a tool it calls past
+// its first maxHookBytes is not warned of (hostile review, session 21).
+func TestScanHookToolsLongHookSaid(t *testing.T) {
+	wd, home := realTemp(t), realTemp(t)
+	hooks := filepath.Join(wd, ".git", "hooks")
+	os.MkdirAll(hooks, 0o755)
+	os.WriteFile(filepath.Join(wd, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.WriteFile(filepath.Join(hooks, "pre-commit"), []byte("#!/bin/sh\n"+strings.Repeat("# padding\n", maxHookBytes/10)+"~/.local/bin/ruff\n"), 0o755)
+	tree := Scan(wd, home, Options{}, nil)
+	if !strings.Contains(strings.Join(tree.Notes, "\n"), "read only in their first") {
+		t.Errorf("the hook read in part is not said: %q", tree.Notes)
 	}
 }

@@ -242,6 +242,9 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 			}
 		}
 	}
+	if hr.long > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d git hooks were read only in their first %d bytes for tools at paths the sandbox hides: a tool one calls past that is not warned of", hr.long, maxHookBytes))
+	}
 	if hr.unread > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d git hooks past the %d bytes box reads of them (or unreadable) were not read for tools at paths the sandbox hides: a hook among them that fails inside is not warned of", hr.unread, maxHookTotal))
 	}
