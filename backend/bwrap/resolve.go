@@ -406,7 +406,7 @@ func Resolve(r Request, f Facts) (*Plan, error) {
 
 	p.warnHooksOutside(f.Tree.HooksOutside, mounts, r.namesLandlock())
 	if !r.namesLandlock() {
-		p.warnHookTools(f.Tree.HookTools, mounts, f.Home)
+		p.warnHookTools(f.Tree.HookTools, f.Tree.HookToolsMore, mounts, f.Home)
 	}
 
 	var auth []string
@@ -821,7 +821,13 @@ func (p *Plan) warnHooksOutside(hooks []protect.HooksFact, mounts []Mount, landl
 // commit, and nothing said so at launch (field review, session 21: a pre-commit hook
 // running ~/.local/bin/ruff; the pre-commit framework's, whose INSTALL_PYTHON lies in a
 // pipx venv under the home).
-func (p *Plan) warnHookTools(tools []protect.HookToolFact, mounts []Mount, home string) {
+// The scan names at most a few dozen; more counts the rest, said in one line.
+func (p *Plan) warnHookTools(tools []protect.HookToolFact, more int, mounts []Mount, home string) {
+	defer func() {
+		if more > 0 {
+			p.warn("the hooks git runs inside call %d more tools by paths the sandbox may not show, not named one by one (a hook naming that many is the tree's doing: read the hooks before you commit inside)", more)
+		}
+	}()
 	shown := func(path string) bool {
 		for _, m := range mounts {
 			if within(path, m.Dst) && m.Src == m.Dst {
@@ -844,10 +850,21 @@ func (p *Plan) warnHookTools(tools []protect.HookToolFact, mounts []Mount, home 
 			continue
 		}
 		var dirs []string
+		secret := ""
 		for _, x := range []string{t.Tool, t.Real} {
-			if d := hookToolMountDir(x, home); x != "" && !slices.Contains(dirs, d) && !shown(x) {
+			if x == "" || shown(x) {
+				continue
+			}
+			d, what := hookToolMountDir(x, home)
+			if d == "" {
+				secret = what
+			} else if !slices.Contains(dirs, d) {
 				dirs = append(dirs, d)
 			}
+		}
+		if secret != "" {
+			p.warn("the %s hook of %s (%s) runs %s, which is not in the sandbox: commits inside fail there, or skip what it checks; it lies in a place that holds %s, which box does not offer to mount: commit on the host", hook, t.Top, rel, t.Tool, secret)
+			continue
 		}
 		var entries []string
 		for _, d := range dirs {
@@ -860,20 +877,28 @@ func (p *Plan) warnHookTools(tools []protect.HookToolFact, mounts []Mount, home 
 	}
 }
 
-// hookToolMountDir is the directory to mount for a tool at path: its directory, or the
-// one above when that is a bin/ (a venv, a version manager's tree), unless that is the
-// home or ~/.local (box's own data, everything else of yours).
-func hookToolMountDir(path, home string) string {
+// hookToolMountDir is the directory to offer to mount for a tool at path: its
+// directory, or the one above when that is a bin/ (a venv, a version manager's tree),
+// unless that is the home or ~/.local (box's own data, everything else of yours); never
+// one that is, holds or lies in a secret location (policy.SecretAt: ~/.cargo holds the
+// crates.io token, hostile review, session 21), the tool itself then, or none ("" and
+// what the place holds).
+func hookToolMountDir(path, home string) (string, string) {
+	var cands []string
 	dir := filepath.Dir(path)
-	if filepath.Base(dir) == "bin" {
-		if up := filepath.Dir(dir); up != home && up != filepath.Join(home, ".local") && up != "/" {
-			return up
+	if up := filepath.Dir(dir); filepath.Base(dir) == "bin" && up != home && up != filepath.Join(home, ".local") && up != "/" {
+		cands = append(cands, up)
+	}
+	if dir != home {
+		cands = append(cands, dir)
+	}
+	cands = append(cands, path) // the tool itself, never the whole home
+	for _, c := range cands {
+		if home == "" || policy.SecretAt(c, home) == "" {
+			return c, ""
 		}
 	}
-	if dir == home {
-		return path // the tool itself, never the whole home
-	}
-	return dir
+	return "", policy.SecretAt(path, home)
 }
 
 // namesLandlock: the request names the Landlock mode (the flag, else the profile's key).

@@ -465,6 +465,16 @@ func TestWarnHooksOutsideGlobalOnce(t *testing.T) {
 	}
 }
 
+// The hook tools past the scan's bound are counted in one warning line, after those
+// named (hostile review, session 21: a warning line for every work tree and tool).
+func TestWarnHookToolsMore(t *testing.T) {
+	p := &Plan{}
+	p.warnHookTools([]protect.HookToolFact{{Top: "/w", Hook: "/w/.git/hooks/pre-commit", Tool: "/home/u/.local/bin/ruff"}}, 5000, nil, "/home/u")
+	if len(p.Warnings) != 2 || !strings.Contains(p.Warnings[0], "runs /home/u/.local/bin/ruff") || !strings.Contains(p.Warnings[1], "call 5000 more tools") {
+		t.Errorf("warnings:\n%s", strings.Join(p.Warnings, "\n"))
+	}
+}
+
 // A script under your home bound alone is warned, with the version manager's directory to
 // mount; a profile mount holding it, an ELF tool, or a tool outside the home is not
 // (field test, session 19: nvm's npm failed inside with "Cannot find module

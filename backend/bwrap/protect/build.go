@@ -46,6 +46,8 @@ type Tree struct {
 	// HookTools are the tools the hooks git runs inside (the repositories the sandbox
 	// commits in) call by a path the sandbox may not show (hooktools.go).
 	HookTools []HookToolFact
+	// HookToolsMore counts those past the first maxHookToolFacts, not named.
+	HookToolsMore int
 	// Includes are the files the repositories' configs include (include.path,
 	// includeIf.*.path) that lie in the working directory.
 	Includes []string

@@ -142,6 +142,7 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 			t.HooksPaths = append(t.HooksPaths, h)
 		}
 	}
+	hr := newHookReader()
 	inside := true // a repository the sandbox commits in (not a nested clone, not the containing one)
 	hooksPath := func(common, top string) {
 		hp, incs := readGitConfig(filepath.Join(common, "config"), home)
@@ -162,11 +163,14 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 		// The hooks git runs inside: the repository's own core.hooksPath in the working
 		// directory, else its git directory's hooks/ (no global config inside).
 		if hooks := map[bool]string{true: filepath.Join(common, "hooks"), false: h}[global]; inside && (global || in) {
-			for _, f := range hookTools(top, hooks, workdir, home) {
-				if !slices.Contains(t.HookTools, f) {
+			hr.hookTools(top, hooks, workdir, home, func(f HookToolFact) {
+				switch {
+				case len(t.HookTools) == maxHookToolFacts:
+					t.HookToolsMore++ // a work tree is visited once: no fact twice
+				case !slices.Contains(t.HookTools, f):
 					t.HookTools = append(t.HookTools, f)
 				}
-			}
+			})
 		}
 		for _, inc := range incs {
 			if within(inc, workdir) && inc != workdir && !slices.Contains(t.Includes, inc) {
@@ -237,6 +241,12 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 				hooksPath(common, top)
 			}
 		}
+	}
+	if hr.long > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d git hooks were read only in their first %d bytes for tools at paths the sandbox hides: a tool one calls past that is not warned of", hr.long, maxHookBytes))
+	}
+	if hr.unread > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d git hooks past the %d bytes box reads of them (or unreadable) were not read for tools at paths the sandbox hides: a hook among them that fails inside is not warned of", hr.unread, maxHookTotal))
 	}
 	for i, g := range t.GitDirs {
 		common := g.Path

@@ -143,14 +143,20 @@ func yarnValue(v string) string {
 	return strings.TrimSpace(v)
 }
 
+// maxYarnTotal is how much of the yarn rc files one launch reads (real ones are a few
+// hundred bytes).
+const maxYarnTotal = 1 << 20
+
 // yarnSources lists the files in the working directory that the yarn rc files in dirs
 // (every directory the walk found holding one: yarn reads them from the directory it runs
 // in upward) name (YarnLoads). A value box cannot resolve, or an rc it cannot read, is a
 // note. The rc files are the sandbox's to write when absent, so what they name is
-// bounded like the .envrc files' loads.
+// bounded like the .envrc files' loads, and one launch reads at most maxYarnTotal bytes
+// of them (each is read up to 1 MiB and its lines walked, about 0.2 s a MiB: a tree of
+// them cost every launch minutes; hostile review, session 21), the rest said.
 func yarnSources(dirs []string, workdir string) (out, notes []string) {
 	seen := map[string]bool{}
-	noted, skipped := 0, 0
+	noted, skipped, unread, budget := 0, 0, 0, maxYarnTotal
 	note := func(s string) {
 		if noted++; noted <= maxEnvrcNotes {
 			notes = append(notes, s)
@@ -159,6 +165,12 @@ func yarnSources(dirs []string, workdir string) (out, notes []string) {
 	for _, dir := range dirs {
 		for _, name := range []string{".yarnrc.yml", ".yarnrc", "pnpm-workspace.yaml", ".npmrc"} {
 			rc := filepath.Join(dir, name)
+			if budget <= 0 {
+				if _, err := os.Lstat(rc); err == nil {
+					unread++
+				}
+				continue
+			}
 			b, err := readConfig(rc)
 			if os.IsNotExist(err) {
 				continue
@@ -167,6 +179,7 @@ func yarnSources(dirs []string, workdir string) (out, notes []string) {
 				note(fmt.Sprintf("%s cannot be read (%v): what yarn or pnpm runs from it is not protected (protect_add it)", rc, err))
 				continue
 			}
+			budget -= len(b)
 			paths, unresolved := YarnLoads(b, name, dir)
 			for _, u := range unresolved {
 				note(fmt.Sprintf("%s names %q, which box cannot resolve: what yarn or pnpm runs from it is not protected (protect_add it)", rc, u))
@@ -189,6 +202,9 @@ func yarnSources(dirs []string, workdir string) (out, notes []string) {
 	}
 	if skipped > 0 {
 		notes = append(notes, fmt.Sprintf("the yarn rc and pnpm config files name %d more files past the %d box protects: those are not protected", skipped, maxEnvrcSources))
+	}
+	if unread > 0 {
+		notes = append(notes, fmt.Sprintf("%d more yarn rc files past the %d bytes box reads of them are not read: what they have yarn run is not protected (an rc the sandbox wrote? remove what you did not write)", unread, maxYarnTotal))
 	}
 	return out, notes
 }

@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,5 +136,23 @@ func TestPnpmLoadsConfigDependencies(t *testing.T) {
 	}
 	if _, notes = YarnLoads([]byte("configDependencies: {pnpm-plugin-x: 1.0.0}\n"), "pnpm-workspace.yaml", "/w/p"); len(notes) != 1 {
 		t.Errorf("notes %q, want the flow-style configDependencies", notes)
+	}
+}
+
+// The yarn rc files are the tree's to write, in every directory: each is read up to
+// 1 MiB and its lines walked (about 0.2 s a MiB of plugin lines), so a tree of them cost
+// every launch minutes (hostile review of session 20's yarn:path, session 21). One
+// launch reads at most maxYarnTotal bytes of them; the rest is said.
+func TestScanYarnSourcesBudget(t *testing.T) {
+	wd := realTemp(t)
+	big := "plugins:\n" + strings.Repeat("- a\n", (256<<10)/4)
+	for i := 0; i < 8; i++ {
+		d := filepath.Join(wd, fmt.Sprint("d", i))
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, ".yarnrc.yml"), []byte(big), 0o644)
+	}
+	tree := Scan(wd, t.TempDir(), Options{}, nil)
+	if !strings.Contains(strings.Join(tree.Notes, "\n"), "more yarn rc files past") {
+		t.Errorf("the rc files past the budget are not said: %q", tree.Notes)
 	}
 }
