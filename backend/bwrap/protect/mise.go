@@ -168,13 +168,8 @@ func tooComplex(conf []byte) string {
 // The configs are the sandbox's to write when absent, so what they name is bounded like
 // the .envrc files' loads.
 func miseSources(files []miseFile, workdir string) (out, notes []string) {
-	seen := map[string]bool{}
-	noted, skipped, unread, budget := 0, 0, 0, maxMiseTotal
-	note := func(s string) {
-		if noted++; noted <= maxEnvrcNotes {
-			notes = append(notes, s)
-		}
-	}
+	l := newLoads("mise configs", workdir) // loads.go
+	unread, budget := 0, maxMiseTotal
 	for _, f := range files {
 		if budget <= 0 {
 			unread++
@@ -185,32 +180,21 @@ func miseSources(files []miseFile, workdir string) (out, notes []string) {
 			continue
 		}
 		if err != nil {
-			note(fmt.Sprintf("%s cannot be read (%v): what mise loads from it is not protected (protect_add it)", f.path, err))
+			l.note(fmt.Sprintf("%s cannot be read (%v): what mise loads from it is not protected (protect_add it)", f.path, err))
 			continue
 		}
 		budget -= len(b)
 		paths, unresolved := MiseLoads(b, filepath.Dir(f.path), f.root)
 		for _, u := range unresolved {
-			note(fmt.Sprintf("%s: %s, which box cannot resolve: what mise loads from it is not protected (protect_add it)", f.path, u))
+			l.note(fmt.Sprintf("%s: %s, which box cannot resolve: what mise loads from it is not protected (protect_add it)", f.path, u))
 		}
 		for _, p := range paths {
-			if !within(p, workdir) || p == workdir || p == f.path || seen[p] {
-				continue
+			if p != f.path { // the config itself is mise's entry's
+				l.add(p)
 			}
-			if len(out) == maxEnvrcSources {
-				skipped++
-				continue
-			}
-			seen[p] = true
-			out = append(out, p)
 		}
 	}
-	if noted > maxEnvrcNotes {
-		notes = append(notes, fmt.Sprintf("the mise configs name %d more values box cannot resolve: what they name is not protected", noted-maxEnvrcNotes))
-	}
-	if skipped > 0 {
-		notes = append(notes, fmt.Sprintf("the mise configs name %d more files past the %d box protects: those are not protected", skipped, maxEnvrcSources))
-	}
+	out, notes = l.result()
 	if unread > 0 {
 		notes = append(notes, fmt.Sprintf("%d more mise configs past the %d bytes box reads of them are not read: what they load is not protected (a config the sandbox wrote? remove what you did not write)", unread, maxMiseTotal))
 	}

@@ -155,13 +155,8 @@ const maxYarnTotal = 1 << 20
 // of them (each is read up to 1 MiB and its lines walked, about 0.2 s a MiB: a tree of
 // them cost every launch minutes; hostile review, session 21), the rest said.
 func yarnSources(dirs []string, workdir string) (out, notes []string) {
-	seen := map[string]bool{}
-	noted, skipped, unread, budget := 0, 0, 0, maxYarnTotal
-	note := func(s string) {
-		if noted++; noted <= maxEnvrcNotes {
-			notes = append(notes, s)
-		}
-	}
+	l := newLoads("yarn rc and pnpm config files", workdir) // loads.go
+	unread, budget := 0, maxYarnTotal
 	for _, dir := range dirs {
 		for _, name := range []string{".yarnrc.yml", ".yarnrc", "pnpm-workspace.yaml", ".npmrc"} {
 			rc := filepath.Join(dir, name)
@@ -176,33 +171,20 @@ func yarnSources(dirs []string, workdir string) (out, notes []string) {
 				continue
 			}
 			if err != nil {
-				note(fmt.Sprintf("%s cannot be read (%v): what yarn or pnpm runs from it is not protected (protect_add it)", rc, err))
+				l.note(fmt.Sprintf("%s cannot be read (%v): what yarn or pnpm runs from it is not protected (protect_add it)", rc, err))
 				continue
 			}
 			budget -= len(b)
 			paths, unresolved := YarnLoads(b, name, dir)
 			for _, u := range unresolved {
-				note(fmt.Sprintf("%s names %q, which box cannot resolve: what yarn or pnpm runs from it is not protected (protect_add it)", rc, u))
+				l.note(fmt.Sprintf("%s names %q, which box cannot resolve: what yarn or pnpm runs from it is not protected (protect_add it)", rc, u))
 			}
 			for _, p := range paths {
-				if !within(p, workdir) || p == workdir || seen[p] {
-					continue
-				}
-				if len(out) == maxEnvrcSources {
-					skipped++
-					continue
-				}
-				seen[p] = true
-				out = append(out, p)
+				l.add(p)
 			}
 		}
 	}
-	if noted > maxEnvrcNotes {
-		notes = append(notes, fmt.Sprintf("the yarn rc and pnpm config files name %d more values box cannot resolve: what they name is not protected", noted-maxEnvrcNotes))
-	}
-	if skipped > 0 {
-		notes = append(notes, fmt.Sprintf("the yarn rc and pnpm config files name %d more files past the %d box protects: those are not protected", skipped, maxEnvrcSources))
-	}
+	out, notes = l.result()
 	if unread > 0 {
 		notes = append(notes, fmt.Sprintf("%d more yarn rc files past the %d bytes box reads of them are not read: what they have yarn run is not protected (an rc the sandbox wrote? remove what you did not write)", unread, maxYarnTotal))
 	}
