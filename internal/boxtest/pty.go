@@ -109,6 +109,21 @@ func (s *Screen) String() string {
 // and returns the offset just past it; the test fails if it has not within the bound.
 func (s *Screen) WaitFor(t testing.TB, from int, want string, within time.Duration) int {
 	t.Helper()
+	at := -1
+	s.waitUntil(within, func() bool {
+		if i := bytes.Index(s.buf.Bytes()[min(from, s.buf.Len()):], []byte(want)); i >= 0 {
+			at = min(from, s.buf.Len()) + i + len(want)
+		}
+		return at >= 0 || s.done
+	})
+	if at < 0 {
+		t.Fatalf("the terminal never showed %q (within %v); it shows:\n%q", want, within, s.String())
+	}
+	return at
+}
+
+// waitUntil waits until ok (called with s.mu held, after each read) or the bound.
+func (s *Screen) waitUntil(within time.Duration, ok func() bool) {
 	timer := time.AfterFunc(within, func() {
 		s.mu.Lock()
 		s.cond.Broadcast()
@@ -118,13 +133,7 @@ func (s *Screen) WaitFor(t testing.TB, from int, want string, within time.Durati
 	deadline := time.Now().Add(within)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for {
-		if i := bytes.Index(s.buf.Bytes()[min(from, s.buf.Len()):], []byte(want)); i >= 0 {
-			return min(from, s.buf.Len()) + i + len(want)
-		}
-		if s.done || !time.Now().Before(deadline) {
-			t.Fatalf("the terminal never showed %q (within %v); it shows:\n%q", want, within, s.buf.String())
-		}
+	for !ok() && time.Now().Before(deadline) {
 		s.cond.Wait()
 	}
 }
@@ -140,17 +149,8 @@ func (s *Screen) Len() int {
 // holds all the program wrote: a program's exit does not mean its last bytes have been
 // read from the master yet. It reports whether the read ended within the bound.
 func (s *Screen) WaitEnd(within time.Duration) bool {
-	timer := time.AfterFunc(within, func() {
-		s.mu.Lock()
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	})
-	defer timer.Stop()
-	deadline := time.Now().Add(within)
+	s.waitUntil(within, func() bool { return s.done })
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !s.done && time.Now().Before(deadline) {
-		s.cond.Wait()
-	}
 	return s.done
 }
