@@ -2,8 +2,10 @@ package bwrap_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/heavy-duty/box/internal/testenv"
 	"github.com/heavy-duty/box/internal/ttyfilter"
@@ -80,8 +82,21 @@ func backgroundThenFg(t *testing.T, flags, inside, want, code string) {
 	w, p, at := interactiveBash(t)
 	// The relay runs in the background before fg: the sandbox's first words came through.
 	p.typ(t, w.box+" run -q -y "+flags+"-- sh -c 'echo sand\"\"box-up; exec bash --norc --noprofile -i' &\r")
-	at = p.screen.WaitFor(t, at, "[1] ", within)
-	at = p.screen.WaitFor(t, at, "sandbox-up", within)
+	job := p.screen.WaitFor(t, at, "[1] ", within)
+	at = p.screen.WaitFor(t, job, "sandbox-up", within)
+	if strings.Contains(flags, "landlock") {
+		// The command's bash, in box's group, stops that group (SIGTTIN) until it has the
+		// terminal; an fg typed before that races bash's own check (tcgetpgrp, then
+		// kill(0, SIGTTIN)), as it would without box: the group stopped in front and the
+		// shell took the terminal back (CI, session 21). Typed once the job has stopped,
+		// as a user sees it.
+		pid, _ := strconv.Atoi(strings.Fields(p.screen.String()[job:])[0])
+		for deadline := time.Now().Add(within); state(pid) != "T"; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the background job (box, pid %d) never stopped: state %q", pid, state(pid))
+			}
+		}
+	}
 	p.typ(t, "fg\r")
 	at = p.screen.WaitFor(t, at, "fg\r\n", within)
 	p.typ(t, "PS1=IN\">\"' '\r")
