@@ -26,6 +26,9 @@ import (
 // naming another box binary (e.g. main's, built as setup builds it), it runs in the same
 // loop too: "box/baseline" is this tree's box over it. Each ratio is given twice: of wall
 // time, and of CPU time ("-cpu": user+system of the process and what it reaped, cpuOf).
+// The floors (floor_test.go) are a Go program starting bwrap with the same argv and
+// nothing else, alone and with box's libraries linked: "floor+deps/bare" is the nearest
+// to bare bwrap box can come while it is a Go program linking what it links.
 func BenchmarkStartup(b *testing.B) {
 	for _, tree := range []string{"plain", "repos=50"} {
 		b.Run(tree, func(b *testing.B) {
@@ -50,6 +53,7 @@ func BenchmarkStartup(b *testing.B) {
 				{name: "box", run: run("box run", r.box, "run", "-y", "-q", "--", "true")},
 				{name: "bare", run: func() time.Duration { return r.runBare(b) }},
 			}
+			ss = append(ss, floorSides(b, r)...) // floor_test.go
 			if firejail != "" {
 				ss = append(ss, &side{name: "firejail", run: run("firejail", firejail, "--quiet", "--noprofile", "true")})
 			}
@@ -61,6 +65,7 @@ func BenchmarkStartup(b *testing.B) {
 				ss.round(i)
 			}
 			ss.report(b)
+			reportFloors(b, ss)
 		})
 	}
 }
