@@ -72,6 +72,8 @@ func BenchmarkStartup(b *testing.B) {
 
 // BenchmarkVersion: box --version over a hello-world Go binary built the same way
 // (static, stripped): what every verb pays before it does anything (goal at most 1.5).
+// "hello+deps/hello" is the same hello with every package box links: their
+// initialisation alone.
 // With $BOX_BENCH_BASELINE, that box's --version runs in the same loop too
 // ("box/baseline"). Each ratio is given twice: of wall time, and of CPU time ("-cpu":
 // user+system, cpuOf).
@@ -96,7 +98,12 @@ func BenchmarkVersion(b *testing.B) {
 			return cpuOf(c)
 		}
 	}
-	ss := sides{{name: "box", run: run(r.box, "--version")}, {name: "hello", run: run(hello)}}
+	// The floor built with box's libraries (floor_test.go) says hello too: what linking
+	// them costs before main, whatever the verb ("hello+deps/hello").
+	withDeps := filepath.Join(r.dir, "floor-deps")
+	buildFloor(b, withDeps, depsOverlay(b, r.dir))
+	ss := sides{{name: "box", run: run(r.box, "--version")}, {name: "hello", run: run(hello)},
+		{name: "hello+deps", run: run(withDeps, "hello")}}
 	if base := os.Getenv("BOX_BENCH_BASELINE"); base != "" {
 		ss = append(ss, &side{name: "baseline", run: run(base, "--version")})
 	}
@@ -105,6 +112,8 @@ func BenchmarkVersion(b *testing.B) {
 		ss.round(i)
 	}
 	ss.report(b)
+	b.ReportMetric(float64(ss[2].wall)/float64(ss[1].wall), "hello+deps/hello")
+	b.ReportMetric(float64(ss[2].cpu)/float64(ss[1].cpu), "hello+deps/hello-cpu")
 }
 
 // BenchmarkPhases: where box run -y -q -- true spends its time, from a test build whose
