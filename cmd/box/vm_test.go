@@ -105,6 +105,14 @@ func TestNewRequests(t *testing.T) {
 
 func TestNewCloneRequests(t *testing.T) {
 	vmConfig(t)
+	// box new --from asks incusd for its source first: a fake one has "work", so the
+	// test holds whether this machine's Incus is missing, stopped or running.
+	startFakeIncusd(t, func(method, path string, _ []byte) (int, any) {
+		if method == "GET" && path == "/1.0/instances/work" {
+			return 200, map[string]any{"name": "work", "type": "virtual-machine", "status": "Stopped"}
+		}
+		return 404, nil
+	})
 	for golden, from := range map[string]string{"clone-box": "work", "clone-snapshot": "work/authed"} {
 		plan, err := planArgv(t, "--name", "feature", "--from", from)
 		if err != nil || plan.Clone == nil {
