@@ -249,8 +249,10 @@ func Take(in Input) *Snapshot {
 	if dot := containing(in.Workdir); dot != "" {
 		t.repo(dot)
 	}
+	stop := t.next.Ahead(in.Listings) // the reused listings' stamps, on another thread
 	t.walk(-1, "", in.Workdir, 0)
 	t.trees()
+	stop()
 	// An absolute global core.hooksPath holds the hooks of every repository of yours on
 	// the host, whatever the repositories found here set (or whether there is one).
 	if hp := expand(t.globalHooksPath(), in.Home); filepath.IsAbs(hp) && s.writable(hp) {

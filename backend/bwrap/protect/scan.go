@@ -69,6 +69,7 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 	}
 	buf := make([]byte, 32<<10) // getdents' buffer, reused for every directory
 	t.Listings = dirlist.New(prev)
+	stop := t.Listings.Ahead(prev) // the reused listings' stamps, on another thread
 	var kept []dirlist.Ent
 	var reused []dirent
 	queue := []item{{workdir, 0}}
@@ -132,6 +133,7 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 			}
 		}
 	}
+	stop()
 
 	globalHP := globalHooksPath(home)
 	// An absolute global core.hooksPath (~/dotfiles/githooks) holds the hooks of every
