@@ -564,7 +564,7 @@ func (t *taker) walk(parent int, name, dir string, depth int) {
 	}
 	t.guardAnywhere(dir, marks.any)
 	for _, n := range subdirs {
-		t.walk(held, n, filepath.Join(dir, n), depth+1)
+		t.walk(held, n, t.child(dir, n, depth), depth+1)
 	}
 }
 
@@ -584,7 +584,7 @@ func (t *taker) walkListed(dir string, ents []dirlist.Ent, depth int) {
 	}
 	t.guardAnywhere(dir, marks.any)
 	for _, n := range subdirs {
-		t.walk(-1, n, filepath.Join(dir, n), depth+1)
+		t.walk(-1, n, t.child(dir, n, depth), depth+1)
 	}
 }
 
@@ -1191,7 +1191,35 @@ func (t *taker) realDir(p string) string {
 	if !ok || d == "" {
 		return p // refused, or not there: p kept as written, as realDir
 	}
-	return filepath.Join(d, filepath.Base(p))
+	base := filepath.Base(p)
+	if len(p) == len(d)+1+len(base) && p[len(d)] == '/' && p[:len(d)] == d && d != "/" && simpleName(base) {
+		return p // no link on the way, p clean: filepath.Join(d, base) is p
+	}
+	return child(d, base)
+}
+
+// child is the path of the entry name of the walk's directory dir at depth: below the
+// root (as given, maybe not clean) dir is clean, a join's result.
+func (t *taker) child(dir, name string, depth int) string {
+	if depth == 0 {
+		return filepath.Join(dir, name)
+	}
+	return child(dir, name)
+}
+
+// child is filepath.Join(dir, name) for a clean dir, without cleaning again what is
+// clean: a walk's and a guard's paths were thousands of Cleans a snapshot.
+func child(dir, name string) string {
+	if dir == "/" || !simpleName(name) {
+		return filepath.Join(dir, name)
+	}
+	return dir + "/" + name
+}
+
+// simpleName: name is one path element joining leaves as it is (not "", ".", ".." and
+// without a slash).
+func simpleName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.Contains(name, "/")
 }
 
 // resolveDir is filepath.EvalSymlinks(dir), remembered for the snapshot: "" when dir is
