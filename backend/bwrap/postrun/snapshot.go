@@ -281,11 +281,18 @@ func (s *Snapshot) Watched(in Input) Input {
 	if DisableTopGuards || DisableWatched {
 		return in
 	}
-	var add []Guard
-	for _, p := range sortedKeys(s.Files) {
-		if f := s.Files[p]; f.Top != "" && !f.Hook {
-			add = append(add, Guard{Path: p, Runs: f.Runs})
+	// The paths chosen first, then sorted: the same guards in the same order, without
+	// sorting every path recorded (thousands in a tree of many repositories).
+	var paths []string
+	for p, f := range s.Files {
+		if f.Top != "" && !f.Hook {
+			paths = append(paths, p)
 		}
+	}
+	slices.Sort(paths)
+	var add []Guard
+	for _, p := range paths {
+		add = append(add, Guard{Path: p, Runs: s.Files[p].Runs})
 	}
 	if len(add) > 0 {
 		in.Protected = append(slices.Clip(in.Protected), add...)
