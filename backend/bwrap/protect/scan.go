@@ -106,7 +106,7 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 			listings[workdir] = kindsOf(ents)
 		}
 		for _, e := range ents {
-			p := filepath.Join(it.dir, e.name)
+			p := joinEntry(it.dir, e.name, it.depth)
 			if e.name == ".envrc" {
 				envrcDirs = append(envrcDirs, it.dir)
 			}
@@ -1025,3 +1025,13 @@ func envrcSources(dirs []string, workdir string) (out, notes []string) {
 // maxEnvrcSources and maxEnvrcNotes bound what envrcSources takes from the .envrc
 // files: a project's own load a handful.
 const maxEnvrcSources, maxEnvrcNotes = 256, 16
+
+// joinEntry is filepath.Join(dir, name) for the entry name of the scan's directory dir
+// at depth, without cleaning again what is clean: below the root (as given) dir is a
+// join's result, and a listed name is one element. Thousands of entries a scan.
+func joinEntry(dir, name string, depth int) string {
+	if depth == 0 || dir == "/" || name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return filepath.Join(dir, name)
+	}
+	return dir + "/" + name
+}
