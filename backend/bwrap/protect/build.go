@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/heavy-duty/box/backend/bwrap/dirlist"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -80,6 +81,26 @@ type Tree struct {
 	// Listings are the directories the scan read, for the post-run audit's walk of the
 	// same tree, which lists again only those changed since (package dirlist).
 	Listings *dirlist.Cache `json:"-"`
+	// scanned are the candidates Scan listed and lstatted into Exists, for the options it
+	// was given: Build of this tree with the same options takes them, not listing them
+	// again (thousands in a tree of many repositories).
+	scanned *scannedCandidates
+}
+
+type scannedCandidates struct {
+	add, drop []string            // the options they were listed for (copies)
+	exists    map[string]FileKind // the Exists they were lstatted into
+	list      []candidate
+}
+
+// candidatesFor is t.candidates(o): Scan's, when this tree is Scan's, with its Exists
+// and the options Scan listed them for.
+func (t Tree) candidatesFor(o Options) []candidate {
+	if c := t.scanned; c != nil && slices.Equal(c.add, o.Add) && slices.Equal(c.drop, o.Drop) &&
+		reflect.ValueOf(c.exists).UnsafePointer() == reflect.ValueOf(t.Exists).UnsafePointer() {
+		return c.list
+	}
+	return t.candidates(o)
 }
 
 // HooksFact is a repository's hooks directory outside the working directory.
@@ -254,8 +275,10 @@ func (t Tree) candidates(o Options) []candidate {
 
 // Candidates lists every path whose lstat Build needs: each candidate and each directory
 // between it and its root. Scan stats exactly these.
-func (t Tree) Candidates(o Options) []string {
-	cands := t.candidates(o)
+func (t Tree) Candidates(o Options) []string { return candidatePaths(t.candidates(o)) }
+
+// candidatePaths are Candidates' paths of cands.
+func candidatePaths(cands []candidate) []string {
 	seen := make(map[string]bool, len(cands))
 	out := make([]string, 0, len(cands))
 	for _, c := range cands {
@@ -279,7 +302,7 @@ func Build(t Tree, o Options) (Set, error) {
 	if t.Truncated {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("the working directory holds more than %d directories (or is deeper than %d levels): repositories beyond the first %d directories read (breadth-first) are not protected during the run", scanDirs, scanDepth, t.Dirs))
 	}
-	cands := t.candidates(o)
+	cands := t.candidatesFor(o)
 	byPath := make(map[string]Path, len(cands)) // sized once: thousands in a big tree
 	for _, c := range cands {
 		if _, dup := byPath[c.path]; dup {

@@ -267,7 +267,9 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 	t.HomeLinks, notes = homeLinks(home, workdir, o.Path)
 	t.Notes = append(t.Notes, notes...)
 	t.HookLinks = hookLinks(t, workdir)
-	t.Exists = existing(t.Candidates(o), listings, buf)
+	cands := t.candidates(o)
+	t.Exists = existing(candidatePaths(cands), listings, buf)
+	t.scanned = &scannedCandidates{add: slices.Clone(o.Add), drop: slices.Clone(o.Drop), exists: t.Exists, list: cands}
 	return t
 }
 
