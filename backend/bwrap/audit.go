@@ -100,6 +100,15 @@ func (p *Plan) AuditInput() postrun.Input {
 	// The protected set's project files (.envrc, .vscode/, ...). Its git entries (hooks,
 	// config, commondir, pointers) the audit reads itself, by meaning, from every
 	// repository it finds, including those past the scan's bound.
+	n := 0
+	for _, pp := range p.Protect.Protected {
+		if !strings.HasPrefix(pp.Entry, "git:") {
+			n++
+		}
+	}
+	if n > 0 { // sized once: thousands in a tree of many repositories
+		in.Protected = make([]postrun.Guard, 0, n)
+	}
 	for _, pp := range p.Protect.Protected {
 		if !strings.HasPrefix(pp.Entry, "git:") {
 			in.Protected = append(in.Protected, postrun.Guard{Path: pp.Path, Runs: pp.Why})

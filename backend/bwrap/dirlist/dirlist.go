@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -74,6 +75,8 @@ type Cache struct {
 	// base is the cache this walk's came after (New's prev): what it did not visit
 	// itself (the scan enters no node_modules, the audit's walks do) is asked there.
 	base *Cache
+	// ahead is the look-ahead at the stamps this walk reuses listings by (Ahead).
+	ahead *ahead
 }
 
 // New starts a cache for a walk beginning now; prev's listings (a walk before) that
@@ -124,7 +127,8 @@ func (c *Cache) Put(dir string, st Stamp, ents []Ent) {
 
 // Reuse is dir's listing kept in c when dir is still the directory it was read from,
 // unchanged since (its device, inode and change time), and then keeps it in next too
-// (nil: nowhere). ok false: list it.
+// (nil: nowhere). ok false: list it. The lstat that tells is next's look-ahead's when it
+// took one (Ahead), else taken now.
 func (c *Cache) Reuse(dir string, next *Cache) (ents []Ent, ok bool) {
 	if c == nil {
 		return nil, false
@@ -136,10 +140,14 @@ func (c *Cache) Reuse(dir string, next *Cache) (ents []Ent, ok bool) {
 	if !found {
 		return nil, false
 	}
-	var st unix.Stat_t
-	if !DisableStamps && (unix.Lstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR ||
-		st.Dev != l.st.dev || st.Ino != l.st.ino || st.Ctim.Nano() != l.st.ctime) {
-		return nil, false
+	if !DisableStamps {
+		var a *ahead
+		if next != nil {
+			a = next.ahead
+		}
+		if st := a.stat(c, dir); !st.ok || st.dev != l.st.dev || st.ino != l.st.ino || st.ctime != l.st.ctime {
+			return nil, false
+		}
 	}
 	if next != nil && next != c && l.st.ctime < next.since-Margin {
 		next.dirs[dir] = l // read-only from here on: shared
@@ -185,4 +193,94 @@ func WaitOlder(root string, within time.Duration) error {
 		time.Sleep(20 * time.Millisecond) // the clock is what is waited for: nothing signals it
 	}
 	return nil
+}
+
+// ahead is a walk's look-ahead at the stamps of the directories a cache keeps listings
+// of (Cache.Ahead): another thread lstats them while the walk goes on, and Reuse takes
+// its answer when it has one, else lstats as before.
+type ahead struct {
+	of    *Cache // the cache whose listings are checked
+	idx   map[string]int
+	dirs  []string
+	state []atomic.Uint32 // aheadFree, aheadTaken, aheadDone
+	st    []aheadStat
+	stop  atomic.Bool
+}
+
+const (
+	aheadFree = iota
+	aheadTaken
+	aheadDone
+)
+
+// aheadStat is one lstat's answer: ok, a directory, with its device, inode and change time.
+type aheadStat struct {
+	dev, ino uint64
+	ctime    int64
+	ok       bool
+}
+
+// Ahead starts stamping, on another thread, the directories prev keeps listings of (its
+// own and its base's), for this cache's walk, which reuses them (prev.Reuse(dir, c)):
+// on a machine with a core to spare, the walk's one lstat per reused directory (most
+// of its time in a big tree) runs beside it. Each answer is an lstat taken after the
+// walk began, so no less fresh than one taken when the walk reaches the directory would
+// have been at the moment it was taken: a walk is no atomic look at the tree, only its
+// directories' lstats move earlier within it. stop ends the look-ahead (call it when
+// the walk ends; Reuse lstats what it did not reach).
+func (c *Cache) Ahead(prev *Cache) (stop func()) {
+	if c == nil || prev == nil || DisableStamps || prev.Len()+prev.base.Len() < aheadMin {
+		return func() {}
+	}
+	a := &ahead{of: prev, idx: make(map[string]int, prev.Len()+prev.base.Len())}
+	for _, m := range []*Cache{prev, prev.base} {
+		if m == nil {
+			continue
+		}
+		for d := range m.dirs {
+			if _, ok := a.idx[d]; !ok {
+				a.idx[d] = len(a.dirs)
+				a.dirs = append(a.dirs, d)
+			}
+		}
+	}
+	a.state = make([]atomic.Uint32, len(a.dirs))
+	a.st = make([]aheadStat, len(a.dirs))
+	c.ahead = a
+	go func() {
+		// From the end, where the walk comes last: the two meet once, in the middle.
+		for i := len(a.dirs) - 1; i >= 0 && !a.stop.Load(); i-- {
+			if a.state[i].CompareAndSwap(aheadFree, aheadTaken) {
+				a.st[i] = lstatDir(a.dirs[i])
+				a.state[i].Store(aheadDone)
+			}
+		}
+	}()
+	return func() { a.stop.Store(true) }
+}
+
+// aheadMin is the least number of listings worth another thread.
+const aheadMin = 64
+
+// lstatDir is dir's lstat, as Reuse checks it.
+func lstatDir(dir string) aheadStat {
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return aheadStat{}
+	}
+	return aheadStat{dev: st.Dev, ino: st.Ino, ctime: st.Ctim.Nano(), ok: true}
+}
+
+// stat is dir's lstat: the look-ahead's answer when it has one for c's listings, else
+// taken now.
+func (a *ahead) stat(c *Cache, dir string) aheadStat {
+	if a != nil && a.of == c {
+		if i, ok := a.idx[dir]; ok {
+			if a.state[i].Load() == aheadDone {
+				return a.st[i]
+			}
+			a.state[i].CompareAndSwap(aheadFree, aheadTaken) // spares the other thread
+		}
+	}
+	return lstatDir(dir)
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/heavy-duty/box/internal/testenv"
 
@@ -132,4 +133,56 @@ func devOf(t *testing.T, p string) uint64 {
 		t.Fatal(err)
 	}
 	return st.Dev
+}
+
+// The look-ahead's stamps (Ahead) judge a kept listing as Reuse's own lstat does: a
+// directory changed before the walk began is listed again, an unchanged one given back,
+// whether the other thread stamped it already or Reuse does it itself.
+func TestAheadOnlyUnchanged(t *testing.T) {
+	root := t.TempDir()
+	var dirs []string
+	for i := range 2 * aheadMin {
+		d := filepath.Join(root, "d", string(rune('a'+i/26)), string(rune('a'+i%26)))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, d)
+	}
+	c := newAt(coarseNow() + 10*Margin)
+	for _, d := range dirs {
+		list(t, c, d)
+	}
+	if c.Len() != len(dirs) {
+		testenv.Skip(t, root+" is on a filesystem dirlist does not trust: nothing is kept there")
+	}
+	changed := map[string]bool{}
+	for i, d := range dirs {
+		switch i % 3 {
+		case 1:
+			os.WriteFile(filepath.Join(d, "new"), nil, 0o644)
+			changed[d] = true
+		case 2:
+			os.Rename(d, d+".old") // gone: nothing there to reuse
+			changed[d] = true
+		}
+	}
+	for _, wait := range []bool{true, false} {
+		next := newAt(coarseNow() + 10*Margin)
+		stop := next.Ahead(c)
+		if next.ahead == nil {
+			t.Fatal("no look-ahead for a cache of many listings")
+		}
+		for i := range next.ahead.state {
+			for wait && next.ahead.state[i].Load() != aheadDone {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		for _, d := range dirs {
+			_, ok := c.Reuse(d, next)
+			if ok == changed[d] {
+				t.Errorf("stamped ahead (waited %v): %s changed %v, given back %v", wait, d, changed[d], ok)
+			}
+		}
+		stop()
+	}
 }

@@ -105,7 +105,13 @@ func (t *taker) absent(p string) bool {
 	dir := filepath.Dir(p)
 	ns, ok := t.listed[dir]
 	if !ok {
-		ns = listNames(dir)
+		if d, known := t.dirs[dir]; known && d == "" {
+			// This snapshot's resolveDir found dir not there (ENOENT, ENOTDIR, a
+			// dangling link): opening it to list it would only fail the same way.
+			ns = names{}
+		} else {
+			ns = listNames(dir)
+		}
 		if t.listed == nil {
 			t.listed = map[string]names{}
 		}

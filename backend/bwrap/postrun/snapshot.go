@@ -249,8 +249,10 @@ func Take(in Input) *Snapshot {
 	if dot := containing(in.Workdir); dot != "" {
 		t.repo(dot)
 	}
+	stop := t.next.Ahead(in.Listings) // the reused listings' stamps, on another thread
 	t.walk(-1, "", in.Workdir, 0)
 	t.trees()
+	stop()
 	// An absolute global core.hooksPath holds the hooks of every repository of yours on
 	// the host, whatever the repositories found here set (or whether there is one).
 	if hp := expand(t.globalHooksPath(), in.Home); filepath.IsAbs(hp) && s.writable(hp) {
@@ -279,11 +281,18 @@ func (s *Snapshot) Watched(in Input) Input {
 	if DisableTopGuards || DisableWatched {
 		return in
 	}
-	var add []Guard
-	for _, p := range sortedKeys(s.Files) {
-		if f := s.Files[p]; f.Top != "" && !f.Hook {
-			add = append(add, Guard{Path: p, Runs: f.Runs})
+	// The paths chosen first, then sorted: the same guards in the same order, without
+	// sorting every path recorded (thousands in a tree of many repositories).
+	var paths []string
+	for p, f := range s.Files {
+		if f.Top != "" && !f.Hook {
+			paths = append(paths, p)
 		}
+	}
+	slices.Sort(paths)
+	var add []Guard
+	for _, p := range paths {
+		add = append(add, Guard{Path: p, Runs: s.Files[p].Runs})
 	}
 	if len(add) > 0 {
 		in.Protected = append(slices.Clip(in.Protected), add...)
@@ -562,7 +571,7 @@ func (t *taker) walk(parent int, name, dir string, depth int) {
 	}
 	t.guardAnywhere(dir, marks.any)
 	for _, n := range subdirs {
-		t.walk(held, n, filepath.Join(dir, n), depth+1)
+		t.walk(held, n, t.child(dir, n, depth), depth+1)
 	}
 }
 
@@ -582,7 +591,7 @@ func (t *taker) walkListed(dir string, ents []dirlist.Ent, depth int) {
 	}
 	t.guardAnywhere(dir, marks.any)
 	for _, n := range subdirs {
-		t.walk(-1, n, filepath.Join(dir, n), depth+1)
+		t.walk(-1, n, t.child(dir, n, depth), depth+1)
 	}
 }
 
@@ -1189,7 +1198,35 @@ func (t *taker) realDir(p string) string {
 	if !ok || d == "" {
 		return p // refused, or not there: p kept as written, as realDir
 	}
-	return filepath.Join(d, filepath.Base(p))
+	base := filepath.Base(p)
+	if len(p) == len(d)+1+len(base) && p[len(d)] == '/' && p[:len(d)] == d && d != "/" && simpleName(base) {
+		return p // no link on the way, p clean: filepath.Join(d, base) is p
+	}
+	return child(d, base)
+}
+
+// child is the path of the entry name of the walk's directory dir at depth: below the
+// root (as given, maybe not clean) dir is clean, a join's result.
+func (t *taker) child(dir, name string, depth int) string {
+	if depth == 0 {
+		return filepath.Join(dir, name)
+	}
+	return child(dir, name)
+}
+
+// child is filepath.Join(dir, name) for a clean dir, without cleaning again what is
+// clean: a walk's and a guard's paths were thousands of Cleans a snapshot.
+func child(dir, name string) string {
+	if dir == "/" || !simpleName(name) {
+		return filepath.Join(dir, name)
+	}
+	return dir + "/" + name
+}
+
+// simpleName: name is one path element joining leaves as it is (not "", ".", ".." and
+// without a slash).
+func simpleName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.Contains(name, "/")
 }
 
 // resolveDir is filepath.EvalSymlinks(dir), remembered for the snapshot: "" when dir is
@@ -1284,5 +1321,11 @@ func (s *Snapshot) writable(p string) bool {
 }
 
 func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+	if p == dir {
+		return true
+	}
+	// p has dir (without a trailing slash) and a slash as its prefix, compared in
+	// place: a concatenation here allocated once per call, thousands of calls a run.
+	d := strings.TrimSuffix(dir, "/")
+	return len(p) > len(d) && p[len(d)] == '/' && p[:len(d)] == d
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/heavy-duty/box/backend/bwrap/dirlist"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -80,6 +81,26 @@ type Tree struct {
 	// Listings are the directories the scan read, for the post-run audit's walk of the
 	// same tree, which lists again only those changed since (package dirlist).
 	Listings *dirlist.Cache `json:"-"`
+	// scanned are the candidates Scan listed and lstatted into Exists, for the options it
+	// was given: Build of this tree with the same options takes them, not listing them
+	// again (thousands in a tree of many repositories).
+	scanned *scannedCandidates
+}
+
+type scannedCandidates struct {
+	add, drop []string            // the options they were listed for (copies)
+	exists    map[string]FileKind // the Exists they were lstatted into
+	list      []candidate
+}
+
+// candidatesFor is t.candidates(o): Scan's, when this tree is Scan's, with its Exists
+// and the options Scan listed them for.
+func (t Tree) candidatesFor(o Options) []candidate {
+	if c := t.scanned; c != nil && slices.Equal(c.add, o.Add) && slices.Equal(c.drop, o.Drop) &&
+		reflect.ValueOf(c.exists).UnsafePointer() == reflect.ValueOf(t.Exists).UnsafePointer() {
+		return c.list
+	}
+	return t.candidates(o)
 }
 
 // HooksFact is a repository's hooks directory outside the working directory.
@@ -177,9 +198,10 @@ func CheckOptions(o Options) error { return policy.CheckProtect(o.Add, o.Drop) }
 // candidate is one (path, rule) pair before the facts are applied.
 type candidate struct {
 	path  string
-	entry Entry
-	root  string
-	gd    GitDirFact // for GitDir entries
+	entry *Entry // in candidates' own copy of the entries: a tree of many repositories has
+	// thousands of candidates, and a copy of its entry each was most of their memory
+	root           string
+	worktreeConfig bool // a GitDir entry's GitDirFact.WorktreeConfig
 }
 
 // roots are the sandbox's writable trees a protected path can lie in.
@@ -219,13 +241,14 @@ func (t Tree) candidates(o Options) []candidate {
 		}
 	}
 	out := make([]candidate, 0, n)
-	add := func(p string, e Entry, gd GitDirFact) {
-		p = filepath.Clean(p)
+	// p is clean (filepath.Join's result, or cleaned by the caller).
+	add := func(p string, e *Entry, wtc bool) {
 		if r := rootOf(roots, p); r != "" {
-			out = append(out, candidate{p, e, r, gd})
+			out = append(out, candidate{p, e, r, wtc})
 		}
 	}
-	for _, e := range project {
+	for i := range project {
+		e := &project[i]
 		if drop[e.Name] {
 			continue
 		}
@@ -233,17 +256,17 @@ func (t Tree) candidates(o Options) []candidate {
 		case GitDir:
 			for _, g := range t.GitDirs {
 				if e.Only == "" || (e.Only == LinkedGitDir) == g.Linked {
-					add(filepath.Join(g.Path, e.Path), e, g)
+					add(filepath.Join(g.Path, e.Path), e, g.WorktreeConfig)
 				}
 			}
 		case Pointer, Nested, HooksPath, Include, EnvrcSrc, YarnSrc, MiseSrc, HomeLink, HookLink:
 			// Entries whose path is the fact itself.
 			for _, p := range facts[e.Scope] {
-				add(p, e, GitDirFact{})
+				add(filepath.Clean(p), e, false)
 			}
 		case Project:
 			for _, top := range t.Tops {
-				add(filepath.Join(top, e.Path), e, GitDirFact{})
+				add(filepath.Join(top, e.Path), e, false)
 			}
 		}
 	}
@@ -252,8 +275,10 @@ func (t Tree) candidates(o Options) []candidate {
 
 // Candidates lists every path whose lstat Build needs: each candidate and each directory
 // between it and its root. Scan stats exactly these.
-func (t Tree) Candidates(o Options) []string {
-	cands := t.candidates(o)
+func (t Tree) Candidates(o Options) []string { return candidatePaths(t.candidates(o)) }
+
+// candidatePaths are Candidates' paths of cands.
+func candidatePaths(cands []candidate) []string {
 	seen := make(map[string]bool, len(cands))
 	out := make([]string, 0, len(cands))
 	for _, c := range cands {
@@ -277,7 +302,7 @@ func Build(t Tree, o Options) (Set, error) {
 	if t.Truncated {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("the working directory holds more than %d directories (or is deeper than %d levels): repositories beyond the first %d directories read (breadth-first) are not protected during the run", scanDirs, scanDepth, t.Dirs))
 	}
-	cands := t.candidates(o)
+	cands := t.candidatesFor(o)
 	byPath := make(map[string]Path, len(cands)) // sized once: thousands in a big tree
 	for _, c := range cands {
 		if _, dup := byPath[c.path]; dup {
@@ -305,7 +330,7 @@ func Build(t Tree, o Options) (Set, error) {
 		switch k, found := t.Exists[c.path]; {
 		case !found:
 			p.Absent, p.Placeholder = true, c.entry.Absent
-			if c.entry.Name == "git:config.worktree" && !c.gd.WorktreeConfig {
+			if c.entry.Name == "git:config.worktree" && !c.worktreeConfig {
 				p.Placeholder = NoPlaceholder // git never reads it: no bind to pay for
 			}
 		case k == File || k == Dir:
@@ -316,14 +341,23 @@ func Build(t Tree, o Options) (Set, error) {
 		}
 		byPath[c.path] = p
 	}
-	for _, p := range byPath {
+	// Sorted by path: the keys are, then the paths taken in their order (a sort of the
+	// paths themselves moved thousands of structs about, most of Build's time).
+	keys := make([]string, 0, len(byPath))
+	for k := range byPath {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		// A path inside a protected directory is covered by that directory's bind.
-		if coveredBy(byPath, p.Path) {
+		if coveredBy(byPath, k) {
 			continue
 		}
-		s.Protected = append(s.Protected, p)
+		if s.Protected == nil {
+			s.Protected = make([]Path, 0, len(keys))
+		}
+		s.Protected = append(s.Protected, byPath[k])
 	}
-	slices.SortFunc(s.Protected, func(a, b Path) int { return strings.Compare(a.Path, b.Path) })
 
 	// Pins: a directory between a root and a bound path is bound onto itself, so it
 	// cannot be renamed away with a look-alike put in its place, where the path is
@@ -386,5 +420,11 @@ func coveredBy(byPath map[string]Path, p string) bool {
 
 // within reports whether p is dir or lies below it.
 func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+	if p == dir {
+		return true
+	}
+	// p has dir (without a trailing slash) and a slash as its prefix, compared in
+	// place: a concatenation here allocated once per call, thousands of calls a run.
+	d := strings.TrimSuffix(dir, "/")
+	return len(p) > len(d) && p[len(d)] == '/' && p[:len(d)] == d
 }

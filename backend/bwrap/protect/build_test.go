@@ -290,3 +290,33 @@ func TestEntriesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// Build of a scanned tree takes the scan's candidates only for the options the scan
+// listed them for: other options (a drop, an addition) are honoured as for any tree.
+func TestBuildScannedOtherOptions(t *testing.T) {
+	wd := realTemp(t)
+	os.WriteFile(filepath.Join(wd, ".envrc"), []byte("true\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, "Makefile"), []byte("all:\n"), 0o644)
+	tr := Scan(wd, t.TempDir(), Options{}, nil)
+	has := func(s Set, p string) bool {
+		return slices.ContainsFunc(s.Protected, func(q Path) bool { return q.Path == p && !q.Absent })
+	}
+	envrc, makefile := filepath.Join(wd, ".envrc"), filepath.Join(wd, "Makefile")
+	same, err := Build(tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !has(same, envrc) || has(same, makefile) {
+		t.Fatalf("the scan's options: .envrc protected %v, Makefile %v", has(same, envrc), has(same, makefile))
+	}
+	other, err := Build(tr, Options{Drop: []string{".envrc"}, Add: []string{"Makefile"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if has(other, envrc) {
+		t.Error("dropped .envrc still protected")
+	}
+	if !slices.ContainsFunc(other.Protected, func(q Path) bool { return q.Path == makefile }) {
+		t.Error("added Makefile not in the set")
+	}
+}

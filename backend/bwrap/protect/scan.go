@@ -69,6 +69,7 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 	}
 	buf := make([]byte, 32<<10) // getdents' buffer, reused for every directory
 	t.Listings = dirlist.New(prev)
+	stop := t.Listings.Ahead(prev) // the reused listings' stamps, on another thread
 	var kept []dirlist.Ent
 	var reused []dirent
 	queue := []item{{workdir, 0}}
@@ -105,7 +106,7 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 			listings[workdir] = kindsOf(ents)
 		}
 		for _, e := range ents {
-			p := filepath.Join(it.dir, e.name)
+			p := joinEntry(it.dir, e.name, it.depth)
 			if e.name == ".envrc" {
 				envrcDirs = append(envrcDirs, it.dir)
 			}
@@ -132,6 +133,7 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 			}
 		}
 	}
+	stop()
 
 	globalHP := globalHooksPath(home)
 	// An absolute global core.hooksPath (~/dotfiles/githooks) holds the hooks of every
@@ -265,7 +267,9 @@ func ScanAfter(prev *dirlist.Cache, workdir, home string, o Options, refuse []st
 	t.HomeLinks, notes = homeLinks(home, workdir, o.Path)
 	t.Notes = append(t.Notes, notes...)
 	t.HookLinks = hookLinks(t, workdir)
-	t.Exists = existing(t.Candidates(o), listings, buf)
+	cands := t.candidates(o)
+	t.Exists = existing(candidatePaths(cands), listings, buf)
+	t.scanned = &scannedCandidates{add: slices.Clone(o.Add), drop: slices.Clone(o.Drop), exists: t.Exists, list: cands}
 	return t
 }
 
@@ -1023,3 +1027,13 @@ func envrcSources(dirs []string, workdir string) (out, notes []string) {
 // maxEnvrcSources and maxEnvrcNotes bound what envrcSources takes from the .envrc
 // files: a project's own load a handful.
 const maxEnvrcSources, maxEnvrcNotes = 256, 16
+
+// joinEntry is filepath.Join(dir, name) for the entry name of the scan's directory dir
+// at depth, without cleaning again what is clean: below the root (as given) dir is a
+// join's result, and a listed name is one element. Thousands of entries a scan.
+func joinEntry(dir, name string, depth int) string {
+	if depth == 0 || dir == "/" || name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+		return filepath.Join(dir, name)
+	}
+	return dir + "/" + name
+}
