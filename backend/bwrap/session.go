@@ -262,12 +262,23 @@ func (s *Session) supervise(p *Plan, pr Prepared, bin string) (int, *postrun.Rep
 		return 1, nil, err
 	}
 	phase.Mark("audit:before")
+	// A second Ctrl-C (or the terminal closing) must not stop the audit half way: it is
+	// short, and what it leaves undone would wait for the next run. The signals are held
+	// from the sandbox's end (Launch.Ended), while Run still catches them: the runtime
+	// then neither enables them again here nor disables them when Run lets go, each a
+	// round trip to its signal thread (issue 24), and no Ctrl-C between Run's return and
+	// the audit finds box without a handler. A launch that failed before the sandbox
+	// ended never called Ended: the Notify after Start holds them then.
+	hold := make(chan os.Signal, 1)
+	holdSignals := func() { signal.Notify(hold, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT) }
+	if ended := pr.Ended; ended != nil {
+		pr.Ended = func() { holdSignals(); ended() }
+	} else {
+		pr.Ended = holdSignals
+	}
 	code, err := p.Start(pr, bin, s.Stdin, s.Stdout, s.Stderr)
 	phase.Mark("sandbox")
-	// A second Ctrl-C (or the terminal closing) must not stop the audit half way: it is
-	// short, and what it leaves undone would wait for the next run.
-	hold := make(chan os.Signal, 1)
-	signal.Notify(hold, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	holdSignals() // a no-op when Ended held them
 	rep := audit.End()
 	phase.Mark("audit:after")
 	signal.Stop(hold)
