@@ -156,8 +156,15 @@ func UserKeyring() int {
 // drillRow maps the filter's groups to the drill's rows: groups the kernel's own
 // capability checks refuse first (module loading, kexec, syslog under dmesg_restrict;
 // on aarch64 the obsolete ones do not exist) share the "host" row, whose
-// clock calls can tell the filter's EPERM from the kernel's.
-var drillRow = map[string]string{"modules": "host", "kexec": "host", "kernel-info": "host", "obsolete": "host"}
+// clock calls can tell the filter's EPERM from the kernel's. A switch, not a map built
+// at every start of box (issue 24).
+func drillRow(group string) (string, bool) {
+	switch group {
+	case "modules", "kexec", "kernel-info", "obsolete":
+		return "host", true
+	}
+	return "", false
+}
 
 // kernelProbes are the kernel group's rows.
 func kernelProbes(in Input) []Probe {
@@ -200,7 +207,7 @@ func kernelProbes(in Input) []Probe {
 			continue
 		}
 		row := g.Name
-		if r, ok := drillRow[g.Name]; ok {
+		if r, ok := drillRow(g.Name); ok {
 			row = r
 		}
 		pr := rows[row]

@@ -740,7 +740,7 @@ func localAddrs() map[netip.Addr]bool {
 func errName(err error) string {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
-		if s := errnoNames[errno]; s != "" {
+		if s := shortErrno(errno); s != "" {
 			return s
 		}
 		return errno.Error()
@@ -760,11 +760,42 @@ func errName(err error) string {
 	return s
 }
 
-var errnoNames = map[syscall.Errno]string{
-	syscall.ENOENT: "ENOENT", syscall.EACCES: "EACCES", syscall.EPERM: "EPERM", syscall.EROFS: "EROFS",
-	syscall.EEXIST: "EEXIST", syscall.ENETUNREACH: "ENETUNREACH", syscall.EHOSTUNREACH: "EHOSTUNREACH",
-	syscall.ECONNREFUSED: "ECONNREFUSED", syscall.ETIMEDOUT: "ETIMEDOUT", syscall.ENOSPC: "ENOSPC",
-	syscall.EINVAL: "EINVAL", syscall.EAGAIN: "EAGAIN", syscall.ENOMEM: "ENOMEM", syscall.EADDRNOTAVAIL: "EADDRNOTAVAIL", syscall.ENOTDIR: "ENOTDIR",
+// shortErrno is the errno names errName shortens to ("" for another): a switch, not a
+// map built at every start of box (issue 24).
+func shortErrno(e syscall.Errno) string {
+	switch e {
+	case syscall.ENOENT:
+		return "ENOENT"
+	case syscall.EACCES:
+		return "EACCES"
+	case syscall.EPERM:
+		return "EPERM"
+	case syscall.EROFS:
+		return "EROFS"
+	case syscall.EEXIST:
+		return "EEXIST"
+	case syscall.ENETUNREACH:
+		return "ENETUNREACH"
+	case syscall.EHOSTUNREACH:
+		return "EHOSTUNREACH"
+	case syscall.ECONNREFUSED:
+		return "ECONNREFUSED"
+	case syscall.ETIMEDOUT:
+		return "ETIMEDOUT"
+	case syscall.ENOSPC:
+		return "ENOSPC"
+	case syscall.EINVAL:
+		return "EINVAL"
+	case syscall.EAGAIN:
+		return "EAGAIN"
+	case syscall.ENOMEM:
+		return "ENOMEM"
+	case syscall.EADDRNOTAVAIL:
+		return "EADDRNOTAVAIL"
+	case syscall.ENOTDIR:
+		return "ENOTDIR"
+	}
+	return ""
 }
 
 func fileUID(fi os.FileInfo) int {

@@ -447,17 +447,28 @@ func protectProbes(in Input) []Probe {
 
 // attackProbes are the protected entries an attack row above plants in (by entry name):
 // what the host's tool does with the plant is shown, not only that it was refused.
-var attackProbes = map[string]string{
-	"git:hooks": "hook", "git:config": "fsmonitor", "git:pointer": "worktree-pointer", "git:nested": "nested-config",
-	"home:link": "home-link", "git:hook-link": "hook-link",
-	".envrc": "envrc", ".vscode": "vscode-task", ".claude/settings.json": "agent-settings",
+var attackProbes = []struct{ entry, id string }{
+	{"git:hooks", "hook"}, {"git:config", "fsmonitor"}, {"git:pointer", "worktree-pointer"}, {"git:nested", "nested-config"},
+	{"home:link", "home-link"}, {"git:hook-link", "hook-link"},
+	{".envrc", "envrc"}, {".vscode", "vscode-task"}, {".claude/settings.json", "agent-settings"},
+}
+
+// attackProbe is the attack row that plants in the entry named entry: a slice searched,
+// not a map built at every start of box (issue 24).
+func attackProbe(entry string) (string, bool) {
+	for _, a := range attackProbes {
+		if a.entry == entry {
+			return a.id, true
+		}
+	}
+	return "", false
 }
 
 // EntryProbeID is the drill row that probes the protected entry e: an attack row, or
 // the row derived from the entry itself ("" for a scope the drill cannot derive a row
 // for, which TestEntryProbes refuses).
 func EntryProbeID(e policy.ProtectEntry) string {
-	if id, ok := attackProbes[e.Name]; ok {
+	if id, ok := attackProbe(e.Name); ok {
 		return "protect:" + id
 	}
 	switch e.Scope {
@@ -478,7 +489,7 @@ func entryProbes(in Input, probe func(id, name, host, dir string, plant ...Plant
 	mark := func(id string) string { return filepath.Join(f.Markers, id) }
 	var out []Probe
 	for _, e := range policy.ProtectEntries() {
-		if _, ok := attackProbes[e.Name]; ok {
+		if _, ok := attackProbe(e.Name); ok {
 			continue
 		}
 		id := strings.TrimPrefix(EntryProbeID(e), "protect:")

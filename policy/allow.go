@@ -7,32 +7,45 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 )
 
-// Lists are the built-in allowlists a profile or --allow names as @NAME: the one place
+// lists are the built-in allowlists a profile or --allow names as @NAME: the one place
 // they are defined (docs/bwrap.md lists them). A name without a port allows ports 80 and
-// 443; ":22" entries are for git over ssh.
-var Lists = map[string][]string{
-	"anthropic": {"api.anthropic.com", "console.anthropic.com", "statsig.anthropic.com", "claude.ai"},
-	"github": {"github.com", "*.github.com", "github.com:22", "*.githubusercontent.com", "ghcr.io",
-		"codeload.github.com", "*.githubassets.com"},
-	"npm":    {"registry.npmjs.org", "registry.yarnpkg.com"},
-	"pypi":   {"pypi.org", "files.pythonhosted.org"},
-	"go":     {"proxy.golang.org", "sum.golang.org", "index.golang.org", "storage.googleapis.com"},
-	"crates": {"crates.io", "index.crates.io", "static.crates.io"},
-	"debian": {"deb.debian.org", "security.debian.org"},
+// 443; ":22" entries are for git over ssh. A slice, sorted by name, not a map: the
+// compiler lays it out as data, where a map was built at every start of box, --version's
+// included (issue 24).
+var lists = []struct {
+	name  string
+	hosts []string
+}{
+	{"anthropic", []string{"api.anthropic.com", "console.anthropic.com", "statsig.anthropic.com", "claude.ai"}},
+	{"crates", []string{"crates.io", "index.crates.io", "static.crates.io"}},
+	{"debian", []string{"deb.debian.org", "security.debian.org"}},
+	{"github", []string{"github.com", "*.github.com", "github.com:22", "*.githubusercontent.com", "ghcr.io",
+		"codeload.github.com", "*.githubassets.com"}},
+	{"go", []string{"proxy.golang.org", "sum.golang.org", "index.golang.org", "storage.googleapis.com"}},
+	{"npm", []string{"registry.npmjs.org", "registry.yarnpkg.com"}},
+	{"pypi", []string{"pypi.org", "files.pythonhosted.org"}},
+}
+
+// List is the built-in allowlist NAME (without the @); known is false for none.
+func List(name string) (hosts []string, known bool) {
+	for _, l := range lists {
+		if l.name == name {
+			return l.hosts, true
+		}
+	}
+	return nil, false
 }
 
 // ListNames are the built-in lists' names, sorted (with the @).
 func ListNames() []string {
-	var out []string
-	for k := range Lists {
-		out = append(out, "@"+k)
+	out := make([]string, len(lists))
+	for i, l := range lists {
+		out[i] = "@" + l.name
 	}
-	sort.Strings(out)
 	return out
 }
 
@@ -148,7 +161,7 @@ func ParseAllow(entries []string) ([]Pattern, error) {
 	var out []Pattern
 	for _, e := range entries {
 		if name, ok := strings.CutPrefix(e, "@"); ok {
-			list, known := Lists[name]
+			list, known := List(name)
 			if !known {
 				return nil, &PatternError{e, "no such built-in list (known: " + strings.Join(ListNames(), ", ") + ")"}
 			}

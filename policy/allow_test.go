@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,9 +91,14 @@ func TestParseAllowLists(t *testing.T) {
 		t.Errorf("unknown list: %v, want the known ones named", err)
 	}
 	// Every built-in list parses.
-	for name, list := range Lists {
-		if _, err := ParseAllow(list); err != nil {
-			t.Errorf("@%s: %v", name, err)
+	for _, l := range lists {
+		if _, err := ParseAllow(l.hosts); err != nil {
+			t.Errorf("@%s: %v", l.name, err)
 		}
+	}
+	// ListNames is sorted and unique (List finds the first of a name).
+	names := ListNames()
+	if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
+		t.Errorf("ListNames %v: not sorted and unique", names)
 	}
 }

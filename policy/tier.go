@@ -108,8 +108,22 @@ func (t Tier) OwnResolver() bool { return t.NeedsHelper() || t.Proxied() }
 // box's bridge: never the host's network, and no proxy).
 func (t Tier) VMCapable() bool { return t == NetNone || t == NetInternet }
 
-// Explain is what SANDBOX.md tells the agent about its tier ("" for an unknown one).
-func (t Tier) Explain() string { return tierExplain[t] }
+// Explain is what SANDBOX.md tells the agent about its tier ("" for an unknown one): each
+// tier in the agent's words, what the sandbox reaches and what to do when something is
+// out of reach. A switch, not a map: nothing of it is built before a box asks (issue 24).
+func (t Tier) Explain() string {
+	switch t {
+	case NetNone:
+		return "none: there is no network at all (only loopback). Downloads will fail; ask the operator for what you need."
+	case NetInternet:
+		return "internet: the public internet only. The host (its addresses and subnets as of launch), the LAN, IPv6, and the private and special-purpose ranges (" + rangeList() + ", the cloud metadata address 169.254.169.254 with them) are blocked."
+	case NetFull:
+		return "full: the host's network, as the operator chose explicitly. Be careful: the LAN and the host's services are reachable."
+	case NetAllowlist:
+		return "allowlist: only the host names below, on ports 80 and 443 unless a port is named, through box's proxy (it reads the TLS server name or the HTTP Host; it does not decrypt). Names not listed do not resolve, connections by address are refused, and so are UDP (except DNS), ICMP and IPv6. Proxy variables are not needed: every TCP connection goes through box whatever the program."
+	}
+	return ""
+}
 
 // rangeList names the catalogue's ranges (Unreachable) for the agent.
 func rangeList() string {
@@ -118,13 +132,4 @@ func rangeList() string {
 		out = append(out, r.Prefix.String())
 	}
 	return strings.Join(out, ", ")
-}
-
-// tierExplain is each tier in the agent's words: what the sandbox reaches and what to do
-// when something is out of reach.
-var tierExplain = map[Tier]string{
-	NetNone:      "none: there is no network at all (only loopback). Downloads will fail; ask the operator for what you need.",
-	NetInternet:  "internet: the public internet only. The host (its addresses and subnets as of launch), the LAN, IPv6, and the private and special-purpose ranges (" + rangeList() + ", the cloud metadata address 169.254.169.254 with them) are blocked.",
-	NetFull:      "full: the host's network, as the operator chose explicitly. Be careful: the LAN and the host's services are reachable.",
-	NetAllowlist: "allowlist: only the host names below, on ports 80 and 443 unless a port is named, through box's proxy (it reads the TLS server name or the HTTP Host; it does not decrypt). Names not listed do not resolve, connections by address are refused, and so are UDP (except DNS), ICMP and IPv6. Proxy variables are not needed: every TCP connection goes through box whatever the program.",
 }

@@ -216,7 +216,8 @@ func allowAdvice(refused, live []string) string {
 		}
 		var in []string
 		for _, l := range policy.ListNames() {
-			for _, e := range policy.Lists[strings.TrimPrefix(l, "@")] {
+			list, _ := policy.List(strings.TrimPrefix(l, "@"))
+			for _, e := range list {
 				if pat, err := policy.ParsePattern(e); err == nil && pat.Matches(n, 443) && !slices.Contains(in, l) {
 					in = append(in, l)
 				}

@@ -11,7 +11,7 @@ import (
 func ArgvLines(args []string) []string {
 	var lines []string
 	for i := 0; i < len(args); {
-		n := 1 + arity[args[i]]
+		n := 1 + arity(args[i])
 		if args[i] == "--" {
 			n = len(args) - i
 		}
@@ -26,9 +26,15 @@ func ArgvLines(args []string) []string {
 	return lines
 }
 
-// arity is how many operands a bwrap option takes.
-var arity = map[string]int{
-	"--bind": 2, "--ro-bind": 2, "--dev-bind": 2, "--bind-try": 2, "--ro-bind-try": 2, "--symlink": 2, "--setenv": 2,
-	"--cap-drop": 1, "--cap-add": 1, "--hostname": 1, "--proc": 1, "--dev": 1, "--tmpfs": 1, "--dir": 1,
-	"--chdir": 1, "--info-fd": 1, "--block-fd": 1, "--seccomp": 1, "--remount-ro": 1, "--uid": 1, "--gid": 1,
+// arity is how many operands a bwrap option takes: a switch, not a map built at every
+// start of box (issue 24).
+func arity(opt string) int {
+	switch opt {
+	case "--bind", "--ro-bind", "--dev-bind", "--bind-try", "--ro-bind-try", "--symlink", "--setenv":
+		return 2
+	case "--cap-drop", "--cap-add", "--hostname", "--proc", "--dev", "--tmpfs", "--dir",
+		"--chdir", "--info-fd", "--block-fd", "--seccomp", "--remount-ro", "--uid", "--gid":
+		return 1
+	}
+	return 0
 }

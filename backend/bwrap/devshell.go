@@ -71,12 +71,17 @@ func (e *DevShellError) Hint() string {
 // devShellDropped are the variables a dev shell's environment holds that are the build's
 // plumbing or the host's, never the shell's to set (nix develop's own list, plus box's):
 // box sets HOME, USER, PATH and the rest itself.
-var devShellDropped = map[string]bool{
-	"BASHOPTS": true, "HOME": true, "NIX_BUILD_TOP": true, "NIX_ENFORCE_PURITY": true, "NIX_LOG_FD": true,
-	"NIX_REMOTE": true, "PPID": true, "SHELL": true, "SHELLOPTS": true, "SSL_CERT_FILE": true,
-	"NIX_SSL_CERT_FILE": true, "TEMP": true, "TEMPDIR": true, "TERM": true, "TMP": true, "TMPDIR": true,
-	"TZ": true, "UID": true, "PATH": true, "USER": true, "LOGNAME": true, "BOX_SANDBOX": true,
-	"out": true, "outputs": true, "OLDPWD": true, "PWD": true, "SHLVL": true, "_": true, "builder": true, "NIX_BUILD_CORES": true, "NIX_STORE": true,
+// A switch, not a map built at every start of box (issue 24).
+func devShellDropped(name string) bool {
+	switch name {
+	case "BASHOPTS", "HOME", "NIX_BUILD_TOP", "NIX_ENFORCE_PURITY", "NIX_LOG_FD",
+		"NIX_REMOTE", "PPID", "SHELL", "SHELLOPTS", "SSL_CERT_FILE",
+		"NIX_SSL_CERT_FILE", "TEMP", "TEMPDIR", "TERM", "TMP", "TMPDIR",
+		"TZ", "UID", "PATH", "USER", "LOGNAME", "BOX_SANDBOX",
+		"out", "outputs", "OLDPWD", "PWD", "SHLVL", "_", "builder", "NIX_BUILD_CORES", "NIX_STORE":
+		return true
+	}
+	return false
 }
 
 // nixSystem is Nix's name of this machine's system.
@@ -316,7 +321,7 @@ func parseDevEnv(b []byte) (*DevShell, error) {
 					d.Path = append(d.Path, p)
 				}
 			}
-		case !devShellDropped[name] && !strings.ContainsRune(name, '='):
+		case !devShellDropped(name) && !strings.ContainsRune(name, '='):
 			d.Vars[name] = s
 		}
 	}

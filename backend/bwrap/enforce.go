@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heavy-duty/box/internal/rawread"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,11 +56,11 @@ var cgroupControllers = []string{"pids", "memory", "cpu"}
 // with the pids and memory controllers delegated, else in the v1 pids and memory
 // hierarchies. It only reads.
 func DetectCgroup(uid int) Cgroup {
-	self, err := os.ReadFile("/proc/self/cgroup")
+	self, err := rawread.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return Cgroup{Why: "cannot read /proc/self/cgroup: " + err.Error()}
 	}
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := rawread.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return Cgroup{Why: "cannot read /proc/self/mountinfo: " + err.Error()}
 	}
@@ -171,7 +172,7 @@ func detectCgroup(self, mountinfo []byte, uid int, owned func(string, int) bool)
 				if !owned(d, uid) {
 					return false
 				}
-				b, err := os.ReadFile(filepath.Join(d, "cgroup.subtree_control"))
+				b, err := rawread.ReadFile(filepath.Join(d, "cgroup.subtree_control"))
 				have := strings.Fields(string(b))
 				missing = missing[:0]
 				for _, c := range []string{"pids", "memory"} {
@@ -185,7 +186,7 @@ func detectCgroup(self, mountinfo []byte, uid int, owned func(string, int) bool)
 				why = append(why, "cgroup v2: no cgroup of yours with the pids and memory controllers delegated at or above "+dir)
 				break
 			}
-			b, _ := os.ReadFile(filepath.Join(d, "cgroup.subtree_control"))
+			b, _ := rawread.ReadFile(filepath.Join(d, "cgroup.subtree_control"))
 			parent := map[string]string{}
 			for _, c := range cgroupControllers {
 				if contains(strings.Fields(string(b)), c) {
@@ -417,7 +418,7 @@ func (x *Enforcer) Finish() Outcome {
 }
 
 func counter(file, key string) int {
-	b, err := os.ReadFile(file)
+	b, err := rawread.ReadFile(file)
 	if err != nil {
 		return 0
 	}
@@ -455,7 +456,7 @@ const cgroupRelease = 3 * time.Second
 
 // HostMemory is the host's RAM (MemTotal of /proc/meminfo), in bytes.
 func HostMemory() (int64, error) {
-	b, err := os.ReadFile("/proc/meminfo")
+	b, err := rawread.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0, err
 	}

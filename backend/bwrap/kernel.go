@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heavy-duty/box/internal/rawread"
 	"golang.org/x/sys/unix"
 )
 
@@ -258,7 +259,7 @@ func joinNewSessionKeyring() error {
 // procStat reads fields of /proc/PID/stat after the command name: index 0 is the state
 // (field 3 of proc(5)).
 func procStat(pid int) ([]string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := rawread.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return nil, err
 	}

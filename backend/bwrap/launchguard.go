@@ -33,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/heavy-duty/box/internal/rawread"
 	"github.com/heavy-duty/box/internal/shellquote"
 	"github.com/heavy-duty/box/internal/termtext"
 	"golang.org/x/sys/unix"
@@ -370,7 +371,7 @@ func (e *MountTableError) Error() string {
 func (e *MountTableError) Unwrap() error { return e.Err }
 
 func mountTable() ([]mount, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	b, err := rawread.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil, &MountTableError{err}
 	}
@@ -450,7 +451,7 @@ func holderOf(f *os.File, name, tree string) string {
 		return "another run on this tree (or another process holding a lock on " + termtext.Escape(name, false) + ")"
 	}
 	cmd := "?"
-	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
+	if b, err := rawread.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
 		cmd = commandText(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"))
 	}
 	where := "in this directory"
@@ -463,7 +464,7 @@ func holderOf(f *os.File, name, tree string) string {
 }
 
 func readProcLocks() string {
-	b, _ := os.ReadFile("/proc/locks")
+	b, _ := rawread.ReadFile("/proc/locks")
 	return string(b)
 }
 

@@ -14,11 +14,11 @@ package bwrap
 // init exit only when every other process of the namespace is gone.
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/heavy-duty/box/internal/rawread"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,7 +63,7 @@ func sandboxInit(pid int, pidns uint64) bool {
 		var st unix.Stat_t
 		return unix.Stat(p+"/ns/pid", &st) == nil && st.Ino == pidns
 	}
-	b, err := os.ReadFile(p + "/status")
+	b, err := rawread.ReadFile(p + "/status")
 	if err != nil {
 		return false
 	}

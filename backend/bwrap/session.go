@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/heavy-duty/box/backend/bwrap/postrun"
@@ -76,6 +77,7 @@ func (s *Session) Run(r Request) (Ran, error) {
 		return Ran{}, err // before the tree's hold, which would wait for the outer run
 	}
 	if !s.DryRun {
+		warmSignals()
 		// No other sandbox on the tree while this run reads it and bwrap mounts in it
 		// (launchguard.go): wait for the runs holding it. The run then uses the tree's
 		// path as held, never resolving it again.
@@ -262,12 +264,23 @@ func (s *Session) supervise(p *Plan, pr Prepared, bin string) (int, *postrun.Rep
 		return 1, nil, err
 	}
 	phase.Mark("audit:before")
+	// A second Ctrl-C (or the terminal closing) must not stop the audit half way: it is
+	// short, and what it leaves undone would wait for the next run. The signals are held
+	// from the sandbox's end (Launch.Ended), while Run still catches them: the runtime
+	// then neither enables them again here nor disables them when Run lets go, each a
+	// round trip to its signal thread (issue 24), and no Ctrl-C between Run's return and
+	// the audit finds box without a handler. A launch that failed before the sandbox
+	// ended never called Ended: the Notify after Start holds them then.
+	hold := make(chan os.Signal, 1)
+	holdSignals := func() { signal.Notify(hold, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT) }
+	if ended := pr.Ended; ended != nil {
+		pr.Ended = func() { holdSignals(); ended() }
+	} else {
+		pr.Ended = holdSignals
+	}
 	code, err := p.Start(pr, bin, s.Stdin, s.Stdout, s.Stderr)
 	phase.Mark("sandbox")
-	// A second Ctrl-C (or the terminal closing) must not stop the audit half way: it is
-	// short, and what it leaves undone would wait for the next run.
-	hold := make(chan os.Signal, 1)
-	signal.Notify(hold, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	holdSignals() // a no-op when Ended held them
 	rep := audit.End()
 	phase.Mark("audit:after")
 	signal.Stop(hold)
@@ -276,6 +289,19 @@ func (s *Session) supervise(p *Plan, pr Prepared, bin string) (int, *postrun.Rep
 	}
 	return code, rep, err
 }
+
+// warmSignals starts the runtime's signal thread while the run is gathered, off the
+// launch's path: Run's Notify then waits neither for that thread to be made nor for
+// SIGWINCH to be enabled, nor its Stop for SIGWINCH to be disabled (issue 24). SIGWINCH
+// alone is caught: its default is to be ignored, and caught it only lands in a channel
+// nobody reads, so box ends on no signal it did not end on before.
+func warmSignals() {
+	warmOnce.Do(func() {
+		go signal.Notify(make(chan os.Signal, 1), syscall.SIGWINCH)
+	})
+}
+
+var warmOnce sync.Once
 
 // RecoverAudits finishes what earlier runs in the current directory left of their
 // audits (box was killed, or a finding could not be neutralised), before anything reads

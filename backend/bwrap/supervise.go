@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heavy-duty/box/internal/rawread"
 	"golang.org/x/sys/unix"
 )
 
@@ -145,7 +146,7 @@ func (c *command) pidOf() int { return pidfdPid(c.fd) }
 
 // pidfdPid is the pid of the process the pidfd fd holds (-1 once it is gone).
 func pidfdPid(fd int) int {
-	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	b, err := rawread.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
 	if err != nil {
 		return -1
 	}
@@ -161,7 +162,7 @@ func pidfdPid(fd int) int {
 // lookup opens a pidfd on the first child of pid 1 and checks, after opening, that it
 // names a child of pid 1: a pid read from /proc may have been reused in between.
 func (c *command) lookup() bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.init) + "/task/" + strconv.Itoa(c.init) + "/children")
+	b, err := rawread.ReadFile("/proc/" + strconv.Itoa(c.init) + "/task/" + strconv.Itoa(c.init) + "/children")
 	if err != nil {
 		return false
 	}
@@ -280,7 +281,7 @@ func descendantsOf(init int) []int {
 		queue = queue[1:]
 		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 		for _, t := range tasks {
-			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+			b, err := rawread.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
 			if err != nil {
 				continue
 			}

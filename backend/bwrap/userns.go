@@ -26,7 +26,9 @@ const (
 	UsernsProcMasked                          // the namespace is made, but a container's masked /proc forbids mounting a new one
 )
 
-var usernsCauseNames = map[UsernsCause]string{
+// usernsCauseNames is an array, laid out as data: a map was built at every start of box
+// (issue 24).
+var usernsCauseNames = [...]string{
 	UsernsOK: "ok", UsernsUnknown: "unknown", UsernsMaxZero: "max-user-namespaces",
 	UsernsCloneOff: "unprivileged-userns-clone", UsernsSeccomp: "seccomp",
 	UsernsAppArmorRestrict: "apparmor-restrict", UsernsAppArmorChildren: "apparmor-children",
@@ -34,7 +36,12 @@ var usernsCauseNames = map[UsernsCause]string{
 }
 
 // String is the cause's stable name (box --check --json).
-func (c UsernsCause) String() string { return usernsCauseNames[c] }
+func (c UsernsCause) String() string {
+	if uint(c) < uint(len(usernsCauseNames)) {
+		return usernsCauseNames[c]
+	}
+	return ""
+}
 
 // BoxProfileName is the AppArmor profile box setup-userns loads (host/apparmor.go).
 const BoxProfileName = "box-userns"

@@ -7,6 +7,7 @@ package bwrap
 import (
 	"bytes"
 	"fmt"
+	"github.com/heavy-duty/box/internal/rawread"
 	"github.com/heavy-duty/box/internal/userenv"
 	"os"
 	"os/exec"
@@ -43,18 +44,18 @@ func ReadUsernsFacts(bin string) UsernsFacts {
 	f.Bwrap = bin
 	if _, err := os.Stat(apparmorFS); err == nil {
 		f.AppArmor = true
-		b, err := os.ReadFile(filepath.Join(apparmorFS, "profiles"))
+		b, err := rawread.ReadFile(filepath.Join(apparmorFS, "profiles"))
 		if err != nil {
 			f.ProfilesErr = err
 		} else {
 			f.Profiles = strings.Split(strings.TrimSpace(string(b)), "\n")
 		}
-		if b, err := os.ReadFile(boxProfileFile); err == nil {
+		if b, err := rawread.ReadFile(boxProfileFile); err == nil {
 			f.BoxProfileAttach = ProfileAttachment(string(b))
 		}
 	}
 	f.Unshare = tryUnshare(bin)
-	if b, err := os.ReadFile(procSelfMounts); err == nil {
+	if b, err := rawread.ReadFile(procSelfMounts); err == nil {
 		f.ProcCovers = procCovers(b)
 	}
 	if bin != "" {
@@ -71,14 +72,14 @@ func ReadUsernsFacts(bin string) UsernsFacts {
 // readUsernsSysctls reads the cheap facts: the sysctls and box's own seccomp mode.
 func readUsernsSysctls() UsernsFacts {
 	read := func(p string) string {
-		b, err := os.ReadFile(p)
+		b, err := rawread.ReadFile(p)
 		if err != nil {
 			return ""
 		}
 		return strings.TrimSpace(string(b))
 	}
 	f := UsernsFacts{MaxUserNS: read(sysctlMaxUserNS), UnprivClone: read(sysctlUnprivClone), AppArmorRestrict: read(sysctlAARestrict)}
-	if b, err := os.ReadFile(procSelfStatus); err == nil {
+	if b, err := rawread.ReadFile(procSelfStatus); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "Seccomp:"); ok {
 				f.SeccompMode = strings.TrimSpace(v)
@@ -246,7 +247,7 @@ func usernsKnownHealthy(key string) bool {
 	if key == "" || p == "" {
 		return false
 	}
-	b, err := os.ReadFile(p)
+	b, err := rawread.ReadFile(p)
 	return err == nil && string(b) == key
 }
 

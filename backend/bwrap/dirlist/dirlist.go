@@ -36,11 +36,16 @@ const Margin = int64(time.Second)
 
 // trustedFS are the filesystems (statfs f_type) whose directory change times are the
 // kernel's clock at each change to their entries, at a granularity of Margin or finer.
-var trustedFS = map[int64]bool{
-	unix.EXT4_SUPER_MAGIC:  true, // ext2, ext3, ext4
-	unix.XFS_SUPER_MAGIC:   true,
-	unix.BTRFS_SUPER_MAGIC: true,
-	unix.TMPFS_MAGIC:       true,
+// A switch, not a map built at every start of box (issue 24).
+func trustedFS(fsType int64) bool {
+	switch fsType {
+	case unix.EXT4_SUPER_MAGIC, // ext2, ext3, ext4
+		unix.XFS_SUPER_MAGIC,
+		unix.BTRFS_SUPER_MAGIC,
+		unix.TMPFS_MAGIC:
+		return true
+	}
+	return false
 }
 
 // DisableStamps gives a kept listing back without checking that its directory is
@@ -108,7 +113,7 @@ func (c *Cache) Stat(fd int) Stamp {
 	ok, known := c.trusted[st.Dev]
 	if !known {
 		var sf unix.Statfs_t
-		ok = unix.Fstatfs(fd, &sf) == nil && trustedFS[int64(sf.Type)]
+		ok = unix.Fstatfs(fd, &sf) == nil && trustedFS(int64(sf.Type))
 		c.trusted[st.Dev] = ok
 	}
 	s := Stamp{dev: st.Dev, ino: st.Ino, ctime: st.Ctim.Nano()}
