@@ -39,8 +39,22 @@ func TierNames() []string {
 
 // TierList words the tiers for a sentence: "none, allowlist, internet or full" with
 // conj "or".
-func TierList(conj string) string {
-	n := TierNames()
+func TierList(conj string) string { return TierListWhere(Tier.Valid, conj) }
+
+// TierListWhere words the tiers answering q yes, in Tiers' order, for a sentence:
+// TierListWhere(Tier.OwnNetNS, "or") is "none, allowlist or internet", and with conj ""
+// "none, allowlist, internet". Help and hints name a feature's tiers with it, so a tier
+// added to Tiers is in every such list.
+func TierListWhere(q func(Tier) bool, conj string) string {
+	var n []string
+	for _, t := range Tiers {
+		if q(t) {
+			n = append(n, string(t))
+		}
+	}
+	if conj == "" || len(n) < 2 {
+		return strings.Join(n, ", ")
+	}
 	return strings.Join(n[:len(n)-1], ", ") + " " + conj + " " + n[len(n)-1]
 }
 
@@ -103,6 +117,24 @@ func (t Tier) Proxied() bool { return t == NetAllowlist }
 // OwnResolver reports whether box writes the sandbox's resolv.conf (the helper's or the
 // proxy's resolver) and wires the namespace before the command is released.
 func (t Tier) OwnResolver() bool { return t.NeedsHelper() || t.Proxied() }
+
+// Within reports whether a sandbox of tier t reaches nothing one of tier u does not
+// (trust: state a run leaves is obeyed by a later run only when the later run's reach
+// holds the earlier's). An allowlist is within another only as far as its names are,
+// which the caller compares; never within internet, as it may name private hosts.
+func (t Tier) Within(u Tier) bool {
+	switch t {
+	case NetNone:
+		return true
+	case NetAllowlist:
+		return u == NetAllowlist || u == NetFull
+	case NetInternet:
+		return u == NetInternet || u == NetFull
+	case NetFull:
+		return u == NetFull
+	}
+	return false // an unknown tier reaches who knows what
+}
 
 // VMCapable reports whether a vm box may have the tier (a vm box is always isolated on
 // box's bridge: never the host's network, and no proxy).

@@ -45,6 +45,54 @@ func TestTierQuestions(t *testing.T) {
 	}
 }
 
+// Within orders the tiers by reach: each within itself and every wider one, the
+// allowlist never within internet (it may name private hosts), an unknown tier within
+// nothing and nothing but none within it.
+func TestTierWithin(t *testing.T) {
+	within := map[Tier][]Tier{
+		NetNone:      {NetNone, NetAllowlist, NetInternet, NetFull, "lan"},
+		NetAllowlist: {NetAllowlist, NetFull},
+		NetInternet:  {NetInternet, NetFull},
+		NetFull:      {NetFull},
+		"lan":        nil,
+	}
+	for tier, wider := range within {
+		for _, u := range append(slices.Clone(Tiers), "lan") {
+			if got, want := tier.Within(u), slices.Contains(wider, u); got != want {
+				t.Errorf("%s within %s: got %v, want %v", tier, u, got, want)
+			}
+		}
+	}
+	for _, tier := range Tiers {
+		if _, ok := within[tier]; !ok {
+			t.Errorf("tier %s: not in the table", tier)
+		}
+	}
+}
+
+// The lists help and hints word a feature's tiers by are the tiers answering its
+// question, in Tiers' order.
+func TestTierListWhere(t *testing.T) {
+	for _, c := range []struct {
+		q          func(Tier) bool
+		conj, want string
+	}{
+		{Tier.Valid, "or", "none, allowlist, internet or full"},
+		{Tier.OwnNetNS, "or", "none, allowlist or internet"},
+		{Tier.OwnNetNS, "", "none, allowlist, internet"},
+		{Tier.VMCapable, "and", "none and internet"},
+		{Tier.SharesHostNet, "or", "full"},
+		{func(Tier) bool { return false }, "or", ""},
+	} {
+		if got := TierListWhere(c.q, c.conj); got != c.want {
+			t.Errorf("TierListWhere(..., %q) = %q, want %q", c.conj, got, c.want)
+		}
+	}
+	if TierList("or") != TierListWhere(Tier.Valid, "or") {
+		t.Errorf("TierList is not every tier")
+	}
+}
+
 func TestParseTier(t *testing.T) {
 	for _, s := range []string{"", "lan", "None", " none"} {
 		_, err := ParseTier(s)

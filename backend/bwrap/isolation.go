@@ -22,7 +22,6 @@ import (
 
 	"github.com/heavy-duty/box/envaudit"
 	"github.com/heavy-duty/box/internal/ttyfilter"
-	"github.com/heavy-duty/box/policy"
 	"github.com/heavy-duty/box/profiles"
 	"golang.org/x/sys/unix"
 )
@@ -90,7 +89,7 @@ const ProtLandlockKeyring = "landlock-keyring"
 
 // landlockRefusals: each setting the Landlock mode cannot give is an error, never dropped.
 func (p *Plan) landlockRefusals(prof *profiles.Profile) error {
-	if t := p.Spec.Network; t != policy.NetNone {
+	if t := p.Spec.Network; !t.Offline() { // no namespace: only a sandbox with no network
 		return &LandlockTierError{t}
 	}
 	if p.Isolation.persistent {

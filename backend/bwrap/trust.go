@@ -155,7 +155,7 @@ func (r Reach) Beyond(old Reach) []string {
 	if r.HostSockets && !old.HostSockets {
 		out = append(out, "the host's path unix sockets (not mediated)")
 	}
-	if old.Network != policy.NetFull { // tier full reaches every host port already
+	if !old.Network.SharesHostNet() { // tier full reaches every host port already
 		var ports []string
 		for _, h := range r.HostPorts {
 			if !slices.Contains(old.HostPorts, h) {
@@ -178,17 +178,13 @@ func (r Reach) Beyond(old Reach) []string {
 // tierWithin: r's tier reaches nothing old's did not. The allowlist may name private
 // hosts, so it is within internet only as far as full is: never.
 func tierWithin(r, old Reach) bool {
-	switch r.Network {
-	case policy.NetNone:
-		return true
-	case policy.NetAllowlist:
-		return old.Network == policy.NetFull || (old.Network == policy.NetAllowlist && len(missing(r.Allow, old.Allow)) == 0)
-	case policy.NetInternet:
-		return old.Network == policy.NetInternet || old.Network == policy.NetFull
-	case policy.NetFull:
-		return old.Network == policy.NetFull
+	if !r.Network.Within(old.Network) {
+		return false
 	}
-	return false // a tier box does not know reaches who knows what
+	if r.Network.Proxied() && old.Network.Proxied() {
+		return len(missing(r.Allow, old.Allow)) == 0
+	}
+	return true
 }
 
 // missing is what of a is not in b.
@@ -423,7 +419,7 @@ func onlyBoxsOwn(dir, stateDir, instructions string, tier policy.Tier) bool {
 		}
 		switch name := e.Name(); {
 		case name == "SANDBOX.md" || name == GitConfigFile:
-		case name == RefusalsFile && (len(b) == 0 || tier == policy.NetAllowlist):
+		case name == RefusalsFile && (len(b) == 0 || tier.Proxied()):
 		case name == instructions && instructions != "" && string(b) == importLine+"\n":
 		default:
 			return false

@@ -130,7 +130,7 @@ type landlockPathBeneath struct {
 
 // Check refuses what the mode cannot give, by name.
 func (p LandlockPlan) Check(abi int) error {
-	if p.Tier != policy.NetNone {
+	if !p.Tier.Offline() {
 		return &LandlockTierError{p.Tier}
 	}
 	if abi < landlockModeABI {

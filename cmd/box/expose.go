@@ -5,6 +5,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/heavy-duty/box/backend"
+	"github.com/heavy-duty/box/policy"
 	"github.com/spf13/cobra"
 )
 
@@ -51,6 +52,7 @@ func newExposeCmd(e *env) *cobra.Command {
 			}
 			return tw.Flush()
 		})
+	cmd.Long = helpText("expose", "{{own-netns-tiers}}", policy.TierListWhere(policy.Tier.OwnNetNS, ""))
 	cmd.Flags().BoolVar(&r.List, "list", false, "list the box's doors")
 	cmd.Flags().StringVar(&r.Remove, "remove", "", "close the door to this port")
 	return cmd

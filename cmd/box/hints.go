@@ -167,7 +167,7 @@ var hints = []func(error) (string, error){
 	is(host.ErrNotRoot, "sudo box setup-host"),
 	is(host.ErrPortNameFirewall, "load br_netfilter (modprobe br_netfilter; sysctl net.bridge.bridge-nf-call-iptables=1), or use a kernel with CONFIG_NFT_BRIDGE_META; --port-name-firewall grants anyway (box drill's grant:USER:port-name row then reports the gap)"),
 	as(terminalHint),
-	to[*bwrap.PortsTierError]("in tier full a server in the sandbox is on the host's own ports already; to forward only what you name, use --network none, allowlist or internet"),
+	to[*bwrap.PortsTierError]("in tier full a server in the sandbox is on the host's own ports already; to forward only what you name, use --network " + policy.TierListWhere(policy.Tier.OwnNetNS, "or")),
 	to[*bwrap.PortTakenError]("another program holds that host port: publish on another one, for example --publish 8081:PORT (host:sandbox)"),
 	as(func(e *bwrap.UsernsError) string {
 		if e.Box {

@@ -36,7 +36,7 @@ func newRunCmd(e *env) *cobra.Command {
 		Use:     "run [flags] [-- COMMAND [ARG...]]",
 		Short:   "run a command (default: the profile's) in a sandbox in the current directory",
 		GroupID: groupSandbox,
-		Long:    helpText("run"),
+		Long:    helpText("run", "{{own-netns-tiers}}", policy.TierListWhere(policy.Tier.OwnNetNS, "")),
 		Example: helpText("run.example"),
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -60,8 +60,8 @@ func newRunCmd(e *env) *cobra.Command {
 	f.StringVar(&o.isolation, "isolation", "", "bwrap (namespaces; the default), landlock (no namespaces: says what does NOT hold) or auto (bwrap, else landlock where bwrap cannot start) (default: the profile's isolation)")
 	f.StringVar(&o.devshell, "devshell", "", "start in a Nix dev shell, evaluated on the host: alone, the working directory's flake's default; --devshell=INSTALLABLE names one (default: the profile's devshell)")
 	f.Lookup("devshell").NoOptDefVal = "true"
-	f.StringArrayVar(&o.publish, "publish", nil, "publish the sandbox's PORT on the host's 127.0.0.1 and ::1 (PORT or HOSTPORT:PORT; repeatable; tiers none, allowlist, internet)")
-	f.StringArrayVar(&o.hostPorts, "host-port", nil, "let the sandbox reach the host's 127.0.0.1:PORT as host.box.internal:PORT, and no other host port (repeatable; tiers none, allowlist, internet)")
+	f.StringArrayVar(&o.publish, "publish", nil, "publish the sandbox's PORT on the host's 127.0.0.1 and ::1 (PORT or HOSTPORT:PORT; repeatable; tiers "+policy.TierListWhere(policy.Tier.OwnNetNS, "")+")")
+	f.StringArrayVar(&o.hostPorts, "host-port", nil, "let the sandbox reach the host's 127.0.0.1:PORT as host.box.internal:PORT, and no other host port (repeatable; tiers "+policy.TierListWhere(policy.Tier.OwnNetNS, "")+")")
 	f.BoolVar(&o.allowRoot, "allow-root", false, "run the sandbox even though box runs as root (it keeps root's ownership of files)")
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/heavy-duty/box/backend"
+	"github.com/heavy-duty/box/policy"
 	"github.com/spf13/cobra"
 )
 
@@ -23,4 +24,4 @@ func newShellCmd(e *env) *cobra.Command {
 }
 
 // hostPortUsage is --host-port's help on the verbs that enter a box.
-const hostPortUsage = "bwrap boxes: let this session reach the host's 127.0.0.1:PORT as host.box.internal:PORT, beside the profile's host_ports (repeatable; tiers none, allowlist, internet)"
+var hostPortUsage = "bwrap boxes: let this session reach the host's 127.0.0.1:PORT as host.box.internal:PORT, beside the profile's host_ports (repeatable; tiers " + policy.TierListWhere(policy.Tier.OwnNetNS, "") + ")"
