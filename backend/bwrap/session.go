@@ -283,8 +283,11 @@ func (s *Session) supervise(p *Plan, pr Prepared, bin string) (int, *postrun.Rep
 	holdSignals() // a no-op when Ended held them
 	rep := audit.End()
 	phase.Mark("audit:after")
+	// Held until the report is said too: a Ctrl-C while it is written (a slow terminal,
+	// a full pipe) killed box with the findings moved aside unnamed and 130 for the code.
+	aerr := Finish(w, rep, code)
 	signal.Stop(hold)
-	if aerr := Finish(w, rep, code); aerr != nil {
+	if aerr != nil {
 		return code, rep, aerr
 	}
 	return code, rep, err
