@@ -1,7 +1,6 @@
 package bwrap_test
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/heavy-duty/box/internal/boxtest"
 	"github.com/heavy-duty/box/internal/testenv"
 )
 
@@ -45,7 +45,7 @@ func guardedWorld(t *testing.T) *world {
 type bg struct {
 	c              *exec.Cmd
 	done           chan error
-	stdout, stderr *bytes.Buffer
+	stdout, stderr *boxtest.Buffer // read while the command writes
 }
 
 func (w *world) startRun(script string, extra ...string) *bg {
@@ -66,7 +66,7 @@ func (w *world) startRunIn(dir, script string, extra ...string) *bg {
 // startCmd starts c in the background, its output kept, and kills it when the test ends.
 func (w *world) startCmd(c *exec.Cmd) *bg {
 	w.t.Helper()
-	b := &bg{c: c, done: make(chan error, 1), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	b := &bg{c: c, done: make(chan error, 1), stdout: &boxtest.Buffer{}, stderr: &boxtest.Buffer{}}
 	c.Stdout, c.Stderr = b.stdout, b.stderr
 	if err := c.Start(); err != nil {
 		w.t.Fatal(err)

@@ -1,7 +1,7 @@
 package boxtest
 
 import (
-	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,7 +9,7 @@ import (
 )
 
 // WaitFile waits until path exists; the command behind waited ending first fails the test.
-func WaitFile(t *testing.T, path string, waited <-chan error, stderr *bytes.Buffer) {
+func WaitFile(t *testing.T, path string, waited <-chan error, stderr fmt.Stringer) {
 	t.Helper()
 	for {
 		if _, err := os.Stat(path); err == nil {
